@@ -1,0 +1,22 @@
+# Finds the external dependencies (Debian packages and the CUDA toolkit); see
+# scripts/install-deps.sh for how they get onto the machine.
+
+# LLVM/MLIR 16: the shared libMLIR.so and libLLVM.so (the static component libraries
+# crash at run time when mixed with g++ objects, see docs/building.md).
+find_package(MLIR 16 REQUIRED CONFIG
+  PATHS /usr/lib/llvm-16/lib/cmake/mlir NO_DEFAULT_PATH)
+find_package(LLVM 16 REQUIRED CONFIG
+  PATHS /usr/lib/llvm-16/lib/cmake/llvm NO_DEFAULT_PATH)
+list(APPEND CMAKE_MODULE_PATH ${MLIR_CMAKE_DIR} ${LLVM_CMAKE_DIR})
+cmake_policy(SET CMP0116 OLD)
+include(TableGen)
+include(AddLLVM)
+include(AddMLIR)
+
+set(LLVM_TOOLS_DIR /usr/lib/llvm-16/bin)
+set(LLVM_EXTERNAL_LIT /usr/lib/llvm-16/build/utils/lit/lit.py)
+
+find_package(Protobuf REQUIRED)
+find_package(ONNX REQUIRED CONFIG)
+find_package(FlatBuffers REQUIRED CONFIG)
+find_package(GTest REQUIRED)

@@ -1,0 +1,166 @@
+//===- ComputeConverters.cpp - ONNX arithmetic ops to `cell` ops ---------===//
+//
+// Converters for the ops that compute: elementwise arithmetic and activations,
+// matrix products, casts, constants and identities. Shape ops are in
+// ShapeConverters.cpp; the table of converters is at the end of this file.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/GraphImporter.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace cellc;
+namespace om = cellc::onnx_model;
+
+/// Creates `OpT` over inputs 0..arity-1 and binds its single result.
+template <typename OpT, unsigned Arity>
+static LogicalResult convertSimple(NodeContext &ctx) {
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < Arity; ++i) {
+    FailureOr<Value> value = ctx.input(i);
+    if (failed(value))
+      return failure();
+    operands.push_back(*value);
+  }
+  SmallVector<Type> types;
+  if constexpr (!OpT::template hasTrait<InferTypeOpInterface::Trait>())
+    types.push_back(operands.front().getType());
+  FailureOr<Operation *> op = ctx.create<OpT>(operands, {}, types);
+  if (failed(op))
+    return failure();
+  return ctx.setOutputs((*op)->getResults());
+}
+
+static LogicalResult convertGemm(NodeContext &ctx) {
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < 3; ++i) {
+    if (i == 2 && !ctx.hasInput(2))
+      break;
+    FailureOr<Value> value = ctx.input(i);
+    if (failed(value))
+      return failure();
+    operands.push_back(*value);
+  }
+  Builder &b = ctx.builder();
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr("alpha", b.getF32FloatAttr(ctx.floatAttr("alpha", 1.0f))),
+      b.getNamedAttr("beta", b.getF32FloatAttr(ctx.floatAttr("beta", 1.0f))),
+      b.getNamedAttr("trans_a", b.getBoolAttr(ctx.intAttr("transA", 0) != 0)),
+      b.getNamedAttr("trans_b", b.getBoolAttr(ctx.intAttr("transB", 0) != 0))};
+  FailureOr<Operation *> op = ctx.create<cell::GemmOp>(operands, attrs);
+  if (failed(op))
+    return failure();
+  return ctx.setOutputs((*op)->getResults());
+}
+
+static LogicalResult convertCast(NodeContext &ctx) {
+  FailureOr<RankedTensorType> inputType = ctx.inputType(0);
+  if (failed(inputType))
+    return failure();
+  const om::Attribute *to = ctx.attribute("to");
+  if (!to || to->kind != om::Attribute::Kind::Int)
+    return ctx.emitError() << "needs an integer attribute 'to'";
+  Type element = ctx.elementTypeOf(static_cast<int32_t>(to->i));
+  if (!element)
+    return ctx.emitError() << "cannot cast to "
+                           << om::dataTypeName(static_cast<int32_t>(to->i))
+                           << ", which cellc does not support";
+  Type resultType = inputType->clone(element);
+  FailureOr<Operation *> op =
+      ctx.create<cell::CastOp>(*ctx.input(0), {}, {resultType});
+  if (failed(op))
+    return failure();
+  return ctx.setOutputs((*op)->getResults());
+}
+
+/// The tensor a Constant node holds, from whichever attribute carries it.
+static FailureOr<om::Tensor> constantNodeTensor(NodeContext &ctx) {
+  const om::Node &node = ctx.node();
+  if (node.attributes.size() != 1)
+    return ctx.emitError() << "needs exactly one value attribute";
+  const om::Attribute &attr = node.attributes.front();
+  om::Tensor tensor;
+  tensor.name = node.outputs.empty() ? node.name : node.outputs.front();
+  auto append = [&](const void *data, size_t size) {
+    const char *bytes = static_cast<const char *>(data);
+    tensor.bytes.insert(tensor.bytes.end(), bytes, bytes + size);
+  };
+  if (attr.name == "value" && attr.kind == om::Attribute::Kind::Tensor) {
+    tensor.dataType = attr.t.dataType;
+    tensor.dims = attr.t.dims;
+    tensor.bytes = attr.t.bytes;
+  } else if (attr.name == "value_float" &&
+             attr.kind == om::Attribute::Kind::Float) {
+    tensor.dataType = static_cast<int32_t>(om::DataType::Float);
+    append(&attr.f, sizeof(float));
+  } else if (attr.name == "value_floats" &&
+             attr.kind == om::Attribute::Kind::Floats) {
+    tensor.dataType = static_cast<int32_t>(om::DataType::Float);
+    tensor.dims = {static_cast<int64_t>(attr.floats.size())};
+    append(attr.floats.data(), attr.floats.size() * sizeof(float));
+  } else if (attr.name == "value_int" &&
+             attr.kind == om::Attribute::Kind::Int) {
+    tensor.dataType = static_cast<int32_t>(om::DataType::Int64);
+    append(&attr.i, sizeof(int64_t));
+  } else if (attr.name == "value_ints" &&
+             attr.kind == om::Attribute::Kind::Ints) {
+    tensor.dataType = static_cast<int32_t>(om::DataType::Int64);
+    tensor.dims = {static_cast<int64_t>(attr.ints.size())};
+    append(attr.ints.data(), attr.ints.size() * sizeof(int64_t));
+  } else {
+    return ctx.emitError() << "attribute '" << attr.name
+                           << "' is not a supported constant value (use "
+                              "value, value_float(s) or value_int(s))";
+  }
+  return tensor;
+}
+
+static LogicalResult convertConstant(NodeContext &ctx) {
+  FailureOr<om::Tensor> tensor = constantNodeTensor(ctx);
+  if (failed(tensor))
+    return failure();
+  const om::Tensor *kept = ctx.keepConstantTensor(std::move(*tensor));
+  FailureOr<ElementsAttr> value = ctx.tensorAttr(*kept);
+  if (failed(value))
+    return failure();
+  FailureOr<Operation *> op = ctx.create<cell::ConstantOp>(
+      {}, ctx.builder().getNamedAttr("value", *value), {value->getType()});
+  if (failed(op))
+    return failure();
+  return ctx.setOutputs((*op)->getResults());
+}
+
+NodeConverter cellc::findConverter(StringRef opType) {
+  static const llvm::StringMap<NodeConverter> converters = {
+      {"Add", convertSimple<cell::AddOp, 2>},
+      {"Sub", convertSimple<cell::SubOp, 2>},
+      {"Mul", convertSimple<cell::MulOp, 2>},
+      {"Div", convertSimple<cell::DivOp, 2>},
+      {"Sigmoid", convertSimple<cell::SigmoidOp, 1>},
+      {"Tanh", convertSimple<cell::TanhOp, 1>},
+      {"Relu", convertSimple<cell::ReluOp, 1>},
+      {"Identity", convertSimple<cell::IdentityOp, 1>},
+      {"MatMul", convertSimple<cell::MatMulOp, 2>},
+      {"Gemm", convertGemm},
+      {"Cast", convertCast},
+      {"Constant", convertConstant},
+      {"Concat", convertConcat},
+      {"Split", convertSplit},
+      {"Slice", convertSlice},
+      {"Gather", convertGather},
+      {"ArgMax", convertArgMax},
+      {"Squeeze", convertSqueeze},
+      {"Unsqueeze", convertUnsqueeze},
+      {"Reshape", convertReshape},
+      {"Transpose", convertTranspose},
+  };
+  auto it = converters.find(opType);
+  return it == converters.end() ? nullptr : it->second;
+}
+
+std::string cellc::supportedOpTypes() {
+  return "Add, ArgMax, Cast, Concat, Constant, Div, Gather, Gemm, Identity, "
+         "MatMul, Mul, Relu, Reshape, Sigmoid, Slice, Split, Squeeze, Sub, "
+         "Tanh, Transpose, Unsqueeze";
+}

@@ -1,0 +1,291 @@
+//===- GraphImporter.cpp - Value/constant tables and node helpers --------===//
+#include "compiler/import/GraphImporter.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace cellc;
+namespace om = cellc::onnx_model;
+
+/// Tensors up to this many elements are printed inline (shapes, split sizes,
+/// scalars); larger ones become resource blobs.
+static constexpr int64_t kInlineElementLimit = 16;
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+GraphImporter::GraphImporter(const om::Model &model, OpBuilder &builder)
+    : model_(model), builder_(builder),
+      fileLoc_(FileLineColLoc::get(builder.getContext(), model.path, 0, 0)) {
+  for (const om::Tensor &tensor : model.initializers)
+    initializers_[tensor.name] = &tensor;
+}
+
+Location GraphImporter::nodeLoc(const om::Node &node) {
+  return NameLoc::get(StringAttr::get(context(), node.name), fileLoc_);
+}
+
+Type GraphImporter::elementType(int32_t dataType) {
+  MLIRContext *ctx = context();
+  switch (static_cast<om::DataType>(dataType)) {
+  case om::DataType::Float:
+    return Float32Type::get(ctx);
+  case om::DataType::Double:
+    return Float64Type::get(ctx);
+  case om::DataType::Float16:
+    return Float16Type::get(ctx);
+  case om::DataType::BFloat16:
+    return BFloat16Type::get(ctx);
+  case om::DataType::Int64:
+    return IntegerType::get(ctx, 64);
+  case om::DataType::Int32:
+    return IntegerType::get(ctx, 32);
+  case om::DataType::Int16:
+    return IntegerType::get(ctx, 16);
+  case om::DataType::Int8:
+    return IntegerType::get(ctx, 8);
+  case om::DataType::Bool:
+    return IntegerType::get(ctx, 1);
+  default:
+    return {};
+  }
+}
+
+void GraphImporter::define(StringRef name, Value value) {
+  values_[name] = value;
+}
+
+const om::Tensor *GraphImporter::constantTensor(StringRef name) const {
+  if (auto it = constants_.find(name); it != constants_.end())
+    return it->second;
+  if (auto it = initializers_.find(name); it != initializers_.end())
+    return it->second;
+  return nullptr;
+}
+
+const om::Tensor *GraphImporter::defineConstantTensor(StringRef name,
+                                                      om::Tensor tensor) {
+  constantNodeTensors_.push_back(std::move(tensor));
+  constants_[name] = &constantNodeTensors_.back();
+  return &constantNodeTensors_.back();
+}
+
+Value GraphImporter::lookup(StringRef name, Location useLoc) {
+  if (auto it = values_.find(name); it != values_.end())
+    return it->second;
+  auto init = initializers_.find(name);
+  if (init == initializers_.end())
+    return {};
+  // Weights are materialized at the top of the cell, once.
+  FailureOr<ElementsAttr> value = tensorAttr(*init->second, useLoc);
+  if (failed(value))
+    return {};
+  OpBuilder::InsertionGuard guard(builder_);
+  Block *entry = builder_.getInsertionBlock();
+  builder_.setInsertionPointToStart(entry);
+  auto constant = builder_.create<cell::ConstantOp>(
+      NameLoc::get(StringAttr::get(context(), name), fileLoc_), *value);
+  values_[name] = constant.getResult();
+  return constant.getResult();
+}
+
+/// A resource name made of the initializer's name ([A-Za-z0-9_.]).
+static std::string blobName(StringRef tensorName) {
+  std::string name;
+  for (char c : tensorName)
+    name.push_back(llvm::isAlnum(c) || c == '_' || c == '.' ? c : '_');
+  if (name.empty() || llvm::isDigit(name.front()))
+    name.insert(name.begin(), '_');
+  return name;
+}
+
+FailureOr<ElementsAttr> GraphImporter::tensorAttr(const om::Tensor &tensor,
+                                                  Location loc) {
+  Type element = elementType(tensor.dataType);
+  if (!element)
+    return emitError(loc) << "tensor '" << tensor.name << "' has data type "
+                          << om::dataTypeName(tensor.dataType)
+                          << ", which cellc does not support";
+  auto type = RankedTensorType::get(tensor.dims, element);
+  ArrayRef<char> bytes(tensor.bytes.data(), tensor.bytes.size());
+  if (element.isInteger(1)) {
+    SmallVector<bool> flags;
+    for (char byte : tensor.bytes)
+      flags.push_back(byte != 0);
+    return ElementsAttr(DenseElementsAttr::get(type, flags));
+  }
+  if (tensor.numElements() <= kInlineElementLimit) {
+    bool detectedSplat = false;
+    if (!DenseElementsAttr::isValidRawBuffer(type, bytes, detectedSplat))
+      return emitError(loc) << "tensor '" << tensor.name
+                            << "' holds data that does not match " << type;
+    return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  }
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      bytes, /*align=*/64, /*dataIsMutable=*/false);
+  // The manager renames the blob if the name is taken (two cells may both
+  // have an `embedding.weight`).
+  auto &blobs = DenseResourceElementsHandle::getManagerInterface(context());
+  DenseResourceElementsHandle handle =
+      blobs.insert(blobName(tensor.name), std::move(blob));
+  return ElementsAttr(DenseResourceElementsAttr::get(type, handle));
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(GraphImporter &importer, const om::Node &node)
+    : importer_(importer), node_(node), loc_(importer.nodeLoc(node)) {}
+
+int64_t NodeContext::opset() const { return importer_.model().opsetVersion; }
+OpBuilder &NodeContext::builder() { return importer_.builder(); }
+MLIRContext *NodeContext::context() { return importer_.context(); }
+
+InFlightDiagnostic NodeContext::emitError() {
+  return mlir::emitError(loc_)
+         << "node '" << node_.name << "' (" << node_.opType << ", opset "
+         << opset() << "): ";
+}
+
+bool NodeContext::hasInput(size_t index) const {
+  return index < node_.inputs.size() && !node_.inputs[index].empty();
+}
+
+FailureOr<Value> NodeContext::input(size_t index) {
+  if (!hasInput(index))
+    return emitError() << "input #" << index << " is missing";
+  const std::string &name = node_.inputs[index];
+  Value value = importer_.lookup(name, loc_);
+  if (!value)
+    return emitError() << "input '" << name
+                       << "' is not a graph input, an initializer or the "
+                          "output of an earlier node";
+  return value;
+}
+
+FailureOr<RankedTensorType> NodeContext::inputType(size_t index) {
+  FailureOr<Value> value = input(index);
+  if (failed(value))
+    return failure();
+  return value->getType().cast<RankedTensorType>();
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(size_t index,
+                                                          StringRef what) {
+  if (!hasInput(index))
+    return emitError() << what << " (input #" << index << ") is missing";
+  const std::string &name = node_.inputs[index];
+  const om::Tensor *tensor = importer_.constantTensor(name);
+  if (!tensor)
+    return emitError() << what << " '" << name
+                       << "' must be a constant (an initializer or the output "
+                          "of a Constant node)";
+  SmallVector<int64_t> values;
+  int64_t count = tensor->numElements();
+  auto type = static_cast<om::DataType>(tensor->dataType);
+  if (type == om::DataType::Int64) {
+    const auto *data = reinterpret_cast<const int64_t *>(tensor->bytes.data());
+    values.assign(data, data + count);
+  } else if (type == om::DataType::Int32) {
+    const auto *data = reinterpret_cast<const int32_t *>(tensor->bytes.data());
+    values.assign(data, data + count);
+  } else {
+    return emitError() << what << " '" << name
+                       << "' must be int64 or int32, not "
+                       << om::dataTypeName(tensor->dataType);
+  }
+  return values;
+}
+
+const om::Attribute *NodeContext::attribute(StringRef name) const {
+  return node_.findAttribute(name.str());
+}
+
+int64_t NodeContext::intAttr(StringRef name, int64_t fallback) const {
+  const om::Attribute *attr = attribute(name);
+  return attr && attr->kind == om::Attribute::Kind::Int ? attr->i : fallback;
+}
+
+float NodeContext::floatAttr(StringRef name, float fallback) const {
+  const om::Attribute *attr = attribute(name);
+  return attr && attr->kind == om::Attribute::Kind::Float ? attr->f : fallback;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::intsAttr(StringRef name) const {
+  const om::Attribute *attr = attribute(name);
+  if (!attr || attr->kind != om::Attribute::Kind::Ints)
+    return std::nullopt;
+  return SmallVector<int64_t>(attr->ints.begin(), attr->ints.end());
+}
+
+FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                              StringRef what) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    return emitError() << what << " " << axis << " is out of range for rank "
+                       << rank;
+  return normalized;
+}
+
+LogicalResult
+NodeContext::inferTypes(function_ref<LogicalResult(Location)> infer) {
+  std::string message;
+  LogicalResult result = success();
+  {
+    ScopedDiagnosticHandler capture(context(), [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    result = infer(loc_);
+  }
+  if (failed(result))
+    emitError() << (message.empty() ? "invalid operands" : message);
+  return result;
+}
+
+FailureOr<Operation *> NodeContext::verifyCreated(Operation *op) {
+  std::string message;
+  LogicalResult result = success();
+  {
+    ScopedDiagnosticHandler capture(context(), [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    result = op->getName().verifyInvariants(op);
+  }
+  if (succeeded(result))
+    return op;
+  op->erase();
+  return emitError() << message;
+}
+
+Type NodeContext::elementTypeOf(int32_t dataType) {
+  return importer_.elementType(dataType);
+}
+
+const om::Tensor *NodeContext::keepConstantTensor(om::Tensor tensor) {
+  std::string name = node_.outputs.empty() ? node_.name : node_.outputs[0];
+  return importer_.defineConstantTensor(name, std::move(tensor));
+}
+
+FailureOr<ElementsAttr> NodeContext::tensorAttr(const om::Tensor &tensor) {
+  return importer_.tensorAttr(tensor, loc_);
+}
+
+LogicalResult NodeContext::setOutputs(ValueRange values) {
+  if (node_.outputs.size() > values.size())
+    return emitError() << "has " << node_.outputs.size()
+                       << " outputs but the op produces " << values.size();
+  for (auto [name, value] : llvm::zip(node_.outputs, values))
+    if (!name.empty())
+      importer_.define(name, value);
+  return success();
+}

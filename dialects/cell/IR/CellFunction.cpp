@@ -1,0 +1,172 @@
+//===- CellFunction.cpp - `cell.cell` and `cell.return` ------------------===//
+//
+// The cell function: its textual form and the rules that tie the roles of its
+// arguments and results together (batch-leading types, state pairing,
+// children).
+//
+//===----------------------------------------------------------------------===//
+#include "cell/IR/CellOps.h"
+
+#include "mlir/IR/FunctionImplementation.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace mlir::cell;
+
+ParseResult CellOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildFuncType =
+      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
+         function_interface_impl::VariadicFlag,
+         std::string &) { return builder.getFunctionType(argTypes, results); };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false,
+      getFunctionTypeAttrName(result.name), buildFuncType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void CellOp::print(OpAsmPrinter &printer) {
+  function_interface_impl::printFunctionOp(
+      printer, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+/// Names the entry block arguments after their ONNX names (`%h`, `%token`).
+void CellOp::getAsmBlockArgumentNames(Region &region,
+                                      OpAsmSetValueNameFn setNameFn) {
+  if (region.empty())
+    return;
+  for (BlockArgument arg : region.front().getArguments()) {
+    StringRef name = getArgumentName(arg.getArgNumber());
+    if (!name.empty())
+      setNameFn(arg, name);
+  }
+}
+
+static Role roleOf(DictionaryAttr attrs, Role fallback) {
+  if (auto role =
+          attrs ? attrs.getAs<RoleAttr>(CellDialect::kRoleAttr) : RoleAttr())
+    return role.getValue();
+  return fallback;
+}
+
+static StringRef stringOf(DictionaryAttr attrs, StringRef name) {
+  if (auto value = attrs ? attrs.getAs<StringAttr>(name) : StringAttr())
+    return value.getValue();
+  return {};
+}
+
+Role CellOp::getArgumentRole(unsigned index) {
+  return roleOf(getArgAttrDict(index), Role::Input);
+}
+Role CellOp::getResultRole(unsigned index) {
+  return roleOf(getResultAttrDict(index), Role::Output);
+}
+StringRef CellOp::getArgumentName(unsigned index) {
+  return stringOf(getArgAttrDict(index), CellDialect::kNameAttr);
+}
+StringRef CellOp::getResultName(unsigned index) {
+  return stringOf(getResultAttrDict(index), CellDialect::kNameAttr);
+}
+
+/// Every argument and result is a ranked tensor whose leading dimension is the
+/// dynamic batch and whose other dimensions are static.
+static LogicalResult verifyBatchLeading(CellOp op, Type type, StringRef what,
+                                        unsigned index) {
+  auto tensor = type.dyn_cast<RankedTensorType>();
+  if (!tensor)
+    return op.emitOpError()
+           << what << " #" << index << " must be a ranked tensor, got " << type;
+  if (tensor.getRank() == 0 || !tensor.isDynamicDim(0))
+    return op.emitOpError()
+           << what << " #" << index
+           << " must have the dynamic batch as its leading dimension, got "
+           << type;
+  for (int64_t dim = 1; dim < tensor.getRank(); ++dim)
+    if (tensor.isDynamicDim(dim))
+      return op.emitOpError() << what << " #" << index
+                              << " may only be dynamic in its leading (batch) "
+                                 "dimension, got "
+                              << type;
+  return success();
+}
+
+LogicalResult CellOp::verify() {
+  ArrayRef<Type> argTypes = getArgumentTypes();
+  ArrayRef<Type> resultTypes = getResultTypes();
+  if (getBody().front().getNumArguments() != argTypes.size())
+    return emitOpError("entry block must have one argument per input");
+
+  llvm::StringMap<unsigned> argByName;
+  for (unsigned i = 0; i < argTypes.size(); ++i) {
+    if (failed(verifyBatchLeading(*this, argTypes[i], "argument", i)))
+      return failure();
+    if (getArgumentRole(i) == Role::Output)
+      return emitOpError() << "argument #" << i << " cannot have role 'output'";
+    StringRef name = getArgumentName(i);
+    if (!name.empty() && !argByName.try_emplace(name, i).second)
+      return emitOpError() << "two arguments are named '" << name << "'";
+    DictionaryAttr attrs = getArgAttrDict(i);
+    bool isChild = getArgumentRole(i) == Role::Child;
+    bool hasChildAttrs = attrs && (attrs.get(CellDialect::kChildAttr) ||
+                                   attrs.get(CellDialect::kFromAttr));
+    if (isChild && !(attrs && attrs.get(CellDialect::kChildAttr) &&
+                     attrs.get(CellDialect::kFromAttr)))
+      return emitOpError() << "child argument #" << i
+                           << " needs 'cell.child' and 'cell.from'";
+    if (!isChild && hasChildAttrs)
+      return emitOpError()
+             << "argument #" << i
+             << " has 'cell.child'/'cell.from' but is not a child";
+  }
+
+  llvm::StringMap<unsigned> updated;
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    if (failed(verifyBatchLeading(*this, resultTypes[i], "result", i)))
+      return failure();
+    Role role = getResultRole(i);
+    if (role != Role::State && role != Role::Output)
+      return emitOpError() << "result #" << i
+                           << " must have role 'state' or 'output'";
+    DictionaryAttr attrs = getResultAttrDict(i);
+    StringRef updates = stringOf(attrs, CellDialect::kUpdatesAttr);
+    if (attrs && attrs.get(CellDialect::kEmitAttr) && role != Role::State)
+      return emitOpError() << "result #" << i
+                           << ": only a state result can be emitted; an "
+                              "output is returned anyway";
+    if (updates.empty())
+      continue;
+    if (role != Role::State)
+      return emitOpError() << "result #" << i << " updates '" << updates
+                           << "' but is not a state";
+    auto arg = argByName.find(updates);
+    if (arg == argByName.end())
+      return emitOpError() << "result #" << i << " updates '" << updates
+                           << "', which names no argument";
+    if (getArgumentRole(arg->second) != Role::State)
+      return emitOpError() << "result #" << i << " updates '" << updates
+                           << "', which is not a state argument";
+    if (argTypes[arg->second] != resultTypes[i])
+      return emitOpError() << "state result #" << i << " has type "
+                           << resultTypes[i] << " but the state '" << updates
+                           << "' it updates has type " << argTypes[arg->second];
+    if (!updated.try_emplace(updates, i).second)
+      return emitOpError() << "state '" << updates
+                           << "' is updated by two results";
+  }
+  return success();
+}
+
+LogicalResult ReturnOp::verify() {
+  auto cell = cast<CellOp>((*this)->getParentOp());
+  ArrayRef<Type> expected = cell.getResultTypes();
+  if (getNumOperands() != expected.size())
+    return emitOpError() << "returns " << getNumOperands()
+                         << " values but the cell has " << expected.size()
+                         << " results";
+  for (auto [index, operand] : llvm::enumerate(getOperands()))
+    if (operand.getType() != expected[index])
+      return emitOpError() << "operand #" << index << " has type "
+                           << operand.getType() << " but cell result #" << index
+                           << " has type " << expected[index];
+  return success();
+}

@@ -1,0 +1,282 @@
+//===- CellOps.td - Operations of the `cell` dialect --------*- tablegen -*-===//
+//
+// One op per ONNX operator that PyTorch emits for RNN cells, plus the cell
+// function (`cell.cell`) and its terminator. Result types are inferred from the
+// operands and attributes (InferTypeOpInterface), which is also how the
+// verifiers check shapes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELL_OPS_TD
+#define CELL_OPS_TD
+
+include "cell/IR/CellBase.td"
+include "mlir/IR/FunctionInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Cell function
+//===----------------------------------------------------------------------===//
+
+def Cell_CellOp : Cell_Op<"cell", [
+    FunctionOpInterface, IsolatedFromAbove, Symbol,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "one step of a recurrence: a function over batch-leading tensors";
+  let description = [{
+    A cell takes a batch of rows (leading dynamic dimension) and returns a batch
+    of rows. Every argument carries `cell.role` (`input`, `state` or `child`)
+    and every result carries `cell.role` (`state` or `output`); `cell.name`
+    keeps the ONNX name. A state result names the state argument it replaces
+    with `cell.updates`; a child argument names its child index (`cell.child`)
+    and the child cell's result it takes (`cell.from`).
+
+    ```mlir
+    cell.cell @rnn(%x: tensor<?x8xf32> {cell.name = "x", cell.role = #cell.role<input>},
+                   %h: tensor<?x8xf32> {cell.name = "h", cell.role = #cell.role<state>})
+        -> (tensor<?x8xf32> {cell.name = "h_next", cell.role = #cell.role<state>,
+                             cell.updates = "h"}) {
+      %0 = cell.add %x, %h : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+      %1 = cell.tanh %0 : tensor<?x8xf32>
+      cell.return %1 : tensor<?x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<FunctionType>:$function_type,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
+      return getFunctionType().getInputs();
+    }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() {
+      return getFunctionType().getResults();
+    }
+    static ::llvm::StringRef getDefaultDialect() { return "cell"; }
+
+    /// Role of argument/result `index`; Input/Output when none is attached.
+    Role getArgumentRole(unsigned index);
+    Role getResultRole(unsigned index);
+    /// ONNX name of argument/result `index`, empty when none is attached.
+    ::llvm::StringRef getArgumentName(unsigned index);
+    ::llvm::StringRef getResultName(unsigned index);
+  }];
+}
+
+def Cell_ReturnOp : Cell_Op<"return", [
+    Pure, HasParent<"CellOp">, ReturnLike, Terminator]> {
+  let summary = "returns the results of a cell";
+  let arguments = (ins Variadic<AnyRankedTensor>:$operands);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and plumbing
+//===----------------------------------------------------------------------===//
+
+def Cell_ConstantOp : Cell_Op<"constant", [
+    ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor (weights are dense resource blobs)";
+  let description = [{
+    Small constants are printed inline (`dense<...>`); weights imported from
+    ONNX initializers are `dense_resource<...>` blobs so that they are never
+    printed element by element.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Cell_IdentityOp : Cell_Op<"identity", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX Identity";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Cell_CastOp : Cell_Op<"cast", [Pure]> {
+  let summary = "ONNX Cast: converts the element type, keeps the shape";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Cell_UnaryOp<string mnemonic, string onnxName>
+    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX " # onnxName # " (elementwise)";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Cell_SigmoidOp : Cell_UnaryOp<"sigmoid", "Sigmoid">;
+def Cell_TanhOp : Cell_UnaryOp<"tanh", "Tanh">;
+def Cell_ReluOp : Cell_UnaryOp<"relu", "Relu">;
+
+class Cell_BinaryOp<string mnemonic, string onnxName>
+    : Cell_Op<mnemonic, [Pure,
+        DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX " # onnxName # " (elementwise, numpy broadcasting)";
+  let description = [{
+    Both operands have the same element type. Shapes broadcast as in numpy,
+    except that the dynamic batch dimension only broadcasts against 1.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Cell_AddOp : Cell_BinaryOp<"add", "Add">;
+def Cell_SubOp : Cell_BinaryOp<"sub", "Sub">;
+def Cell_MulOp : Cell_BinaryOp<"mul", "Mul">;
+def Cell_DivOp : Cell_BinaryOp<"div", "Div">;
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Cell_MatMulOp : Cell_Op<"matmul", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX MatMul for a rank >= 2 left operand and a matrix";
+  let description = [{
+    `[..., M, K] x [K, N] -> [..., M, N]`; also `[K] x [K, N] -> [N]`.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_GemmOp : Cell_Op<"gemm", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    `op(X)` is `X` transposed when `trans_a`/`trans_b` is set. `C` is optional
+    and broadcasts to `[M, N]`.
+  }];
+  let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b,
+                       Optional<AnyRankedTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Cell_ConcatOp : Cell_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Concat along `axis` (non-negative)";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Cell_SplitOp : Cell_Op<"split", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Split into pieces of the given `sizes` along `axis`";
+  let description = [{
+    The sizes come from ONNX's `split` attribute (opset < 13), its constant
+    `split` input (opset >= 13) or an even split; the importer resolves them.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_SliceOp : Cell_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Slice with resolved, in-range starts/ends and positive steps";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_GatherOp : Cell_Op<"gather", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Gather (embedding lookup when `data` is a weight)";
+  let description = [{
+    `result.shape = data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_ArgMaxOp : Cell_Op<"argmax", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX ArgMax: int64 index of the largest element along `axis`";
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_SqueezeOp : Cell_Op<"squeeze", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Squeeze of the listed size-1 `axes`";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Cell_UnsqueezeOp : Cell_Op<"unsqueeze", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Unsqueeze: inserts size-1 dimensions at `axes` of the result";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Cell_ReshapeOp : Cell_Op<"reshape", [Pure]> {
+  let summary = "ONNX Reshape; the target shape is the result type";
+  let description = [{
+    The importer resolves ONNX's shape input (with `0` and `-1`) into the
+    result type. The batch dimension may move but must stay a single `?`.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Cell_TransposeOp : Cell_Op<"transpose", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Transpose by permutation `perm`";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+#endif // CELL_OPS_TD

@@ -1,0 +1,152 @@
+//===- Folders.cpp - Constant folding and trivial simplifications --------===//
+//
+// Folds that are always valid: no-op identities (x + 0, x * 1, an identity
+// transpose, a cast to the same type, ...) and elementwise arithmetic on small
+// inline constants. Weight blobs (dense resources) are never folded here.
+//
+//===----------------------------------------------------------------------===//
+#include "cell/IR/CellOps.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+
+using namespace mlir;
+using namespace mlir::cell;
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult SqueezeOp::fold(FoldAdaptor) {
+  if (getAxes().empty())
+    return getInput();
+  return {};
+}
+
+OpFoldResult UnsqueezeOp::fold(FoldAdaptor) {
+  if (getAxes().empty())
+    return getInput();
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [index, dim] : llvm::enumerate(getPerm()))
+    if (static_cast<int64_t>(index) != dim)
+      return {};
+  return getInput();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
+    return getInputs()[0];
+  return {};
+}
+
+/// True when `attr` is an inline splat constant equal to `value`.
+static bool isSplatOf(Attribute attr, double value) {
+  auto dense = attr.dyn_cast_or_null<DenseElementsAttr>();
+  if (!dense || !dense.isSplat())
+    return false;
+  Type element = dense.getElementType();
+  if (element.isa<FloatType>())
+    return dense.getSplatValue<APFloat>().convertToDouble() == value;
+  if (element.isa<IntegerType>())
+    return dense.getSplatValue<APInt>().getSExtValue() ==
+           static_cast<int64_t>(value);
+  return false;
+}
+
+/// Folds `op(lhs, rhs)` when both operands are inline constants of the result
+/// type (no broadcasting involved).
+template <typename FloatFn, typename IntFn>
+static Attribute foldConstants(Operation *op, ArrayRef<Attribute> operands,
+                               FloatFn floatFn, IntFn intFn) {
+  Type resultType = op->getResult(0).getType();
+  for (Attribute operand : operands) {
+    auto dense = operand.dyn_cast_or_null<DenseElementsAttr>();
+    if (!dense || dense.getType() != resultType)
+      return {};
+  }
+  Type element = resultType.cast<ShapedType>().getElementType();
+  if (element.isa<FloatType>())
+    return constFoldBinaryOpConditional<FloatAttr>(
+        operands,
+        [&](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
+          return floatFn(a, b);
+        });
+  if (element.isa<IntegerType>())
+    return constFoldBinaryOpConditional<IntegerAttr>(
+        operands, [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
+          return intFn(a, b);
+        });
+  return {};
+}
+
+/// Returns `value` when it can stand for the op's result unchanged.
+static OpFoldResult sameTypeValue(Operation *op, Value value) {
+  if (value.getType() == op->getResult(0).getType())
+    return value;
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 0))
+    if (OpFoldResult result = sameTypeValue(*this, getLhs()))
+      return result;
+  if (isSplatOf(adaptor.getLhs(), 0))
+    if (OpFoldResult result = sameTypeValue(*this, getRhs()))
+      return result;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a + b; },
+      [](const APInt &a, const APInt &b) { return a + b; });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 0))
+    if (OpFoldResult result = sameTypeValue(*this, getLhs()))
+      return result;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a - b; },
+      [](const APInt &a, const APInt &b) { return a - b; });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 1))
+    if (OpFoldResult result = sameTypeValue(*this, getLhs()))
+      return result;
+  if (isSplatOf(adaptor.getLhs(), 1))
+    if (OpFoldResult result = sameTypeValue(*this, getRhs()))
+      return result;
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a * b; },
+      [](const APInt &a, const APInt &b) { return a * b; });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 1))
+    if (OpFoldResult result = sameTypeValue(*this, getLhs()))
+      return result;
+  // Integer division by zero is left alone (ONNX leaves it undefined).
+  return foldConstants(
+      *this, adaptor.getOperands(),
+      [](const APFloat &a, const APFloat &b) { return a / b; },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        if (b.isZero())
+          return std::nullopt;
+        return a.sdiv(b);
+      });
+}

@@ -1,0 +1,210 @@
+//===- cellc.cpp - The cell compiler's command line -----------------------===//
+//
+// cellc MODEL.yaml|CELL.onnx [-o OUT] [--emit=mlir]: reads the manifest (or a
+// single ONNX cell), imports every cell into the `cell` dialect, checks the
+// roles, and prints or writes the result. Errors are printed as
+// "file:line:col: error: ..." and make the exit code 1.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/import/OnnxImporter.h"
+#include "compiler/manifest/ManifestBinding.h"
+#include "tools/cellc/ModulePrinter.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace cellc;
+namespace cl = llvm::cl;
+
+namespace {
+enum class EmitKind { Mlir, CellPack };
+
+cl::OptionCategory cellcCategory("cellc options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                               cl::desc("<model.yaml | model.json | cell.onnx "
+                                        "| cell.onnxtxt>"),
+                               cl::cat(cellcCategory));
+cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(cellcCategory));
+cl::opt<EmitKind> emitKind(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::CellPack),
+    cl::values(clEnumValN(EmitKind::Mlir, "mlir",
+                          "the imported module in the `cell` dialect"),
+               clEnumValN(EmitKind::CellPack, "cellpack",
+                          "the deployable artifact (not available yet)")),
+    cl::cat(cellcCategory));
+cl::opt<std::string>
+    onnxDir("onnx-dir",
+            cl::desc("Resolve the manifest's relative ONNX paths against this "
+                     "directory instead of the manifest's own"),
+            cl::value_desc("dir"), cl::cat(cellcCategory));
+cl::opt<bool> printWeights(
+    "print-weights",
+    cl::desc("With --emit=mlir, also print the weight blobs (hex) so the "
+             "output can be parsed back with its data"),
+    cl::init(false), cl::cat(cellcCategory));
+cl::list<int64_t> batchSizes(
+    "batch-sizes",
+    cl::desc("Batch sizes for a single ONNX cell (a manifest gives its own)"),
+    cl::CommaSeparated, cl::value_desc("n,n,..."), cl::cat(cellcCategory));
+cl::opt<std::string>
+    cellName("cell-name",
+             cl::desc("Name of a single ONNX cell (default: the file's stem)"),
+             cl::value_desc("name"), cl::cat(cellcCategory));
+cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
+                    cl::init(false), cl::cat(cellcCategory));
+} // namespace
+
+/// Prints diagnostics as "file:line:col: error: message" (the position left
+/// out when unknown), with their notes.
+static void printDiagnostic(Diagnostic &diag) {
+  std::string where;
+  Location loc = diag.getLocation();
+  loc->walk([&](Location inner) {
+    if (auto file = inner.dyn_cast<FileLineColLoc>()) {
+      where = file.getFilename().str();
+      if (file.getLine() > 0)
+        where += ":" + std::to_string(file.getLine()) + ":" +
+                 std::to_string(file.getColumn());
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  llvm::raw_ostream &os = llvm::errs();
+  if (!where.empty())
+    os << where << ": ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    llvm::WithColor(os, llvm::HighlightColor::Error) << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    llvm::WithColor(os, llvm::HighlightColor::Warning) << "warning: ";
+    break;
+  default:
+    llvm::WithColor(os, llvm::HighlightColor::Note) << "note: ";
+  }
+  os << diag.str() << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    printDiagnostic(note);
+}
+
+static bool isOnnxPath(StringRef path) {
+  return path.endswith(".onnx") || path.endswith(".onnxtxt");
+}
+
+/// A cell name from a file name: its stem with non-identifier characters
+/// replaced by '_'.
+static std::string cellNameFromPath(StringRef path) {
+  std::string name;
+  for (char c : llvm::sys::path::stem(path))
+    name.push_back(llvm::isAlnum(c) || c == '_' ? c : '_');
+  if (name.empty() || llvm::isDigit(name.front()))
+    name.insert(name.begin(), '_');
+  return name;
+}
+
+static LogicalResult importCellFile(StringRef path, StringRef name,
+                                    LocationAttr referencedAt,
+                                    ModuleOp module) {
+  onnx_model::Model model;
+  std::string error;
+  if (!onnx_model::readModel(path.str(), model, error))
+    return emitError(referencedAt) << error;
+  return importOnnxCell(model, name, module);
+}
+
+static LogicalResult importSingleCell(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  std::string name =
+      cellName.empty() ? cellNameFromPath(inputPath) : cellName.getValue();
+  if (failed(importCellFile(inputPath, name,
+                            FileLineColLoc::get(context, inputPath, 0, 0),
+                            module)))
+    return failure();
+  SmallVector<int64_t> sizes(batchSizes.begin(), batchSizes.end());
+  if (sizes.empty())
+    sizes = {1, 2, 4, 8, 16, 32, 64};
+  if (!llvm::is_sorted(sizes) || sizes.front() < 1 ||
+      std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end())
+    return emitError(UnknownLoc::get(context))
+           << "--batch-sizes must be positive and strictly increasing";
+  setCellSchedule(module.lookupSymbol<mlir::cell::CellOp>(name), sizes, 0);
+  return success();
+}
+
+static LogicalResult importManifest(ModuleOp module) {
+  FailureOr<Manifest> manifest = readManifest(inputPath, *module.getContext());
+  if (failed(manifest))
+    return failure();
+  std::string base = onnxDir.empty()
+                         ? llvm::sys::path::parent_path(inputPath).str()
+                         : onnxDir.getValue();
+  for (const CellSpec &cell : manifest->cells) {
+    SmallString<256> path(cell.onnxPath);
+    if (llvm::sys::path::is_relative(path) && !base.empty()) {
+      path = base;
+      llvm::sys::path::append(path, cell.onnxPath);
+    }
+    if (failed(importCellFile(path, cell.name, cell.onnxLoc, module)))
+      return failure();
+  }
+  return bindManifest(*manifest, module);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(cellcCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "cellc: compiles RNN cells exported to ONNX into a cellular-batching "
+      "artifact\n\n"
+      "  cellc model.yaml --emit=mlir        print the imported cells\n"
+      "  cellc cell.onnx --emit=mlir         import one ONNX cell (roles: all "
+      "inputs/outputs)\n"
+      "  cellc model.yaml -o model.cellpack  write the artifact (not "
+      "available yet)\n\n"
+      "The manifest format is described in docs/manifest.md.\n");
+
+  MLIRContext context;
+  loadImporterDialects(context);
+  context.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
+    printDiagnostic(diag);
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  LogicalResult imported = isOnnxPath(inputPath) ? importSingleCell(*module)
+                                                 : importManifest(*module);
+  if (failed(imported) || failed(verify(*module)))
+    return 1;
+
+  if (emitKind == EmitKind::CellPack) {
+    emitError(UnknownLoc::get(&context))
+        << "writing a .cellpack artifact is not implemented yet in this "
+           "version of cellc; use --emit=mlir";
+    return 1;
+  }
+  std::string error;
+  auto output = mlir::openOutputFile(outputPath, &error);
+  if (!output) {
+    emitError(UnknownLoc::get(&context)) << error;
+    return 1;
+  }
+  printModule(*module, output->os(), printWeights);
+  output->keep();
+  if (!quiet)
+    printSummary(*module, llvm::errs());
+  return 0;
+}
