@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 #include <string>
@@ -46,18 +47,28 @@ struct CellSpec {
   mlir::LocationAttr onnxLoc;
 };
 
+/// Where each key of a structure section was written, for messages.
+struct KeyLocations {
+  llvm::StringMap<mlir::LocationAttr> keys;
+  mlir::LocationAttr section;
+  mlir::LocationAttr operator[](llvm::StringRef key) const {
+    auto it = keys.find(key);
+    return it == keys.end() ? section : it->second;
+  }
+};
+
 struct Seq2SeqSpec {
   std::string encoder, decoder;
   std::vector<std::pair<std::string, std::string>> initialState; // dec <- enc
   std::string tokenInput, tokenOutput;
   int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
-  mlir::LocationAttr loc;
+  KeyLocations loc;
 };
 
 struct TreeSpec {
   std::string leaf, internal;
   int64_t arity = 0;
-  mlir::LocationAttr loc;
+  KeyLocations loc;
 };
 
 struct Manifest {

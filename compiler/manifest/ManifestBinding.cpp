@@ -134,7 +134,7 @@ static LogicalResult checkSeq2SeqTypes(const Seq2SeqSpec &spec, CellOp encoder,
     Type target = typeOf(decoder, decoderInput, false);
     Type source = typeOf(encoder, encoderInput, false);
     if (target != source)
-      return emitError(spec.loc)
+      return emitError(spec.loc["initial_state"])
              << "initial_state: decoder state '" << decoderInput
              << "' has type " << target << " but encoder state '"
              << encoderInput << "' has type " << source;
@@ -142,7 +142,7 @@ static LogicalResult checkSeq2SeqTypes(const Seq2SeqSpec &spec, CellOp encoder,
   Type tokenIn = typeOf(decoder, spec.tokenInput, false);
   Type tokenOut = typeOf(decoder, spec.tokenOutput, true);
   if (!isTokenType(tokenIn) || tokenIn != tokenOut)
-    return emitError(spec.loc)
+    return emitError(spec.loc["token_input"])
            << "token_input '" << spec.tokenInput << "' (" << tokenIn
            << ") and token_output '" << spec.tokenOutput << "' (" << tokenOut
            << ") must both be one integer per row (tensor<?xi64>)";

@@ -92,26 +92,26 @@ static LogicalResult checkStatePairs(const CellSpec &cell, bool requireState) {
 static LogicalResult checkSeq2Seq(const Manifest &manifest,
                                   const Seq2SeqSpec &spec) {
   const CellSpec *encoder =
-      requireCell(manifest, spec.encoder, "encoder", spec.loc);
+      requireCell(manifest, spec.encoder, "encoder", spec.loc["encoder"]);
   const CellSpec *decoder =
-      encoder ? requireCell(manifest, spec.decoder, "decoder", spec.loc)
+      encoder ? requireCell(manifest, spec.decoder, "decoder", spec.loc["decoder"])
               : nullptr;
   if (!encoder || !decoder)
     return failure();
   if (encoder == decoder)
-    return emitError(spec.loc) << "the encoder and the decoder must differ";
+    return emitError(spec.loc["decoder"]) << "the encoder and the decoder must differ";
   if (failed(checkStatePairs(*encoder, true)) ||
       failed(checkStatePairs(*decoder, true)))
     return failure();
   const RoleSpec *tokenIn = findRole(decoder->inputs, spec.tokenInput);
   if (!tokenIn || tokenIn->role != Role::Input)
-    return emitError(spec.loc) << "token_input '" << spec.tokenInput
+    return emitError(spec.loc["token_input"]) << "token_input '" << spec.tokenInput
                                << "' must be an input of role input of the "
                                   "decoder '"
                                << decoder->name << "'";
   const RoleSpec *tokenOut = findRole(decoder->outputs, spec.tokenOutput);
   if (!tokenOut || tokenOut->role != Role::Output)
-    return emitError(spec.loc) << "token_output '" << spec.tokenOutput
+    return emitError(spec.loc["token_output"]) << "token_output '" << spec.tokenOutput
                                << "' must be an output of role output of "
                                   "the decoder '"
                                << decoder->name << "'";
@@ -126,36 +126,36 @@ static LogicalResult checkSeq2Seq(const Manifest &manifest,
   for (const auto &[decoderInput, encoderInput] : spec.initialState) {
     const RoleSpec *target = findRole(decoder->inputs, decoderInput);
     if (!target || target->role != Role::State)
-      return emitError(spec.loc) << "initial_state: '" << decoderInput
+      return emitError(spec.loc["initial_state"]) << "initial_state: '" << decoderInput
                                  << "' is not a state input of the decoder";
     const RoleSpec *source = findRole(encoder->inputs, encoderInput);
     if (!source || source->role != Role::State)
-      return emitError(spec.loc) << "initial_state: '" << encoderInput
+      return emitError(spec.loc["initial_state"]) << "initial_state: '" << encoderInput
                                  << "' is not a state input of the encoder";
     initialized.insert(decoderInput);
   }
   for (const RoleSpec &input : decoder->inputs)
     if (input.role == Role::State && !initialized.count(input.name))
-      return emitError(spec.loc)
+      return emitError(spec.loc["initial_state"])
              << "initial_state does not say where decoder state '" << input.name
              << "' starts from";
   if (spec.bosToken == spec.eosToken)
-    return emitError(spec.loc) << "bos_token and eos_token must differ";
+    return emitError(spec.loc["eos_token"]) << "bos_token and eos_token must differ";
   if (manifest.cells.size() != 2)
-    return emitError(spec.loc) << "a seq2seq model has exactly two cells, not "
+    return emitError(spec.loc.section) << "a seq2seq model has exactly two cells, not "
                                << manifest.cells.size();
   return success();
 }
 
 static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
-  const CellSpec *leaf = requireCell(manifest, spec.leaf, "leaf", spec.loc);
+  const CellSpec *leaf = requireCell(manifest, spec.leaf, "leaf", spec.loc["leaf"]);
   const CellSpec *internal =
-      leaf ? requireCell(manifest, spec.internal, "internal", spec.loc)
+      leaf ? requireCell(manifest, spec.internal, "internal", spec.loc["internal"])
            : nullptr;
   if (!leaf || !internal)
     return failure();
   if (leaf == internal)
-    return emitError(spec.loc) << "the leaf and internal cells must differ";
+    return emitError(spec.loc["internal"]) << "the leaf and internal cells must differ";
   for (const CellSpec *cell : {leaf, internal})
     for (const RoleSpec &output : cell->outputs)
       if (output.role == Role::State && !output.updates.empty())
@@ -188,7 +188,7 @@ static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
   }
   for (int64_t child = 0; child < spec.arity; ++child)
     if (taken[child].empty())
-      return emitError(spec.loc) << "no input of the internal cell '"
+      return emitError(spec.loc["arity"]) << "no input of the internal cell '"
                                  << internal->name << "' takes child " << child;
   for (const RoleSpec &output : leaf->outputs) {
     const RoleSpec *match = findRole(internal->outputs, output.name);
@@ -198,7 +198,7 @@ static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
              << "' like the leaf: a node's state does not depend on its kind";
   }
   if (manifest.cells.size() != 2)
-    return emitError(spec.loc) << "a tree model has exactly two cells, not "
+    return emitError(spec.loc.section) << "a tree model has exactly two cells, not "
                                << manifest.cells.size();
   return success();
 }

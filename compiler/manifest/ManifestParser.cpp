@@ -73,6 +73,9 @@ private:
   std::string path_;
   MLIRContext &context_;
   const bool &syntaxFailed_;
+  /// The key whose value forEachEntry is handing out (for locations that
+  /// should point at a name rather than at its value).
+  yaml::Node *currentKey_ = nullptr;
 };
 } // namespace
 
@@ -100,6 +103,7 @@ LogicalResult ManifestParser::forEachEntry(
     if (!value || isa<yaml::NullNode>(value))
       return error(keyNode)
              << "key '" << key << "' in " << what << " has no value";
+    currentKey_ = keyNode;
     if (failed(handle(key, value)))
       return failure();
   }
@@ -161,7 +165,7 @@ FailureOr<RoleSpec> ManifestParser::parseRole(StringRef name, yaml::Node *node,
                                               bool output) {
   RoleSpec spec;
   spec.name = name.str();
-  spec.loc = locOf(node);
+  spec.loc = locOf(currentKey_ ? currentKey_ : node);
   std::string what = (output ? "output '" : "input '") + name.str() + "'";
   std::optional<std::string> roleText;
   yaml::Node *roleNode = nullptr;
@@ -301,7 +305,7 @@ FailureOr<CellSpec> ManifestParser::parseCell(yaml::Node *node) {
 
 FailureOr<Seq2SeqSpec> ManifestParser::parseSeq2Seq(yaml::Node *node) {
   Seq2SeqSpec spec;
-  spec.loc = locOf(node);
+  spec.loc.section = locOf(node);
   LogicalResult parsed = forEachEntry(
       node, "seq2seq",
       {"encoder", "decoder", "initial_state", "token_input", "token_output",
@@ -309,6 +313,7 @@ FailureOr<Seq2SeqSpec> ManifestParser::parseSeq2Seq(yaml::Node *node) {
       {"encoder", "decoder", "initial_state", "token_input", "token_output",
        "bos_token", "eos_token", "max_decode_length"},
       [&](StringRef key, yaml::Node *value) -> LogicalResult {
+        spec.loc.keys[key] = locOf(value);
         if (key == "initial_state")
           return forEachEntry(value, "initial_state", {}, {},
                               [&](StringRef decoderInput, yaml::Node *from) {
@@ -347,7 +352,7 @@ FailureOr<Seq2SeqSpec> ManifestParser::parseSeq2Seq(yaml::Node *node) {
 
 FailureOr<TreeSpec> ManifestParser::parseTree(yaml::Node *node) {
   TreeSpec spec;
-  spec.loc = locOf(node);
+  spec.loc.section = locOf(node);
   LogicalResult parsed =
       forEachEntry(node, "tree", {"leaf", "internal", "arity"},
                    {"leaf", "internal", "arity"},

@@ -14,6 +14,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -119,8 +120,15 @@ static LogicalResult importCellFile(StringRef path, StringRef name,
                                     ModuleOp module) {
   onnx_model::Model model;
   std::string error;
-  if (!onnx_model::readModel(path.str(), model, error))
-    return emitError(referencedAt) << error;
+  if (!onnx_model::readModel(path.str(), model, error)) {
+    // The reader's messages start with the path; drop it when the location
+    // names that file already (not when it is the manifest line).
+    StringRef message(error);
+    auto file = referencedAt.dyn_cast<FileLineColLoc>();
+    if (file && file.getFilename() == path)
+      message.consume_front((path + ": ").str());
+    return emitError(referencedAt) << message;
+  }
   return importOnnxCell(model, name, module);
 }
 
@@ -165,6 +173,9 @@ static LogicalResult importManifest(ModuleOp module) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(cellcCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "cellc " CELLC_VERSION " (LLVM/MLIR " << LLVM_VERSION_MAJOR << ")\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "cellc: compiles RNN cells exported to ONNX into a cellular-batching "

@@ -129,7 +129,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc,
   RankedTensorType a = rankedType(adaptor.getA());
   RankedTensorType b = rankedType(adaptor.getB());
   if (!a || !b || a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "A and B must be matrices");
+    return emitOptionalError(loc, "A and B must be matrices (rank 2), got ",
+                             adaptor.getA().getType(), " and ",
+                             adaptor.getB().getType());
   if (failed(sameElementType(loc, a, b)))
     return failure();
   int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);

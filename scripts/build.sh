@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the dependencies (scripts/install-deps.sh), then configures and
+# builds cellc in ./build (override with BUILD_DIR) with Ninja and ccache.
+# Extra arguments are passed to `ninja` (targets).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+jobs="${JOBS:-$(nproc)}"
+
+"$root/scripts/install-deps.sh"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+fi
+ninja -C "$build" -j "$jobs" "$@"
