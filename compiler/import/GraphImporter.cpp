@@ -1,18 +1,13 @@
 //===- GraphImporter.cpp - Value/constant tables and node helpers --------===//
 #include "compiler/import/GraphImporter.h"
 
-#include "mlir/IR/AsmState.h"
-#include "mlir/IR/BuiltinDialect.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
+#include "cell/IR/WeightData.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace cellc;
 namespace om = cellc::onnx_model;
-
-/// Tensors up to this many elements are printed inline (shapes, split sizes,
-/// scalars); larger ones become resource blobs.
-static constexpr int64_t kInlineElementLimit = 16;
 
 //===----------------------------------------------------------------------===//
 // GraphImporter
@@ -118,21 +113,11 @@ FailureOr<ElementsAttr> GraphImporter::tensorAttr(const om::Tensor &tensor,
       flags.push_back(byte != 0);
     return ElementsAttr(DenseElementsAttr::get(type, flags));
   }
-  if (tensor.numElements() <= kInlineElementLimit) {
-    bool detectedSplat = false;
-    if (!DenseElementsAttr::isValidRawBuffer(type, bytes, detectedSplat))
-      return emitError(loc) << "tensor '" << tensor.name
-                            << "' holds data that does not match " << type;
-    return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, bytes));
-  }
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-      bytes, /*align=*/64, /*dataIsMutable=*/false);
-  // The manager renames the blob if the name is taken (two cells may both
-  // have an `embedding.weight`).
-  auto &blobs = DenseResourceElementsHandle::getManagerInterface(context());
-  DenseResourceElementsHandle handle =
-      blobs.insert(blobName(tensor.name), std::move(blob));
-  return ElementsAttr(DenseResourceElementsAttr::get(type, handle));
+  bool detectedSplat = false;
+  if (!DenseElementsAttr::isValidRawBuffer(type, bytes, detectedSplat))
+    return emitError(loc) << "tensor '" << tensor.name
+                          << "' holds data that does not match " << type;
+  return mlir::cell::makeConstant(type, bytes, blobName(tensor.name));
 }
 
 //===----------------------------------------------------------------------===//

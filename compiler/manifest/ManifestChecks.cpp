@@ -94,27 +94,31 @@ static LogicalResult checkSeq2Seq(const Manifest &manifest,
   const CellSpec *encoder =
       requireCell(manifest, spec.encoder, "encoder", spec.loc["encoder"]);
   const CellSpec *decoder =
-      encoder ? requireCell(manifest, spec.decoder, "decoder", spec.loc["decoder"])
-              : nullptr;
+      encoder
+          ? requireCell(manifest, spec.decoder, "decoder", spec.loc["decoder"])
+          : nullptr;
   if (!encoder || !decoder)
     return failure();
   if (encoder == decoder)
-    return emitError(spec.loc["decoder"]) << "the encoder and the decoder must differ";
+    return emitError(spec.loc["decoder"])
+           << "the encoder and the decoder must differ";
   if (failed(checkStatePairs(*encoder, true)) ||
       failed(checkStatePairs(*decoder, true)))
     return failure();
   const RoleSpec *tokenIn = findRole(decoder->inputs, spec.tokenInput);
   if (!tokenIn || tokenIn->role != Role::Input)
-    return emitError(spec.loc["token_input"]) << "token_input '" << spec.tokenInput
-                               << "' must be an input of role input of the "
-                                  "decoder '"
-                               << decoder->name << "'";
+    return emitError(spec.loc["token_input"])
+           << "token_input '" << spec.tokenInput
+           << "' must be an input of role input of the "
+              "decoder '"
+           << decoder->name << "'";
   const RoleSpec *tokenOut = findRole(decoder->outputs, spec.tokenOutput);
   if (!tokenOut || tokenOut->role != Role::Output)
-    return emitError(spec.loc["token_output"]) << "token_output '" << spec.tokenOutput
-                               << "' must be an output of role output of "
-                                  "the decoder '"
-                               << decoder->name << "'";
+    return emitError(spec.loc["token_output"])
+           << "token_output '" << spec.tokenOutput
+           << "' must be an output of role output of "
+              "the decoder '"
+           << decoder->name << "'";
   for (const RoleSpec &input : decoder->inputs)
     if (input.role == Role::Input && input.name != spec.tokenInput)
       return emitError(input.loc)
@@ -126,12 +130,14 @@ static LogicalResult checkSeq2Seq(const Manifest &manifest,
   for (const auto &[decoderInput, encoderInput] : spec.initialState) {
     const RoleSpec *target = findRole(decoder->inputs, decoderInput);
     if (!target || target->role != Role::State)
-      return emitError(spec.loc["initial_state"]) << "initial_state: '" << decoderInput
-                                 << "' is not a state input of the decoder";
+      return emitError(spec.loc["initial_state"])
+             << "initial_state: '" << decoderInput
+             << "' is not a state input of the decoder";
     const RoleSpec *source = findRole(encoder->inputs, encoderInput);
     if (!source || source->role != Role::State)
-      return emitError(spec.loc["initial_state"]) << "initial_state: '" << encoderInput
-                                 << "' is not a state input of the encoder";
+      return emitError(spec.loc["initial_state"])
+             << "initial_state: '" << encoderInput
+             << "' is not a state input of the encoder";
     initialized.insert(decoderInput);
   }
   for (const RoleSpec &input : decoder->inputs)
@@ -140,22 +146,27 @@ static LogicalResult checkSeq2Seq(const Manifest &manifest,
              << "initial_state does not say where decoder state '" << input.name
              << "' starts from";
   if (spec.bosToken == spec.eosToken)
-    return emitError(spec.loc["eos_token"]) << "bos_token and eos_token must differ";
+    return emitError(spec.loc["eos_token"])
+           << "bos_token and eos_token must differ";
   if (manifest.cells.size() != 2)
-    return emitError(spec.loc.section) << "a seq2seq model has exactly two cells, not "
-                               << manifest.cells.size();
+    return emitError(spec.loc.section)
+           << "a seq2seq model has exactly two cells, not "
+           << manifest.cells.size();
   return success();
 }
 
 static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
-  const CellSpec *leaf = requireCell(manifest, spec.leaf, "leaf", spec.loc["leaf"]);
-  const CellSpec *internal =
-      leaf ? requireCell(manifest, spec.internal, "internal", spec.loc["internal"])
-           : nullptr;
+  const CellSpec *leaf =
+      requireCell(manifest, spec.leaf, "leaf", spec.loc["leaf"]);
+  const CellSpec *internal = leaf
+                                 ? requireCell(manifest, spec.internal,
+                                               "internal", spec.loc["internal"])
+                                 : nullptr;
   if (!leaf || !internal)
     return failure();
   if (leaf == internal)
-    return emitError(spec.loc["internal"]) << "the leaf and internal cells must differ";
+    return emitError(spec.loc["internal"])
+           << "the leaf and internal cells must differ";
   for (const CellSpec *cell : {leaf, internal})
     for (const RoleSpec &output : cell->outputs)
       if (output.role == Role::State && !output.updates.empty())
@@ -188,8 +199,9 @@ static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
   }
   for (int64_t child = 0; child < spec.arity; ++child)
     if (taken[child].empty())
-      return emitError(spec.loc["arity"]) << "no input of the internal cell '"
-                                 << internal->name << "' takes child " << child;
+      return emitError(spec.loc["arity"])
+             << "no input of the internal cell '" << internal->name
+             << "' takes child " << child;
   for (const RoleSpec &output : leaf->outputs) {
     const RoleSpec *match = findRole(internal->outputs, output.name);
     if (output.role == Role::State && (!match || match->role != Role::State))
@@ -198,8 +210,9 @@ static LogicalResult checkTree(const Manifest &manifest, const TreeSpec &spec) {
              << "' like the leaf: a node's state does not depend on its kind";
   }
   if (manifest.cells.size() != 2)
-    return emitError(spec.loc.section) << "a tree model has exactly two cells, not "
-                               << manifest.cells.size();
+    return emitError(spec.loc.section)
+           << "a tree model has exactly two cells, not "
+           << manifest.cells.size();
   return success();
 }
 

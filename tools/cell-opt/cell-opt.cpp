@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cell/IR/CellDialect.h"
+#include "cell/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  mlir::cell::registerCellPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::cell::CellDialect, mlir::func::FuncDialect>();
