@@ -119,10 +119,13 @@ LogicalResult CellOp::verify() {
              << " has 'cell.child'/'cell.from' but is not a child";
   }
 
-  llvm::StringMap<unsigned> updated;
+  llvm::StringMap<unsigned> updated, resultByName;
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
     if (failed(verifyBatchLeading(*this, resultTypes[i], "result", i)))
       return failure();
+    StringRef resultName = getResultName(i);
+    if (!resultName.empty() && !resultByName.try_emplace(resultName, i).second)
+      return emitOpError() << "two results are named '" << resultName << "'";
     Role role = getResultRole(i);
     if (role != Role::State && role != Role::Output)
       return emitOpError() << "result #" << i

@@ -67,6 +67,19 @@ static bool isSplatOf(Attribute attr, double value) {
   return false;
 }
 
+/// True when adding `attr` leaves every value unchanged: an integer 0, or a
+/// float -0.0 (x + +0.0 turns x = -0.0 into +0.0).
+static bool isAdditiveIdentity(Attribute attr) {
+  auto dense = attr.dyn_cast_or_null<DenseElementsAttr>();
+  if (!dense || !dense.isSplat())
+    return false;
+  if (dense.getElementType().isa<FloatType>()) {
+    APFloat value = dense.getSplatValue<APFloat>();
+    return value.isZero() && value.isNegative();
+  }
+  return isSplatOf(attr, 0);
+}
+
 /// Folds `op(lhs, rhs)` when both operands are inline constants of the result
 /// type (no broadcasting involved).
 template <typename FloatFn, typename IntFn>
@@ -101,10 +114,10 @@ static OpFoldResult sameTypeValue(Operation *op, Value value) {
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (isSplatOf(adaptor.getRhs(), 0))
+  if (isAdditiveIdentity(adaptor.getRhs()))
     if (OpFoldResult result = sameTypeValue(*this, getLhs()))
       return result;
-  if (isSplatOf(adaptor.getLhs(), 0))
+  if (isAdditiveIdentity(adaptor.getLhs()))
     if (OpFoldResult result = sameTypeValue(*this, getRhs()))
       return result;
   return foldConstants(
@@ -141,12 +154,14 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
     if (OpFoldResult result = sameTypeValue(*this, getLhs()))
       return result;
   // Integer division by zero is left alone (ONNX leaves it undefined).
+  bool isUnsigned =
+      getType().cast<ShapedType>().getElementType().isUnsignedInteger();
   return foldConstants(
       *this, adaptor.getOperands(),
       [](const APFloat &a, const APFloat &b) { return a / b; },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [&](const APInt &a, const APInt &b) -> std::optional<APInt> {
         if (b.isZero())
           return std::nullopt;
-        return a.sdiv(b);
+        return isUnsigned ? a.udiv(b) : a.sdiv(b);
       });
 }

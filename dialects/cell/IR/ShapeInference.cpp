@@ -63,6 +63,15 @@ static FailureOr<Shape> broadcast(Loc loc, ArrayRef<int64_t> lhs,
   return result;
 }
 
+/// The batch is the only dynamic dimension: a result with two (e.g. [B,1,8] *
+/// [B,8] -> [B,B,8], or rows x rows^T) would mix the rows of the batch.
+static LogicalResult checkSingleBatch(Loc loc, ArrayRef<int64_t> shape) {
+  if (llvm::count_if(shape, ShapedType::isDynamic) > 1)
+    return emitOptionalError(
+        loc, "the result would have more than one dynamic (batch) dimension");
+  return success();
+}
+
 template <typename BinaryOp>
 static LogicalResult inferBinary(Loc loc, ValueRange operands,
                                  SmallVectorImpl<Type> &types) {
@@ -73,7 +82,7 @@ static LogicalResult inferBinary(Loc loc, ValueRange operands,
   if (failed(sameElementType(loc, lhs, rhs)))
     return failure();
   FailureOr<Shape> shape = broadcast(loc, lhs.getShape(), rhs.getShape());
-  if (failed(shape))
+  if (failed(shape) || failed(checkSingleBatch(loc, *shape)))
     return failure();
   types.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
   return success();
@@ -116,6 +125,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, Loc loc,
     return failure();
   Shape shape(lhs.getShape().drop_back());
   shape.push_back(rhs.getDimSize(1));
+  if (failed(checkSingleBatch(loc, shape)))
+    return failure();
   types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
   return success();
 }
@@ -141,6 +152,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc,
   if (failed(checkContraction(loc, aK, bK)))
     return failure();
   Shape shape{m, n};
+  if (failed(checkSingleBatch(loc, shape)))
+    return failure();
   if (Value cValue = adaptor.getC()) {
     RankedTensorType c = rankedType(cValue);
     if (!c || c.getRank() > 2)
@@ -172,6 +185,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, Loc loc,
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, first.getRank(), "axis")))
     return failure();
+  if (first.isDynamicDim(axis))
+    return emitOptionalError(
+        loc, "concat along the dynamic batch dimension is not supported");
   Shape shape(first.getShape());
   for (Value operand : operands.drop_front()) {
     RankedTensorType type = rankedType(operand);
@@ -180,6 +196,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, Loc loc,
                                first.getRank());
     if (failed(sameElementType(loc, first, type)))
       return failure();
+    if (type.isDynamicDim(axis))
+      return emitOptionalError(
+          loc, "concat along the dynamic batch dimension is not supported");
     for (int64_t dim = 0; dim < type.getRank(); ++dim) {
       if (dim == axis)
         continue;
@@ -187,10 +206,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, Loc loc,
         return emitOptionalError(loc, "inputs differ in dimension ", dim,
                                  " (other than the axis ", axis, ")");
     }
-    if (ShapedType::isDynamic(shape[axis]) || type.isDynamicDim(axis))
-      shape[axis] = ShapedType::kDynamic;
-    else
-      shape[axis] += type.getDimSize(axis);
+    shape[axis] += type.getDimSize(axis);
   }
   types.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -297,6 +313,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, Loc loc,
   Shape shape(data.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  if (failed(checkSingleBatch(loc, shape)))
+    return failure();
   types.push_back(RankedTensorType::get(shape, data.getElementType()));
   return success();
 }
@@ -399,7 +417,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, Loc loc,
     return emitOptionalError(loc, "input must be a ranked tensor");
   ArrayRef<int64_t> perm = adaptor.getPerm();
   if (static_cast<int64_t>(perm.size()) != input.getRank() ||
-      failed(checkAxesSet(loc, perm, input.getRank())))
+      failed(checkAxesSet(std::nullopt, perm, input.getRank())))
     return emitOptionalError(loc, "perm must be a permutation of 0..",
                              input.getRank() - 1);
   Shape shape;

@@ -309,6 +309,14 @@ cell.cell @duplicate_names(%a: tensor<?x8xf32> {cell.name = "x"}, %b: tensor<?x8
 
 // -----
 
+// Two results cannot carry the same ONNX name either.
+// expected-error @+1 {{'cell.cell' op two results are named 'y'}}
+cell.cell @duplicate_result_names(%x: tensor<?x8xf32>) -> (tensor<?x8xf32> {cell.name = "y"}, tensor<?x8xf32> {cell.name = "y"}) {
+  cell.return %x, %x : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // cell.return returns one value per cell result.
 cell.cell @return_count(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{'cell.return' op returns 0 values but the cell has 1 results}}
