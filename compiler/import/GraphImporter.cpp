@@ -218,35 +218,32 @@ FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
   return normalized;
 }
 
+/// Runs `check` with the diagnostics it emits held back; on failure returns
+/// the first one's text (so the caller can say which node it concerns).
+static LogicalResult runQuietly(MLIRContext *context,
+                                function_ref<LogicalResult()> check,
+                                std::string &message) {
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  return check();
+}
+
 LogicalResult
 NodeContext::inferTypes(function_ref<LogicalResult(Location)> infer) {
   std::string message;
-  LogicalResult result = success();
-  {
-    ScopedDiagnosticHandler capture(context(), [&](Diagnostic &diag) {
-      if (message.empty())
-        message = diag.str();
-      return success();
-    });
-    result = infer(loc_);
-  }
-  if (failed(result))
-    emitError() << (message.empty() ? "invalid operands" : message);
-  return result;
+  if (succeeded(runQuietly(context(), [&] { return infer(loc_); }, message)))
+    return success();
+  return emitError() << (message.empty() ? "invalid operands" : message);
 }
 
 FailureOr<Operation *> NodeContext::verifyCreated(Operation *op) {
   std::string message;
-  LogicalResult result = success();
-  {
-    ScopedDiagnosticHandler capture(context(), [&](Diagnostic &diag) {
-      if (message.empty())
-        message = diag.str();
-      return success();
-    });
-    result = op->getName().verifyInvariants(op);
-  }
-  if (succeeded(result))
+  if (succeeded(runQuietly(
+          context(), [&] { return op->getName().verifyInvariants(op); },
+          message)))
     return op;
   op->erase();
   return emitError() << message;
