@@ -53,6 +53,21 @@ def Cell_RoleAttr : EnumAttr<Cell_Dialect, Cell_Role, "role"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Cell_Access : I32EnumAttr<"Access",
+    "how a fused kernel reads an operand or writes a result", [
+  I32EnumAttrCase<"Gather", 0, "gather">,
+  I32EnumAttrCase<"Scatter", 1, "scatter">,
+  I32EnumAttrCase<"Dense", 2, "dense">,
+  I32EnumAttrCase<"Broadcast", 3, "broadcast">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cell";
+}
+
+def Cell_AccessAttr : EnumAttr<Cell_Dialect, Cell_Access, "access"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 class Cell_Op<string mnemonic, list<Trait> traits = []>
     : Op<Cell_Dialect, mnemonic, traits>;
 

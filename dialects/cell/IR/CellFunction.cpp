@@ -173,3 +173,69 @@ LogicalResult ReturnOp::verify() {
                            << " has type " << expected[index];
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// cell.fused
+//===----------------------------------------------------------------------===//
+
+void FusedOp::build(OpBuilder &builder, OperationState &state,
+                    TypeRange resultTypes, ValueRange inputs,
+                    ArrayAttr operandAccess, ArrayAttr resultAccess) {
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  state.addAttribute(getOperandAccessAttrName(state.name), operandAccess);
+  state.addAttribute(getResultAccessAttrName(state.name), resultAccess);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value input : inputs)
+    block->addArgument(input.getType(), state.location);
+}
+
+/// Checks that `list` holds `count` access kinds, each among `allowed`.
+static LogicalResult verifyAccessList(FusedOp op, ArrayAttr list, size_t count,
+                                      StringRef what,
+                                      ArrayRef<Access> allowed) {
+  if (list.size() != count)
+    return op.emitOpError() << "has " << count << " " << what << "s but "
+                            << list.size() << " " << what << " access kinds";
+  for (auto [index, attr] : llvm::enumerate(list)) {
+    auto access = attr.dyn_cast<AccessAttr>();
+    if (!access || !llvm::is_contained(allowed, access.getValue()))
+      return op.emitOpError()
+             << what << " #" << index
+             << " has an access kind that does not apply to "
+             << (what == "operand" ? "an " : "a ") << what << ": " << attr;
+  }
+  return success();
+}
+
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("needs one block argument per operand");
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(getInputs(), body.getArguments())))
+    if (std::get<0>(pair).getType() != std::get<1>(pair).getType())
+      return emitOpError() << "block argument #" << index
+                           << " does not have the type of its operand";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getOperands().getTypes() != getResultTypes())
+    return emitOpError("yields values whose types differ from its results");
+  if (failed(verifyAccessList(
+          *this, getOperandAccess(), getInputs().size(), "operand",
+          {Access::Gather, Access::Dense, Access::Broadcast})) ||
+      failed(verifyAccessList(*this, getResultAccess(), getNumResults(),
+                              "result", {Access::Scatter, Access::Dense})))
+    return failure();
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    auto access = getOperandAccess()[index].cast<AccessAttr>().getValue();
+    bool hasBatch =
+        llvm::any_of(input.getType().cast<RankedTensorType>().getShape(),
+                     ShapedType::isDynamic);
+    if (access == Access::Broadcast && hasBatch)
+      return emitOpError() << "operand #" << index
+                           << " has a batch dimension and cannot be broadcast";
+  }
+  return success();
+}

@@ -79,6 +79,54 @@ def Cell_ReturnOp : Cell_Op<"return", [
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Cell_FusedOp : Cell_Op<"fused", [
+    IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
+    RecursiveMemoryEffects, OpAsmOpInterface]> {
+  let summary = "a group of ops that becomes one kernel";
+  let description = [{
+    The body computes the results from the operands (its block arguments)
+    with elementwise and row-local ops; code generation turns it into one
+    kernel whose thread computes one element of each batch row. GEMMs stay
+    outside and feed it (the fused op is their epilogue) or consume it (their
+    prologue).
+
+    `operand_access` says how the kernel reads each operand: `gather` reads a
+    row of a state pool through the task's row-index vector (a cell
+    argument), `dense` reads row r of a workspace buffer, `broadcast` reads a
+    tensor without batch dimension (a weight). `result_access` says how it
+    writes each result: `scatter` to the row-index destinations of a state
+    pool (a cell result), `dense` to a workspace buffer. Nothing is copied to
+    regroup a batch.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       ArrayAttr:$operand_access, ArrayAttr:$result_access);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getDefaultDialect() { return "cell"; }
+  }];
+  let builders = [OpBuilder<(ins "::mlir::TypeRange":$resultTypes,
+      "::mlir::ValueRange":$inputs, "::mlir::ArrayAttr":$operandAccess,
+      "::mlir::ArrayAttr":$resultAccess)>];
+}
+
+def Cell_YieldOp : Cell_Op<"yield", [
+    Pure, HasParent<"FusedOp">, ReturnLike, Terminator]> {
+  let summary = "the results of a cell.fused body";
+  let arguments = (ins Variadic<AnyRankedTensor>:$operands);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+}
+
+//===----------------------------------------------------------------------===//
 // Constants and plumbing
 //===----------------------------------------------------------------------===//
 

@@ -20,4 +20,31 @@ def PrepareWeights : Pass<"cell-prepare-weights", "mlir::cell::CellOp"> {
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 
+def MergeGemms : Pass<"cell-merge-gemms", "mlir::cell::CellOp"> {
+  let summary = "Merge x*Wx + h*Wh into one GEMM over [x, h]";
+  let description = [{
+    `add(gemm(x, Wx, b), gemm(h, Wh))` with constant weights, no transposes
+    and unit alpha/beta becomes `gemm(concat(x, h), [Wx; Wh], b)`: the input
+    and recurrent projections of an LSTM cell run as one GEMM with K = Kx +
+    Kh. Sums of pieces of the products (GRU's gates, where the new-gate part
+    `r * (h*Whn + bhn)` must stay separate) are left alone. Run after
+    cell-prepare-weights.
+  }];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
+def FuseElementwise : Pass<"cell-fuse-elementwise", "mlir::cell::CellOp"> {
+  let summary = "Group the ops between GEMMs into cell.fused kernels";
+  let description = [{
+    Every maximal connected group of non-GEMM ops that lies between the same
+    GEMMs (activations, gate arithmetic, split/slice of the gate tensor, bias
+    adds, embedding lookups, concatenations, argmax) becomes one `cell.fused`
+    op. Operands that are cell arguments are read by row index (`gather`),
+    results returned by the cell are written to row-index destinations
+    (`scatter`), weights are `broadcast`, everything else is a `dense`
+    workspace buffer. Small constants are copied into the body.
+  }];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
 #endif // CELL_TRANSFORMS_PASSES_TD

@@ -1,0 +1,179 @@
+//===- FuseElementwise.cpp - cell-fuse-elementwise -----------------------===//
+//
+// Groups the ops between GEMMs into `cell.fused` ops. An op's level is the
+// number of GEMMs on the longest path from the cell's arguments to it; ops of
+// one level that are connected by def-use edges form one group. Levels only
+// grow along edges and grow across every GEMM, so no path leaves a group
+// through a GEMM and comes back: every group can run as one kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "cell/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/TopologicalSortUtils.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::cell {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "cell/Transforms/Passes.h.inc"
+} // namespace mlir::cell
+
+using namespace mlir;
+using namespace mlir::cell;
+
+/// Ops that stay outside fused kernels: GEMMs (cuBLASLt or the small-batch
+/// GEMV kernel), constants (weights), the terminator and nested fusions.
+static bool isFusible(Operation *op) {
+  return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
+}
+
+/// Inline constants small enough to copy into a kernel body.
+static bool isSmallConstant(Operation *op) {
+  auto constant = dyn_cast_or_null<ConstantOp>(op);
+  return constant && constant.getValue().isa<DenseElementsAttr>() &&
+         constant.getType().cast<ShapedType>().getNumElements() <= 16;
+}
+
+static bool hasBatch(Type type) {
+  return llvm::any_of(type.cast<RankedTensorType>().getShape(),
+                      ShapedType::isDynamic);
+}
+
+namespace {
+class Fuser {
+public:
+  explicit Fuser(CellOp cell) : cell_(cell) {}
+
+  void run() {
+    Block &body = cell_.getBody().front();
+    computeLevels(body);
+    SmallVector<Operation *> fusible;
+    for (Operation &op : body)
+      if (isFusible(&op))
+        fusible.push_back(&op);
+    for (Operation *op : fusible) {
+      groups_.insert(op);
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (isFusible(def) && levels_[def] == levels_[op])
+            groups_.unionSets(def, op);
+    }
+    // Collect each group's ops in block order, then outline the groups.
+    llvm::MapVector<Operation *, SmallVector<Operation *>> members;
+    for (Operation *op : fusible)
+      members[groups_.getLeaderValue(op)].push_back(op);
+    for (auto &entry : members)
+      outline(entry.second);
+    // A fused op sits where its last member was; a GEMM that reads an
+    // earlier member's result may now come first. Groups are convex, so a
+    // stable topological sort puts every use after its definition.
+    sortTopologically(&body);
+  }
+
+private:
+  void computeLevels(Block &body) {
+    for (Operation &op : body) {
+      int level = 0;
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          level = std::max(level,
+                           levels_[def] + (isa<GemmOp, MatMulOp>(def) ? 1 : 0));
+      levels_[&op] = level;
+    }
+  }
+
+  /// Replaces `ops` (one group, in block order) by one cell.fused placed at
+  /// the last member, where every operand is available.
+  void outline(ArrayRef<Operation *> ops) {
+    llvm::SmallPtrSet<Operation *, 16> inGroup(ops.begin(), ops.end());
+    llvm::SetVector<Value> inputs;
+    SmallVector<Operation *> copiedConstants;
+    for (Operation *op : ops)
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && inGroup.contains(def))
+          continue;
+        if (isSmallConstant(def)) {
+          if (!llvm::is_contained(copiedConstants, def))
+            copiedConstants.push_back(def);
+          continue;
+        }
+        inputs.insert(operand);
+      }
+    // Each value leaving the group becomes a scatter result when the cell
+    // returns it and a dense result when another kernel or GEMM reads it
+    // (both when both happen: the GEMM needs a contiguous buffer).
+    SmallVector<Value> results;
+    SmallVector<Access> resultKinds;
+    auto isReturn = [](Operation *user) { return isa<ReturnOp>(user); };
+    for (Operation *op : ops)
+      for (Value result : op->getResults()) {
+        bool returned = false, readElsewhere = false;
+        for (Operation *user : result.getUsers()) {
+          if (inGroup.contains(user))
+            continue;
+          (isReturn(user) ? returned : readElsewhere) = true;
+        }
+        if (returned) {
+          results.push_back(result);
+          resultKinds.push_back(Access::Scatter);
+        }
+        if (readElsewhere) {
+          results.push_back(result);
+          resultKinds.push_back(Access::Dense);
+        }
+      }
+
+    OpBuilder builder(ops.back());
+    builder.setInsertionPointAfter(ops.back());
+    MLIRContext *context = cell_.getContext();
+    SmallVector<Attribute> operandAccess, resultAccess;
+    for (Value input : inputs) {
+      Access access = input.isa<BlockArgument>()  ? Access::Gather
+                      : hasBatch(input.getType()) ? Access::Dense
+                                                  : Access::Broadcast;
+      operandAccess.push_back(AccessAttr::get(context, access));
+    }
+    for (Access kind : resultKinds)
+      resultAccess.push_back(AccessAttr::get(context, kind));
+    auto fused = builder.create<FusedOp>(
+        ops.front()->getLoc(), ValueRange(results).getTypes(),
+        inputs.getArrayRef(), builder.getArrayAttr(operandAccess),
+        builder.getArrayAttr(resultAccess));
+
+    Block &body = fused.getBody().front();
+    IRMapping mapping;
+    for (auto [input, argument] : llvm::zip(inputs, body.getArguments()))
+      mapping.map(input, argument);
+    OpBuilder inner = OpBuilder::atBlockBegin(&body);
+    for (Operation *constant : copiedConstants)
+      inner.clone(*constant, mapping);
+    for (Operation *op : ops)
+      inner.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (Value result : results)
+      yielded.push_back(mapping.lookup(result));
+    inner.create<YieldOp>(fused.getLoc(), yielded);
+
+    for (auto [index, result] : llvm::enumerate(results)) {
+      bool scatter = resultKinds[index] == Access::Scatter;
+      result.replaceUsesWithIf(fused.getResult(index), [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return !inGroup.contains(user) && isReturn(user) == scatter;
+      });
+    }
+    for (Operation *op : llvm::reverse(ops))
+      op->erase();
+  }
+
+  CellOp cell_;
+  llvm::DenseMap<Operation *, int> levels_;
+  llvm::EquivalenceClasses<Operation *> groups_;
+};
+
+struct FuseElementwisePass
+    : mlir::cell::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override { Fuser(getOperation()).run(); }
+};
+} // namespace

@@ -1,0 +1,87 @@
+// cell-fuse-elementwise: the ops between GEMMs become cell.fused kernels with
+// gather (cell argument), dense (workspace), broadcast (weight) operands and
+// scatter (returned) / dense (read by a GEMM) results.
+// RUN: cell-opt %s --pass-pipeline='builtin.module(cell.cell(cell-fuse-elementwise))' -split-input-file | FileCheck %s
+// RUN: cell-opt %s --pass-pipeline='builtin.module(cell.cell(cell-fuse-elementwise))' -split-input-file | cell-opt -split-input-file | FileCheck %s
+
+// An LSTM-like epilogue: split, activations and state arithmetic are one
+// kernel reading the GEMM output densely and the state by row index; h is
+// both returned (scatter) and projected by a GEMM (dense), so it is written
+// twice; the bias-free projection's argmax is a kernel of its own.
+// CHECK-LABEL: cell.cell @epilogue
+// CHECK: %[[G:.*]] = gemm %arg0, %{{.*}} :
+// CHECK: %[[F:.*]]:3 = fused(%[[G]], %arg1) {operand_access = [#cell.access<dense>, #cell.access<gather>], result_access = [#cell.access<scatter>, #cell.access<scatter>, #cell.access<dense>]} : (tensor<?x4xf32>, tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>) {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<?x4xf32>, %[[C:.*]]: tensor<?x2xf32>):
+// CHECK-NEXT: %[[S:.*]]:2 = split %[[A]]
+// CHECK-NEXT: sigmoid %[[S]]#0
+// CHECK-NEXT: tanh %[[S]]#1
+// CHECK: yield
+// CHECK: %[[P:.*]] = gemm %[[F]]#2, %{{.*}} :
+// CHECK: %[[T:.*]] = fused(%[[P]]) {operand_access = [#cell.access<dense>], result_access = [#cell.access<scatter>]}
+// CHECK: argmax
+// CHECK: return %[[F]]#0, %[[F]]#1, %[[T]]
+cell.cell @epilogue(%x: tensor<?x3xf32>, %c: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi64>) {
+  %w = cell.constant dense<1.0> : tensor<3x4xf32>
+  %wp = cell.constant dense<1.0> : tensor<2x5xf32>
+  %g = cell.gemm %x, %w : (tensor<?x3xf32>, tensor<3x4xf32>) -> tensor<?x4xf32>
+  %p:2 = cell.split %g {axis = 1 : i64, sizes = array<i64: 2, 2>} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>)
+  %i = cell.sigmoid %p#0 : tensor<?x2xf32>
+  %u = cell.tanh %p#1 : tensor<?x2xf32>
+  %c1 = cell.mul %i, %c : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  %c2 = cell.add %c1, %u : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  %h = cell.tanh %c2 : tensor<?x2xf32>
+  %l = cell.gemm %h, %wp : (tensor<?x2xf32>, tensor<2x5xf32>) -> tensor<?x5xf32>
+  %t = cell.argmax %l {axis = 1 : i64, keepdims = false} : (tensor<?x5xf32>) -> tensor<?xi64>
+  cell.return %c2, %h, %t : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xi64>
+}
+
+// -----
+
+// A prologue: the embedding lookup (weight broadcast, token gathered) and the
+// concatenation with the state build the GEMM's operand in one kernel; a small
+// constant is copied into the body instead of being an operand.
+// CHECK-LABEL: cell.cell @prologue
+// CHECK: %[[E:.*]] = constant dense_resource<table> : tensor<5x2xf32>
+// CHECK: %[[F:.*]] = fused(%[[E]], %arg0, %arg1) {operand_access = [#cell.access<broadcast>, #cell.access<gather>, #cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK: constant dense<2.000000e+00> : tensor<2xf32>
+// CHECK: gather
+// CHECK: mul
+// CHECK: concat
+// CHECK: yield
+// CHECK: gemm %[[F]], %{{.*}} :
+cell.cell @prologue(%token: tensor<?xi64>, %h: tensor<?x2xf32>) -> tensor<?x3xf32> {
+  %table = cell.constant dense_resource<table> : tensor<5x2xf32>
+  %two = cell.constant dense<2.0> : tensor<2xf32>
+  %w = cell.constant dense<1.0> : tensor<4x3xf32>
+  %e = cell.gather %table, %token : (tensor<5x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %s = cell.mul %e, %two : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %xh = cell.concat %s, %h {axis = 1 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x4xf32>
+  %g = cell.gemm %xh, %w : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<?x3xf32>
+  cell.return %g : tensor<?x3xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      table: "0x040000000000803F000000400000404000008040000080400000A0400000C0400000E04000000041000010410000204100003041"
+    }
+  }
+#-}
+
+// -----
+
+// a feeds a GEMM and, directly, an op that also reads the GEMM: a and b are
+// on different sides of the GEMM and go to different kernels (one kernel
+// would have to wait for a GEMM that waits for it).
+// CHECK-LABEL: cell.cell @no_cycle
+// CHECK: %[[A:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK: sigmoid
+// CHECK: %[[G:.*]] = gemm %[[A]], %{{.*}} :
+// CHECK: fused(%[[A]], %[[G]]) {operand_access = [#cell.access<dense>, #cell.access<dense>], result_access = [#cell.access<scatter>]}
+// CHECK: add
+cell.cell @no_cycle(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %w = cell.constant dense<1.0> : tensor<2x2xf32>
+  %a = cell.sigmoid %x : tensor<?x2xf32>
+  %g = cell.gemm %a, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %b = cell.add %a, %g : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  cell.return %b : tensor<?x2xf32>
+}
