@@ -234,7 +234,8 @@ static LogicalResult runQuietly(MLIRContext *context,
 LogicalResult
 NodeContext::inferTypes(function_ref<LogicalResult(Location)> infer) {
   std::string message;
-  if (succeeded(runQuietly(context(), [&] { return infer(loc_); }, message)))
+  if (succeeded(runQuietly(
+          context(), [&] { return infer(loc_); }, message)))
     return success();
   return emitError() << (message.empty() ? "invalid operands" : message);
 }

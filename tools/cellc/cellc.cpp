@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/import/OnnxImporter.h"
 #include "compiler/manifest/ManifestBinding.h"
+#include "compiler/pipeline/Pipeline.h"
 #include "tools/cellc/ModulePrinter.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -63,6 +64,13 @@ cl::opt<std::string>
     cellName("cell-name",
              cl::desc("Name of a single ONNX cell (default: the file's stem)"),
              cl::value_desc("name"), cl::cat(cellcCategory));
+cl::opt<std::string> untilStage(
+    "until",
+    cl::desc("Run the stages up to and including this one: import, "
+             "prepare-weights, merge-gemms, "
+             "fuse-elementwise, specialize-batch, plan-memory (default: the "
+             "last)"),
+    cl::value_desc("stage"), cl::init("plan-memory"), cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -180,7 +188,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "cellc: compiles RNN cells exported to ONNX into a cellular-batching "
       "artifact\n\n"
-      "  cellc model.yaml --emit=mlir        print the imported cells\n"
+      "  cellc model.yaml --emit=mlir        print the compiled cells (the "
+      "module after the last stage)\n"
+      "  cellc model.yaml --emit=mlir --until=import        print the imported "
+      "cells\n"
       "  cellc cell.onnx --emit=mlir         import one ONNX cell (roles: all "
       "inputs/outputs)\n"
       "  cellc model.yaml -o model.cellpack  write the artifact (not "
@@ -195,10 +206,18 @@ int main(int argc, char **argv) {
     return success();
   });
 
+  std::optional<Stage> lastStage = parseStage(untilStage);
+  if (!lastStage) {
+    emitError(UnknownLoc::get(&context))
+        << "unknown stage '" << untilStage
+        << "' for --until; stages are: " << llvm::join(stageNames(), ", ");
+    return 1;
+  }
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   LogicalResult imported = isOnnxPath(inputPath) ? importSingleCell(*module)
                                                  : importManifest(*module);
-  if (failed(imported) || failed(verify(*module)))
+  if (failed(imported) || failed(verify(*module)) ||
+      failed(runPipeline(*module, *lastStage)))
     return 1;
 
   if (emitKind == EmitKind::CellPack) {

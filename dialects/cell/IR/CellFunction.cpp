@@ -76,6 +76,18 @@ static LogicalResult verifyBatchLeading(CellOp op, Type type, StringRef what,
   if (!tensor)
     return op.emitOpError()
            << what << " #" << index << " must be a ranked tensor, got " << type;
+  // A batch-specialized copy has the constant batch size instead.
+  if (auto batch =
+          op->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr)) {
+    if (tensor.getRank() == 0 || tensor.getDimSize(0) != batch.getInt() ||
+        !tensor.hasStaticShape())
+      return op.emitOpError()
+             << what << " #" << index
+             << " of a cell specialized for batch size " << batch.getInt()
+             << " must be static with " << batch.getInt()
+             << " leading rows, got " << type;
+    return success();
+  }
   if (tensor.getRank() == 0 || !tensor.isDynamicDim(0))
     return op.emitOpError()
            << what << " #" << index

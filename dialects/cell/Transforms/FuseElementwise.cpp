@@ -47,6 +47,7 @@ public:
 
   void run() {
     Block &body = cell_.getBody().front();
+    packGemmArguments(body);
     computeLevels(body);
     SmallVector<Operation *> fusible;
     for (Operation &op : body)
@@ -72,6 +73,23 @@ public:
   }
 
 private:
+  /// A GEMM reads contiguous rows, but a cell argument is a set of rows of a
+  /// state pool picked by row index. An identity in front of such an operand
+  /// becomes the kernel that gathers those rows into a dense buffer.
+  void packGemmArguments(Block &body) {
+    for (Operation &op : body) {
+      if (!isa<GemmOp, MatMulOp>(op))
+        continue;
+      for (OpOperand &operand : op.getOpOperands()) {
+        auto argument = operand.get().dyn_cast<BlockArgument>();
+        if (!argument)
+          continue;
+        OpBuilder builder(&op);
+        operand.set(builder.create<IdentityOp>(op.getLoc(), argument));
+      }
+    }
+  }
+
   void computeLevels(Block &body) {
     for (Operation &op : body) {
       int level = 0;

@@ -4,6 +4,7 @@
 
 #include "cell/IR/CellOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::cell {

@@ -47,4 +47,32 @@ def FuseElementwise : Pass<"cell-fuse-elementwise", "mlir::cell::CellOp"> {
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 
+def SpecializeBatch : Pass<"cell-specialize-batch", "mlir::ModuleOp"> {
+  let summary = "One copy of every cell per supported batch size";
+  let description = [{
+    For each `cell.cell` with `cell.batch_sizes`, adds `@<cell>_b<N>` for
+    every N, in which the batch dimension is the constant N (so code
+    generation sees static shapes), tagged `cell.batch_size = N` and
+    `cell.generic = @<cell>`. The generic cell stays: it carries the
+    signature the runtime sees.
+  }];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
+def PlanMemory : Pass<"cell-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Assign workspace offsets to the buffers of each batch size";
+  let description = [{
+    In every batch-specialized cell, each value that lives in the task's
+    workspace (a GEMM result, a dense result of a fused kernel) gets a byte
+    offset (`cell.offsets` on its op, -1 for values that are not in the
+    workspace) so that buffers live at the same time never overlap. Buffers
+    are 256-byte aligned. The cell records `cell.workspace_bytes` (the
+    workspace a task needs), `cell.peak_bytes` (the largest sum of buffers
+    live at one point, a lower bound the plan reaches when it does not
+    fragment) and `cell.slot_bytes` (bytes of state rows one request holds:
+    one row per state or child input and per state result).
+  }];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
 #endif // CELL_TRANSFORMS_PASSES_TD

@@ -4,12 +4,17 @@
 // RUN: cell-opt %s --pass-pipeline='builtin.module(cell.cell(cell-fuse-elementwise))' -split-input-file | FileCheck %s
 // RUN: cell-opt %s --pass-pipeline='builtin.module(cell.cell(cell-fuse-elementwise))' -split-input-file | cell-opt -split-input-file | FileCheck %s
 
+// A GEMM cannot read the argument's rows by index: a kernel gathers them.
 // An LSTM-like epilogue: split, activations and state arithmetic are one
 // kernel reading the GEMM output densely and the state by row index; h is
 // both returned (scatter) and projected by a GEMM (dense), so it is written
 // twice; the bias-free projection's argmax is a kernel of its own.
 // CHECK-LABEL: cell.cell @epilogue
-// CHECK: %[[G:.*]] = gemm %arg0, %{{.*}} :
+// CHECK: %[[X:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK-NEXT: ^bb0(%[[XA:.*]]: tensor<?x3xf32>):
+// CHECK-NEXT: %[[XI:.*]] = identity %[[XA]]
+// CHECK-NEXT: yield %[[XI]]
+// CHECK: %[[G:.*]] = gemm %[[X]], %{{.*}} :
 // CHECK: %[[F:.*]]:3 = fused(%[[G]], %arg1) {operand_access = [#cell.access<dense>, #cell.access<gather>], result_access = [#cell.access<scatter>, #cell.access<scatter>, #cell.access<dense>]} : (tensor<?x4xf32>, tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>) {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<?x4xf32>, %[[C:.*]]: tensor<?x2xf32>):
 // CHECK-NEXT: %[[S:.*]]:2 = split %[[A]]
@@ -74,6 +79,7 @@ cell.cell @prologue(%token: tensor<?xi64>, %h: tensor<?x2xf32>) -> tensor<?x3xf3
 // would have to wait for a GEMM that waits for it).
 // CHECK-LABEL: cell.cell @no_cycle
 // CHECK: %[[A:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK-NOT: gemm
 // CHECK: sigmoid
 // CHECK: %[[G:.*]] = gemm %[[A]], %{{.*}} :
 // CHECK: fused(%[[A]], %[[G]]) {operand_access = [#cell.access<dense>, #cell.access<dense>], result_access = [#cell.access<scatter>]}

@@ -1,0 +1,38 @@
+//===- Pipeline.h - The stages cellc runs after import ---------*- C++ -*-===//
+#ifndef CELLC_PIPELINE_PIPELINE_H
+#define CELLC_PIPELINE_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cellc {
+
+/// The compiler's stages, in order. `import` is the module as imported and
+/// bound to the manifest; each later stage is one pass (canonicalization runs
+/// after the passes that leave foldable ops behind).
+enum class Stage {
+  Import,
+  PrepareWeights,
+  MergeGemms,
+  FuseElementwise,
+  SpecializeBatch,
+  PlanMemory,
+};
+
+/// Stage names as `cellc --until` takes them, in order.
+const std::vector<std::string> &stageNames();
+std::optional<Stage> parseStage(llvm::StringRef name);
+
+/// Runs every stage after import up to and including `stopAfter`; failures
+/// are reported as diagnostics.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, Stage stopAfter);
+
+/// Registers the dialect's passes (for tools that parse pass pipelines).
+void registerCompilerPasses();
+
+} // namespace cellc
+
+#endif // CELLC_PIPELINE_PIPELINE_H
