@@ -6,6 +6,7 @@
 // "file:line:col: error: ..." and make the exit code 1.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/KernelEmitter.h"
 #include "compiler/import/OnnxImporter.h"
 #include "compiler/manifest/ManifestBinding.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -28,7 +29,7 @@ using namespace cellc;
 namespace cl = llvm::cl;
 
 namespace {
-enum class EmitKind { Mlir, CellPack };
+enum class EmitKind { Mlir, Cuda, CellPack };
 
 cl::OptionCategory cellcCategory("cellc options");
 
@@ -42,7 +43,10 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::CellPack),
     cl::values(clEnumValN(EmitKind::Mlir, "mlir",
-                          "the imported module in the `cell` dialect"),
+                          "the module in the `cell` dialect (after --until)"),
+               clEnumValN(EmitKind::Cuda, "cuda",
+                          "the generated CUDA C++ of every cell's fused "
+                          "kernels"),
                clEnumValN(EmitKind::CellPack, "cellpack",
                           "the deployable artifact (not available yet)")),
     cl::cat(cellcCategory));
@@ -231,6 +235,24 @@ int main(int argc, char **argv) {
   if (!output) {
     emitError(UnknownLoc::get(&context)) << error;
     return 1;
+  }
+  if (emitKind == EmitKind::Cuda) {
+    if (*lastStage < Stage::SpecializeBatch) {
+      emitError(UnknownLoc::get(&context))
+          << "--emit=cuda needs the stages up to specialize-batch";
+      return 1;
+    }
+    for (auto cell : module->getOps<mlir::cell::CellOp>()) {
+      if (cell->hasAttr(mlir::cell::CellDialect::kBatchSizeAttr))
+        continue;
+      FailureOr<codegen::CudaProgram> program =
+          codegen::emitCuda(*module, cell.getSymName());
+      if (failed(program))
+        return 1;
+      output->os() << program->source << "\n";
+    }
+    output->keep();
+    return 0;
   }
   printModule(*module, output->os(), printWeights);
   output->keep();

@@ -1,0 +1,524 @@
+//===- FusedKernelWriter.cpp - One cell.fused as a CUDA kernel -----------===//
+//
+// The body of a fused op is straight-line tensor code over [batch, width]
+// values. The kernel computes one element (r, c) per thread: each value is
+// asked for at an index, loads read operands at that index (through the row
+// vector for gather operands), split/slice shift the column, concat picks a
+// side, and every computed value lands in a local once per index (a scope
+// per concat branch keeps the branches' locals apart). Argmax kernels run a
+// block per row and reduce over the row's columns.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedKernelWriter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+using namespace mlir;
+using namespace mlir::cell;
+using namespace cellc::codegen;
+
+std::string cellc::codegen::cudaType(Type type) {
+  if (type.isF32())
+    return "float";
+  if (type.isF64())
+    return "double";
+  if (type.isF16())
+    return "__half";
+  if (type.isBF16())
+    return "__nv_bfloat16";
+  if (type.isSignlessInteger(64))
+    return "long long";
+  if (type.isSignlessInteger(32))
+    return "int";
+  if (type.isSignlessInteger(16))
+    return "short";
+  if (type.isSignlessInteger(8))
+    return "signed char";
+  if (type.isSignlessInteger(1))
+    return "bool";
+  return "";
+}
+
+/// The type the kernel computes an element type in: float for the narrow
+/// floats, the type itself otherwise.
+static std::string computeType(Type type) {
+  if (type.isF16() || type.isBF16())
+    return "float";
+  return cudaType(type);
+}
+
+/// A C++ literal that reads back as exactly `value` (as float unless
+/// `isDouble`); nullopt for infinities and NaN.
+static std::optional<std::string> floatLiteral(double value, bool isDouble) {
+  if (!std::isfinite(value))
+    return std::nullopt;
+  std::ostringstream os;
+  os << std::setprecision(isDouble ? 17 : 9) << value;
+  std::string text = os.str();
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return isDouble ? text : text + "f";
+}
+
+namespace {
+/// Where an element is: row and column expressions (column empty for values
+/// with one element per row or without columns).
+struct Index {
+  std::string row, col;
+};
+
+class KernelBodyWriter {
+public:
+  KernelBodyWriter(FusedOp fused, llvm::raw_ostream &os)
+      : fused_(fused), os_(os) {
+    analyzeBatch();
+    scopes_.emplace_back();
+  }
+
+  /// The expression of `value` at `index` (emitting locals as needed).
+  FailureOr<std::string> element(Value value, const Index &index);
+  std::string indent() const { return std::string(2 * scopes_.size(), ' '); }
+
+  bool hasBatch(Value value) const { return batchValues_.contains(value); }
+
+private:
+  void analyzeBatch();
+  FailureOr<std::string> compute(Operation *op, Value value,
+                                 const Index &index);
+  FailureOr<std::string> load(BlockArgument arg, const Index &index);
+  FailureOr<std::string> broadcastOperand(Value operand, Value result,
+                                          const Index &index);
+  std::string local(Value value, const std::string &expression);
+
+  FusedOp fused_;
+  llvm::raw_ostream &os_;
+  llvm::DenseSet<Value> batchValues_;
+  std::vector<llvm::StringMap<std::string>> scopes_;
+  llvm::DenseMap<Value, unsigned> ids_;
+  unsigned counter_ = 0;
+};
+} // namespace
+
+static RankedTensorType tensorOf(Value value) {
+  return value.getType().cast<RankedTensorType>();
+}
+
+/// Columns per row of a batch value ([B] -> 1, [B, C] -> C).
+static int64_t rowWidth(Value value) {
+  RankedTensorType type = tensorOf(value);
+  return type.getRank() < 2 ? 1 : type.getDimSize(1);
+}
+
+void KernelBodyWriter::analyzeBatch() {
+  Block &body = fused_.getBody().front();
+  for (auto [index, arg] : llvm::enumerate(body.getArguments()))
+    if (fused_.getOperandAccess()[index].cast<AccessAttr>().getValue() !=
+        Access::Broadcast)
+      batchValues_.insert(arg);
+  for (Operation &op : body) {
+    bool batch = llvm::any_of(op.getOperands(), [&](Value operand) {
+      return batchValues_.contains(operand);
+    });
+    if (isa<GatherOp>(op))
+      batch = batchValues_.contains(op.getOperand(1));
+    if (batch)
+      for (Value result : op.getResults())
+        batchValues_.insert(result);
+  }
+}
+
+std::string KernelBodyWriter::local(Value value, const std::string &expr) {
+  Type element = tensorOf(value).getElementType();
+  std::string name = llvm::formatv("v{0}", counter_++).str();
+  os_ << indent() << "const " << computeType(element) << " " << name << " = "
+      << expr << ";\n";
+  return name;
+}
+
+FailureOr<std::string> KernelBodyWriter::element(Value value,
+                                                 const Index &index) {
+  std::string key;
+  if (!ids_.count(value))
+    ids_[value] = ids_.size();
+  key = llvm::formatv("{0}@{1},{2}", ids_[value], index.row, index.col).str();
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+    if (auto found = scope->find(key); found != scope->end())
+      return found->second;
+  FailureOr<std::string> expr =
+      value.isa<BlockArgument>() ? load(value.cast<BlockArgument>(), index)
+                                 : compute(value.getDefiningOp(), value, index);
+  if (failed(expr))
+    return failure();
+  // Loads and shifted views are cheap to repeat; computed values are kept.
+  bool isView = value.isa<BlockArgument>() ||
+                isa<SplitOp, SliceOp, IdentityOp, ReshapeOp, SqueezeOp,
+                    UnsqueezeOp, ConstantOp>(value.getDefiningOp());
+  std::string name = isView ? *expr : local(value, *expr);
+  scopes_.back()[key] = name;
+  return name;
+}
+
+FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
+                                              const Index &index) {
+  unsigned i = arg.getArgNumber();
+  Access access = fused_.getOperandAccess()[i].cast<AccessAttr>().getValue();
+  RankedTensorType type = tensorOf(arg);
+  std::string value;
+  if (access == Access::Broadcast) {
+    if (type.getRank() > 1 && type.getDimSize(0) != 1)
+      return fused_.emitOpError()
+             << "operand #" << i << " of type " << type
+             << " is read as a whole tensor, which only gather does";
+    value = type.getRank() == 0
+                ? llvm::formatv("in{0}[0]", i).str()
+                : llvm::formatv("in{0}[{1}]", i, index.col).str();
+  } else {
+    std::string row = access == Access::Gather
+                          ? llvm::formatv("rows{0}[{1}]", i, index.row).str()
+                          : index.row;
+    value = type.getRank() < 2
+                ? llvm::formatv("in{0}[{1}]", i, row).str()
+                : llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, row,
+                                type.getDimSize(1), index.col)
+                      .str();
+  }
+  Type element = type.getElementType();
+  if (element.isF16() || element.isBF16())
+    return "(float)(" + value + ")";
+  return value;
+}
+
+/// The index of `operand` when the result of a broadcasting op is read at
+/// `index`: dimensions of size 1 read element 0.
+FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
+                                                          Value result,
+                                                          const Index &index) {
+  RankedTensorType type = tensorOf(operand);
+  Index at = index;
+  bool batch = hasBatch(operand);
+  if (!batch) {
+    // [C], [1, C], [] or [1]: no row; a size-1 column is column 0.
+    int64_t cols = type.getRank() == 0 ? 1 : type.getShape().back();
+    at.row = "0";
+    at.col = cols == 1 ? "0" : index.col;
+    if (type.getRank() == 2 && type.getDimSize(0) != 1)
+      return fused_.emitOpError()
+             << "cannot broadcast " << type << " over the batch";
+  } else if (type.getRank() == 2 && type.getDimSize(1) == 1 &&
+             rowWidth(result) != 1) {
+    at.col = "0";
+  }
+  return element(operand, at);
+}
+
+static std::string binaryExpr(Operation *op, const std::string &a,
+                              const std::string &b) {
+  const char *symbol = isa<AddOp>(op)   ? " + "
+                       : isa<SubOp>(op) ? " - "
+                       : isa<MulOp>(op) ? " * "
+                                        : " / ";
+  return "(" + a + symbol + b + ")";
+}
+
+static std::string unaryExpr(Operation *op, const std::string &x,
+                             bool isDouble) {
+  if (isa<SigmoidOp>(op))
+    return isDouble ? "(1.0 / (1.0 + exp(-" + x + ")))"
+                    : "(1.0f / (1.0f + expf(-" + x + ")))";
+  if (isa<TanhOp>(op))
+    return (isDouble ? "tanh(" : "tanhf(") + x + ")";
+  return isDouble ? "fmax(" + x + ", 0.0)" : "fmaxf(" + x + ", 0.0f)";
+}
+
+FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
+                                                 const Index &index) {
+  Type elementType = tensorOf(value).getElementType();
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+    auto lhs = broadcastOperand(op->getOperand(0), value, index);
+    auto rhs = broadcastOperand(op->getOperand(1), value, index);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    return binaryExpr(op, *lhs, *rhs);
+  }
+  if (isa<SigmoidOp, TanhOp, ReluOp>(op)) {
+    auto x = element(op->getOperand(0), index);
+    if (failed(x))
+      return failure();
+    return unaryExpr(op, *x, elementType.isF64());
+  }
+  if (isa<IdentityOp>(op))
+    return this->element(op->getOperand(0), index);
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    auto x = this->element(cast.getInput(), index);
+    if (failed(x))
+      return failure();
+    return "(" + computeType(elementType) + ")(" + *x + ")";
+  }
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    int64_t offset = 0;
+    for (auto [i, size] : llvm::enumerate(split.getSizes())) {
+      if (split.getResult(i) == value)
+        break;
+      offset += size;
+    }
+    if (split.getAxis() != 1)
+      return op->emitOpError("code generation splits columns (axis 1) only");
+    return this->element(
+        split.getInput(),
+        {index.row, llvm::formatv("({0} + {1})", index.col, offset).str()});
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    if (slice.getAxes().size() != 1 || slice.getAxes()[0] != 1)
+      return op->emitOpError("code generation slices columns (axis 1) only");
+    return this->element(
+        slice.getInput(),
+        {index.row, llvm::formatv("({0} + {1} * {2})", slice.getStarts()[0],
+                                  index.col, slice.getSteps()[0])
+                        .str()});
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    if (concat.getAxis() != 1)
+      return op->emitOpError("code generation concatenates columns only");
+    std::string name = llvm::formatv("v{0}", counter_++).str();
+    os_ << indent() << computeType(elementType) << " " << name << ";\n";
+    int64_t start = 0;
+    for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
+      int64_t width = rowWidth(input);
+      bool last = i + 1 == concat.getInputs().size();
+      os_ << indent() << (i ? "else " : "")
+          << (last ? std::string("{\n")
+                   : llvm::formatv("if ({0} < {1}) {{\n", index.col,
+                                   start + width)
+                         .str());
+      scopes_.emplace_back();
+      auto x = this->element(
+          input, {index.row, llvm::formatv("({0} - {1})", index.col, start)});
+      if (failed(x))
+        return failure();
+      os_ << indent() << name << " = " << *x << ";\n";
+      scopes_.pop_back();
+      os_ << indent() << "}\n";
+      start += width;
+    }
+    return name;
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    RankedTensorType data = tensorOf(gather.getData());
+    if (gather.getAxis() != 0 || data.getRank() != 2 ||
+        tensorOf(gather.getIndices()).getRank() != 1 ||
+        hasBatch(gather.getData()))
+      return op->emitOpError("code generation supports embedding lookups: "
+                             "rows of a [V, E] table by one index per row");
+    auto table = gather.getData().dyn_cast<BlockArgument>();
+    if (!table)
+      return op->emitOpError("code generation looks up tables that are "
+                             "operands of the kernel");
+    auto token = this->element(gather.getIndices(), {index.row, ""});
+    if (failed(token))
+      return failure();
+    // The runtime rejects out-of-range tokens; the clamp keeps a bad one
+    // from reading outside the table all the same.
+    std::string row = llvm::formatv("min(max((long long)({0}), 0LL), {1}LL)",
+                                    *token, data.getDimSize(0) - 1);
+    std::string value =
+        llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", table.getArgNumber(),
+                      row, data.getDimSize(1), index.col);
+    Type tableElement = data.getElementType();
+    if (tableElement.isF16() || tableElement.isBF16())
+      return "(float)(" + value + ")";
+    return value;
+  }
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto dense = constant.getValue().dyn_cast<DenseElementsAttr>();
+    if (!dense || !dense.isSplat())
+      return op->emitOpError("code generation copies splat constants only");
+    if (elementType.isa<FloatType>()) {
+      std::optional<std::string> literal =
+          floatLiteral(dense.getSplatValue<APFloat>().convertToDouble(),
+                       elementType.isF64());
+      if (!literal)
+        return op->emitOpError("has a constant that is not a finite number");
+      return *literal;
+    }
+    return std::to_string(dense.getSplatValue<APInt>().getSExtValue()) +
+           (elementType.isSignlessInteger(64) ? "LL" : "");
+  }
+  return op->emitOpError("has no CUDA code generation yet");
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel text
+//===----------------------------------------------------------------------===//
+
+/// `value` (computed in computeType) converted for storing as `element`.
+static std::string storeCast(Type element, const std::string &value) {
+  if (element.isF16())
+    return "__float2half(" + value + ")";
+  if (element.isBF16())
+    return "__float2bfloat16(" + value + ")";
+  return "(" + cudaType(element) + ")(" + value + ")";
+}
+
+static std::string access(FusedOp fused, bool result, unsigned index) {
+  ArrayAttr list = result ? fused.getResultAccess() : fused.getOperandAccess();
+  return stringifyAccess(list[index].cast<AccessAttr>().getValue()).str();
+}
+
+/// Writes the parameter list and fills `info.params`.
+static void writeParams(FusedOp fused, llvm::raw_ostream &os,
+                        KernelInfo &info) {
+  using Kind = KernelParam::Kind;
+  std::vector<std::string> params;
+  for (auto [i, input] : llvm::enumerate(fused.getInputs())) {
+    Type element = tensorOf(input).getElementType();
+    params.push_back(
+        llvm::formatv("const {0} *__restrict__ in{1}", cudaType(element), i));
+    info.params.push_back({Kind::Input, static_cast<unsigned>(i)});
+    if (access(fused, false, i) == "gather") {
+      params.push_back(llvm::formatv("const int *__restrict__ rows{0}", i));
+      info.params.push_back({Kind::InputRows, static_cast<unsigned>(i)});
+    }
+  }
+  for (auto [i, result] : llvm::enumerate(fused.getResults())) {
+    Type element = tensorOf(result).getElementType();
+    params.push_back(
+        llvm::formatv("{0} *__restrict__ out{1}", cudaType(element), i));
+    info.params.push_back({Kind::Output, static_cast<unsigned>(i)});
+    if (access(fused, true, i) == "scatter") {
+      params.push_back(llvm::formatv("const int *__restrict__ dst{0}", i));
+      info.params.push_back({Kind::OutputRows, static_cast<unsigned>(i)});
+    }
+  }
+  params.push_back("int n");
+  info.params.push_back({Kind::RowCount, 0});
+  os << llvm::join(params, ",\n    ") << ")";
+}
+
+/// Where result `i` of row `row` (column `col`, empty for [B] results) goes.
+static std::string destination(FusedOp fused, unsigned i,
+                               const std::string &row, const std::string &col) {
+  std::string target = access(fused, true, i) == "scatter"
+                           ? llvm::formatv("dst{0}[{1}]", i, row)
+                           : row;
+  RankedTensorType type = tensorOf(fused.getResult(i));
+  if (type.getRank() < 2)
+    return llvm::formatv("out{0}[{1}]", i, target);
+  return llvm::formatv("out{0}[(size_t)({1}) * {2} + {3}]", i, target,
+                       type.getDimSize(1), col);
+}
+
+static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
+                                      KernelInfo &info) {
+  auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
+  int64_t width = rowWidth(yield.getOperand(0));
+  for (Value value : yield.getOperands())
+    if (rowWidth(value) != width)
+      return fused.emitOpError()
+             << "has results of different row widths (" << width << " and "
+             << rowWidth(value) << "), which one kernel cannot cover yet";
+  info.shape = KernelInfo::Shape::Elementwise;
+  info.rowWidth = width;
+  os << "  constexpr int kWidth = " << width << ";\n"
+     << "  const int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     << "  // Rows n..kBatch-1 are padding: never read, never written.\n"
+     << "  if (t >= n * kWidth)\n    return;\n"
+     << "  const int r = t / kWidth;\n"
+     << "  const int c = t % kWidth;\n";
+  KernelBodyWriter writer(fused, os);
+  for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+    bool perRow = tensorOf(value).getRank() < 2;
+    FailureOr<std::string> result =
+        writer.element(value, {"r", perRow ? "" : "c"});
+    if (failed(result))
+      return failure();
+    std::string store = destination(fused, i, "r", "c") + " = " +
+                        storeCast(tensorOf(value).getElementType(), *result) +
+                        ";\n";
+    os << (perRow && width > 1 ? "  if (c == 0)\n    " : "  ") << store;
+  }
+  return success();
+}
+
+static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
+                                 llvm::raw_ostream &os, KernelInfo &info) {
+  auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != argmax.getResult() || argmax.getAxis() != 1 ||
+      tensorOf(argmax.getInput()).getRank() != 2)
+    return fused.emitOpError(
+        "code generation supports an argmax over the columns of a row as the "
+        "only result of its kernel");
+  Value input = argmax.getInput();
+  int64_t width = rowWidth(input);
+  bool last = argmax.getSelectLastIndex();
+  std::string type = computeType(tensorOf(input).getElementType());
+  info.shape = KernelInfo::Shape::RowReduction;
+  info.rowWidth = width;
+  os << "  constexpr int kWidth = " << width << ";\n"
+     << "  const int r = blockIdx.x;\n"
+     << "  if (r >= n)\n    return;\n"
+     << "  " << type << " best = "
+     << (type == "double" ? "__longlong_as_double(0xfff0000000000000LL)"
+                          : "__int_as_float(0xff800000)")
+     << "; // -inf\n"
+     << "  long long bestIndex = " << (last ? "-1" : "kWidth") << ";\n"
+     << "  for (int c = threadIdx.x; c < kWidth; c += blockDim.x) {\n";
+  KernelBodyWriter writer(fused, os);
+  FailureOr<std::string> x = writer.element(input, {"r", "c"});
+  if (failed(x))
+    return failure();
+  const char *tie = last ? ">" : "<";
+  os << "    if (" << *x << " > best || (" << *x << " == best && c " << tie
+     << " bestIndex)) {\n      best = " << *x
+     << ";\n      bestIndex = c;\n    }\n  }\n"
+     << "  __shared__ " << type << " blockBest[256];\n"
+     << "  __shared__ long long blockIndex[256];\n"
+     << "  blockBest[threadIdx.x] = best;\n"
+     << "  blockIndex[threadIdx.x] = bestIndex;\n"
+     << "  __syncthreads();\n"
+     << "  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
+     << "    if (threadIdx.x < stride) {\n"
+     << "      " << type << " other = blockBest[threadIdx.x + stride];\n"
+     << "      long long otherIndex = blockIndex[threadIdx.x + stride];\n"
+     << "      if (other > blockBest[threadIdx.x] ||\n"
+     << "          (other == blockBest[threadIdx.x] && otherIndex " << tie
+     << " blockIndex[threadIdx.x])) {\n"
+     << "        blockBest[threadIdx.x] = other;\n"
+     << "        blockIndex[threadIdx.x] = otherIndex;\n"
+     << "      }\n    }\n    __syncthreads();\n  }\n"
+     << "  if (threadIdx.x == 0)\n    " << destination(fused, 0, "r", "")
+     << " = "
+     << storeCast(tensorOf(argmax.getResult()).getElementType(),
+                  "blockIndex[0]")
+     << ";\n";
+  return success();
+}
+
+LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
+                                               int64_t batch,
+                                               llvm::raw_ostream &os,
+                                               KernelInfo &info) {
+  info.name = name.str();
+  info.batch = batch;
+  info.blockSize = 256;
+  ArgMaxOp argmax;
+  fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
+  std::string text;
+  llvm::raw_string_ostream body(text);
+  body << "extern \"C\" __global__ void __launch_bounds__(256)\n"
+       << name << "(";
+  writeParams(fused, body, info);
+  body << " {\n  constexpr int kBatch = " << batch << ";\n  (void)kBatch;\n";
+  if (failed(argmax ? writeArgMax(fused, argmax, body, info)
+                    : writeElementwise(fused, body, info)))
+    return failure();
+  body << "}\n";
+  os << text;
+  return success();
+}

@@ -1,0 +1,64 @@
+//===- KernelEmitter.h - CUDA C++ for the fused kernels --------*- C++ -*-===//
+//
+// Turns every `cell.fused` of the batch-specialized copies of a cell into one
+// CUDA kernel, all in one source (one NVRTC program per cell). The batch size
+// and every row width are compile-time constants. A kernel reads gather
+// operands through row-index vectors and writes scatter results to row-index
+// destinations; only the first `n` rows of a task are touched.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLC_CODEGEN_KERNELEMITTER_H
+#define CELLC_CODEGEN_KERNELEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace cellc::codegen {
+
+/// One parameter of a generated kernel, in order.
+struct KernelParam {
+  enum class Kind {
+    Input,      // operand `index` of the fused op (its data)
+    InputRows,  // row indices of gather operand `index`
+    Output,     // result `index` of the fused op (its data)
+    OutputRows, // row-index destinations of scatter result `index`
+    RowCount,   // n: the task's active rows (int)
+  };
+  Kind kind;
+  unsigned index = 0;
+};
+
+struct KernelInfo {
+  enum class Shape {
+    Elementwise,  // one thread per element of a row; rowWidth threads a row
+    RowReduction, // one block per row (argmax)
+  };
+  std::string name; // extern "C" symbol, e.g. "lstm_b8_k1"
+  std::string cell; // the specialized cell, e.g. "lstm_b8"
+  int64_t batch = 0;
+  Shape shape = Shape::Elementwise;
+  int64_t rowWidth = 0;     // elements computed per row
+  unsigned blockSize = 256; // threads per block
+  std::vector<KernelParam> params;
+  /// Number of blocks for a task with `rows` active rows.
+  int64_t gridSize(int64_t rows) const;
+};
+
+struct CudaProgram {
+  std::string cell; // the generic cell
+  std::string source;
+  std::vector<KernelInfo> kernels; // in cell order, batch sizes ascending
+};
+
+/// Emits the CUDA source for every batch-specialized copy of `genericCell`
+/// (cells with `cell.generic = @genericCell`) in `module`, which must have
+/// been through cell-fuse-elementwise. Unsupported constructs are reported as
+/// diagnostics on the op.
+mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module,
+                                      llvm::StringRef genericCell);
+
+} // namespace cellc::codegen
+
+#endif // CELLC_CODEGEN_KERNELEMITTER_H
