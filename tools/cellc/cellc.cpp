@@ -10,6 +10,7 @@
 #include "compiler/import/OnnxImporter.h"
 #include "compiler/manifest/ManifestBinding.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "tools/cellc/BuildArtifact.h"
 #include "tools/cellc/ModulePrinter.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -23,6 +24,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <chrono>
 
 using namespace mlir;
 using namespace cellc;
@@ -48,7 +51,7 @@ cl::opt<EmitKind> emitKind(
                           "the generated CUDA C++ of every cell's fused "
                           "kernels"),
                clEnumValN(EmitKind::CellPack, "cellpack",
-                          "the deployable artifact (not available yet)")),
+                          "the deployable artifact (default; needs -o)")),
     cl::cat(cellcCategory));
 cl::opt<std::string>
     onnxDir("onnx-dir",
@@ -75,6 +78,22 @@ cl::opt<std::string> untilStage(
              "fuse-elementwise, specialize-batch, plan-memory (default: the "
              "last)"),
     cl::value_desc("stage"), cl::init("plan-memory"), cl::cat(cellcCategory));
+cl::list<std::string>
+    archs("arch",
+          cl::desc("GPU targets: sm_XX for CUBIN, one compute_XX for PTX "
+                   "(default: sm_80,sm_90,compute_80)"),
+          cl::CommaSeparated, cl::value_desc("target,..."),
+          cl::cat(cellcCategory));
+cl::opt<Precision> precision(
+    "precision", cl::desc("Arithmetic of the GEMMs"), cl::init(Precision::FP32),
+    cl::values(clEnumValN(Precision::FP32, "fp32", "IEEE fp32 (default)"),
+               clEnumValN(Precision::TF32, "tf32",
+                          "fp32 data, TF32 tensor-core products"),
+               clEnumValN(Precision::BF16, "bf16",
+                          "fp32 data, bf16 tensor-core products"),
+               clEnumValN(Precision::FP16, "fp16",
+                          "fp32 data, fp16 tensor-core products")),
+    cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -198,8 +217,8 @@ int main(int argc, char **argv) {
       "cells\n"
       "  cellc cell.onnx --emit=mlir         import one ONNX cell (roles: all "
       "inputs/outputs)\n"
-      "  cellc model.yaml -o model.cellpack  write the artifact (not "
-      "available yet)\n\n"
+      "  cellc model.yaml -o model.cellpack  compile and write the artifact\n"
+      "  cellc model.yaml --emit=cuda        print the generated CUDA\n\n"
       "The manifest format is described in docs/manifest.md.\n");
 
   MLIRContext context;
@@ -217,19 +236,45 @@ int main(int argc, char **argv) {
         << "' for --until; stages are: " << llvm::join(stageNames(), ", ");
     return 1;
   }
+  BuildOptions buildOptions;
+  buildOptions.precision = precision;
+  buildOptions.producer = "cellc " CELLC_VERSION;
+  if (!archs.empty()) {
+    std::string problem = parseArchs(
+        std::vector<std::string>(archs.begin(), archs.end()), buildOptions);
+    if (!problem.empty()) {
+      emitError(UnknownLoc::get(&context)) << "--arch: " << problem;
+      return 1;
+    }
+  }
+  if (emitKind == EmitKind::CellPack &&
+      (outputPath == "-" || *lastStage != Stage::PlanMemory)) {
+    emitError(UnknownLoc::get(&context))
+        << "writing an artifact needs -o <file> and every stage (no --until)";
+    return 1;
+  }
+
+  auto started = std::chrono::steady_clock::now();
+  auto secondsSince = [](auto &since) {
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - since).count();
+    since = now;
+    return seconds;
+  };
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   LogicalResult imported = isOnnxPath(inputPath) ? importSingleCell(*module)
                                                  : importManifest(*module);
-  if (failed(imported) || failed(verify(*module)) ||
-      failed(runPipeline(*module, *lastStage)))
+  if (failed(imported) || failed(verify(*module)))
     return 1;
+  std::vector<std::pair<std::string, double>> elapsed;
+  elapsed.emplace_back("import", secondsSince(started));
+  if (failed(runPipeline(*module, *lastStage)))
+    return 1;
+  elapsed.emplace_back("passes", secondsSince(started));
 
-  if (emitKind == EmitKind::CellPack) {
-    emitError(UnknownLoc::get(&context))
-        << "writing a .cellpack artifact is not implemented yet in this "
-           "version of cellc; use --emit=mlir";
-    return 1;
-  }
+  if (emitKind == EmitKind::CellPack)
+    return failed(buildArtifact(*module, buildOptions, outputPath, elapsed,
+                                quiet ? llvm::nulls() : llvm::errs()));
   std::string error;
   auto output = mlir::openOutputFile(outputPath, &error);
   if (!output) {

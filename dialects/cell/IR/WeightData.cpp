@@ -53,3 +53,9 @@ ElementsAttr cell::makeConstant(RankedTensorType type, ArrayRef<char> bytes,
   DenseResourceElementsHandle handle = blobs.insert(name, std::move(blob));
   return DenseResourceElementsAttr::get(type, handle);
 }
+
+std::string cell::weightName(ElementsAttr value, StringRef fallback) {
+  if (auto blob = value.dyn_cast<DenseResourceElementsAttr>())
+    return blob.getRawHandle().getKey().str();
+  return fallback.str();
+}

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace mlir::cell {
@@ -25,6 +26,10 @@ std::optional<std::vector<char>> constantBytes(ElementsAttr value);
 /// (made unique) when large, inline dense elements when small.
 ElementsAttr makeConstant(RankedTensorType type, ArrayRef<char> bytes,
                           StringRef name);
+
+/// The key of the resource blob behind `value`, or `fallback` for inline
+/// constants.
+std::string weightName(ElementsAttr value, StringRef fallback);
 
 /// Bytes per element of `type`'s element type (0 if not byte-sized).
 unsigned elementBytes(ShapedType type);

@@ -51,9 +51,7 @@ std::optional<Projection> asProjection(Value value) {
 }
 
 std::string blobNameOf(ConstantOp constant) {
-  if (auto blob = constant.getValue().dyn_cast<DenseResourceElementsAttr>())
-    return blob.getRawHandle().getKey().str();
-  return "weight";
+  return weightName(constant.getValue(), "weight");
 }
 
 struct MergeProjectionSum : OpRewritePattern<AddOp> {

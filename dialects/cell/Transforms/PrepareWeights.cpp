@@ -35,10 +35,7 @@ static ConstantOp constantOf(Value value) {
 
 /// A name for a blob derived from `constant`'s (resource name or "weight").
 static std::string derivedName(ConstantOp constant, StringRef suffix) {
-  std::string base = "weight";
-  if (auto blob = constant.getValue().dyn_cast<DenseResourceElementsAttr>())
-    base = blob.getRawHandle().getKey().str();
-  return base + suffix.str();
+  return weightName(constant.getValue(), "weight") + suffix.str();
 }
 
 /// `constant` (a matrix) transposed, as a new constant op before `before`.

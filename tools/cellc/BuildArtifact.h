@@ -1,0 +1,38 @@
+//===- BuildArtifact.h - From a compiled module to a .cellpack -*- C++ -*-===//
+#ifndef CELLC_TOOLS_BUILDARTIFACT_H
+#define CELLC_TOOLS_BUILDARTIFACT_H
+
+#include "compiler/artifact/ArtifactWriter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace cellc {
+
+struct BuildOptions {
+  std::vector<std::string> cubinArchs = {"sm_80", "sm_90"};
+  std::string ptxArch = "compute_80";
+  Precision precision = Precision::FP32;
+  std::string producer;
+};
+
+/// Parses "--arch" values: sm_XX become CUBIN targets, at most one
+/// compute_XX the PTX target. Returns an error message or "".
+std::string parseArchs(const std::vector<std::string> &archs,
+                       BuildOptions &options);
+
+/// Generates the CUDA of every cell of `module` (after the whole pipeline),
+/// compiles it with NVRTC, writes the artifact to `outputPath` and reports
+/// progress on `report`. `elapsed` holds the seconds of the earlier stages.
+mlir::LogicalResult
+buildArtifact(mlir::ModuleOp module, const BuildOptions &options,
+              llvm::StringRef outputPath,
+              llvm::ArrayRef<std::pair<std::string, double>> elapsed,
+              llvm::raw_ostream &report);
+
+} // namespace cellc
+
+#endif // CELLC_TOOLS_BUILDARTIFACT_H
