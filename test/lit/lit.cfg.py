@@ -18,6 +18,7 @@ config.test_exec_root = os.path.join(os.path.dirname(site_config), "out")
 tool_dirs = [
     os.path.join(config.cell_tools_dir, "cellc"),
     os.path.join(config.cell_tools_dir, "cell-opt"),
+    os.path.join(config.cell_tools_dir, "cellrun"),
     config.llvm_tools_dir,
 ]
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", "")])

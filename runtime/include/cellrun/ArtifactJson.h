@@ -1,0 +1,27 @@
+//===- ArtifactJson.h - A loaded cellpack as JSON ---------------*- C++ -*-===//
+//
+// What `cellrun inspect` prints: everything in the artifact except the bytes
+// of weights and kernel images, which are summarised by their sizes. Keys
+// come in a fixed order, so lit tests can match the output line by line.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_ARTIFACTJSON_H
+#define CELLRUN_ARTIFACTJSON_H
+
+#include "cellrun/Artifact.h"
+
+#include <ostream>
+#include <string>
+
+namespace cellrun {
+
+/// Writes `artifact` as one JSON document (2-space indentation, ending with
+/// a newline) to `out`.
+void writeArtifactJson(const LoadedArtifact &artifact, std::ostream &out);
+
+/// The same as a string.
+std::string artifactJson(const LoadedArtifact &artifact);
+
+} // namespace cellrun
+
+#endif // CELLRUN_ARTIFACTJSON_H

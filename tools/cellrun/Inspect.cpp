@@ -1,0 +1,134 @@
+//===- Inspect.cpp - `cellrun inspect` ------------------------------------===//
+//
+// Loads the artifact with every check of the loader; prints it as JSON
+// (ArtifactJson) or, with --summary, one table row per cell type: batch
+// sizes, kernels, weight megabytes and the code it carries.
+//
+//===----------------------------------------------------------------------===//
+#include "Inspect.h"
+
+#include "cellrun/Artifact.h"
+#include "cellrun/ArtifactJson.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+namespace cellrun::tool {
+namespace {
+
+const std::vector<OptionSpec> kInspectOptions = {
+    {"summary", false, "", "print a short table instead of JSON"},
+    {"help", false, "", "show this help"},
+};
+
+void printInspectHelp() {
+  std::cout << "Usage: cellrun inspect [--summary] MODEL.cellpack\n\n"
+               "Checks the artifact completely and prints it as JSON (weights "
+               "and kernel\nimages as sizes only).\n\nOptions:\n"
+            << formatOptions(kInspectOptions);
+}
+
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+std::string join(const std::vector<std::string> &parts, const char *sep) {
+  std::string text;
+  for (const std::string &part : parts)
+    text += (text.empty() ? "" : sep) + part;
+  return text.empty() ? "-" : text;
+}
+
+/// Prints rows with every column padded to its widest cell.
+void printTable(const std::vector<std::vector<std::string>> &rows) {
+  std::vector<size_t> widths;
+  for (const auto &row : rows)
+    for (size_t c = 0; c < row.size(); ++c) {
+      widths.resize(std::max(widths.size(), row.size()));
+      widths[c] = std::max(widths[c], row[c].size());
+    }
+  for (const auto &row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c)
+      line += row[c] + (c + 1 < row.size()
+                            ? std::string(widths[c] - row[c].size() + 2, ' ')
+                            : "");
+    std::cout << line << "\n";
+  }
+}
+
+void printSummary(const LoadedArtifact &artifact) {
+  const cellpack::Model &model = artifact.model();
+  auto text = [](const flatbuffers::String *s) {
+    return s && s->size() ? s->str() : std::string("-");
+  };
+  std::cout << "artifact  " << artifact.displayName() << " ("
+            << artifact.fileSize() << " bytes, "
+            << megabytes(artifact.fileSize()) << " MB, format "
+            << artifact.formatVersion() << ")\n"
+            << "model     " << text(model.model_name()) << " ("
+            << cellpack::EnumNameStructure(model.unfolding()->structure())
+            << ", " << cellpack::EnumNamePrecision(model.precision())
+            << "), produced by " << text(model.producer()) << "\n\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"cell", "batch sizes", "kernels", "weights MB", "cubins", "ptx"}};
+  for (const cellpack::CellType *cell : artifact.cells()) {
+    std::vector<std::string> sizes, cubins;
+    for (uint32_t size : artifact.batchSizes(*cell))
+      sizes.push_back(std::to_string(size));
+    uint64_t weightBytes = 0;
+    for (uint32_t i = 0; cell->weights() && i < cell->weights()->size(); ++i)
+      if (const auto *data = cell->weights()->Get(i)->data())
+        weightBytes += data->size();
+    const cellpack::CellCode &code = artifact.code(*cell);
+    for (uint32_t i = 0; code.cubins() && i < code.cubins()->size(); ++i)
+      cubins.push_back(code.cubins()->Get(i)->arch()->str());
+    uint32_t kernels = code.kernel_names() ? code.kernel_names()->size() : 0;
+    rows.push_back(
+        {cell->name()->str(), join(sizes, ","), std::to_string(kernels),
+         megabytes(weightBytes), join(cubins, ","),
+         code.ptx() && code.ptx()->size() ? text(code.ptx_arch()) : "-"});
+  }
+  printTable(rows);
+}
+
+} // namespace
+
+int runInspect(const std::vector<std::string> &args) {
+  Result<ParsedArgs> parsed = parseArgs(args, kInspectOptions);
+  if (!parsed.ok()) {
+    std::cerr << "cellrun inspect: " << parsed.status().message()
+              << "\nrun 'cellrun inspect --help' for usage\n";
+    return kExitUsage;
+  }
+  if (parsed->has("help")) {
+    printInspectHelp();
+    return kExitOk;
+  }
+  if (parsed->positionals.size() != 1) {
+    std::cerr << "cellrun inspect: expected one artifact file, got "
+              << parsed->positionals.size()
+              << "\nrun 'cellrun inspect --help' for usage\n";
+    return kExitUsage;
+  }
+  auto artifact = loadArtifact(parsed->positionals[0]);
+  if (!artifact.ok()) {
+    std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (parsed->has("summary"))
+    printSummary(**artifact);
+  else
+    writeArtifactJson(**artifact, std::cout);
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "cellrun inspect: cannot write the output\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+} // namespace cellrun::tool

@@ -1,0 +1,61 @@
+//===- cellrun.cpp - The runtime's command line ---------------------------===//
+//
+// cellrun SUBCOMMAND ARGS...: dispatches to the subcommands in kSubcommands
+// (today `inspect`; `run`, `serve` and `bench` join the table later).
+// Exit codes: 0 success, 1 the command failed, 2 a wrong command line.
+//
+//===----------------------------------------------------------------------===//
+#include "CommandLine.h"
+#include "Inspect.h"
+
+#include "Checksum.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace cellrun::tool;
+
+namespace {
+
+const Subcommand kSubcommands[] = {
+    {"inspect", "check a .cellpack and print it as JSON (or --summary)",
+     runInspect},
+};
+
+void printHelp(std::ostream &out) {
+  out << "Usage: cellrun SUBCOMMAND [OPTIONS] ARGS...\n\n"
+         "The cellular-batching runtime for models compiled by cellc.\n\n"
+         "Subcommands:\n";
+  for (const Subcommand &sub : kSubcommands)
+    out << "  " << sub.name << "  " << sub.summary << "\n";
+  out << "\nOptions:\n"
+         "  --help     show this help ('cellrun SUBCOMMAND --help' for one)\n"
+         "  --version  show the version and the artifact format it reads\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    printHelp(std::cerr);
+    return kExitUsage;
+  }
+  const std::string &command = args[0];
+  if (command == "--help" || command == "-h" || command == "help") {
+    printHelp(std::cout);
+    return kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "cellrun " << CELLRUN_VERSION << " (cellpack format "
+              << cellpack::kFormatVersion << ")\n";
+    return kExitOk;
+  }
+  for (const Subcommand &sub : kSubcommands)
+    if (command == sub.name)
+      return sub.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::cerr << "cellrun: unknown subcommand '" << command
+            << "'; run 'cellrun --help' for the list\n";
+  return kExitUsage;
+}
