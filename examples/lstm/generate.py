@@ -41,7 +41,8 @@ def main():
                 torch.randn(b, H), torch.randn(b, H)]
 
     export_util.export_and_check(args, m, inputs, "lstm",
-                                 ["token", "h", "c"], ["h_next", "c_next"])
+                                 ["token", "h", "c"], ["h_next", "c_next"],
+                                 vocab=cfg["vocab"])
 
 
 if __name__ == "__main__":
