@@ -1,0 +1,57 @@
+//===- CpuTaskRunner.h - One batched task of a cell on the CPU -*- C++ -*-===//
+//
+// Runs the steps of one batch plan: GEMMs through BLAS (OpenBLAS), kernels
+// through the region interpreter. Cell inputs are read from, and cell outputs
+// written to, state pools through row-index vectors, as the CUDA kernels do;
+// only the task's active rows are touched.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H
+#define CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H
+
+#include "RegionInterpreter.h"
+
+namespace cellrun::cpu {
+
+/// The pool that holds a cell input or output, and the task's rows in it
+/// (rows[r] is the pool row of the task's row r).
+struct PoolView {
+  void *data = nullptr;
+  const int32_t *rows = nullptr;
+};
+
+class CpuTaskRunner {
+public:
+  /// Prepares `plan` of `cell` (its weights stay in the artifact's buffer,
+  /// which must outlive the runner).
+  static Result<std::unique_ptr<CpuTaskRunner>>
+  create(const cellpack::CellType &cell, const cellpack::BatchPlan &plan);
+
+  /// Runs the plan for `rows` active rows (1 <= rows <= batch size).
+  /// `inputs`/`outputs` have one view per cell input/output.
+  Status run(int64_t rows, const std::vector<PoolView> &inputs,
+             const std::vector<PoolView> &outputs);
+
+  uint32_t batchSize() const { return plan_.batch_size(); }
+
+private:
+  CpuTaskRunner(const cellpack::CellType &cell, const cellpack::BatchPlan &plan)
+      : cell_(cell), plan_(plan) {}
+  Status runGemm(const cellpack::GemmStep &gemm, int64_t rows,
+                 const std::vector<PoolView> &inputs,
+                 const std::vector<PoolView> &outputs);
+  Result<const void *> resolve(const cellpack::ValueRef &ref,
+                               const std::vector<PoolView> &inputs,
+                               const std::vector<PoolView> &outputs,
+                               const int32_t **rows);
+
+  const cellpack::CellType &cell_;
+  const cellpack::BatchPlan &plan_;
+  std::vector<uint8_t> workspaceStorage_;
+  uint8_t *workspace_ = nullptr;
+  std::vector<std::unique_ptr<RegionInterpreter>> kernels_; // per step
+};
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H

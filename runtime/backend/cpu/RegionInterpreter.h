@@ -1,0 +1,56 @@
+//===- RegionInterpreter.h - Fused kernels on the CPU ----------*- C++ -*-===//
+//
+// Executes the portable op list of a kernel step (what the generated CUDA
+// kernel computes) on the CPU, row by row: the CPU backend's replacement for
+// the kernels, and the reference semantics of the artifact.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_REGIONINTERPRETER_H
+#define CELLRUN_BACKEND_CPU_REGIONINTERPRETER_H
+
+#include "cellrun/Status.h"
+
+#include "cellpack_generated.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace cellrun::cpu {
+
+/// An operand of a kernel during one task: packed rows (or a whole tensor
+/// for broadcast operands) and, for gather operands, the row of each of the
+/// task's rows.
+struct InputView {
+  const void *data = nullptr;
+  const int32_t *rows = nullptr; // null: row r is at index r
+};
+
+struct OutputView {
+  void *data = nullptr;
+  const int32_t *rows = nullptr; // null: row r goes to index r
+};
+
+/// A kernel step prepared for execution (value shapes and types resolved
+/// once); reusable across tasks, not thread-safe (it keeps row buffers).
+class RegionInterpreter {
+public:
+  /// Checks the region (op arity, value indices, types it can run) and
+  /// prepares it.
+  static Result<std::unique_ptr<RegionInterpreter>>
+  create(const cellpack::KernelStep &step);
+  ~RegionInterpreter();
+
+  /// Runs the region for rows 0..rows-1.
+  Status run(int64_t rows, const std::vector<InputView> &inputs,
+             const std::vector<OutputView> &outputs);
+
+private:
+  struct Impl;
+  explicit RegionInterpreter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_REGIONINTERPRETER_H
