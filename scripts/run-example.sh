@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The main job on its embedded default: installs dependencies, builds cellc and
-# exports the example LSTM language-model cell with PyTorch, then compiles it
-# with cellc and prints what it produced (the `cell` dialect module and a
-# per-cell summary). Pass another example name (gru, seq2seq, treelstm) to
-# compile that one instead.
+# cellrun, exports the example LSTM language-model cell with PyTorch, compiles
+# it with cellc into a .cellpack (kernels for sm_80/sm_90 + PTX, one plan per
+# batch size) and prints the artifact's summary with cellrun. Pass another
+# example name (gru, seq2seq, treelstm) to compile that one instead.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 model="${1:-lstm}"
 
-"$root/scripts/build.sh" cellc examples
-echo "== cellc $root/examples/$model/model.yaml --emit=mlir" >&2
+"$root/scripts/build.sh" cellc cellrun examples
+artifact="$build/examples/$model/model.cellpack"
+echo "== cellc examples/$model/model.yaml -o $artifact" >&2
 "$build/tools/cellc/cellc" "$root/examples/$model/model.yaml" \
-  --onnx-dir "$build/examples/$model" --emit=mlir
+  --onnx-dir "$build/examples/$model" -o "$artifact"
+echo "== cellrun inspect --summary $artifact" >&2
+"$build/tools/cellrun/cellrun" inspect --summary "$artifact"
