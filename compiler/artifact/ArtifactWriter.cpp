@@ -50,20 +50,6 @@ static fb::Offset<cellpack::TensorSpec> tensorSpec(fb::FlatBufferBuilder &fbb,
       text(CellDialect::kFromAttr), attrs && attrs.get(CellDialect::kEmitAttr));
 }
 
-static SmallVector<CellOp> copiesOf(ModuleOp module, StringRef generic) {
-  SmallVector<CellOp> copies;
-  for (CellOp cell : module.getOps<CellOp>()) {
-    auto of = cell->getAttrOfType<FlatSymbolRefAttr>(CellDialect::kGenericAttr);
-    if (of && of.getValue() == generic)
-      copies.push_back(cell);
-  }
-  llvm::sort(copies, [](CellOp a, CellOp b) {
-    return a->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt() <
-           b->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt();
-  });
-  return copies;
-}
-
 static FailureOr<fb::Offset<cellpack::CellType>>
 writeCellType(fb::FlatBufferBuilder &fbb, CellOp generic,
               const CellBinary &binary, Precision precision) {
@@ -79,8 +65,8 @@ writeCellType(fb::FlatBufferBuilder &fbb, CellOp generic,
   WeightTable weights;
   std::vector<fb::Offset<cellpack::BatchPlan>> plans;
   int64_t slotBytes = 0;
-  for (CellOp copy :
-       copiesOf(generic->getParentOfType<ModuleOp>(), generic.getSymName())) {
+  for (CellOp copy : batchCopiesOf(generic->getParentOfType<ModuleOp>(),
+                                   generic.getSymName())) {
     SmallVector<const codegen::KernelInfo *> kernels;
     for (const codegen::KernelInfo &kernel : binary.program.kernels)
       if (kernel.cell == copy.getSymName())

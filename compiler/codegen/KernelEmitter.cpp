@@ -14,21 +14,6 @@ int64_t KernelInfo::gridSize(int64_t rows) const {
   return (rows * rowWidth + blockSize - 1) / blockSize;
 }
 
-/// The batch-specialized copies of `generic`, by ascending batch size.
-static SmallVector<CellOp> copiesOf(ModuleOp module, StringRef generic) {
-  SmallVector<CellOp> copies;
-  for (CellOp cell : module.getOps<CellOp>()) {
-    auto of = cell->getAttrOfType<FlatSymbolRefAttr>(CellDialect::kGenericAttr);
-    if (of && of.getValue() == generic)
-      copies.push_back(cell);
-  }
-  llvm::sort(copies, [](CellOp a, CellOp b) {
-    return a->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt() <
-           b->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt();
-  });
-  return copies;
-}
-
 static bool usesType(ModuleOp module, function_ref<bool(Type)> predicate) {
   bool found = false;
   module.walk([&](Operation *op) {
@@ -41,7 +26,7 @@ static bool usesType(ModuleOp module, function_ref<bool(Type)> predicate) {
 
 FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
                                                 StringRef genericCell) {
-  SmallVector<CellOp> copies = copiesOf(module, genericCell);
+  SmallVector<CellOp> copies = batchCopiesOf(module, genericCell);
   auto generic = module.lookupSymbol<CellOp>(genericCell);
   if (!generic)
     return module.emitError() << "no cell @" << genericCell;

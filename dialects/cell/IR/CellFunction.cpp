@@ -186,6 +186,25 @@ LogicalResult ReturnOp::verify() {
   return success();
 }
 
+SmallVector<CellOp> mlir::cell::batchCopiesOf(Operation *module,
+                                              StringRef generic) {
+  SmallVector<CellOp> copies;
+  for (Region &region : module->getRegions())
+    for (CellOp cell : region.getOps<CellOp>()) {
+      auto of =
+          cell->getAttrOfType<FlatSymbolRefAttr>(CellDialect::kGenericAttr);
+      if (of && of.getValue() == generic)
+        copies.push_back(cell);
+    }
+  auto batchOf = [](CellOp cell) {
+    return cell->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr)
+        .getInt();
+  };
+  llvm::sort(copies,
+             [&](CellOp a, CellOp b) { return batchOf(a) < batchOf(b); });
+  return copies;
+}
+
 //===----------------------------------------------------------------------===//
 // cell.fused
 //===----------------------------------------------------------------------===//

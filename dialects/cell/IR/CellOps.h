@@ -13,4 +13,11 @@
 #define GET_OP_CLASSES
 #include "cell/IR/CellOps.h.inc"
 
+namespace mlir::cell {
+/// The batch-specialized copies of cell `generic` in `module` (cells with
+/// `cell.generic = @generic`), by increasing batch size.
+llvm::SmallVector<CellOp> batchCopiesOf(mlir::Operation *module,
+                                        llvm::StringRef generic);
+} // namespace mlir::cell
+
 #endif // CELL_IR_CELLOPS_H
