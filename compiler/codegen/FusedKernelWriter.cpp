@@ -370,34 +370,49 @@ static std::string access(FusedOp fused, bool result, unsigned index) {
   return stringifyAccess(list[index].cast<AccessAttr>().getValue()).str();
 }
 
-/// Writes the parameter list and fills `info.params`.
+/// Writes the parameter list and fills `info.params` and `info.paramTypes`.
 static void writeParams(FusedOp fused, llvm::raw_ostream &os,
                         KernelInfo &info) {
   using Kind = KernelParam::Kind;
   std::vector<std::string> params;
+  auto add = [&](Kind kind, size_t index, const std::string &type,
+                 const std::string &name) {
+    info.params.push_back({kind, static_cast<unsigned>(index)});
+    info.paramTypes.push_back(type);
+    bool pointer = type.back() == '*';
+    params.push_back(type + (pointer ? "__restrict__ " : " ") + name);
+  };
   for (auto [i, input] : llvm::enumerate(fused.getInputs())) {
     Type element = tensorOf(input).getElementType();
-    params.push_back(
-        llvm::formatv("const {0} *__restrict__ in{1}", cudaType(element), i));
-    info.params.push_back({Kind::Input, static_cast<unsigned>(i)});
-    if (access(fused, false, i) == "gather") {
-      params.push_back(llvm::formatv("const int *__restrict__ rows{0}", i));
-      info.params.push_back({Kind::InputRows, static_cast<unsigned>(i)});
-    }
+    add(Kind::Input, i, "const " + cudaType(element) + " *",
+        llvm::formatv("in{0}", i));
+    if (access(fused, false, i) == "gather")
+      add(Kind::InputRows, i, "const int *", llvm::formatv("rows{0}", i));
   }
   for (auto [i, result] : llvm::enumerate(fused.getResults())) {
     Type element = tensorOf(result).getElementType();
-    params.push_back(
-        llvm::formatv("{0} *__restrict__ out{1}", cudaType(element), i));
-    info.params.push_back({Kind::Output, static_cast<unsigned>(i)});
-    if (access(fused, true, i) == "scatter") {
-      params.push_back(llvm::formatv("const int *__restrict__ dst{0}", i));
-      info.params.push_back({Kind::OutputRows, static_cast<unsigned>(i)});
-    }
+    add(Kind::Output, i, cudaType(element) + " *", llvm::formatv("out{0}", i));
+    if (access(fused, true, i) == "scatter")
+      add(Kind::OutputRows, i, "const int *", llvm::formatv("dst{0}", i));
   }
-  params.push_back("int n");
-  info.params.push_back({Kind::RowCount, 0});
+  add(Kind::RowCount, 0, "int", "n");
   os << llvm::join(params, ",\n    ") << ")";
+}
+
+/// Writes, for builds of the source with CELL_CUDA_EMULATION (tests that run
+/// the kernels on the CPU), a launcher taking the arguments the way
+/// cudaLaunchKernel does: one pointer to each parameter's value.
+static void writeEmulationLauncher(const KernelInfo &info,
+                                   llvm::raw_ostream &os) {
+  os << "#ifdef CELL_CUDA_EMULATION\nextern \"C\" void " << info.name
+     << "__emulate(void **args, unsigned grid, unsigned block) {\n"
+     << "  cellEmulateLaunch(grid, block, "
+     << (info.shape == KernelInfo::Shape::RowReduction ? "true" : "false")
+     << ", [&] {\n    " << info.name << "(";
+  for (auto [i, type] : llvm::enumerate(info.paramTypes))
+    os << (i ? ",\n        " : "") << "*static_cast<" << type
+       << " const *>(args[" << i << "])";
+  os << ");\n  });\n}\n#endif\n";
 }
 
 /// Where result `i` of row `row` (column `col`, empty for [B] results) goes.
@@ -519,6 +534,7 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
                     : writeElementwise(fused, body, info)))
     return failure();
   body << "}\n";
+  writeEmulationLauncher(info, body);
   os << text;
   return success();
 }

@@ -42,6 +42,7 @@ struct KernelInfo {
   int64_t rowWidth = 0;     // elements computed per row
   unsigned blockSize = 256; // threads per block
   std::vector<KernelParam> params;
+  std::vector<std::string> paramTypes; // C type of each parameter
   /// Number of blocks for a task with `rows` active rows.
   int64_t gridSize(int64_t rows) const;
 };

@@ -1,175 +1,19 @@
 //===- CpuBackendTest.cpp - Every example cell on the CPU vs PyTorch -----===//
 //
-// Loads each example's artifact (compiled by cellc in the build) and runs
-// every cell at every supported batch size on the CPU backend, for the
-// reference cases PyTorch computed (random, non-zero inputs; 1, 3, 8 and 64
-// rows), including tasks with fewer rows than the batch size. State pools
-// are larger than the task, the task's rows are scattered over them, and
-// every row the task must not touch is poisoned first and checked after.
+// The CPU backend (region interpreter for the kernels, OpenBLAS for the
+// GEMMs) on every example cell and batch size, against PyTorch's outputs;
+// see ExampleTasks.h for what each task checks.
 //
 //===----------------------------------------------------------------------===//
-#include "ReferenceData.h"
-#include "cellrun/Artifact.h"
-
-#include "../../runtime/backend/cpu/CpuTaskRunner.h"
-#include "../../runtime/backend/cpu/ElementIO.h"
-
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <numeric>
-#include <random>
-
-using namespace cellrun;
-using namespace cellrun::cpu;
+#include "ExampleTasks.h"
 
 namespace {
-
-constexpr uint8_t kPoison = 0xA7;
-
-/// A state pool: `rows` rows of `rowBytes`, poisoned, and the pool rows the
-/// task uses.
-struct Pool {
-  std::vector<uint8_t> bytes;
-  std::vector<int32_t> taskRows;
-  size_t rowBytes = 0;
-};
-
-size_t rowElements(const cellpack::TensorSpec &spec) {
-  size_t count = 1;
-  if (spec.row_shape())
-    for (int64_t dim : *spec.row_shape())
-      count *= static_cast<size_t>(dim);
-  return count;
-}
-
-Pool makePool(const cellpack::TensorSpec &spec, int64_t taskRows,
-              int64_t poolRows, std::mt19937 &random) {
-  Pool pool;
-  pool.rowBytes = rowElements(spec) * elementSize(spec.dtype());
-  pool.bytes.assign(pool.rowBytes * poolRows, kPoison);
-  std::vector<int32_t> order(poolRows);
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), random);
-  pool.taskRows.assign(order.begin(), order.begin() + taskRows);
-  return pool;
-}
-
-bool isPoisoned(const Pool &pool, int64_t row) {
-  const uint8_t *begin = pool.bytes.data() + row * pool.rowBytes;
-  return std::all_of(begin, begin + pool.rowBytes,
-                     [](uint8_t b) { return b == kPoison; });
-}
-
-void runCase(const LoadedArtifact &artifact, const cellpack::CellType &cell,
-             const cellpack::BatchPlan &plan,
-             const cellc::testing::RefCase &reference, std::mt19937 &random) {
-  std::string where = cell.name()->str() + " at batch size " +
-                      std::to_string(plan.batch_size()) + " with " +
-                      std::to_string(reference.batch) + " rows";
-  int64_t rows = reference.batch;
-  int64_t poolRows = 2 * plan.batch_size() + 5;
-  std::vector<Pool> inputs, outputs;
-  for (const cellpack::TensorSpec *spec : *cell.inputs()) {
-    const cellc::testing::RefTensor *tensor =
-        reference.find(spec->name()->str(), false);
-    ASSERT_NE(tensor, nullptr) << "no reference input " << spec->name()->str();
-    Pool pool = makePool(*spec, rows, poolRows, random);
-    ASSERT_EQ(tensor->data.size(), pool.rowBytes * rows);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(pool.bytes.data() + pool.taskRows[r] * pool.rowBytes,
-                  tensor->data.data() + r * pool.rowBytes, pool.rowBytes);
-    inputs.push_back(std::move(pool));
-  }
-  for (const cellpack::TensorSpec *spec : *cell.outputs())
-    outputs.push_back(makePool(*spec, rows, poolRows, random));
-  std::vector<Pool> inputsBefore = inputs;
-
-  auto runner = CpuTaskRunner::create(cell, plan);
-  ASSERT_TRUE(runner.ok()) << runner.status().toString();
-  std::vector<PoolView> inViews, outViews;
-  for (Pool &pool : inputs)
-    inViews.push_back({pool.bytes.data(), pool.taskRows.data()});
-  for (Pool &pool : outputs)
-    outViews.push_back({pool.bytes.data(), pool.taskRows.data()});
-  Status status = runner.value()->run(rows, inViews, outViews);
-  ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
-
-  for (size_t i = 0; i < inputs.size(); ++i)
-    EXPECT_EQ(inputs[i].bytes, inputsBefore[i].bytes)
-        << where << ": input pool " << i << " changed";
-  for (size_t j = 0; j < outputs.size(); ++j) {
-    const cellpack::TensorSpec &spec = *cell.outputs()->Get(j);
-    const cellc::testing::RefTensor *want =
-        reference.find(spec.name()->str(), true);
-    ASSERT_NE(want, nullptr) << "no reference output " << spec.name()->str();
-    const Pool &pool = outputs[j];
-    size_t perRow = rowElements(spec);
-    int mismatches = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      for (size_t e = 0; e < perRow && mismatches < 5; ++e) {
-        int64_t at = pool.taskRows[r] * perRow + e;
-        int64_t wantAt = r * perRow + e;
-        if (want->dtype == 0) {
-          float got = loadFloat(pool.bytes.data(), spec.dtype(), at);
-          float expected = want->f32()[wantAt];
-          if (!(std::fabs(got - expected) <=
-                1e-5f * std::fabs(expected) + 1e-6f)) {
-            ++mismatches;
-            ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r
-                          << "][" << e << "] = " << got << ", PyTorch "
-                          << expected;
-          }
-        } else {
-          int64_t got = loadInt(pool.bytes.data(), spec.dtype(), at);
-          if (got != want->i64()[wantAt]) {
-            ++mismatches;
-            ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r
-                          << "] = " << got << ", PyTorch "
-                          << want->i64()[wantAt];
-          }
-        }
-      }
-    std::vector<bool> written(poolRows, false);
-    for (int32_t row : pool.taskRows)
-      written[row] = true;
-    for (int64_t row = 0; row < poolRows; ++row)
-      if (!written[row])
-        EXPECT_TRUE(isPoisoned(pool, row))
-            << where << ": output " << spec.name()->str() << " pool row " << row
-            << " is not the task's but was written";
-  }
-}
 
 class CpuBackendTest : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(CpuBackendTest, EveryCellAndBatchSizeMatchesPyTorch) {
-  std::string model = GetParam();
-  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
-  auto artifact = loadArtifact(dir + "/model.cellpack");
-  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
-  std::mt19937 random(1234);
-  int tasks = 0;
-  for (const cellpack::CellType *cell : artifact.value()->cells()) {
-    std::vector<cellc::testing::RefCase> cases;
-    std::string error;
-    ASSERT_TRUE(cellc::testing::readReference(
-        dir + "/h64/" + cell->name()->str() + ".ref", cases, error))
-        << error;
-    ASSERT_FALSE(cases.empty());
-    for (const cellc::testing::RefCase &reference : cases)
-      for (const cellpack::BatchPlan *plan : *cell->plans())
-        if (plan->batch_size() >= reference.batch) {
-          runCase(*artifact.value(), *cell, *plan, reference, random);
-          ++tasks;
-        }
-  }
   // Cases of 1, 3, 8 and 64 rows on every plan they fit.
-  EXPECT_GE(tasks, 10) << "too few tasks ran";
-  std::printf("%s: %d tasks checked against PyTorch\n", model.c_str(), tasks);
+  EXPECT_GE(cellc::testing::checkExampleAgainstPyTorch(GetParam()), 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,

@@ -13,8 +13,10 @@ static constexpr size_t kWorkspaceAlignment = 256;
 
 Result<std::unique_ptr<CpuTaskRunner>>
 CpuTaskRunner::create(const cellpack::CellType &cell,
-                      const cellpack::BatchPlan &plan) {
+                      const cellpack::BatchPlan &plan,
+                      KernelLauncher launcher) {
   std::unique_ptr<CpuTaskRunner> runner(new CpuTaskRunner(cell, plan));
+  runner->launcher_ = std::move(launcher);
   runner->workspaceStorage_.resize(plan.workspace_bytes() +
                                    kWorkspaceAlignment);
   auto address = reinterpret_cast<uintptr_t>(runner->workspaceStorage_.data());
@@ -24,7 +26,8 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
   if (plan.steps())
     for (const cellpack::TaskStep *step : *plan.steps()) {
       std::unique_ptr<RegionInterpreter> kernel;
-      if (const cellpack::KernelStep *kernelStep = step->step_as_KernelStep()) {
+      const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
+      if (kernelStep && !runner->launcher_) {
         auto prepared = RegionInterpreter::create(*kernelStep);
         if (!prepared.ok())
           return prepared.status();
@@ -134,7 +137,9 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
         return data.status();
       out.push_back({const_cast<void *>(data.value()), refRows});
     }
-    if (Status status = kernels_[i]->run(rows, in, out); !status.isOk())
+    Status status = launcher_ ? launcher_(kernel, rows, in, out)
+                              : kernels_[i]->run(rows, in, out);
+    if (!status.isOk())
       return status;
   }
   return Status::ok();

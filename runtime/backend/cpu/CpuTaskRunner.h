@@ -11,6 +11,8 @@
 
 #include "RegionInterpreter.h"
 
+#include <functional>
+
 namespace cellrun::cpu {
 
 /// The pool that holds a cell input or output, and the task's rows in it
@@ -20,12 +22,20 @@ struct PoolView {
   const int32_t *rows = nullptr;
 };
 
+/// Runs one kernel step for `rows` rows in place of the region interpreter
+/// (tests run the generated CUDA kernels on the CPU this way).
+using KernelLauncher = std::function<Status(
+    const cellpack::KernelStep &, int64_t rows, const std::vector<InputView> &,
+    const std::vector<OutputView> &)>;
+
 class CpuTaskRunner {
 public:
   /// Prepares `plan` of `cell` (its weights stay in the artifact's buffer,
-  /// which must outlive the runner).
+  /// which must outlive the runner). Kernels run through the region
+  /// interpreter, or through `launcher` when one is given.
   static Result<std::unique_ptr<CpuTaskRunner>>
-  create(const cellpack::CellType &cell, const cellpack::BatchPlan &plan);
+  create(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
+         KernelLauncher launcher = {});
 
   /// Runs the plan for `rows` active rows (1 <= rows <= batch size).
   /// `inputs`/`outputs` have one view per cell input/output.
@@ -50,6 +60,7 @@ private:
   std::vector<uint8_t> workspaceStorage_;
   uint8_t *workspace_ = nullptr;
   std::vector<std::unique_ptr<RegionInterpreter>> kernels_; // per step
+  KernelLauncher launcher_;
 };
 
 } // namespace cellrun::cpu

@@ -1,0 +1,100 @@
+//===- CudaEmulation.h - Run generated CUDA kernels on the CPU --*- C++ -*-===//
+//
+// Force-included (-include) when the CUDA source cellc generates is compiled
+// as C++ for tests: it supplies what the kernels use from CUDA (thread and
+// block indices, __shared__, __syncthreads, a few intrinsics) so that every
+// thread of a launch runs on the CPU. Kernels without barriers run their
+// threads one after another; kernels with barriers get one std::thread per
+// CUDA thread of a block. Blocks run one after another, which is why
+// __shared__ can be a plain static.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELL_TEST_CUDAEMULATION_H
+#define CELL_TEST_CUDAEMULATION_H
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <math.h>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+struct dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+#define __global__
+#define __launch_bounds__(threads)
+#define __shared__ static
+
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float __int_as_float(unsigned bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+inline double __longlong_as_double(long long bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// A reusable barrier for the threads of one emulated block.
+class CellEmulationBarrier {
+public:
+  explicit CellEmulationBarrier(unsigned threads) : threads_(threads) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    unsigned generation = generation_;
+    if (++arrived_ == threads_) {
+      arrived_ = 0;
+      ++generation_;
+      condition_.notify_all();
+      return;
+    }
+    condition_.wait(lock, [&] { return generation != generation_; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable condition_;
+  unsigned threads_, arrived_ = 0, generation_ = 0;
+};
+inline CellEmulationBarrier *cellEmulationBarrier = nullptr;
+inline void __syncthreads() { cellEmulationBarrier->wait(); }
+
+/// Runs `kernel` (a call of the kernel with its arguments) for every thread
+/// of `grid` blocks of `block` threads.
+template <typename Kernel>
+void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
+                       Kernel kernel) {
+  blockDim.x = block;
+  gridDim.x = grid;
+  for (unsigned b = 0; b < grid; ++b) {
+    if (!usesBarrier) {
+      blockIdx.x = b;
+      for (unsigned t = 0; t < block; ++t) {
+        threadIdx.x = t;
+        kernel();
+      }
+      continue;
+    }
+    CellEmulationBarrier barrier(block);
+    cellEmulationBarrier = &barrier;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, t] {
+        blockIdx.x = b;
+        threadIdx.x = t;
+        kernel();
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+  }
+}
+
+#endif // CELL_TEST_CUDAEMULATION_H
