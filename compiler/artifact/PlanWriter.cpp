@@ -167,6 +167,7 @@ static cellpack::OpCode opCode(Operation *op) {
       .Case<SqueezeOp>([](auto) { return Code::Squeeze; })
       .Case<UnsqueezeOp>([](auto) { return Code::Unsqueeze; })
       .Case<TransposeOp>([](auto) { return Code::Transpose; })
+      .Case<GemmOp>([](auto) { return Code::Gemm; })
       .Default([](auto) { return Code::Identity; });
 }
 
@@ -199,7 +200,8 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
     std::vector<int64_t> sizes, axes, starts, ends, steps, perm;
     std::vector<uint8_t> constant;
     int64_t axis = 0;
-    bool keepdims = false, selectLast = false;
+    bool keepdims = false, selectLast = false, transA = false, transB = false;
+    float alpha = 1.0f, beta = 1.0f;
     if (auto split = dyn_cast<SplitOp>(op)) {
       axis = split.getAxis();
       sizes = toVector(split.getSizes());
@@ -222,6 +224,11 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
       axes = toVector(unsqueeze.getAxes());
     } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
       perm = toVector(transpose.getPerm());
+    } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+      transA = gemm.getTransA();
+      transB = gemm.getTransB();
+      alpha = gemm.getAlpha().convertToFloat();
+      beta = gemm.getBeta().convertToFloat();
     } else if (auto constantOp = dyn_cast<ConstantOp>(op)) {
       std::optional<std::vector<char>> bytes =
           constantBytes(constantOp.getValue());
@@ -230,7 +237,8 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
     }
     ops.push_back(cellpack::CreatePortableOpDirect(
         fbb_, opCode(&op), &operands, &results, axis, &sizes, &axes, &starts,
-        &ends, &steps, &perm, keepdims, selectLast, &constant));
+        &ends, &steps, &perm, keepdims, selectLast, &constant, transA, transB,
+        alpha, beta));
   }
   std::vector<uint32_t> results;
   for (Value value : body.getTerminator()->getOperands())

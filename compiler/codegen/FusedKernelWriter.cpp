@@ -95,6 +95,7 @@ private:
   FailureOr<std::string> broadcastOperand(Value operand, Value result,
                                           const Index &index);
   std::string local(Value value, const std::string &expression);
+  FailureOr<std::string> dotProduct(GemmOp gemm, const Index &index);
 
   FusedOp fused_;
   llvm::raw_ostream &os_;
@@ -171,13 +172,19 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
   RankedTensorType type = tensorOf(arg);
   std::string value;
   if (access == Access::Broadcast) {
-    if (type.getRank() > 1 && type.getDimSize(0) != 1)
+    // A weight: a vector read at the column, a matrix at (row, column).
+    if (type.getRank() == 0)
+      value = llvm::formatv("in{0}[0]", i).str();
+    else if (type.getRank() == 1)
+      value = llvm::formatv("in{0}[{1}]", i, index.col).str();
+    else if (type.getRank() == 2)
+      value = llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, index.row,
+                            type.getDimSize(1), index.col)
+                  .str();
+    else
       return fused_.emitOpError()
              << "operand #" << i << " of type " << type
-             << " is read as a whole tensor, which only gather does";
-    value = type.getRank() == 0
-                ? llvm::formatv("in{0}[0]", i).str()
-                : llvm::formatv("in{0}[{1}]", i, index.col).str();
+             << " has more dimensions than code generation reads";
   } else {
     std::string row = access == Access::Gather
                           ? llvm::formatv("rows{0}[{1}]", i, index.row).str()
@@ -215,6 +222,47 @@ FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
     at.col = "0";
   }
   return element(operand, at);
+}
+
+/// One element of a GEMM inside a kernel (the single-kernel steps of small
+/// batches): a loop over the contracted dimension, the operand A computed
+/// in the loop at (row, k) and B read from the weights.
+FailureOr<std::string> KernelBodyWriter::dotProduct(GemmOp gemm,
+                                                    const Index &index) {
+  RankedTensorType b = tensorOf(gemm.getB());
+  if (gemm.getTransA() || b.getRank() != 2 || hasBatch(gemm.getB()))
+    return gemm.emitOpError("code generation computes GEMMs with an "
+                            "untransposed row operand and a weight matrix");
+  bool transB = gemm.getTransB();
+  int64_t depth = b.getDimSize(transB ? 1 : 0);
+  std::string sum = llvm::formatv("v{0}", counter_++).str();
+  std::string k = llvm::formatv("k{0}", counter_++).str();
+  os_ << indent() << "float " << sum << " = 0.0f;\n"
+      << indent() << "for (int " << k << " = 0; " << k << " < " << depth
+      << "; ++" << k << ") {\n";
+  scopes_.emplace_back();
+  auto a = element(gemm.getA(), {index.row, k});
+  auto weight = transB ? element(gemm.getB(), {index.col, k})
+                       : element(gemm.getB(), {k, index.col});
+  if (failed(a) || failed(weight))
+    return failure();
+  os_ << indent() << sum << " += " << *a << " * " << *weight << ";\n";
+  scopes_.pop_back();
+  os_ << indent() << "}\n";
+  std::string result = sum;
+  float alpha = gemm.getAlpha().convertToFloat();
+  if (alpha != 1.0f)
+    result = "(" + *floatLiteral(alpha, false) + " * " + result + ")";
+  if (Value c = gemm.getC()) {
+    auto bias = broadcastOperand(c, gemm.getResult(), index);
+    if (failed(bias))
+      return failure();
+    float beta = gemm.getBeta().convertToFloat();
+    std::string scaled =
+        beta == 1.0f ? *bias : *floatLiteral(beta, false) + " * " + *bias;
+    result = "(" + result + " + " + scaled + ")";
+  }
+  return result;
 }
 
 static std::string binaryExpr(Operation *op, const std::string &a,
@@ -334,6 +382,8 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return "(float)(" + value + ")";
     return value;
   }
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return dotProduct(gemm, index);
   if (auto constant = dyn_cast<ConstantOp>(op)) {
     auto dense = constant.getValue().dyn_cast<DenseElementsAttr>();
     if (!dense || !dense.isSplat())

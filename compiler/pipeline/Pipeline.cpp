@@ -10,8 +10,8 @@ using namespace mlir;
 
 const std::vector<std::string> &cellc::stageNames() {
   static const std::vector<std::string> names = {
-      "import",           "prepare-weights",  "merge-gemms",
-      "fuse-elementwise", "specialize-batch", "plan-memory"};
+      "import",           "prepare-weights", "merge-gemms", "fuse-elementwise",
+      "specialize-batch", "fuse-step",       "plan-memory"};
   return names;
 }
 
@@ -23,7 +23,8 @@ std::optional<cellc::Stage> cellc::parseStage(llvm::StringRef name) {
   return std::nullopt;
 }
 
-LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter) {
+LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter,
+                                 const PipelineOptions &options) {
   PassManager pm(module.getContext());
   auto reached = [&](Stage stage) { return stage <= stopAfter; };
   OpPassManager &cells = pm.nest<cell::CellOp>();
@@ -39,6 +40,11 @@ LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter) {
     cells.addPass(cell::createFuseElementwise());
   if (reached(Stage::SpecializeBatch))
     pm.addPass(cell::createSpecializeBatch());
+  if (reached(Stage::FuseStep) && options.fuseStepMaxBatch > 0) {
+    cell::FuseStepOptions fuseStep;
+    fuseStep.maxBatch = options.fuseStepMaxBatch;
+    pm.addPass(cell::createFuseStep(fuseStep));
+  }
   if (reached(Stage::PlanMemory))
     pm.addPass(cell::createPlanMemory());
   return pm.run(module);

@@ -19,7 +19,13 @@ enum class Stage {
   MergeGemms,
   FuseElementwise,
   SpecializeBatch,
+  FuseStep,
   PlanMemory,
+};
+
+struct PipelineOptions {
+  /// Largest batch size whose steps become a single kernel (0: none).
+  int64_t fuseStepMaxBatch = 16;
 };
 
 /// Stage names as `cellc --until` takes them, in order.
@@ -28,7 +34,8 @@ std::optional<Stage> parseStage(llvm::StringRef name);
 
 /// Runs every stage after import up to and including `stopAfter`; failures
 /// are reported as diagnostics.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, Stage stopAfter);
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, Stage stopAfter,
+                                const PipelineOptions &options = {});
 
 /// Registers the dialect's passes (for tools that parse pass pipelines).
 void registerCompilerPasses();

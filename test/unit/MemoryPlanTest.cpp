@@ -69,8 +69,8 @@ std::vector<LiveBuffer> plannedBuffers(mlir::cell::CellOp cell,
 void checkPlan(mlir::cell::CellOp cell) {
   std::string name = cell.getSymName().str();
   int64_t points = 0;
+  // A single-kernel step (cell-fuse-step) has no buffers at all.
   std::vector<LiveBuffer> buffers = plannedBuffers(cell, points);
-  ASSERT_FALSE(buffers.empty()) << name;
   int64_t peak = 0, end = 0;
   for (int64_t point = 0; point < points; ++point) {
     int64_t live = 0;

@@ -75,8 +75,8 @@ cl::opt<std::string> untilStage(
     "until",
     cl::desc("Run the stages up to and including this one: import, "
              "prepare-weights, merge-gemms, "
-             "fuse-elementwise, specialize-batch, plan-memory (default: the "
-             "last)"),
+             "fuse-elementwise, specialize-batch, fuse-step, plan-memory "
+             "(default: the last)"),
     cl::value_desc("stage"), cl::init("plan-memory"), cl::cat(cellcCategory));
 cl::list<std::string>
     archs("arch",
@@ -94,6 +94,11 @@ cl::opt<Precision> precision(
                clEnumValN(Precision::FP16, "fp16",
                           "fp32 data, fp16 tensor-core products")),
     cl::cat(cellcCategory));
+cl::opt<int64_t> fuseStepMaxBatch(
+    "fuse-step-max-batch",
+    cl::desc("Batch sizes up to this run a whole step as one kernel, GEMMs "
+             "included (0: never)"),
+    cl::init(16), cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -268,7 +273,9 @@ int main(int argc, char **argv) {
     return 1;
   std::vector<std::pair<std::string, double>> elapsed;
   elapsed.emplace_back("import", secondsSince(started));
-  if (failed(runPipeline(*module, *lastStage)))
+  PipelineOptions pipelineOptions;
+  pipelineOptions.fuseStepMaxBatch = fuseStepMaxBatch;
+  if (failed(runPipeline(*module, *lastStage, pipelineOptions)))
     return 1;
   elapsed.emplace_back("passes", secondsSince(started));
 

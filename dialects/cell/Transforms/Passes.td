@@ -59,6 +59,24 @@ def SpecializeBatch : Pass<"cell-specialize-batch", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 
+def FuseStep : Pass<"cell-fuse-step", "mlir::ModuleOp"> {
+  let summary = "Make each small-batch step one kernel, GEMMs included";
+  let description = [{
+    In every batch-specialized cell whose batch size is at most `max-batch`,
+    a step of the shape `prologue kernels -> GEMMs -> one epilogue kernel`
+    (the epilogue scattering every result, each GEMM reading a prologue's
+    buffer and read only by the epilogue) becomes a single `cell.fused`
+    whose body holds the GEMMs too. Code generation computes each GEMM
+    element there as a dot product over the weights, so a step is one launch:
+    at small batch sizes a step is bound by launches and weight reads, not by
+    arithmetic. Cells of another shape (a decoder's projection after its
+    recurrent GEMM, say) keep their kernels.
+  }];
+  let options = [Option<"maxBatch", "max-batch", "int64_t", "16",
+                        "largest batch size whose steps become one kernel">];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
 def PlanMemory : Pass<"cell-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign workspace offsets to the buffers of each batch size";
   let description = [{

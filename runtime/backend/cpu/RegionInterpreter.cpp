@@ -182,6 +182,16 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
       prepared.broadcast.push_back(
           broadcastMap(shapeOf(operand), shapeOf(prepared.results[0])));
     return Status::ok();
+  case OpCode::Gemm:
+    if (prepared.operands.size() < 2 || prepared.operands.size() > 3 ||
+        prepared.results.size() != 1 || op.trans_a() ||
+        shapeOf(prepared.operands[1]).size() != 2)
+      return invalid("gemm with an unsupported form");
+    prepared.broadcast.resize(2);
+    if (prepared.operands.size() == 3)
+      prepared.broadcast.push_back(broadcastMap(shapeOf(prepared.operands[2]),
+                                                shapeOf(prepared.results[0])));
+    return Status::ok();
   case OpCode::Split: {
     int64_t axis = op.axis();
     const std::vector<int64_t> &input = shapeOf(prepared.operands.at(0));
@@ -313,6 +323,29 @@ Status RegionInterpreter::Impl::execute(PreparedOp &prepared) {
       else
         out.i[k] = applyBinary(code, a.i[ia], b.i[ib]);
     }
+    return Status::ok();
+  }
+  case OpCode::Gemm: {
+    // A row (or rows) times a weight matrix, summed in double: the reference
+    // semantics, whatever order a GPU or BLAS adds in.
+    const Value &a = operand(0), &b = operand(1);
+    int64_t depth = a.shape.back(), columns = out.shape.back();
+    int64_t rowsOfA = a.count / depth;
+    for (int64_t i = 0; i < rowsOfA; ++i)
+      for (int64_t j = 0; j < columns; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < depth; ++k)
+          sum += static_cast<double>(a.f[i * depth + k]) *
+                 b.f[op.trans_b() ? j * depth + k : k * columns + j];
+        int64_t at = i * columns + j;
+        double value = op.alpha() * sum;
+        if (prepared.operands.size() == 3) {
+          const std::vector<int64_t> &map = prepared.broadcast[2];
+          value += static_cast<double>(op.beta()) *
+                   operand(2).f[map.empty() ? at : map[at]];
+        }
+        out.f[at] = static_cast<float>(value);
+      }
     return Status::ok();
   }
   case OpCode::Sigmoid:
