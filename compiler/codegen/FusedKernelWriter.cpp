@@ -71,7 +71,10 @@ namespace {
 /// with one element per row or without columns).
 struct Index {
   std::string row, col;
+  int lane = -1; // 0..3 in vector mode: component `lane` of a float4 at col
 };
+
+const char *const kLaneNames[] = {"x", "y", "z", "w"};
 
 class KernelBodyWriter {
 public:
@@ -95,6 +98,8 @@ private:
   FailureOr<std::string> broadcastOperand(Value operand, Value result,
                                           const Index &index);
   std::string local(Value value, const std::string &expression);
+  /// Component `lane` of the float4 at `address`, loading it once.
+  std::string vectorComponent(const std::string &address, int lane);
   FailureOr<std::string> dotProduct(GemmOp gemm, const Index &index);
 
   FusedOp fused_;
@@ -142,12 +147,31 @@ std::string KernelBodyWriter::local(Value value, const std::string &expr) {
   return name;
 }
 
+std::string KernelBodyWriter::vectorComponent(const std::string &address,
+                                              int lane) {
+  std::string key = "float4@" + address;
+  std::string name;
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend() && name.empty();
+       ++scope)
+    if (auto found = scope->find(key); found != scope->end())
+      name = found->second;
+  if (name.empty()) {
+    name = llvm::formatv("v{0}", counter_++).str();
+    os_ << indent() << "const float4 " << name
+        << " = *reinterpret_cast<const float4 *>(" << address << ");\n";
+    scopes_.back()[key] = name;
+  }
+  return name + "." + kLaneNames[lane];
+}
+
 FailureOr<std::string> KernelBodyWriter::element(Value value,
                                                  const Index &index) {
   std::string key;
   if (!ids_.count(value))
     ids_[value] = ids_.size();
-  key = llvm::formatv("{0}@{1},{2}", ids_[value], index.row, index.col).str();
+  key = llvm::formatv("{0}@{1},{2}#{3}", ids_[value], index.row, index.col,
+                      index.lane)
+            .str();
   for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
     if (auto found = scope->find(key); found != scope->end())
       return found->second;
@@ -170,6 +194,15 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
   unsigned i = arg.getArgNumber();
   Access access = fused_.getOperandAccess()[i].cast<AccessAttr>().getValue();
   RankedTensorType type = tensorOf(arg);
+  bool columns =
+      access == Access::Broadcast ? type.getRank() >= 1 : type.getRank() == 2;
+  if (index.lane >= 0 && columns) {
+    // Vector mode: one float4 load serves the four lanes.
+    FailureOr<std::string> scalar = load(arg, {index.row, index.col});
+    if (failed(scalar))
+      return failure();
+    return vectorComponent("&" + *scalar, index.lane);
+  }
   std::string value;
   if (access == Access::Broadcast) {
     // A weight: a vector read at the column, a matrix at (row, column).
@@ -214,12 +247,15 @@ FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
     int64_t cols = type.getRank() == 0 ? 1 : type.getShape().back();
     at.row = "0";
     at.col = cols == 1 ? "0" : index.col;
+    if (cols == 1)
+      at.lane = -1;
     if (type.getRank() == 2 && type.getDimSize(0) != 1)
       return fused_.emitOpError()
              << "cannot broadcast " << type << " over the batch";
   } else if (type.getRank() == 2 && type.getDimSize(1) == 1 &&
              rowWidth(result) != 1) {
     at.col = "0";
+    at.lane = -1;
   }
   return element(operand, at);
 }
@@ -317,18 +353,21 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
     }
     if (split.getAxis() != 1)
       return op->emitOpError("code generation splits columns (axis 1) only");
-    return this->element(
-        split.getInput(),
-        {index.row, llvm::formatv("({0} + {1})", index.col, offset).str()});
+    return this->element(split.getInput(),
+                         {index.row,
+                          llvm::formatv("({0} + {1})", index.col, offset).str(),
+                          index.lane});
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     if (slice.getAxes().size() != 1 || slice.getAxes()[0] != 1)
       return op->emitOpError("code generation slices columns (axis 1) only");
     return this->element(
         slice.getInput(),
-        {index.row, llvm::formatv("({0} + {1} * {2})", slice.getStarts()[0],
-                                  index.col, slice.getSteps()[0])
-                        .str()});
+        {index.row,
+         llvm::formatv("({0} + {1} * {2})", slice.getStarts()[0], index.col,
+                       slice.getSteps()[0])
+             .str(),
+         index.lane});
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     if (concat.getAxis() != 1)
@@ -346,7 +385,8 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
                          .str());
       scopes_.emplace_back();
       auto x = this->element(
-          input, {index.row, llvm::formatv("({0} - {1})", index.col, start)});
+          input, {index.row, llvm::formatv("({0} - {1})", index.col, start),
+                  index.lane});
       if (failed(x))
         return failure();
       os_ << indent() << name << " = " << *x << ";\n";
@@ -377,6 +417,8 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
     std::string value =
         llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", table.getArgNumber(),
                       row, data.getDimSize(1), index.col);
+    if (index.lane >= 0)
+      return vectorComponent("&" + value, index.lane);
     Type tableElement = data.getElementType();
     if (tableElement.isF16() || tableElement.isBF16())
       return "(float)(" + value + ")";
@@ -478,6 +520,41 @@ static std::string destination(FusedOp fused, unsigned i,
                        type.getDimSize(1), col);
 }
 
+/// True when every thread can handle four consecutive columns with float4
+/// loads and stores: fp32 rows whose widths, column offsets and pieces are
+/// multiples of 4 (so every vector is 16-byte aligned, given 16-byte aligned
+/// rows), no GEMM inside and no per-row results.
+static bool canVectorize(FusedOp fused, int64_t width) {
+  if (width % 4 != 0)
+    return false;
+  auto fits = [](Value value) {
+    auto type = tensorOf(value);
+    if (!type.getElementType().isF32())
+      return !type.getElementType().isa<FloatType>() && type.getRank() <= 1;
+    return type.getRank() == 0 || type.getShape().back() % 4 == 0 ||
+           type.getShape().back() == 1;
+  };
+  Block &body = fused.getBody().front();
+  if (!llvm::all_of(body.getArguments(), fits))
+    return false;
+  for (Value result : fused.getResults())
+    if (tensorOf(result).getRank() != 2)
+      return false;
+  for (Operation &op : body.without_terminator()) {
+    if (isa<GemmOp, ArgMaxOp, CastOp, ReshapeOp, SqueezeOp, UnsqueezeOp,
+            TransposeOp>(op) ||
+        !llvm::all_of(op.getResults(), fits))
+      return false;
+    if (auto split = dyn_cast<SplitOp>(op))
+      if (llvm::any_of(split.getSizes(), [](int64_t s) { return s % 4; }))
+        return false;
+    if (auto slice = dyn_cast<SliceOp>(op))
+      if (slice.getSteps()[0] != 1 || slice.getStarts()[0] % 4)
+        return false;
+  }
+  return true;
+}
+
 static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
                                       KernelInfo &info) {
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
@@ -487,24 +564,39 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
       return fused.emitOpError()
              << "has results of different row widths (" << width << " and "
              << rowWidth(value) << "), which one kernel cannot cover yet";
+  bool vector = canVectorize(fused, width);
+  int64_t lanes = vector ? 4 : 1;
   info.shape = KernelInfo::Shape::Elementwise;
-  info.rowWidth = width;
-  os << "  constexpr int kWidth = " << width << ";\n"
+  info.rowWidth = width / lanes; // threads per row
+  os << "  constexpr int kWidth = " << width / lanes << "; // threads a row"
+     << (vector ? ", 4 columns each (float4)" : "") << "\n"
      << "  const int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
      << "  // Rows n..kBatch-1 are padding: never read, never written.\n"
      << "  if (t >= n * kWidth)\n    return;\n"
      << "  const int r = t / kWidth;\n"
-     << "  const int c = t % kWidth;\n";
+     << "  const int c = t % kWidth" << (vector ? " * 4" : "") << ";\n";
   KernelBodyWriter writer(fused, os);
   for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
     bool perRow = tensorOf(value).getRank() < 2;
+    Type element = tensorOf(value).getElementType();
+    if (vector) {
+      std::vector<std::string> parts;
+      for (int lane = 0; lane < 4; ++lane) {
+        FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
+        if (failed(part))
+          return failure();
+        parts.push_back(*part);
+      }
+      os << "  *reinterpret_cast<float4 *>(&" << destination(fused, i, "r", "c")
+         << ") = make_float4(" << llvm::join(parts, ", ") << ");\n";
+      continue;
+    }
     FailureOr<std::string> result =
         writer.element(value, {"r", perRow ? "" : "c"});
     if (failed(result))
       return failure();
     std::string store = destination(fused, i, "r", "c") + " = " +
-                        storeCast(tensorOf(value).getElementType(), *result) +
-                        ";\n";
+                        storeCast(element, *result) + ";\n";
     os << (perRow && width > 1 ? "  if (c == 0)\n    " : "  ") << store;
   }
   return success();

@@ -32,14 +32,16 @@ struct KernelParam {
 
 struct KernelInfo {
   enum class Shape {
-    Elementwise,  // one thread per element of a row; rowWidth threads a row
+    Elementwise,  // rowWidth threads a row, each computing one element or,
+                  // when rows allow float4 access, four consecutive ones
     RowReduction, // one block per row (argmax)
   };
   std::string name; // extern "C" symbol, e.g. "lstm_b8_k1"
   std::string cell; // the specialized cell, e.g. "lstm_b8"
   int64_t batch = 0;
   Shape shape = Shape::Elementwise;
-  int64_t rowWidth = 0;     // elements computed per row
+  int64_t rowWidth = 0;     // Elementwise: threads a row; RowReduction:
+                            // columns reduced
   unsigned blockSize = 256; // threads per block
   std::vector<KernelParam> params;
   std::vector<std::string> paramTypes; // C type of each parameter

@@ -30,6 +30,13 @@ inline dim3 blockDim, gridDim;
 #define __launch_bounds__(threads)
 #define __shared__ static
 
+struct float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline float __int_as_float(unsigned bits) {
