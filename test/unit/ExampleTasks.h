@@ -139,10 +139,11 @@ inline void runCase(const cellpack::CellType &cell,
     for (int32_t row : pool.taskRows)
       written[row] = true;
     for (int64_t row = 0; row < poolRows; ++row)
-      if (!written[row])
+      if (!written[row]) {
         EXPECT_TRUE(isPoisoned(pool, row))
             << where << ": output " << spec.name()->str() << " pool row " << row
             << " is not the task's but was written";
+      }
   }
 }
 

@@ -51,8 +51,9 @@ std::vector<LiveBuffer> plannedBuffers(mlir::cell::CellOp cell,
       continue;
     for (OpResult result : op.getResults()) {
       int64_t offset = offsets[result.getResultNumber()];
-      if (isa<mlir::cell::GemmOp>(op))
+      if (isa<mlir::cell::GemmOp>(op)) {
         EXPECT_GE(offset, 0) << "a GEMM result must be in the workspace";
+      }
       if (offset < 0)
         continue;
       EXPECT_EQ(offset % 256, 0);
