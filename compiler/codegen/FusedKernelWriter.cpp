@@ -412,8 +412,13 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return failure();
     // The runtime rejects out-of-range tokens; the clamp keeps a bad one
     // from reading outside the table all the same.
-    std::string row = llvm::formatv("min(max((long long)({0}), 0LL), {1}LL)",
-                                    *token, data.getDimSize(0) - 1);
+    // Negative indices count from the end (ONNX).
+    std::string wrapped =
+        llvm::formatv("((long long)({0}) < 0 ? (long long)({0}) + {1}LL : "
+                      "(long long)({0}))",
+                      *token, data.getDimSize(0));
+    std::string row = llvm::formatv("min(max({0}, 0LL), {1}LL)", wrapped,
+                                    data.getDimSize(0) - 1);
     std::string value =
         llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", table.getArgNumber(),
                       row, data.getDimSize(1), index.col);
@@ -531,8 +536,7 @@ static bool canVectorize(FusedOp fused, int64_t width) {
     auto type = tensorOf(value);
     if (!type.getElementType().isF32())
       return !type.getElementType().isa<FloatType>() && type.getRank() <= 1;
-    return type.getRank() == 0 || type.getShape().back() % 4 == 0 ||
-           type.getShape().back() == 1;
+    return type.getRank() == 0 || type.getShape().back() % 4 == 0;
   };
   Block &body = fused.getBody().front();
   if (!llvm::all_of(body.getArguments(), fits))
@@ -602,6 +606,21 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
   return success();
 }
 
+/// The least value of a CUDA compute type, as a literal.
+static std::string leastValue(const std::string &type) {
+  if (type == "double")
+    return "__longlong_as_double(0xfff0000000000000LL)";
+  if (type == "float")
+    return "__int_as_float(0xff800000)";
+  if (type == "long long")
+    return "(-9223372036854775807LL - 1)";
+  if (type == "int")
+    return "(-2147483647 - 1)";
+  if (type == "short")
+    return "(-32768)";
+  return "(-128)";
+}
+
 static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
                                  llvm::raw_ostream &os, KernelInfo &info) {
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
@@ -620,10 +639,8 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
   os << "  constexpr int kWidth = " << width << ";\n"
      << "  const int r = blockIdx.x;\n"
      << "  if (r >= n)\n    return;\n"
-     << "  " << type << " best = "
-     << (type == "double" ? "__longlong_as_double(0xfff0000000000000LL)"
-                          : "__int_as_float(0xff800000)")
-     << "; // -inf\n"
+     << "  " << type << " best = " << leastValue(type)
+     << "; // the least value\n"
      << "  long long bestIndex = " << (last ? "-1" : "kWidth") << ";\n"
      << "  for (int c = threadIdx.x; c < kWidth; c += blockDim.x) {\n";
   KernelBodyWriter writer(fused, os);
@@ -649,7 +666,9 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
      << "        blockBest[threadIdx.x] = other;\n"
      << "        blockIndex[threadIdx.x] = otherIndex;\n"
      << "      }\n    }\n    __syncthreads();\n  }\n"
-     << "  if (threadIdx.x == 0)\n    " << destination(fused, 0, "r", "")
+     << "  if (threadIdx.x == 0)\n    "
+     << destination(fused, 0, "r",
+                    tensorOf(argmax.getResult()).getRank() == 2 ? "0" : "")
      << " = "
      << storeCast(tensorOf(argmax.getResult()).getElementType(),
                   "blockIndex[0]")
@@ -664,6 +683,21 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   info.name = name.str();
   info.batch = batch;
   info.blockSize = 256;
+  // Kernels index rows as [batch, columns]; wider rows are not generated.
+  WalkResult tooWide = fused.getBody().walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (type.cast<RankedTensorType>().getRank() > 2)
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  for (Type type : fused.getBody().getArgumentTypes())
+    if (type.cast<RankedTensorType>().getRank() > 2)
+      tooWide = WalkResult::interrupt();
+  if (tooWide.wasInterrupted())
+    return fused.emitOpError(
+        "has a tensor with more than one dimension after the batch; code "
+        "generation supports [batch] and [batch, columns] values (and "
+        "matrices as weights)");
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
   std::string text;

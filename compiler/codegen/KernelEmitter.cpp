@@ -16,10 +16,17 @@ int64_t KernelInfo::gridSize(int64_t rows) const {
 
 static bool usesType(ModuleOp module, function_ref<bool(Type)> predicate) {
   bool found = false;
+  auto check = [&](Type type) {
+    if (auto tensor = type.dyn_cast<RankedTensorType>())
+      found |= predicate(tensor.getElementType());
+  };
   module.walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
-      if (auto tensor = type.dyn_cast<RankedTensorType>())
-        found |= predicate(tensor.getElementType());
+      check(type);
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Type type : block.getArgumentTypes())
+          check(type);
   });
   return found;
 }

@@ -98,6 +98,11 @@ static LogicalResult bindCell(const CellSpec &spec, CellOp cell) {
   for (const RoleSpec &output : spec.outputs) {
     if (output.updates.empty())
       continue;
+    if (args.find(output.updates) < 0)
+      return emitError(output.loc)
+             << "cell '" << spec.name << "': state output '" << output.name
+             << "' updates '" << output.updates
+             << "', which is not an input of the cell";
     Type outputType = results.types[results.find(output.name)];
     Type stateType = args.types[args.find(output.updates)];
     if (outputType != stateType)

@@ -28,11 +28,13 @@ static bool isFusible(Operation *op) {
   return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
 }
 
-/// Inline constants small enough to copy into a kernel body.
+/// Constants a kernel body holds itself: inline splats (one literal);
+/// every other constant is a broadcast operand.
 static bool isSmallConstant(Operation *op) {
   auto constant = dyn_cast_or_null<ConstantOp>(op);
-  return constant && constant.getValue().isa<DenseElementsAttr>() &&
-         constant.getType().cast<ShapedType>().getNumElements() <= 16;
+  auto dense = constant ? constant.getValue().dyn_cast<DenseElementsAttr>()
+                        : DenseElementsAttr();
+  return dense && dense.isSplat();
 }
 
 static bool hasBatch(Type type) {
@@ -48,6 +50,7 @@ public:
   void run() {
     Block &body = cell_.getBody().front();
     packGemmArguments(body);
+    copyReturnedValues(body);
     computeLevels(body);
     SmallVector<Operation *> fusible;
     for (Operation &op : body)
@@ -87,6 +90,24 @@ private:
         OpBuilder builder(&op);
         operand.set(builder.create<IdentityOp>(op.getLoc(), argument));
       }
+    }
+  }
+
+  /// Every cell output is written by a kernel's scatter result of its own.
+  /// A returned GEMM result, a returned argument (a state passed through)
+  /// and a value returned a second time get an identity, which becomes (part
+  /// of) a kernel that copies it to the output's rows.
+  void copyReturnedValues(Block &body) {
+    auto ret = cast<ReturnOp>(body.getTerminator());
+    llvm::SmallPtrSet<Value, 8> seen;
+    OpBuilder builder(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value value = operand.get();
+      Operation *def = value.getDefiningOp();
+      bool needsCopy = !seen.insert(value).second || !def ||
+                       isa<GemmOp, MatMulOp, FusedOp>(def);
+      if (needsCopy)
+        operand.set(builder.create<IdentityOp>(ret.getLoc(), value));
     }
   }
 

@@ -36,9 +36,10 @@ static int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+/// Bytes of a tensor; booleans (i1) take a byte each, as in kernels.
 static int64_t tensorBytes(Type type) {
   auto tensor = type.cast<RankedTensorType>();
-  return tensor.getNumElements() * elementBytes(tensor);
+  return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// True when `result` lives in the workspace: everything a top-level op
@@ -120,7 +121,8 @@ static int64_t peakBytes(ArrayRef<Buffer> buffers, int64_t points) {
 /// Bytes of one batch row of `type` (everything but the batch dimension).
 static int64_t rowBytes(Type type) {
   auto tensor = type.cast<RankedTensorType>();
-  return tensor.getNumElements() / tensor.getDimSize(0) * elementBytes(tensor);
+  return tensor.getNumElements() / tensor.getDimSize(0) *
+         ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
 static void planCell(CellOp cell) {
@@ -156,12 +158,20 @@ struct PlanMemoryPass : mlir::cell::impl::PlanMemoryBase<PlanMemoryPass> {
     for (CellOp cell : getOperation().getOps<CellOp>()) {
       if (!cell->hasAttr(CellDialect::kBatchSizeAttr))
         continue;
-      for (Type type : cell.getArgumentTypes())
-        if (elementBytes(type.cast<ShapedType>()) == 0) {
-          cell.emitOpError() << "has a tensor of " << type
-                             << ", whose elements are not whole bytes";
-          return signalPassFailure();
+      WalkResult walk = cell.walk([&](Operation *op) {
+        for (Type type : op->getResultTypes()) {
+          auto tensor = type.dyn_cast<RankedTensorType>();
+          unsigned bits = tensor ? tensor.getElementTypeBitWidth() : 8;
+          if (bits != 1 && bits % 8 != 0) {
+            op->emitOpError() << "produces " << type
+                              << ", whose elements are not whole bytes";
+            return WalkResult::interrupt();
+          }
         }
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
       planCell(cell);
     }
   }

@@ -142,13 +142,49 @@ struct MergeGemmBiases : OpRewritePattern<AddOp> {
   }
 };
 
+/// A constant GEMM bias of shape [1, N], [1] or [] (ONNX broadcasts them)
+/// becomes the [N] vector the GEMM descriptors and kernels expect.
+struct NormalizeGemmBias : OpRewritePattern<GemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GemmOp gemm,
+                                PatternRewriter &rewriter) const override {
+    ConstantOp bias = gemm.getC() ? constantOf(gemm.getC()) : ConstantOp();
+    if (!bias)
+      return failure();
+    auto type = bias.getType().cast<RankedTensorType>();
+    int64_t columns = gemm.getType().cast<RankedTensorType>().getDimSize(1);
+    bool rowVector = type.getRank() == 2 && type.getDimSize(0) == 1 &&
+                     type.getDimSize(1) == columns;
+    bool scalar =
+        type.getNumElements() == 1 && !(type.getRank() == 1 && columns == 1);
+    if (!rowVector && !scalar)
+      return failure();
+    std::vector<char> bytes = *constantBytes(bias.getValue());
+    unsigned width = elementBytes(type);
+    if (scalar) {
+      std::vector<char> expanded;
+      for (int64_t i = 0; i < columns; ++i)
+        expanded.insert(expanded.end(), bytes.begin(), bytes.begin() + width);
+      bytes = std::move(expanded);
+    }
+    auto vectorType = RankedTensorType::get({columns}, type.getElementType());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(gemm);
+    Value vector = rewriter.create<ConstantOp>(
+        bias.getLoc(),
+        makeConstant(vectorType, bytes, derivedName(bias, ".vector")));
+    rewriter.updateRootInPlace(gemm,
+                               [&] { gemm.getCMutable().assign(vector); });
+    return success();
+  }
+};
+
 struct PrepareWeightsPass
     : mlir::cell::impl::PrepareWeightsBase<PrepareWeightsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns
-        .add<TransposeGemmConstants, FoldConstantTranspose, MergeGemmBiases>(
-            &getContext());
+    patterns.add<TransposeGemmConstants, FoldConstantTranspose, MergeGemmBiases,
+                 NormalizeGemmBias>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -93,8 +93,10 @@ struct RegionInterpreter::Impl {
   explicit Impl(const cellpack::KernelStep &step) : step(step) {}
 
   Status prepare();
+  Status validate(const PreparedOp &prepared);
   Status prepareMoves(PreparedOp &prepared);
   Status execute(PreparedOp &prepared);
+  Status executeOp(PreparedOp &prepared);
 };
 
 static Status invalid(const std::string &message) {
@@ -152,9 +154,12 @@ Status RegionInterpreter::Impl::prepare() {
     else
       value.i.resize(value.count);
   }
-  for (PreparedOp &prepared : ops)
+  for (PreparedOp &prepared : ops) {
+    if (Status status = validate(prepared); !status.isOk())
+      return status;
     if (Status status = prepareMoves(prepared); !status.isOk())
       return status;
+  }
   if (region->results())
     results.assign(region->results()->begin(), region->results()->end());
   if (!step.outputs() || step.outputs()->size() != results.size())
@@ -162,6 +167,93 @@ Status RegionInterpreter::Impl::prepare() {
   for (uint32_t result : results)
     if (result >= values.size())
       return invalid("region result index out of range");
+  return Status::ok();
+}
+
+/// Checks an op's arity, axes and shapes against its values, so that a
+/// malformed region is an error and never an out-of-bounds access.
+Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
+  const cellpack::PortableOp &op = *prepared.op;
+  std::string what = std::string("op ") + cellpack::EnumNameOpCode(op.opcode());
+  size_t operands = prepared.operands.size(), results = prepared.results.size();
+  auto arity = [&](size_t minOperands, size_t maxOperands, size_t wantResults) {
+    return operands >= minOperands && operands <= maxOperands &&
+           (wantResults == 0 ? results >= 1 : results == wantResults);
+  };
+  auto rank = [&](uint32_t id) {
+    return static_cast<int64_t>(values[id].shape.size());
+  };
+  bool ok = true;
+  int64_t axis = op.axis();
+  switch (op.opcode()) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+    ok = arity(2, 2, 1) &&
+         rank(prepared.operands[0]) <= rank(prepared.results[0]) &&
+         rank(prepared.operands[1]) <= rank(prepared.results[0]);
+    break;
+  case OpCode::Sigmoid:
+  case OpCode::Tanh:
+  case OpCode::Relu:
+  case OpCode::Cast:
+  case OpCode::Identity:
+  case OpCode::Reshape:
+  case OpCode::Squeeze:
+  case OpCode::Unsqueeze:
+  case OpCode::Transpose:
+  case OpCode::Slice:
+    ok = arity(1, 1, 1);
+    if (ok && op.opcode() != OpCode::Slice)
+      ok = values[prepared.operands[0]].count ==
+           values[prepared.results[0]].count;
+    break;
+  case OpCode::Split:
+    ok = arity(1, 1, 0) && axis >= 0 && axis < rank(prepared.operands[0]);
+    if (ok) {
+      int64_t total = 0;
+      for (uint32_t result : prepared.results) {
+        ok &= rank(result) == rank(prepared.operands[0]);
+        if (ok)
+          total += values[result].shape[axis];
+      }
+      ok &= ok && total == values[prepared.operands[0]].shape[axis];
+    }
+    break;
+  case OpCode::Concat:
+    ok = operands >= 1 && results == 1 && axis >= 0 &&
+         axis < rank(prepared.results[0]);
+    for (uint32_t operand : prepared.operands)
+      ok &= ok && rank(operand) == rank(prepared.results[0]);
+    break;
+  case OpCode::Gather:
+    ok = arity(2, 2, 1) && axis >= 0 && axis < rank(prepared.operands[0]);
+    break;
+  case OpCode::ArgMax:
+    ok = arity(1, 1, 1) && axis >= 0 && axis < rank(prepared.operands[0]) &&
+         !values[prepared.results[0]].isFloat;
+    break;
+  case OpCode::Gemm:
+    ok = arity(2, 3, 1) && rank(prepared.operands[0]) >= 1 &&
+         rank(prepared.operands[1]) == 2;
+    if (ok) {
+      const std::vector<int64_t> &b = values[prepared.operands[1]].shape;
+      int64_t depth = values[prepared.operands[0]].shape.back();
+      ok = b[op.trans_b() ? 1 : 0] == depth &&
+           values[prepared.results[0]].shape.back() == b[op.trans_b() ? 0 : 1];
+    }
+    break;
+  case OpCode::Constant:
+    ok = arity(0, 0, 1);
+    break;
+  }
+  if (!ok)
+    return invalid(what + " has operands, results or an axis that do not fit");
+  for (uint32_t id : prepared.operands)
+    if (values[id].isFloat != values[prepared.operands[0]].isFloat &&
+        op.opcode() != OpCode::Gather && op.opcode() != OpCode::Cast)
+      return invalid(what + " mixes float and integer operands");
   return Status::ok();
 }
 
@@ -254,6 +346,8 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
             coordinate = starts[a] + coordinate * steps[a];
         index += coordinate * inStrides[d];
       }
+      if (index < 0 || index >= values[prepared.operands[0]].count)
+        return invalid("a slice or transpose reads outside its input");
       map.emplace_back(0, index);
     }
     prepared.moves.push_back(std::move(map));
@@ -301,7 +395,48 @@ void copyElement(const Value &source, int64_t from, Value &target, int64_t to) {
 }
 } // namespace
 
+/// Brings every element of `value` into its element type's range and
+/// precision: narrow integers wrap, booleans are 0 or 1, fp16/bf16 values
+/// are rounded (the float storage of the interpreter is wider).
+static void normalize(Value &value) {
+  switch (value.dtype) {
+  case cellpack::DType::F16:
+    for (float &x : value.f)
+      x = halfToFloat(floatToHalf(x));
+    break;
+  case cellpack::DType::BF16:
+    for (float &x : value.f)
+      x = bf16ToFloat(floatToBf16(x));
+    break;
+  case cellpack::DType::I32:
+    for (int64_t &x : value.i)
+      x = static_cast<int32_t>(x);
+    break;
+  case cellpack::DType::I16:
+    for (int64_t &x : value.i)
+      x = static_cast<int16_t>(x);
+    break;
+  case cellpack::DType::I8:
+    for (int64_t &x : value.i)
+      x = static_cast<int8_t>(x);
+    break;
+  case cellpack::DType::Bool:
+    for (int64_t &x : value.i)
+      x = x != 0;
+    break;
+  default:
+    break;
+  }
+}
+
 Status RegionInterpreter::Impl::execute(PreparedOp &prepared) {
+  Status status = executeOp(prepared);
+  for (uint32_t result : prepared.results)
+    normalize(values[result]);
+  return status;
+}
+
+Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
   const cellpack::PortableOp &op = *prepared.op;
   OpCode code = op.opcode();
   auto operand = [&](size_t n) -> Value & {
@@ -354,8 +489,16 @@ Status RegionInterpreter::Impl::execute(PreparedOp &prepared) {
     for (int64_t k = 0; k < out.count; ++k)
       out.f[k] = applyUnary(code, operand(0).f[k]);
     return Status::ok();
-  case OpCode::Identity:
   case OpCode::Cast:
+    for (int64_t k = 0; k < out.count; ++k) {
+      const Value &in = operand(0);
+      if (out.dtype == cellpack::DType::Bool)
+        out.i[k] = in.isFloat ? in.f[k] != 0.0f : in.i[k] != 0;
+      else
+        copyElement(in, k, out, k);
+    }
+    return Status::ok();
+  case OpCode::Identity:
   case OpCode::Reshape:
   case OpCode::Squeeze:
   case OpCode::Unsqueeze:
@@ -405,11 +548,14 @@ Status RegionInterpreter::Impl::execute(PreparedOp &prepared) {
     bool last = op.select_last_index();
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t e = 0; e < inner; ++e) {
+        auto at = [&](int64_t n) { return (o * length + n) * inner + e; };
         int64_t best = 0;
         for (int64_t n = 1; n < length; ++n) {
-          float candidate = input.f[(o * length + n) * inner + e];
-          float current = input.f[(o * length + best) * inner + e];
-          if (candidate > current || (last && candidate == current))
+          bool greater = input.isFloat ? input.f[at(n)] > input.f[at(best)]
+                                       : input.i[at(n)] > input.i[at(best)];
+          bool equal = input.isFloat ? input.f[at(n)] == input.f[at(best)]
+                                     : input.i[at(n)] == input.i[at(best)];
+          if (greater || (last && equal))
             best = n;
         }
         out.i[o * inner + e] = best;

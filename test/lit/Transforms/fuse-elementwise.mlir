@@ -91,3 +91,19 @@ cell.cell @no_cycle(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
   %b = cell.add %a, %g : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
   cell.return %b : tensor<?x2xf32>
 }
+
+// -----
+
+// Every output gets a scatter result of its own: a GEMM result returned
+// directly, a state passed through, and a value returned twice.
+// CHECK-LABEL: cell.cell @outputs
+// CHECK: %[[G:.*]] = gemm
+// CHECK: %[[B:.*]] = fused(%[[G]]) {operand_access = [#cell.access<dense>], result_access = [#cell.access<scatter>]}
+// CHECK: %[[H1:.*]] = fused(%arg1) {operand_access = [#cell.access<gather>], result_access = [#cell.access<scatter>]}
+// CHECK: %[[H2:.*]] = fused(%arg1) {operand_access = [#cell.access<gather>], result_access = [#cell.access<scatter>]}
+// CHECK: return %[[B]], %[[H1]], %[[H2]]
+cell.cell @outputs(%x: tensor<?x2xf32>, %h: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>) {
+  %w = cell.constant dense<1.0> : tensor<2x2xf32>
+  %g = cell.gemm %x, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  cell.return %g, %h, %h : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>
+}

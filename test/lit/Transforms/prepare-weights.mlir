@@ -95,3 +95,20 @@ cell.cell @left_alone(%x: tensor<?x2xf32>, %h: tensor<?x2xf32>) -> (tensor<?x2xf
   %6 = cell.add %4, %5 : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
   cell.return %0, %3, %6, %4 : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>
 }
+
+// -----
+
+// A [1, N] or scalar bias (legal ONNX broadcasts) becomes an [N] vector.
+// CHECK-LABEL: cell.cell @bias_shapes
+// CHECK-DAG: %[[ROW:.*]] = constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[ONE:.*]] = constant dense<5.000000e-01> : tensor<2xf32>
+// CHECK: gemm %arg0, %{{.*}}, %[[ROW]] : (tensor<?x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+// CHECK: gemm %arg0, %{{.*}}, %[[ONE]] : (tensor<?x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+cell.cell @bias_shapes(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %w = cell.constant dense<[[1.0, 0.0], [0.0, 1.0]]> : tensor<2x2xf32>
+  %row = cell.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %one = cell.constant dense<0.5> : tensor<f32>
+  %0 = cell.gemm %x, %w, %row : (tensor<?x2xf32>, tensor<2x2xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %1 = cell.gemm %x, %w, %one : (tensor<?x2xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<?x2xf32>
+  cell.return %0, %1 : tensor<?x2xf32>, tensor<?x2xf32>
+}
