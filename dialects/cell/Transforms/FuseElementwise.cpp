@@ -47,7 +47,7 @@ class Fuser {
 public:
   explicit Fuser(CellOp cell) : cell_(cell) {}
 
-  void run() {
+  LogicalResult run() {
     Block &body = cell_.getBody().front();
     packGemmArguments(body);
     copyReturnedValues(body);
@@ -67,12 +67,23 @@ public:
     llvm::MapVector<Operation *, SmallVector<Operation *>> members;
     for (Operation *op : fusible)
       members[groups_.getLeaderValue(op)].push_back(op);
-    for (auto &entry : members)
+    for (auto &entry : members) {
+      // A group that never touches the batch computes on weights alone
+      // (say a Cast of a weight): a kernel over rows cannot run it.
+      bool touchesBatch = llvm::any_of(entry.second, [](Operation *op) {
+        return llvm::any_of(op->getResultTypes(), hasBatch);
+      });
+      if (!touchesBatch)
+        return entry.second.front()->emitOpError(
+            "computes on weights only; cellc runs per-row kernels, so fold "
+            "such computations into the weights before exporting");
       outline(entry.second);
+    }
     // A fused op sits where its last member was; a GEMM that reads an
     // earlier member's result may now come first. Groups are convex, so a
     // stable topological sort puts every use after its definition.
     sortTopologically(&body);
+    return success();
   }
 
 private:
@@ -213,6 +224,9 @@ private:
 
 struct FuseElementwisePass
     : mlir::cell::impl::FuseElementwiseBase<FuseElementwisePass> {
-  void runOnOperation() override { Fuser(getOperation()).run(); }
+  void runOnOperation() override {
+    if (failed(Fuser(getOperation()).run()))
+      signalPassFailure();
+  }
 };
 } // namespace
