@@ -1,0 +1,40 @@
+//===- SlotPool.cpp - Rows of state for the requests in flight -----------===//
+#include "cellrun/SlotPool.h"
+
+#include <string>
+
+using namespace cellrun;
+
+static constexpr size_t kPoolAlignment = 64;
+
+SlotPool::SlotPool(size_t rowBytes, uint32_t capacity)
+    : rowBytes_(rowBytes), capacity_(capacity),
+      storage_(new uint8_t[rowBytes * capacity + kPoolAlignment]),
+      taken_(capacity, 0) {
+  auto address = reinterpret_cast<uintptr_t>(storage_.get());
+  base_ = storage_.get() +
+          (kPoolAlignment - address % kPoolAlignment) % kPoolAlignment;
+  free_.reserve(capacity);
+  for (uint32_t row = capacity; row-- > 0;)
+    free_.push_back(row); // row 0 is handed out first
+}
+
+Result<uint32_t> SlotPool::acquire() {
+  if (free_.empty())
+    return Status(StatusCode::ResourceExhausted,
+                  "all " + std::to_string(capacity_) + " rows of " +
+                      std::to_string(rowBytes_) + " bytes are in use");
+  uint32_t row = free_.back();
+  free_.pop_back();
+  taken_[row] = 1;
+  return row;
+}
+
+Status SlotPool::release(uint32_t row) {
+  if (row >= capacity_ || !taken_[row])
+    return Status(StatusCode::InvalidArgument,
+                  "row " + std::to_string(row) + " is not in use");
+  taken_[row] = 0;
+  free_.push_back(row);
+  return Status::ok();
+}

@@ -1,0 +1,54 @@
+//===- SlotPool.h - Rows of state for the requests in flight ---*- C++ -*-===//
+//
+// A pool of equally sized rows in one block of memory. Every tensor a
+// request's cell-graph node produces or consumes lives in one row; batched
+// tasks read and write rows through row-index vectors, so regrouping a batch
+// never copies state. acquire and release are O(1) and never allocate.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_SLOTPOOL_H
+#define CELLRUN_SLOTPOOL_H
+
+#include "cellrun/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace cellrun {
+
+class SlotPool {
+public:
+  /// `capacity` rows of `rowBytes` bytes each, in host memory aligned to 64
+  /// bytes (each row starts 16-byte aligned when rowBytes is a multiple of
+  /// 16, which the vectorised kernels rely on).
+  SlotPool(size_t rowBytes, uint32_t capacity);
+
+  /// A free row, or ResourceExhausted when every row is taken.
+  Result<uint32_t> acquire();
+  /// Returns `row` to the pool. Releasing a row twice, or one that is not
+  /// taken, is InvalidArgument and changes nothing.
+  Status release(uint32_t row);
+
+  void *data() { return base_; }
+  const void *data() const { return base_; }
+  void *row(uint32_t row) {
+    return base_ + static_cast<size_t>(row) * rowBytes_;
+  }
+  size_t rowBytes() const { return rowBytes_; }
+  uint32_t capacity() const { return capacity_; }
+  uint32_t available() const { return static_cast<uint32_t>(free_.size()); }
+
+private:
+  size_t rowBytes_;
+  uint32_t capacity_;
+  std::unique_ptr<uint8_t[]> storage_;
+  uint8_t *base_ = nullptr;
+  std::vector<uint32_t> free_; // stack of free rows
+  std::vector<uint8_t> taken_; // per row: 1 while acquired
+};
+
+} // namespace cellrun
+
+#endif // CELLRUN_SLOTPOOL_H
