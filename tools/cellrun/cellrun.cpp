@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CommandLine.h"
+#include "Devices.h"
 #include "Inspect.h"
 
 #include "Checksum.h"
@@ -21,6 +22,8 @@ namespace {
 const Subcommand kSubcommands[] = {
     {"inspect", "check a .cellpack and print it as JSON (or --summary)",
      runInspect},
+    {"devices", "say which backend --device cuda|cpu|auto uses here",
+     runDevices},
 };
 
 void printHelp(std::ostream &out) {

@@ -1,0 +1,45 @@
+//===- Device.h - Which backend runs the tasks -----------------*- C++ -*-===//
+//
+// `--device cuda|cpu|auto`: cuda needs a usable CUDA device; auto takes it
+// when there is one and falls back to the CPU backend otherwise, saying why
+// in one line. The probe goes through the CUDA runtime (linked statically;
+// never the driver stub), so a machine without a driver or a GPU gets a
+// "no CUDA device" status, not a crash.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_DEVICE_H
+#define CELLRUN_DEVICE_H
+
+#include "cellrun/Status.h"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace cellrun {
+
+enum class DeviceChoice { Cpu, Cuda, Auto };
+enum class DeviceKind { Cpu, Cuda };
+
+/// "cpu", "cuda" or "auto"; InvalidArgument otherwise.
+Result<DeviceChoice> parseDeviceChoice(std::string_view text);
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  int computeCapability = 0; // e.g. 90 for sm_90
+  size_t memoryBytes = 0;
+  std::string describe() const; // "cuda:0 NVIDIA H100 (sm_90, 79.1 GiB)"
+};
+
+/// The CUDA device `index`, or Unavailable "no CUDA device: <reason>".
+Result<CudaDeviceInfo> probeCudaDevice(int index = 0);
+
+/// The backend for `choice`: Cuda when asked for and usable (Unavailable
+/// otherwise); for Auto, Cuda when usable, else Cpu with `note` set to the
+/// one-line reason.
+Result<DeviceKind> resolveDevice(DeviceChoice choice, std::string &note);
+
+} // namespace cellrun
+
+#endif // CELLRUN_DEVICE_H
