@@ -12,6 +12,8 @@
 
 #include "ElementIO.h"
 
+#include <cblas.h>
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -30,6 +32,15 @@ struct Value {
   int64_t count = 1;
   std::vector<float> f;
   std::vector<int64_t> i;
+  /// A weight read in place (fp32 or int64 broadcast inputs), not copied.
+  const void *external = nullptr;
+
+  const float *floats() const {
+    return external ? static_cast<const float *>(external) : f.data();
+  }
+  const int64_t *ints() const {
+    return external ? static_cast<const int64_t *>(external) : i.data();
+  }
 };
 
 /// Where each element of a result comes from: (operand number, index).
@@ -387,11 +398,11 @@ template <typename T> T applyBinary(OpCode code, T a, T b) {
 /// converting between float and integer storage.
 void copyElement(const Value &source, int64_t from, Value &target, int64_t to) {
   if (target.isFloat)
-    target.f[to] =
-        source.isFloat ? source.f[from] : static_cast<float>(source.i[from]);
+    target.f[to] = source.isFloat ? source.floats()[from]
+                                  : static_cast<float>(source.ints()[from]);
   else
-    target.i[to] =
-        source.isFloat ? static_cast<int64_t>(source.f[from]) : source.i[from];
+    target.i[to] = source.isFloat ? static_cast<int64_t>(source.floats()[from])
+                                  : source.ints()[from];
 }
 } // namespace
 
@@ -454,46 +465,48 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
     for (int64_t k = 0; k < out.count; ++k) {
       int64_t ia = mapA.empty() ? k : mapA[k], ib = mapB.empty() ? k : mapB[k];
       if (out.isFloat)
-        out.f[k] = applyBinary(code, a.f[ia], b.f[ib]);
+        out.f[k] = applyBinary(code, a.floats()[ia], b.floats()[ib]);
       else
-        out.i[k] = applyBinary(code, a.i[ia], b.i[ib]);
+        out.i[k] = applyBinary(code, a.ints()[ia], b.ints()[ib]);
     }
     return Status::ok();
   }
   case OpCode::Gemm: {
-    // A row (or rows) times a weight matrix, summed in double: the reference
-    // semantics, whatever order a GPU or BLAS adds in.
+    // A row (or rows) times a weight matrix: BLAS sgemv per row.
     const Value &a = operand(0), &b = operand(1);
     int64_t depth = a.shape.back(), columns = out.shape.back();
     int64_t rowsOfA = a.count / depth;
-    for (int64_t i = 0; i < rowsOfA; ++i)
-      for (int64_t j = 0; j < columns; ++j) {
-        double sum = 0;
-        for (int64_t k = 0; k < depth; ++k)
-          sum += static_cast<double>(a.f[i * depth + k]) *
-                 b.f[op.trans_b() ? j * depth + k : k * columns + j];
-        int64_t at = i * columns + j;
-        double value = op.alpha() * sum;
-        if (prepared.operands.size() == 3) {
-          const std::vector<int64_t> &map = prepared.broadcast[2];
-          value += static_cast<double>(op.beta()) *
-                   operand(2).f[map.empty() ? at : map[at]];
+    for (int64_t i = 0; i < rowsOfA; ++i) {
+      float *row = out.f.data() + i * columns;
+      if (op.trans_b()) // B is [columns, depth]
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, columns, depth, op.alpha(),
+                    b.floats(), depth, a.floats() + i * depth, 1, 0.0f, row, 1);
+      else // B is [depth, columns]
+        cblas_sgemv(CblasRowMajor, CblasTrans, depth, columns, op.alpha(),
+                    b.floats(), columns, a.floats() + i * depth, 1, 0.0f, row,
+                    1);
+      if (prepared.operands.size() == 3) {
+        const std::vector<int64_t> &map = prepared.broadcast[2];
+        const float *bias = operand(2).floats();
+        for (int64_t j = 0; j < columns; ++j) {
+          int64_t at = i * columns + j;
+          row[j] += op.beta() * bias[map.empty() ? at : map[at]];
         }
-        out.f[at] = static_cast<float>(value);
       }
+    }
     return Status::ok();
   }
   case OpCode::Sigmoid:
   case OpCode::Tanh:
   case OpCode::Relu:
     for (int64_t k = 0; k < out.count; ++k)
-      out.f[k] = applyUnary(code, operand(0).f[k]);
+      out.f[k] = applyUnary(code, operand(0).floats()[k]);
     return Status::ok();
   case OpCode::Cast:
     for (int64_t k = 0; k < out.count; ++k) {
       const Value &in = operand(0);
       if (out.dtype == cellpack::DType::Bool)
-        out.i[k] = in.isFloat ? in.f[k] != 0.0f : in.i[k] != 0;
+        out.i[k] = in.isFloat ? in.floats()[k] != 0.0f : in.ints()[k] != 0;
       else
         copyElement(in, k, out, k);
     }
@@ -525,8 +538,9 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
     int64_t k = 0;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t n = 0; n < indices.count; ++n) {
-        int64_t index =
-            indices.isFloat ? static_cast<int64_t>(indices.f[n]) : indices.i[n];
+        int64_t index = indices.isFloat
+                            ? static_cast<int64_t>(indices.floats()[n])
+                            : indices.ints()[n];
         if (index < 0)
           index += length;
         if (index < 0 || index >= length)
@@ -551,10 +565,12 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
         auto at = [&](int64_t n) { return (o * length + n) * inner + e; };
         int64_t best = 0;
         for (int64_t n = 1; n < length; ++n) {
-          bool greater = input.isFloat ? input.f[at(n)] > input.f[at(best)]
-                                       : input.i[at(n)] > input.i[at(best)];
-          bool equal = input.isFloat ? input.f[at(n)] == input.f[at(best)]
-                                     : input.i[at(n)] == input.i[at(best)];
+          bool greater = input.isFloat
+                             ? input.floats()[at(n)] > input.floats()[at(best)]
+                             : input.ints()[at(n)] > input.ints()[at(best)];
+          bool equal = input.isFloat
+                           ? input.floats()[at(n)] == input.floats()[at(best)]
+                           : input.ints()[at(n)] == input.ints()[at(best)];
           if (greater || (last && equal))
             best = n;
         }
@@ -605,6 +621,11 @@ Status RegionInterpreter::run(int64_t rows,
                       std::to_string(impl.results.size()) + " outputs");
   auto load = [&](uint32_t id, int64_t row) {
     Value &value = impl.values[id];
+    if (!value.hasBatch && (value.dtype == cellpack::DType::F32 ||
+                            value.dtype == cellpack::DType::I64)) {
+      value.external = inputs[id].data; // a weight: read in place
+      return;
+    }
     int64_t base =
         value.hasBatch
             ? (inputs[id].rows ? inputs[id].rows[row] : row) * value.count

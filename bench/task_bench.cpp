@@ -1,0 +1,175 @@
+//===- task_bench.cpp - Time of one task of a cell, against its floors ----===//
+//
+// For every batch size of a cell (default: the hidden-1024 LSTM), times one
+// task on the CPU backend and, in the same run, a plain BLAS call of the same
+// GEMM shape (the floor the task cannot beat on this machine), and prints a
+// table and a CSV. The CUDA columns (task, bare cuBLAS GEMM, weight-read time
+// at measured bandwidth) come with the CUDA backend; this program says so
+// instead of printing numbers it did not measure.
+//
+//   task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--min-seconds S]
+//
+//===----------------------------------------------------------------------===//
+#include "cellrun/Artifact.h"
+#include "cellrun/Device.h"
+
+#include "../runtime/backend/cpu/CpuTaskRunner.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace cellrun;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Median seconds of `run` over repetitions lasting at least `minSeconds`.
+template <typename Run> double medianSeconds(Run run, double minSeconds) {
+  std::vector<double> samples;
+  auto start = Clock::now();
+  run(); // warm-up
+  while (samples.size() < 5 ||
+         std::chrono::duration<double>(Clock::now() - start).count() <
+             minSeconds) {
+    auto begin = Clock::now();
+    run();
+    samples.push_back(
+        std::chrono::duration<double>(Clock::now() - begin).count());
+    if (samples.size() >= 1000)
+      break;
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+size_t rowBytes(const cellpack::TensorSpec &spec) {
+  size_t bytes = dtypeSize(spec.dtype());
+  if (spec.row_shape())
+    for (int64_t dim : *spec.row_shape())
+      bytes *= static_cast<size_t>(dim);
+  return bytes;
+}
+
+/// The largest GEMM of a plan (m, n, k), from its GEMM steps or, for a
+/// single-kernel step, from the Gemm ops of its region.
+void largestGemm(const cellpack::BatchPlan &plan, int64_t &m, int64_t &n,
+                 int64_t &k) {
+  m = n = k = 0;
+  auto consider = [&](int64_t gm, int64_t gn, int64_t gk) {
+    if (gm * gn * gk > m * n * k) {
+      m = gm;
+      n = gn;
+      k = gk;
+    }
+  };
+  for (const cellpack::TaskStep *step : *plan.steps()) {
+    if (const auto *gemm = step->step_as_GemmStep())
+      consider(gemm->m(), gemm->n(), gemm->k());
+    if (const auto *kernel = step->step_as_KernelStep())
+      for (const cellpack::PortableOp *op : *kernel->region()->ops())
+        if (op->opcode() == cellpack::OpCode::Gemm) {
+          const auto *values = kernel->region()->values();
+          const auto *b = values->Get(op->operands()->Get(1))->shape();
+          consider(plan.batch_size(), b->Get(op->trans_b() ? 0 : 1),
+                   b->Get(op->trans_b() ? 1 : 0));
+        }
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: task_bench MODEL.cellpack [--cell NAME] "
+                         "[--csv FILE] [--min-seconds S]\n");
+    return 2;
+  }
+  std::string cellName, csvPath;
+  double minSeconds = 0.2;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string option = argv[i];
+    if (option == "--cell")
+      cellName = argv[i + 1];
+    else if (option == "--csv")
+      csvPath = argv[i + 1];
+    else if (option == "--min-seconds")
+      minSeconds = std::stod(argv[i + 1]);
+  }
+  auto artifact = loadArtifact(argv[1]);
+  if (!artifact.ok()) {
+    std::fprintf(stderr, "task_bench: %s\n",
+                 artifact.status().toString().c_str());
+    return 1;
+  }
+  const cellpack::CellType *cell = artifact.value()->cells().front();
+  if (!cellName.empty()) {
+    auto named = artifact.value()->cell(cellName);
+    if (!named.ok()) {
+      std::fprintf(stderr, "task_bench: %s\n",
+                   named.status().toString().c_str());
+      return 1;
+    }
+    cell = named.value();
+  }
+  std::string note;
+  DeviceKind device = resolveDevice(DeviceChoice::Auto, note).value();
+
+  std::printf("cell %s of %s; CPU: %s\n", cell->name()->c_str(), argv[1],
+              openblas_get_config());
+  std::printf("%6s %14s %22s %12s %8s\n", "batch", "largest GEMM",
+              "cpu task (us)", "BLAS (us)", "ratio");
+  std::ofstream csv;
+  if (!csvPath.empty()) {
+    csv.open(csvPath);
+    csv << "batch,m,n,k,cpu_task_us,cpu_blas_us,ratio\n";
+  }
+  for (const cellpack::BatchPlan *plan : *cell->plans()) {
+    uint32_t batch = plan->batch_size();
+    // Pools with exactly the task's rows, filled with small values.
+    std::vector<std::vector<uint8_t>> inputs, outputs;
+    std::vector<int32_t> rows(batch);
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<cpu::PoolView> inViews, outViews;
+    for (const cellpack::TensorSpec *spec : *cell->inputs()) {
+      inputs.emplace_back(rowBytes(*spec) * batch, 0);
+      inViews.push_back({inputs.back().data(), rows.data()});
+    }
+    for (const cellpack::TensorSpec *spec : *cell->outputs()) {
+      outputs.emplace_back(rowBytes(*spec) * batch, 0);
+      outViews.push_back({outputs.back().data(), rows.data()});
+    }
+    auto runner = cpu::CpuTaskRunner::create(*cell, *plan).value();
+    double task = medianSeconds(
+        [&] { (void)runner->run(batch, inViews, outViews); }, minSeconds);
+
+    int64_t m, n, k;
+    largestGemm(*plan, m, n, k);
+    std::vector<float> a(m * k, 0.01f), b(k * n, 0.01f), c(m * n);
+    double blas = medianSeconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
+                      a.data(), k, b.data(), n, 0.0f, c.data(), n);
+        },
+        minSeconds);
+    std::printf("%6u %5ldx%4ldx%4ld %22.1f %12.1f %8.2f\n", batch, (long)m,
+                (long)n, (long)k, task * 1e6, blas * 1e6, task / blas);
+    if (csv)
+      csv << batch << "," << m << "," << n << "," << k << "," << task * 1e6
+          << "," << blas * 1e6 << "," << task / blas << "\n";
+  }
+  if (device == DeviceKind::Cpu)
+    std::printf("\nCUDA columns (task, bare cuBLAS GEMM, weight-read floor) "
+                "not measured: %s\n",
+                note.c_str());
+  else
+    std::printf("\nCUDA columns: the CUDA backend is not built yet; only the "
+                "CPU backend was timed.\n");
+  return 0;
+}
