@@ -1,0 +1,115 @@
+//===- RegionInterpreterImpl.h - Internals of the region interpreter -*- C++
+//-*-===//
+//
+// Shared by RegionInterpreter.cpp (execution) and RegionPreparation.cpp
+// (checking a region and computing its index maps once).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H
+#define CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H
+
+#include "RegionInterpreter.h"
+
+#include <string>
+#include <vector>
+
+namespace cellrun::cpu::detail {
+struct Value {
+  cellpack::DType dtype = cellpack::DType::F32;
+  bool isFloat = true;
+  bool hasBatch = false;
+  std::vector<int64_t> shape; // a row's view: leading 1 for batch values
+  int64_t count = 1;
+  std::vector<float> f;
+  std::vector<int64_t> i;
+  /// A weight read in place (fp32 or int64 broadcast inputs), not copied.
+  const void *external = nullptr;
+
+  const float *floats() const {
+    return external ? static_cast<const float *>(external) : f.data();
+  }
+  const int64_t *ints() const {
+    return external ? static_cast<const int64_t *>(external) : i.data();
+  }
+};
+
+/// Where each element of a result comes from: (operand number, index).
+using MoveMap = std::vector<std::pair<uint32_t, int64_t>>;
+
+struct PreparedOp {
+  const cellpack::PortableOp *op = nullptr;
+  std::vector<uint32_t> operands, results;
+  std::vector<std::vector<int64_t>> broadcast; // per operand, empty: same
+  std::vector<MoveMap> moves;                  // per result
+};
+
+inline int64_t product(const std::vector<int64_t> &shape, size_t begin,
+                       size_t end) {
+  int64_t count = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i)
+    count *= shape[i];
+  return count;
+}
+
+inline std::vector<int64_t>
+toVector(const flatbuffers::Vector<int64_t> *values) {
+  return values ? std::vector<int64_t>(values->begin(), values->end())
+                : std::vector<int64_t>();
+}
+
+inline std::vector<int64_t> strides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> result(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    result[i - 1] = result[i] * shape[i];
+  return result;
+}
+
+/// For each element of `result`, the index into `operand` under numpy
+/// broadcasting (empty when the shapes are equal).
+inline std::vector<int64_t> broadcastMap(const std::vector<int64_t> &operand,
+                                         const std::vector<int64_t> &result) {
+  if (operand == result)
+    return {};
+  std::vector<int64_t> resultStrides = strides(result);
+  std::vector<int64_t> operandStrides = strides(operand);
+  size_t offset = result.size() - operand.size();
+  int64_t count = product(result, 0, result.size());
+  std::vector<int64_t> map(count);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t index = 0;
+    for (size_t d = offset; d < result.size(); ++d) {
+      int64_t coordinate = flat / resultStrides[d] % result[d];
+      if (operand[d - offset] != 1)
+        index += coordinate * operandStrides[d - offset];
+    }
+    map[flat] = index;
+  }
+  return map;
+}
+} // namespace cellrun::cpu::detail
+
+namespace cellrun::cpu {
+using namespace detail;
+
+struct RegionInterpreter::Impl {
+  const cellpack::KernelStep &step;
+  std::vector<Value> values;
+  std::vector<PreparedOp> ops;
+  std::vector<uint32_t> results;
+  explicit Impl(const cellpack::KernelStep &step) : step(step) {}
+
+  Status prepare();
+  Status validate(const PreparedOp &prepared);
+  Status prepareMoves(PreparedOp &prepared);
+  Status execute(PreparedOp &prepared);
+  Status executeOp(PreparedOp &prepared);
+};
+
+/// A malformed region, as a status.
+inline Status invalidRegion(const std::string &message) {
+  return Status(StatusCode::DataLoss, "kernel region: " + message);
+}
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H

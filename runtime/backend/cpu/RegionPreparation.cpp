@@ -1,0 +1,271 @@
+//===- RegionPreparation.cpp - Checking a region, index maps ------------===//
+//
+// Before a kernel region runs: every op's arity, axes and shapes are checked
+// against its values (a malformed artifact is an error, never an
+// out-of-bounds access), which values have the batch is propagated, and the
+// index maps of broadcasting and data movement are computed once.
+//
+//===----------------------------------------------------------------------===//
+#include "RegionInterpreterImpl.h"
+
+#include "ElementIO.h"
+
+using namespace cellrun;
+using namespace cellrun::cpu;
+using cellpack::OpCode;
+
+Status RegionInterpreter::Impl::prepare() {
+  const cellpack::PortableRegion *region = step.region();
+  if (!region || !region->values())
+    return invalidRegion("missing region");
+  uint32_t numInputs = region->num_inputs();
+  if (numInputs > region->values()->size() || !step.input_access() ||
+      step.input_access()->size() != numInputs)
+    return invalidRegion("inputs and access kinds disagree");
+  for (const cellpack::PortableValue *value : *region->values()) {
+    Value v;
+    v.dtype = value->dtype();
+    v.isFloat = isFloatType(v.dtype);
+    v.shape = toVector(value->shape());
+    values.push_back(std::move(v));
+  }
+  for (uint32_t i = 0; i < numInputs; ++i)
+    values[i].hasBatch =
+        step.input_access()->Get(i) != cellpack::Access::Broadcast;
+  for (const cellpack::PortableOp *op : *region->ops()) {
+    PreparedOp prepared;
+    prepared.op = op;
+    if (op->operands())
+      prepared.operands.assign(op->operands()->begin(), op->operands()->end());
+    if (op->results())
+      prepared.results.assign(op->results()->begin(), op->results()->end());
+    bool batch = false;
+    for (uint32_t operand : prepared.operands) {
+      if (operand >= values.size())
+        return invalidRegion("operand index out of range");
+      batch |= values[operand].hasBatch;
+    }
+    if (op->opcode() == OpCode::Gather && prepared.operands.size() == 2)
+      batch = values[prepared.operands[1]].hasBatch;
+    if (op->opcode() == OpCode::Constant)
+      batch = false;
+    for (uint32_t result : prepared.results) {
+      if (result >= values.size())
+        return invalidRegion("result index out of range");
+      values[result].hasBatch = batch;
+    }
+    ops.push_back(std::move(prepared));
+  }
+  for (Value &value : values) {
+    if (value.hasBatch && !value.shape.empty())
+      value.shape[0] = 1;
+    value.count = product(value.shape, 0, value.shape.size());
+    if (value.isFloat)
+      value.f.resize(value.count);
+    else
+      value.i.resize(value.count);
+  }
+  for (PreparedOp &prepared : ops) {
+    if (Status status = validate(prepared); !status.isOk())
+      return status;
+    if (Status status = prepareMoves(prepared); !status.isOk())
+      return status;
+  }
+  if (region->results())
+    results.assign(region->results()->begin(), region->results()->end());
+  if (!step.outputs() || step.outputs()->size() != results.size())
+    return invalidRegion("outputs and region results disagree");
+  for (uint32_t result : results)
+    if (result >= values.size())
+      return invalidRegion("region result index out of range");
+  return Status::ok();
+}
+
+/// Checks an op's arity, axes and shapes against its values, so that a
+/// malformed region is an error and never an out-of-bounds access.
+Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
+  const cellpack::PortableOp &op = *prepared.op;
+  std::string what = std::string("op ") + cellpack::EnumNameOpCode(op.opcode());
+  size_t operands = prepared.operands.size(), results = prepared.results.size();
+  auto arity = [&](size_t minOperands, size_t maxOperands, size_t wantResults) {
+    return operands >= minOperands && operands <= maxOperands &&
+           (wantResults == 0 ? results >= 1 : results == wantResults);
+  };
+  auto rank = [&](uint32_t id) {
+    return static_cast<int64_t>(values[id].shape.size());
+  };
+  bool ok = true;
+  int64_t axis = op.axis();
+  switch (op.opcode()) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+    ok = arity(2, 2, 1) &&
+         rank(prepared.operands[0]) <= rank(prepared.results[0]) &&
+         rank(prepared.operands[1]) <= rank(prepared.results[0]);
+    break;
+  case OpCode::Sigmoid:
+  case OpCode::Tanh:
+  case OpCode::Relu:
+  case OpCode::Cast:
+  case OpCode::Identity:
+  case OpCode::Reshape:
+  case OpCode::Squeeze:
+  case OpCode::Unsqueeze:
+  case OpCode::Transpose:
+  case OpCode::Slice:
+    ok = arity(1, 1, 1);
+    if (ok && op.opcode() != OpCode::Slice)
+      ok = values[prepared.operands[0]].count ==
+           values[prepared.results[0]].count;
+    break;
+  case OpCode::Split:
+    ok = arity(1, 1, 0) && axis >= 0 && axis < rank(prepared.operands[0]);
+    if (ok) {
+      int64_t total = 0;
+      for (uint32_t result : prepared.results) {
+        ok &= rank(result) == rank(prepared.operands[0]);
+        if (ok)
+          total += values[result].shape[axis];
+      }
+      ok &= ok && total == values[prepared.operands[0]].shape[axis];
+    }
+    break;
+  case OpCode::Concat:
+    ok = operands >= 1 && results == 1 && axis >= 0 &&
+         axis < rank(prepared.results[0]);
+    for (uint32_t operand : prepared.operands)
+      ok &= ok && rank(operand) == rank(prepared.results[0]);
+    break;
+  case OpCode::Gather:
+    ok = arity(2, 2, 1) && axis >= 0 && axis < rank(prepared.operands[0]);
+    break;
+  case OpCode::ArgMax:
+    ok = arity(1, 1, 1) && axis >= 0 && axis < rank(prepared.operands[0]) &&
+         !values[prepared.results[0]].isFloat;
+    break;
+  case OpCode::Gemm:
+    ok = arity(2, 3, 1) && rank(prepared.operands[0]) >= 1 &&
+         rank(prepared.operands[1]) == 2;
+    if (ok) {
+      const std::vector<int64_t> &b = values[prepared.operands[1]].shape;
+      int64_t depth = values[prepared.operands[0]].shape.back();
+      ok = b[op.trans_b() ? 1 : 0] == depth &&
+           values[prepared.results[0]].shape.back() == b[op.trans_b() ? 0 : 1];
+    }
+    break;
+  case OpCode::Constant:
+    ok = arity(0, 0, 1);
+    break;
+  }
+  if (!ok)
+    return invalidRegion(what +
+                         " has operands, results or an axis that do not fit");
+  for (uint32_t id : prepared.operands)
+    if (values[id].isFloat != values[prepared.operands[0]].isFloat &&
+        op.opcode() != OpCode::Gather && op.opcode() != OpCode::Cast)
+      return invalidRegion(what + " mixes float and integer operands");
+  return Status::ok();
+}
+
+/// Index maps of the ops whose data movement depends only on shapes.
+Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
+  const cellpack::PortableOp &op = *prepared.op;
+  auto shapeOf = [&](uint32_t id) -> const std::vector<int64_t> & {
+    return values[id].shape;
+  };
+  switch (op.opcode()) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+    if (prepared.operands.size() != 2 || prepared.results.size() != 1)
+      return invalidRegion("binary op arity");
+    for (uint32_t operand : prepared.operands)
+      prepared.broadcast.push_back(
+          broadcastMap(shapeOf(operand), shapeOf(prepared.results[0])));
+    return Status::ok();
+  case OpCode::Gemm:
+    if (prepared.operands.size() < 2 || prepared.operands.size() > 3 ||
+        prepared.results.size() != 1 || op.trans_a() ||
+        shapeOf(prepared.operands[1]).size() != 2)
+      return invalidRegion("gemm with an unsupported form");
+    prepared.broadcast.resize(2);
+    if (prepared.operands.size() == 3)
+      prepared.broadcast.push_back(broadcastMap(shapeOf(prepared.operands[2]),
+                                                shapeOf(prepared.results[0])));
+    return Status::ok();
+  case OpCode::Split: {
+    int64_t axis = op.axis();
+    const std::vector<int64_t> &input = shapeOf(prepared.operands.at(0));
+    int64_t outer = product(input, 0, axis),
+            inner = product(input, axis + 1, input.size());
+    int64_t start = 0;
+    for (uint32_t result : prepared.results) {
+      int64_t size = shapeOf(result)[axis];
+      MoveMap map;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t s = 0; s < size * inner; ++s)
+          map.emplace_back(0, (o * input[axis] + start) * inner + s);
+      start += size;
+      prepared.moves.push_back(std::move(map));
+    }
+    return Status::ok();
+  }
+  case OpCode::Concat: {
+    int64_t axis = op.axis();
+    const std::vector<int64_t> &output = shapeOf(prepared.results.at(0));
+    int64_t outer = product(output, 0, axis),
+            inner = product(output, axis + 1, output.size());
+    MoveMap map;
+    for (int64_t o = 0; o < outer; ++o)
+      for (uint32_t n = 0; n < prepared.operands.size(); ++n) {
+        int64_t size = shapeOf(prepared.operands[n])[axis];
+        for (int64_t s = 0; s < size * inner; ++s)
+          map.emplace_back(n, o * size * inner + s);
+      }
+    prepared.moves.push_back(std::move(map));
+    return Status::ok();
+  }
+  case OpCode::Slice:
+  case OpCode::Transpose: {
+    const std::vector<int64_t> &input = shapeOf(prepared.operands.at(0));
+    const std::vector<int64_t> &output = shapeOf(prepared.results.at(0));
+    std::vector<int64_t> inStrides = strides(input),
+                         outStrides = strides(output);
+    std::vector<int64_t> axes = toVector(op.axes()),
+                         starts = toVector(op.starts()),
+                         steps = toVector(op.steps()),
+                         perm = toVector(op.perm());
+    if (op.opcode() == OpCode::Transpose &&
+        (perm.size() != input.size() ||
+         (values[prepared.operands[0]].hasBatch && perm[0] != 0)))
+      return Status(StatusCode::Unsupported,
+                    "kernel region: a transpose that moves the batch");
+    MoveMap map;
+    int64_t count = product(output, 0, output.size());
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t index = 0;
+      for (size_t d = 0; d < output.size(); ++d) {
+        int64_t coordinate = flat / outStrides[d] % output[d];
+        if (op.opcode() == OpCode::Transpose) {
+          index += coordinate * inStrides[perm[d]];
+          continue;
+        }
+        for (size_t a = 0; a < axes.size(); ++a)
+          if (axes[a] == static_cast<int64_t>(d))
+            coordinate = starts[a] + coordinate * steps[a];
+        index += coordinate * inStrides[d];
+      }
+      if (index < 0 || index >= values[prepared.operands[0]].count)
+        return invalidRegion("a slice or transpose reads outside its input");
+      map.emplace_back(0, index);
+    }
+    prepared.moves.push_back(std::move(map));
+    return Status::ok();
+  }
+  default:
+    return Status::ok();
+  }
+}
