@@ -8,6 +8,7 @@
 // instead of printing numbers it did not measure.
 //
 //   task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--min-seconds S]
+//              [--threads N]  (workers of the CPU backend, default: all cores)
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Artifact.h"
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace cellrun;
@@ -93,6 +95,7 @@ int main(int argc, char **argv) {
   }
   std::string cellName, csvPath;
   double minSeconds = 0.2;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string option = argv[i];
     if (option == "--cell")
@@ -101,6 +104,8 @@ int main(int argc, char **argv) {
       csvPath = argv[i + 1];
     else if (option == "--min-seconds")
       minSeconds = std::stod(argv[i + 1]);
+    else if (option == "--threads")
+      threads = static_cast<unsigned>(std::max(1, std::stoi(argv[i + 1])));
   }
   auto artifact = loadArtifact(argv[1]);
   if (!artifact.ok()) {
@@ -121,8 +126,9 @@ int main(int argc, char **argv) {
   std::string note;
   DeviceKind device = resolveDevice(DeviceChoice::Auto, note).value();
 
-  std::printf("cell %s of %s; CPU: %s\n", cell->name()->c_str(), argv[1],
-              openblas_get_config());
+  cpu::ThreadPool pool(threads);
+  std::printf("cell %s of %s; CPU backend with %u thread(s); %s\n",
+              cell->name()->c_str(), argv[1], threads, openblas_get_config());
   std::printf("%6s %14s %22s %12s %8s\n", "batch", "largest GEMM",
               "cpu task (us)", "BLAS (us)", "ratio");
   std::ofstream csv;
@@ -145,7 +151,7 @@ int main(int argc, char **argv) {
       outputs.emplace_back(rowBytes(*spec) * batch, 0);
       outViews.push_back({outputs.back().data(), rows.data()});
     }
-    auto runner = cpu::CpuTaskRunner::create(*cell, *plan).value();
+    auto runner = cpu::CpuTaskRunner::create(*cell, *plan, {}, &pool).value();
     double task = medianSeconds(
         [&] { (void)runner->run(batch, inViews, outViews); }, minSeconds);
 

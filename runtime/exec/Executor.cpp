@@ -18,10 +18,12 @@ static std::pair<int, size_t> rowType(const cellpack::TensorSpec &spec) {
 
 Result<std::unique_ptr<Executor>>
 Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
-                 uint32_t rowsPerPool) {
+                 uint32_t rowsPerPool, unsigned threads) {
   if (rowsPerPool == 0)
     return Status(StatusCode::InvalidArgument, "pools need at least one row");
   std::unique_ptr<Executor> executor(new Executor(std::move(artifact)));
+  if (threads > 1)
+    executor->threads_ = std::make_unique<cpu::ThreadPool>(threads);
   for (const cellpack::CellType *cell : executor->artifact_->cells())
     for (const auto *specs : {cell->inputs(), cell->outputs()})
       if (specs)
@@ -86,7 +88,8 @@ Executor::run(const cellpack::CellType &cell, uint32_t rows,
     return plan.status();
   auto &runner = runners_[plan.value()];
   if (!runner) {
-    auto created = cpu::CpuTaskRunner::create(cell, *plan.value());
+    auto created =
+        cpu::CpuTaskRunner::create(cell, *plan.value(), {}, threads_.get());
     if (!created.ok())
       return created.status();
     runner = std::move(created).value();

@@ -16,6 +16,40 @@ TEST_P(CpuBackendTest, EveryCellAndBatchSizeMatchesPyTorch) {
   EXPECT_GE(cellc::testing::checkExampleAgainstPyTorch(GetParam()), 10);
 }
 
+TEST_P(CpuBackendTest, SameWithRowsSplitAmongThreeWorkers) {
+  cellrun::cpu::ThreadPool pool(3);
+  EXPECT_GE(cellc::testing::checkExampleAgainstPyTorch(GetParam(), {}, &pool),
+            10);
+}
+
+TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
+  cellrun::cpu::ThreadPool pool(4);
+  EXPECT_EQ(pool.size(), 4u);
+  for (int64_t count : {0, 1, 3, 4, 10, 1001}) {
+    std::vector<int> hits(count, 0);
+    std::vector<int> workerOf(count, -1);
+    pool.parallelFor(count, [&](unsigned worker, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        ++hits[i];
+        workerOf[i] = static_cast<int>(worker);
+      }
+    });
+    for (int64_t i = 0; i < count; ++i) {
+      EXPECT_EQ(hits[i], 1) << "count " << count << " index " << i;
+      if (i > 0)
+        EXPECT_GE(workerOf[i], workerOf[i - 1]) << "chunks are contiguous";
+    }
+  }
+  cellrun::cpu::ThreadPool single(1);
+  int calls = 0;
+  single.parallelFor(5, [&](unsigned worker, int64_t begin, int64_t end) {
+    EXPECT_EQ(worker, 0u);
+    EXPECT_EQ(end - begin, 5);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "treelstm"));

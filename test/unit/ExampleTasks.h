@@ -70,7 +70,8 @@ inline bool isPoisoned(const Pool &pool, int64_t row) {
 
 inline void runCase(const cellpack::CellType &cell,
                     const cellpack::BatchPlan &plan, const RefCase &reference,
-                    const KernelLauncher &launcher, std::mt19937 &random) {
+                    const KernelLauncher &launcher, std::mt19937 &random,
+                    ThreadPool *pool = nullptr) {
   std::string where = cell.name()->str() + " at batch size " +
                       std::to_string(plan.batch_size()) + " with " +
                       std::to_string(reference.batch) + " rows";
@@ -91,7 +92,7 @@ inline void runCase(const cellpack::CellType &cell,
     outputs.push_back(makePool(*spec, rows, poolRows, random));
   std::vector<Pool> inputsBefore = inputs;
 
-  auto runner = CpuTaskRunner::create(cell, plan, launcher);
+  auto runner = CpuTaskRunner::create(cell, plan, launcher, pool);
   ASSERT_TRUE(runner.ok()) << runner.status().toString();
   std::vector<PoolView> inViews, outViews;
   for (Pool &pool : inputs)
@@ -150,7 +151,8 @@ inline void runCase(const cellpack::CellType &cell,
 /// Checks every cell of example `model` (built into CELL_EXAMPLES_BUILD_DIR)
 /// and returns how many tasks ran.
 inline int checkExampleAgainstPyTorch(const std::string &model,
-                                      const KernelLauncher &launcher = {}) {
+                                      const KernelLauncher &launcher = {},
+                                      ThreadPool *pool = nullptr) {
   std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
   auto artifact = loadArtifact(dir + "/model.cellpack");
   EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
@@ -168,7 +170,7 @@ inline int checkExampleAgainstPyTorch(const std::string &model,
     for (const RefCase &reference : cases)
       for (const cellpack::BatchPlan *plan : *cell->plans())
         if (plan->batch_size() >= reference.batch) {
-          runCase(*cell, *plan, reference, launcher, random);
+          runCase(*cell, *plan, reference, launcher, random, pool);
           ++tasks;
         }
   }

@@ -56,7 +56,7 @@ protected:
     std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/lstm";
     auto artifact = loadArtifact(dir + "/model.cellpack");
     ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
-    auto created = Executor::create(artifact.value(), 64);
+    auto created = Executor::create(artifact.value(), 64, /*threads=*/2);
     ASSERT_TRUE(created.ok()) << created.status().toString();
     executor = std::move(created).value();
     cell = executor->artifact().cell("lstm").value();

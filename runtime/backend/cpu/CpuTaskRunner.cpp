@@ -13,10 +13,12 @@ static constexpr size_t kWorkspaceAlignment = 256;
 
 Result<std::unique_ptr<CpuTaskRunner>>
 CpuTaskRunner::create(const cellpack::CellType &cell,
-                      const cellpack::BatchPlan &plan,
-                      KernelLauncher launcher) {
+                      const cellpack::BatchPlan &plan, KernelLauncher launcher,
+                      ThreadPool *pool) {
   std::unique_ptr<CpuTaskRunner> runner(new CpuTaskRunner(cell, plan));
   runner->launcher_ = std::move(launcher);
+  runner->pool_ = pool;
+  unsigned workers = pool ? pool->size() : 1;
   runner->workspaceStorage_.resize(plan.workspace_bytes() +
                                    kWorkspaceAlignment);
   auto address = reinterpret_cast<uintptr_t>(runner->workspaceStorage_.data());
@@ -25,15 +27,16 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
                            kWorkspaceAlignment;
   if (plan.steps())
     for (const cellpack::TaskStep *step : *plan.steps()) {
-      std::unique_ptr<RegionInterpreter> kernel;
       const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
-      if (kernelStep && !runner->launcher_) {
+      std::vector<std::unique_ptr<RegionInterpreter>> perWorker;
+      for (unsigned w = 0; kernelStep && !runner->launcher_ && w < workers;
+           ++w) {
         auto prepared = RegionInterpreter::create(*kernelStep);
         if (!prepared.ok())
           return prepared.status();
-        kernel = std::move(prepared).value();
+        perWorker.push_back(std::move(prepared).value());
       }
-      runner->kernels_.push_back(std::move(kernel));
+      runner->kernels_.push_back(std::move(perWorker));
     }
   return runner;
 }
@@ -137,10 +140,24 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
         return data.status();
       out.push_back({const_cast<void *>(data.value()), refRows});
     }
-    Status status = launcher_ ? launcher_(kernel, rows, in, out)
-                              : kernels_[i]->run(rows, in, out);
-    if (!status.isOk())
-      return status;
+    if (launcher_) {
+      if (Status status = launcher_(kernel, rows, in, out); !status.isOk())
+        return status;
+      continue;
+    }
+    if (!pool_) {
+      if (Status status = kernels_[i][0]->run(rows, in, out); !status.isOk())
+        return status;
+      continue;
+    }
+    // Each worker runs its own interpreter over its share of the rows.
+    std::vector<Status> statuses(pool_->size());
+    pool_->parallelFor(rows, [&](unsigned worker, int64_t begin, int64_t end) {
+      statuses[worker] = kernels_[i][worker]->runRows(begin, end, in, out);
+    });
+    for (const Status &status : statuses)
+      if (!status.isOk())
+        return status;
   }
   return Status::ok();
 }

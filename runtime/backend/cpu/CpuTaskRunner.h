@@ -10,6 +10,7 @@
 #define CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H
 
 #include "RegionInterpreter.h"
+#include "ThreadPool.h"
 
 #include <functional>
 
@@ -33,9 +34,11 @@ public:
   /// Prepares `plan` of `cell` (its weights stay in the artifact's buffer,
   /// which must outlive the runner). Kernels run through the region
   /// interpreter, or through `launcher` when one is given.
+  /// With `pool`, the rows of each kernel step are split among its
+  /// workers (the pool must outlive the runner).
   static Result<std::unique_ptr<CpuTaskRunner>>
   create(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
-         KernelLauncher launcher = {});
+         KernelLauncher launcher = {}, ThreadPool *pool = nullptr);
 
   /// Runs the plan for `rows` active rows (1 <= rows <= batch size).
   /// `inputs`/`outputs` have one view per cell input/output.
@@ -59,8 +62,10 @@ private:
   const cellpack::BatchPlan &plan_;
   std::vector<uint8_t> workspaceStorage_;
   uint8_t *workspace_ = nullptr;
-  std::vector<std::unique_ptr<RegionInterpreter>> kernels_; // per step
+  /// Per step, one interpreter per worker (empty for GEMM steps).
+  std::vector<std::vector<std::unique_ptr<RegionInterpreter>>> kernels_;
   KernelLauncher launcher_;
+  ThreadPool *pool_ = nullptr;
 };
 
 } // namespace cellrun::cpu

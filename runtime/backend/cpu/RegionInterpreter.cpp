@@ -265,6 +265,12 @@ RegionInterpreter::create(const cellpack::KernelStep &step) {
 Status RegionInterpreter::run(int64_t rows,
                               const std::vector<InputView> &inputs,
                               const std::vector<OutputView> &outputs) {
+  return runRows(0, rows, inputs, outputs);
+}
+
+Status RegionInterpreter::runRows(int64_t begin, int64_t end,
+                                  const std::vector<InputView> &inputs,
+                                  const std::vector<OutputView> &outputs) {
   Impl &impl = *impl_;
   const cellpack::PortableRegion &region = *impl.step.region();
   uint32_t numInputs = region.num_inputs();
@@ -294,7 +300,7 @@ Status RegionInterpreter::run(int64_t rows,
   for (uint32_t id = 0; id < numInputs; ++id)
     if (!impl.values[id].hasBatch)
       load(id, 0);
-  for (int64_t row = 0; row < rows; ++row) {
+  for (int64_t row = begin; row < end; ++row) {
     for (uint32_t id = 0; id < numInputs; ++id)
       if (impl.values[id].hasBatch)
         load(id, row);

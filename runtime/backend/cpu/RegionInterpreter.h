@@ -44,6 +44,11 @@ public:
   /// Runs the region for rows 0..rows-1.
   Status run(int64_t rows, const std::vector<InputView> &inputs,
              const std::vector<OutputView> &outputs);
+  /// Runs the region for rows begin..end-1 (another interpreter of the
+  /// same step may run other rows at the same time).
+  Status runRows(int64_t begin, int64_t end,
+                 const std::vector<InputView> &inputs,
+                 const std::vector<OutputView> &outputs);
 
 private:
   struct Impl;

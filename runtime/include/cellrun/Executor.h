@@ -23,13 +23,16 @@
 namespace cellrun {
 namespace cpu {
 class CpuTaskRunner;
-}
+class ThreadPool;
+} // namespace cpu
 
 class Executor {
 public:
-  /// Pools of `rowsPerPool` rows for every row type of `artifact`.
+  /// Pools of `rowsPerPool` rows for every row type of `artifact`; kernel
+  /// steps split their rows among `threads` workers.
   static Result<std::unique_ptr<Executor>>
-  create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool);
+  create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
+         unsigned threads = 1);
   ~Executor();
 
   const LoadedArtifact &artifact() const { return *artifact_; }
@@ -52,6 +55,7 @@ private:
                    bool isOutput);
 
   std::shared_ptr<const LoadedArtifact> artifact_;
+  std::unique_ptr<cpu::ThreadPool> threads_;
   /// (element type, row bytes) -> pool.
   std::map<std::pair<int, size_t>, std::unique_ptr<SlotPool>> pools_;
   std::unordered_map<const cellpack::BatchPlan *,
