@@ -8,7 +8,7 @@
 // instead of printing numbers it did not measure.
 //
 //   task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--min-seconds S]
-//              [--threads N]  (workers of the CPU backend, default: all cores)
+//              [--threads N]  (workers of the CPU backend, default 1)
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Artifact.h"
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
   }
   std::string cellName, csvPath;
   double minSeconds = 0.2;
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = 1; // as the executor: see bench/results
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string option = argv[i];
     if (option == "--cell")
