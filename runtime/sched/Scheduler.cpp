@@ -1,0 +1,168 @@
+//===- Scheduler.cpp - Algorithm 1 of BatchMaker --------------------------===//
+#include "cellrun/Scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+
+using namespace cellrun;
+
+struct Scheduler::Subgraph {
+  SubgraphId id;
+  uint64_t tag;
+  uint32_t length;
+  uint32_t submitted = 0; // nodes put into tasks (dependencies updated)
+  uint32_t finished = 0;  // nodes whose task ran
+  int pinned = -1;        // worker, while a task of this subgraph runs
+  uint32_t running = 0;   // tasks with nodes of this subgraph not finished
+  /// Nodes ready to be batched: the next one, once the previous is submitted.
+  uint32_t ready() const { return submitted < length ? 1 : 0; }
+};
+
+struct Scheduler::CellQueue {
+  CellTypeConfig config;
+  std::vector<std::unique_ptr<Subgraph>> subgraphs; // in arrival order
+  uint32_t runningTasks = 0;
+  uint32_t readyNodes() const {
+    uint32_t count = 0;
+    for (const auto &subgraph : subgraphs)
+      count += subgraph->ready();
+    return count;
+  }
+};
+
+Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
+                     uint32_t maxTasksToSubmit)
+    : maxTasksToSubmit_(std::max(1u, maxTasksToSubmit)) {
+  for (CellTypeConfig &config : cellTypes) {
+    if (config.batchSizes.empty())
+      config.batchSizes = {1};
+    std::sort(config.batchSizes.begin(), config.batchSizes.end());
+    CellQueue queue;
+    queue.config = std::move(config);
+    queues_.push_back(std::move(queue));
+  }
+}
+
+Scheduler::~Scheduler() = default;
+
+SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
+                                  uint64_t tag) {
+  auto subgraph = std::make_unique<Subgraph>();
+  subgraph->id = nextId_++;
+  subgraph->tag = tag;
+  subgraph->length = std::max(1u, length);
+  SubgraphId id = subgraph->id;
+  queues_.at(cellType).subgraphs.push_back(std::move(subgraph));
+  return id;
+}
+
+Scheduler::Subgraph &Scheduler::find(SubgraphId id) const {
+  for (const CellQueue &queue : queues_)
+    for (const auto &subgraph : queue.subgraphs)
+      if (subgraph->id == id)
+        return *subgraph;
+  throw std::out_of_range("unknown subgraph");
+}
+
+uint64_t Scheduler::tagOf(SubgraphId subgraph) const {
+  return find(subgraph).tag;
+}
+
+uint32_t Scheduler::readyNodes(uint32_t cellType) const {
+  return queues_.at(cellType).readyNodes();
+}
+
+uint32_t Scheduler::runningTasks(uint32_t cellType) const {
+  return queues_.at(cellType).runningTasks;
+}
+
+bool Scheduler::idle() const {
+  return std::all_of(queues_.begin(), queues_.end(), [](const CellQueue &q) {
+    return q.subgraphs.empty() && q.runningTasks == 0;
+  });
+}
+
+/// FormBatchedTask: ready nodes of subgraphs not pinned to another worker,
+/// in queue order, up to the largest batch size.
+Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
+  Task task;
+  task.worker = worker;
+  uint32_t largest = queue.config.batchSizes.back();
+  for (const auto &subgraph : queue.subgraphs) {
+    if (subgraph->pinned != -1 && subgraph->pinned != worker)
+      continue;
+    if (subgraph->ready() == 0)
+      continue;
+    task.nodes.push_back({subgraph->id, subgraph->submitted});
+    if (task.nodes.size() == largest)
+      break;
+  }
+  return task;
+}
+
+void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
+  CellQueue &queue = queues_[cellType];
+  uint32_t smallest = queue.config.batchSizes.front();
+  for (uint32_t count = 0; count < maxTasksToSubmit_; ++count) {
+    Task task = formBatchedTask(queue, worker);
+    task.cellType = cellType;
+    if (task.nodes.empty() || (task.nodes.size() < smallest && count > 0))
+      break;
+    // Submit: update dependencies now, so the next node of each subgraph
+    // may join the very next task on this worker; pin the subgraphs.
+    for (const TaskNode &node : task.nodes) {
+      Subgraph &subgraph = find(node.subgraph);
+      ++subgraph.submitted;
+      ++subgraph.running;
+      subgraph.pinned = worker;
+    }
+    ++queue.runningTasks;
+    tasks.push_back(std::move(task));
+  }
+}
+
+std::vector<Task> Scheduler::schedule(int worker) {
+  // The three tiers of Algorithm 1 (lines 5-9), highest priority within.
+  auto choose = [&](auto eligible) -> int {
+    int best = -1;
+    for (uint32_t type = 0; type < queues_.size(); ++type)
+      if (eligible(queues_[type]) &&
+          (best < 0 ||
+           queues_[type].config.priority > queues_[best].config.priority))
+        best = static_cast<int>(type);
+    return best;
+  };
+  int chosen = choose([](const CellQueue &q) {
+    return q.readyNodes() >= q.config.batchSizes.back();
+  });
+  if (chosen < 0)
+    chosen = choose([](const CellQueue &q) {
+      return q.runningTasks == 0 && q.readyNodes() > 0;
+    });
+  if (chosen < 0)
+    chosen = choose([](const CellQueue &q) { return q.readyNodes() > 0; });
+  std::vector<Task> tasks;
+  if (chosen >= 0)
+    batch(static_cast<uint32_t>(chosen), worker, tasks);
+  return tasks;
+}
+
+std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
+  CellQueue &queue = queues_.at(task.cellType);
+  --queue.runningTasks;
+  std::vector<Completed> completed;
+  for (const TaskNode &node : task.nodes) {
+    Subgraph &subgraph = find(node.subgraph);
+    ++subgraph.finished;
+    if (--subgraph.running == 0)
+      subgraph.pinned = -1; // no task of it runs any more
+    if (subgraph.finished == subgraph.length)
+      completed.push_back({subgraph.id, subgraph.tag});
+  }
+  for (const Completed &done : completed)
+    queue.subgraphs.erase(std::find_if(
+        queue.subgraphs.begin(), queue.subgraphs.end(),
+        [&](const auto &subgraph) { return subgraph->id == done.subgraph; }));
+  return completed;
+}
