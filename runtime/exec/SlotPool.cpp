@@ -9,7 +9,7 @@ static constexpr size_t kPoolAlignment = 64;
 
 SlotPool::SlotPool(size_t rowBytes, uint32_t capacity)
     : rowBytes_(rowBytes), capacity_(capacity),
-      storage_(new uint8_t[rowBytes * capacity + kPoolAlignment]),
+      storage_(new uint8_t[rowBytes * capacity + kPoolAlignment]()),
       taken_(capacity, 0) {
   auto address = reinterpret_cast<uintptr_t>(storage_.get());
   base_ = storage_.get() +

@@ -119,6 +119,15 @@ TEST_F(ExecutorTest, TaskOfThreeRowsRunsAtBatchFourAndMatchesPyTorch) {
 }
 
 TEST_F(ExecutorTest, BadRowVectorsAreRejected) {
+  // Valid data in the rows used: token 7, states of small values.
+  SlotPool &tokens = executor->pool(*cell, false, 0);
+  SlotPool &states = executor->pool(*cell, false, 1);
+  for (int row = 0; row < 2; ++row) {
+    int64_t token = 7;
+    std::memcpy(tokens.row(row), &token, sizeof token);
+    std::vector<float> state(64, 0.25f);
+    std::memcpy(states.row(row), state.data(), states.rowBytes());
+  }
   std::vector<std::vector<int32_t>> inputs(3, {0, 1}), outputs(2, {2, 3});
   auto ok = executor->run(*cell, 2, inputs, outputs);
   EXPECT_TRUE(ok.ok()) << ok.status().toString();

@@ -20,9 +20,9 @@ namespace cellrun {
 
 class SlotPool {
 public:
-  /// `capacity` rows of `rowBytes` bytes each, in host memory aligned to 64
-  /// bytes (each row starts 16-byte aligned when rowBytes is a multiple of
-  /// 16, which the vectorised kernels rely on).
+  /// `capacity` rows of `rowBytes` bytes each (zeroed), in host memory aligned
+  /// to 64 bytes (each row starts 16-byte aligned when rowBytes is a multiple
+  /// of 16, which the vectorised kernels rely on).
   SlotPool(size_t rowBytes, uint32_t capacity);
 
   /// A free row, or ResourceExhausted when every row is taken.
