@@ -27,6 +27,14 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
                            kWorkspaceAlignment;
   if (plan.steps())
     for (const cellpack::TaskStep *step : *plan.steps()) {
+      if (const cellpack::GemmStep *gemm = step->step_as_GemmStep())
+        if (gemm->trans_a() || gemm->a()->dtype() != cellpack::DType::F32 ||
+            gemm->b()->dtype() != cellpack::DType::F32 ||
+            gemm->d()->dtype() != cellpack::DType::F32)
+          return Status(StatusCode::Unsupported,
+                        "cell '" + cell.name()->str() +
+                            "': the CPU backend runs fp32 GEMMs with an "
+                            "untransposed A");
       const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
       std::vector<std::unique_ptr<RegionInterpreter>> perWorker;
       for (unsigned w = 0; kernelStep && !runner->launcher_ && w < workers;
@@ -78,14 +86,10 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, int64_t rows,
   auto d = resolve(*gemm.d(), inputs, outputs, &rowsD);
   if (!a.ok() || !b.ok() || !d.ok())
     return !a.ok() ? a.status() : !b.ok() ? b.status() : d.status();
-  if (rowsA || rowsB || rowsD || gemm.trans_a() ||
-      gemm.a()->dtype() != cellpack::DType::F32 ||
-      gemm.b()->dtype() != cellpack::DType::F32 ||
-      gemm.d()->dtype() != cellpack::DType::F32)
+  if (rowsA || rowsB || rowsD)
     return Status(StatusCode::Unsupported,
                   "cell '" + cell_.name()->str() +
-                      "': the CPU backend runs fp32 GEMMs over dense rows "
-                      "with an untransposed A");
+                      "': the CPU backend runs GEMMs over dense rows only");
   // Only the task's rows: the padding rows of A and D are left alone.
   int64_t m = rows, n = gemm.n(), k = gemm.k();
   auto *out = static_cast<float *>(const_cast<void *>(d.value()));

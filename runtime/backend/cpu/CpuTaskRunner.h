@@ -33,7 +33,8 @@ class CpuTaskRunner {
 public:
   /// Prepares `plan` of `cell` (its weights stay in the artifact's buffer,
   /// which must outlive the runner). Kernels run through the region
-  /// interpreter, or through `launcher` when one is given.
+  /// interpreter, or through `launcher` when one is given. A plan with a
+  /// GEMM that is not fp32 with an untransposed A is refused here.
   /// With `pool`, the rows of each kernel step are split among its
   /// workers (the pool must outlive the runner).
   static Result<std::unique_ptr<CpuTaskRunner>>
