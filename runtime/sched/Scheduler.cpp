@@ -2,8 +2,6 @@
 #include "cellrun/Scheduler.h"
 
 #include <algorithm>
-#include <stdexcept>
-#include <unordered_map>
 
 using namespace cellrun;
 
@@ -53,16 +51,14 @@ SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
   subgraph->tag = tag;
   subgraph->length = std::max(1u, length);
   SubgraphId id = subgraph->id;
-  queues_.at(cellType).subgraphs.push_back(std::move(subgraph));
+  CellQueue &queue = queues_.at(cellType);
+  subgraphsById_[id] = subgraph.get();
+  queue.subgraphs.push_back(std::move(subgraph));
   return id;
 }
 
 Scheduler::Subgraph &Scheduler::find(SubgraphId id) const {
-  for (const CellQueue &queue : queues_)
-    for (const auto &subgraph : queue.subgraphs)
-      if (subgraph->id == id)
-        return *subgraph;
-  throw std::out_of_range("unknown subgraph");
+  return *subgraphsById_.at(id); // std::out_of_range for an unknown id
 }
 
 uint64_t Scheduler::tagOf(SubgraphId subgraph) const {
@@ -160,9 +156,11 @@ std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
     if (subgraph.finished == subgraph.length)
       completed.push_back({subgraph.id, subgraph.tag});
   }
-  for (const Completed &done : completed)
+  for (const Completed &done : completed) {
+    subgraphsById_.erase(done.subgraph);
     queue.subgraphs.erase(std::find_if(
         queue.subgraphs.begin(), queue.subgraphs.end(),
         [&](const auto &subgraph) { return subgraph->id == done.subgraph; }));
+  }
   return completed;
 }

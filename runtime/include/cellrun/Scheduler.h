@@ -1,5 +1,4 @@
-//===- Scheduler.h - Algorithm 1 of BatchMaker (cellular batching) -*- C++
-//-*-=//
+//===- Scheduler.h - Cellular batching, Algorithm 1 -------------*- C++ -*-===//
 //
 // The scheduler of cellular batching (Gao et al., EuroSys'18, section 4.3):
 // per cell type a queue of subgraphs (runs of nodes of that type whose outside
@@ -19,9 +18,9 @@
 #define CELLRUN_SCHEDULER_H
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace cellrun {
@@ -83,6 +82,8 @@ private:
   std::vector<CellQueue> queues_;
   uint32_t maxTasksToSubmit_;
   SubgraphId nextId_ = 1;
+  /// Every subgraph in a queue, by id (the queues own them).
+  std::unordered_map<SubgraphId, Subgraph *> subgraphsById_;
 };
 
 } // namespace cellrun
