@@ -1,5 +1,4 @@
-//===- ExampleTasks.h - Example cells against PyTorch, as test code -*- C++
-//-*-=//
+//===- ExampleTasks.h - Example cells against PyTorch -----------*- C++ -*-===//
 //
 // Shared by the tests that run example cells (through the region
 // interpreter, or through the generated CUDA kernels on the CPU): for each

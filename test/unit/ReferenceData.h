@@ -1,5 +1,4 @@
-//===- ReferenceData.h - Reader for the example cells' .ref files -*- C++
-//-*-===//
+//===- ReferenceData.h - Reader of the example .ref files -------*- C++ -*-===//
 //
 // Header-only reader (standard library only) for the reference files that
 // `examples/<model>/generate.py --reference` writes next to each

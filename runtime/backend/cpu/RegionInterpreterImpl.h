@@ -1,5 +1,4 @@
-//===- RegionInterpreterImpl.h - Internals of the region interpreter -*- C++
-//-*-===//
+//===- RegionInterpreterImpl.h - Region interpreter internals ---*- C++ -*-===//
 //
 // Shared by RegionInterpreter.cpp (execution) and RegionPreparation.cpp
 // (checking a region and computing its index maps once).
