@@ -2,7 +2,9 @@
 #include "cellrun/Executor.h"
 
 #include "../backend/cpu/CpuTaskRunner.h"
+#include "../backend/cuda/CudaBackend.h"
 
+#include <cstring>
 #include <string>
 
 using namespace cellrun;
@@ -16,24 +18,70 @@ static std::pair<int, size_t> rowType(const cellpack::TensorSpec &spec) {
   return {static_cast<int>(spec.dtype()), bytes};
 }
 
+/// Integer and boolean rows (token ids, flags) are what the host reads back
+/// after steps; on the GPU their pools are in mapped host memory.
+static bool hostVisibleType(int dtype) {
+  auto type = static_cast<cellpack::DType>(dtype);
+  return type != cellpack::DType::F32 && type != cellpack::DType::F64 &&
+         type != cellpack::DType::F16 && type != cellpack::DType::BF16;
+}
+
 Result<std::unique_ptr<Executor>>
 Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
                  uint32_t rowsPerPool, unsigned threads) {
+  ExecutorOptions options;
+  options.threads = threads;
+  return create(std::move(artifact), rowsPerPool, options);
+}
+
+Result<std::unique_ptr<Executor>>
+Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
+                 uint32_t rowsPerPool, const ExecutorOptions &options) {
   if (rowsPerPool == 0)
     return Status(StatusCode::InvalidArgument, "pools need at least one row");
-  std::unique_ptr<Executor> executor(new Executor(std::move(artifact)));
-  if (threads > 1)
-    executor->threads_ = std::make_unique<cpu::ThreadPool>(threads);
-  for (const cellpack::CellType *cell : executor->artifact_->cells())
-    for (const auto *specs : {cell->inputs(), cell->outputs()})
-      if (specs)
-        for (const cellpack::TensorSpec *spec : *specs) {
-          auto key = rowType(*spec);
-          if (!executor->pools_.count(key))
-            executor->pools_[key] =
-                std::make_unique<SlotPool>(key.second, rowsPerPool);
-        }
+  std::unique_ptr<Executor> executor(new Executor(artifact));
+  executor->device_ = options.device;
+  if (options.device == DeviceKind::Cuda) {
+    cuda::CudaBackendOptions cudaOptions;
+    cudaOptions.device = options.cudaDevice;
+    cudaOptions.tasksInFlight = options.tasksInFlight;
+    auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
+    if (!backend.ok())
+      return backend.status();
+    executor->cuda_ = std::move(backend).value();
+  } else {
+    executor->threadCount_ = options.threads ? options.threads : 1;
+    if (executor->threadCount_ > 1)
+      executor->threads_ =
+          std::make_unique<cpu::ThreadPool>(executor->threadCount_);
+  }
+  if (Status status = executor->createPools(rowsPerPool); !status.isOk())
+    return status;
   return executor;
+}
+
+Status Executor::createPools(uint32_t rowsPerPool) {
+  for (const cellpack::CellType *cell : artifact_->cells())
+    for (const auto *specs : {cell->inputs(), cell->outputs()}) {
+      if (!specs)
+        continue;
+      for (const cellpack::TensorSpec *spec : *specs) {
+        auto key = rowType(*spec);
+        if (pools_.count(key))
+          continue;
+        if (!cuda_) {
+          pools_[key] = std::make_unique<SlotPool>(key.second, rowsPerPool);
+          continue;
+        }
+        auto memory = cuda_->allocatePool(key.second * rowsPerPool,
+                                          hostVisibleType(key.first));
+        if (!memory.ok())
+          return memory.status();
+        pools_[key] = std::make_unique<SlotPool>(
+            key.second, rowsPerPool, memory->device, memory->host);
+      }
+    }
+  return Status::ok();
 }
 
 Executor::Executor(std::shared_ptr<const LoadedArtifact> artifact)
@@ -41,10 +89,51 @@ Executor::Executor(std::shared_ptr<const LoadedArtifact> artifact)
 
 Executor::~Executor() = default;
 
+std::string Executor::describe() const {
+  if (cuda_)
+    return cuda_->device().describe();
+  return "cpu (" + std::to_string(threadCount_) +
+         (threadCount_ == 1 ? " thread)" : " threads)");
+}
+
 SlotPool &Executor::pool(const cellpack::CellType &cell, bool isOutput,
                          uint32_t index) {
   const auto *specs = isOutput ? cell.outputs() : cell.inputs();
   return *pools_.at(rowType(*specs->Get(index)));
+}
+
+Status Executor::writeRow(SlotPool &pool, uint32_t row, const void *bytes) {
+  if (row >= pool.capacity())
+    return Status(StatusCode::OutOfRange,
+                  "row " + std::to_string(row) + " is outside its pool");
+  size_t offset = static_cast<size_t>(row) * pool.rowBytes();
+  if (pool.hostData()) {
+    if (cuda_) // mapped memory: earlier tasks may still use the row
+      if (Status status = cuda_->waitAll(); !status.isOk())
+        return status;
+    std::memcpy(static_cast<uint8_t *>(pool.hostData()) + offset, bytes,
+                pool.rowBytes());
+    return Status::ok();
+  }
+  return cuda_->copyIn(static_cast<uint8_t *>(pool.data()) + offset, bytes,
+                       pool.rowBytes());
+}
+
+Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
+  if (row >= pool.capacity())
+    return Status(StatusCode::OutOfRange,
+                  "row " + std::to_string(row) + " is outside its pool");
+  size_t offset = static_cast<size_t>(row) * pool.rowBytes();
+  if (pool.hostData()) {
+    if (cuda_)
+      if (Status status = cuda_->waitAll(); !status.isOk())
+        return status;
+    std::memcpy(bytes, static_cast<uint8_t *>(pool.hostData()) + offset,
+                pool.rowBytes());
+    return Status::ok();
+  }
+  return cuda_->copyOut(bytes, static_cast<uint8_t *>(pool.data()) + offset,
+                        pool.rowBytes());
 }
 
 Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,
@@ -75,23 +164,53 @@ Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,
   return Status::ok();
 }
 
-Result<uint32_t>
-Executor::run(const cellpack::CellType &cell, uint32_t rows,
-              const std::vector<std::vector<int32_t>> &inputRows,
-              const std::vector<std::vector<int32_t>> &outputRows) {
+Result<uint64_t>
+Executor::submit(const cellpack::CellType &cell, uint32_t rows,
+                 const std::vector<std::vector<int32_t>> &inputRows,
+                 const std::vector<std::vector<int32_t>> &outputRows,
+                 uint32_t *batchSize) {
+  auto plan = artifact_->smallestPlanAtLeast(cell, rows);
+  if (!plan.ok())
+    return plan.status();
+  if (batchSize)
+    *batchSize = plan.value()->batch_size();
+  return submitWithPlan(cell, *plan.value(), rows, inputRows, outputRows);
+}
+
+Result<uint64_t>
+Executor::submitWithPlan(const cellpack::CellType &cell,
+                         const cellpack::BatchPlan &batchPlan, uint32_t rows,
+                         const std::vector<std::vector<int32_t>> &inputRows,
+                         const std::vector<std::vector<int32_t>> &outputRows) {
   if (Status status = checkRows(cell, rows, inputRows, false); !status.isOk())
     return status;
   if (Status status = checkRows(cell, rows, outputRows, true); !status.isOk())
     return status;
-  auto plan = artifact_->smallestPlanAtLeast(cell, rows);
-  if (!plan.ok())
-    return plan.status();
-  auto &runner = runners_[plan.value()];
+  if (rows == 0 || rows > batchPlan.batch_size())
+    return Status(StatusCode::OutOfRange,
+                  "a task of " + std::to_string(rows) + " rows at batch size " +
+                      std::to_string(batchPlan.batch_size()));
+  const cellpack::BatchPlan *plan = &batchPlan;
+  if (cuda_) {
+    std::vector<void *> inputs, outputs;
+    std::vector<const std::vector<int32_t> *> rowIndices;
+    for (uint32_t i = 0; i < inputRows.size(); ++i) {
+      inputs.push_back(pool(cell, false, i).data());
+      rowIndices.push_back(&inputRows[i]);
+    }
+    for (uint32_t i = 0; i < outputRows.size(); ++i) {
+      outputs.push_back(pool(cell, true, i).data());
+      rowIndices.push_back(&outputRows[i]);
+    }
+    return cuda_->submit(cell, *plan, rows, inputs, outputs, rowIndices);
+  }
+  auto &runner = runners_[plan];
   if (!runner) {
-    auto created =
-        cpu::CpuTaskRunner::create(cell, *plan.value(), {}, threads_.get());
-    if (!created.ok())
+    auto created = cpu::CpuTaskRunner::create(cell, *plan, {}, threads_.get());
+    if (!created.ok()) {
+      runners_.erase(plan);
       return created.status();
+    }
     runner = std::move(created).value();
   }
   std::vector<cpu::PoolView> inputs, outputs;
@@ -101,5 +220,27 @@ Executor::run(const cellpack::CellType &cell, uint32_t rows,
     outputs.push_back({pool(cell, true, i).data(), outputRows[i].data()});
   if (Status status = runner->run(rows, inputs, outputs); !status.isOk())
     return status;
-  return plan.value()->batch_size();
+  return ++cpuTickets_;
+}
+
+Status Executor::wait(uint64_t ticket) {
+  if (cuda_)
+    return cuda_->wait(ticket);
+  if (ticket == 0 || ticket > cpuTickets_)
+    return Status(StatusCode::InvalidArgument,
+                  "ticket " + std::to_string(ticket) + " was never issued");
+  return Status::ok();
+}
+
+Result<uint32_t>
+Executor::run(const cellpack::CellType &cell, uint32_t rows,
+              const std::vector<std::vector<int32_t>> &inputRows,
+              const std::vector<std::vector<int32_t>> &outputRows) {
+  uint32_t batchSize = 0;
+  auto ticket = submit(cell, rows, inputRows, outputRows, &batchSize);
+  if (!ticket.ok())
+    return ticket.status();
+  if (Status status = wait(ticket.value()); !status.isOk())
+    return status;
+  return batchSize;
 }

@@ -14,9 +14,20 @@ SlotPool::SlotPool(size_t rowBytes, uint32_t capacity)
   auto address = reinterpret_cast<uintptr_t>(storage_.get());
   base_ = storage_.get() +
           (kPoolAlignment - address % kPoolAlignment) % kPoolAlignment;
+  hostBase_ = base_;
   free_.reserve(capacity);
   for (uint32_t row = capacity; row-- > 0;)
     free_.push_back(row); // row 0 is handed out first
+}
+
+SlotPool::SlotPool(size_t rowBytes, uint32_t capacity, void *memory,
+                   void *hostMemory)
+    : rowBytes_(rowBytes), capacity_(capacity),
+      base_(static_cast<uint8_t *>(memory)),
+      hostBase_(static_cast<uint8_t *>(hostMemory)), taken_(capacity, 0) {
+  free_.reserve(capacity);
+  for (uint32_t row = capacity; row-- > 0;)
+    free_.push_back(row);
 }
 
 Result<uint32_t> SlotPool::acquire() {

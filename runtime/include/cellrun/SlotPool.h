@@ -24,6 +24,10 @@ public:
   /// to 64 bytes (each row starts 16-byte aligned when rowBytes is a multiple
   /// of 16, which the vectorised kernels rely on).
   SlotPool(size_t rowBytes, uint32_t capacity);
+  /// The same over memory owned elsewhere (device memory of the CUDA
+  /// backend): `memory` is the address tasks use, `hostMemory` the host's
+  /// view of it when the host can access it directly, else null.
+  SlotPool(size_t rowBytes, uint32_t capacity, void *memory, void *hostMemory);
 
   /// A free row, or ResourceExhausted when every row is taken.
   Result<uint32_t> acquire();
@@ -31,8 +35,13 @@ public:
   /// taken, is InvalidArgument and changes nothing.
   Status release(uint32_t row);
 
+  /// The address tasks use (device memory on the CUDA backend).
   void *data() { return base_; }
   const void *data() const { return base_; }
+  /// The host's address of the rows, or null when only the device sees them.
+  void *hostData() { return hostBase_; }
+  const void *hostData() const { return hostBase_; }
+  /// Row `row` at the address tasks use.
   void *row(uint32_t row) {
     return base_ + static_cast<size_t>(row) * rowBytes_;
   }
@@ -45,6 +54,7 @@ private:
   uint32_t capacity_;
   std::unique_ptr<uint8_t[]> storage_;
   uint8_t *base_ = nullptr;
+  uint8_t *hostBase_ = nullptr;
   std::vector<uint32_t> free_; // stack of free rows
   std::vector<uint8_t> taken_; // per row: 1 while acquired
 };

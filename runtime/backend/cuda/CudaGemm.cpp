@@ -1,0 +1,230 @@
+//===- CudaGemm.cpp - One GEMM step of a plan through cuBLASLt ------------===//
+#include "CudaGemm.h"
+
+#include "CudaCheck.h"
+
+#include <cstdio>
+#include <vector>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+static cublasComputeType_t computeType(cellpack::Precision precision) {
+  switch (precision) {
+  case cellpack::Precision::TF32:
+    return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case cellpack::Precision::BF16:
+    return CUBLAS_COMPUTE_32F_FAST_16BF;
+  case cellpack::Precision::FP16:
+    return CUBLAS_COMPUTE_32F_FAST_16F;
+  case cellpack::Precision::FP32:
+    break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+static const char *precisionName(cellpack::Precision precision) {
+  return cellpack::EnumNamePrecision(precision);
+}
+
+/// The largest power of two (at most 256) that divides `pointer`.
+static uint32_t alignmentOf(const void *pointer) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 4 && address % alignment)
+    alignment /= 2;
+  return alignment;
+}
+
+static int64_t elementCount(const cellpack::ValueRef &ref) {
+  int64_t count = 1;
+  if (ref.shape())
+    for (int64_t dim : *ref.shape())
+      count *= dim;
+  return count;
+}
+
+Result<std::unique_ptr<CudaGemm>>
+CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
+                 int64_t rows, const GemmOperands &operands, void *workspace,
+                 size_t workspaceBytes, cudaStream_t stream, int candidates) {
+  for (const cellpack::ValueRef *ref : {step.a(), step.b(), step.d()})
+    if (ref->dtype() != cellpack::DType::F32)
+      return Status(StatusCode::Unsupported,
+                    "the CUDA backend runs GEMMs on fp32 data");
+  std::unique_ptr<CudaGemm> gemm(new CudaGemm());
+  gemm->handle_ = handle;
+  gemm->a_ = operands.a;
+  gemm->b_ = operands.b;
+  gemm->d_ = operands.d;
+  gemm->workspace_ = workspace;
+  gemm->workspaceBytes_ = workspaceBytes;
+  gemm->alpha_ = step.alpha();
+  int64_t m = rows, n = step.n(), k = step.k();
+
+  CELL_CUBLAS_TRY(cublasLtMatmulDescCreate(
+      &gemm->operation_, computeType(step.precision()), CUDA_R_32F));
+  // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's first operand is our B.
+  cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst,
+      sizeof opFirst));
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
+      sizeof opSecond));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+      &gemm->layoutA_, CUDA_R_32F, step.trans_b() ? k : n,
+      step.trans_b() ? n : k, step.trans_b() ? k : n));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+      &gemm->layoutB_, CUDA_R_32F, step.trans_a() ? m : k,
+      step.trans_a() ? k : m, step.trans_a() ? m : k));
+  CELL_CUBLAS_TRY(
+      cublasLtMatrixLayoutCreate(&gemm->layoutD_, CUDA_R_32F, n, m, n));
+  CELL_CUBLAS_TRY(
+      cublasLtMatrixLayoutCreate(&gemm->layoutC_, CUDA_R_32F, n, m, n));
+
+  // Bias: a vector of n as the BIAS epilogue, a full [m, n] C as beta * C.
+  gemm->c_ = gemm->d_;
+  gemm->beta_ = 0.0f;
+  if (step.c()) {
+    int64_t count = elementCount(*step.c());
+    if (count == n) {
+      const void *bias = operands.c;
+      if (step.beta() != 1.0f) {
+        if (!operands.hostBias)
+          return Status(StatusCode::Unsupported,
+                        "a GEMM bias scaled by beta must be a weight");
+        std::vector<float> scaled(operands.hostBias, operands.hostBias + n);
+        for (float &value : scaled)
+          value *= step.beta();
+        auto buffer = DeviceBuffer::allocate(n * sizeof(float));
+        if (!buffer.ok())
+          return buffer.status();
+        gemm->scaledBias_ = std::move(buffer).value();
+        CELL_CUDA_TRY(cudaMemcpy(gemm->scaledBias_.data(), scaled.data(),
+                                 n * sizeof(float), cudaMemcpyHostToDevice));
+        bias = gemm->scaledBias_.data();
+      }
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      cudaDataType_t biasType = CUDA_R_32F;
+      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+          gemm->operation_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+          sizeof epilogue));
+      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+          gemm->operation_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+          sizeof biasType));
+      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+          gemm->operation_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+          sizeof bias));
+    } else if (count == m * n) {
+      gemm->c_ = operands.c;
+      gemm->beta_ = step.beta();
+    } else {
+      return Status(StatusCode::Unsupported,
+                    "a GEMM's C must have n or m * n elements");
+    }
+  }
+  char text[96];
+  std::snprintf(text, sizeof text, "m=%lld n=%lld k=%lld %s",
+                static_cast<long long>(m), static_cast<long long>(n),
+                static_cast<long long>(k), precisionName(step.precision()));
+  gemm->description_ = text;
+  CELL_TRY(gemm->chooseAlgorithm(stream, candidates));
+  return gemm;
+}
+
+Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  CELL_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&preference));
+  struct Release {
+    cublasLtMatmulPreference_t preference;
+    ~Release() { cublasLtMatmulPreferenceDestroy(preference); }
+  } release{preference};
+  uint64_t bytes = workspaceBytes_;
+  CELL_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
+      sizeof bytes));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b_},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a_},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d_}};
+  for (const auto &[attribute, pointer] : alignments) {
+    uint32_t alignment = alignmentOf(pointer);
+    CELL_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        preference, attribute, &alignment, sizeof alignment));
+  }
+  std::vector<cublasLtMatmulHeuristicResult_t> proposed(candidates);
+  int returned = 0;
+  CELL_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(
+      handle_, operation_, layoutA_, layoutB_, layoutC_, layoutD_, preference,
+      candidates, proposed.data(), &returned));
+  if (returned == 0)
+    return Status(StatusCode::Unsupported,
+                  "cuBLASLt has no algorithm for the GEMM " + description_);
+  algorithm_ = proposed[0].algo;
+  if (returned == 1) {
+    description_ += ", cuBLASLt's only proposal";
+    return Status::ok();
+  }
+  // Time every proposal on the plan's buffers; keep the fastest.
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CELL_CUDA_TRY(cudaEventCreate(&start));
+  CELL_CUDA_TRY(cudaEventCreate(&stop));
+  struct Events {
+    cudaEvent_t start, stop;
+    ~Events() {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+    }
+  } events{start, stop};
+  constexpr int kRepetitions = 5;
+  float best = -1.0f;
+  int usable = 0;
+  cublasLtMatmulAlgo_t fastest = proposed[0].algo;
+  for (int i = 0; i < returned; ++i) {
+    if (proposed[i].state != CUBLAS_STATUS_SUCCESS)
+      continue;
+    algorithm_ = proposed[i].algo;
+    if (!enqueue(stream).isOk()) // warm-up; an algorithm that fails is skipped
+      continue;
+    CELL_CUDA_TRY(cudaEventRecord(start, stream));
+    for (int r = 0; r < kRepetitions; ++r)
+      CELL_TRY(enqueue(stream));
+    CELL_CUDA_TRY(cudaEventRecord(stop, stream));
+    CELL_CUDA_TRY(cudaEventSynchronize(stop));
+    float milliseconds = 0.0f;
+    CELL_CUDA_TRY(cudaEventElapsedTime(&milliseconds, start, stop));
+    ++usable;
+    if (best < 0.0f || milliseconds < best) {
+      best = milliseconds;
+      fastest = proposed[i].algo;
+    }
+  }
+  if (usable == 0)
+    return Status(StatusCode::Unsupported,
+                  "no cuBLASLt proposal runs the GEMM " + description_);
+  algorithm_ = fastest;
+  char text[96];
+  std::snprintf(text, sizeof text, ", fastest of %d proposals: %.1f us", usable,
+                1000.0 * best / kRepetitions);
+  description_ += text;
+  return Status::ok();
+}
+
+Status CudaGemm::enqueue(cudaStream_t stream) const {
+  CELL_CUBLAS_TRY(cublasLtMatmul(handle_, operation_, &alpha_, b_, layoutA_,
+                                 a_, layoutB_, &beta_, c_, layoutC_, d_,
+                                 layoutD_, &algorithm_, workspace_,
+                                 workspaceBytes_, stream));
+  return Status::ok();
+}
+
+CudaGemm::~CudaGemm() {
+  for (cublasLtMatrixLayout_t layout : {layoutA_, layoutB_, layoutC_, layoutD_})
+    if (layout)
+      cublasLtMatrixLayoutDestroy(layout);
+  if (operation_)
+    cublasLtMatmulDescDestroy(operation_);
+}
