@@ -3,15 +3,13 @@
 // For every batch size of a cell (default: the hidden-1024 LSTM), times one
 // task on the CPU backend and, in the same run, a plain BLAS call of the same
 // GEMM shape (the floor the task cannot beat on this machine), and prints a
-// table and a CSV. The CUDA columns (task, bare cuBLAS GEMM, weight-read time
-// at measured bandwidth) come with the CUDA backend; this program says so
-// instead of printing numbers it did not measure.
+// table and a CSV. The CUDA counterpart is cuda_task_bench.
 //
 //   task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--min-seconds S]
 //              [--threads N]  (workers of the CPU backend, default 1)
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Artifact.h"
+#include "BenchCommon.h"
 #include "cellrun/Device.h"
 
 #include "../runtime/backend/cpu/CpuTaskRunner.h"
@@ -28,64 +26,8 @@
 #include <vector>
 
 using namespace cellrun;
-using Clock = std::chrono::steady_clock;
+using namespace cellbench;
 
-namespace {
-
-/// Median seconds of `run` over repetitions lasting at least `minSeconds`.
-template <typename Run> double medianSeconds(Run run, double minSeconds) {
-  std::vector<double> samples;
-  auto start = Clock::now();
-  run(); // warm-up
-  while (samples.size() < 5 ||
-         std::chrono::duration<double>(Clock::now() - start).count() <
-             minSeconds) {
-    auto begin = Clock::now();
-    run();
-    samples.push_back(
-        std::chrono::duration<double>(Clock::now() - begin).count());
-    if (samples.size() >= 1000)
-      break;
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
-size_t rowBytes(const cellpack::TensorSpec &spec) {
-  size_t bytes = dtypeSize(spec.dtype());
-  if (spec.row_shape())
-    for (int64_t dim : *spec.row_shape())
-      bytes *= static_cast<size_t>(dim);
-  return bytes;
-}
-
-/// The largest GEMM of a plan (m, n, k), from its GEMM steps or, for a
-/// single-kernel step, from the Gemm ops of its region.
-void largestGemm(const cellpack::BatchPlan &plan, int64_t &m, int64_t &n,
-                 int64_t &k) {
-  m = n = k = 0;
-  auto consider = [&](int64_t gm, int64_t gn, int64_t gk) {
-    if (gm * gn * gk > m * n * k) {
-      m = gm;
-      n = gn;
-      k = gk;
-    }
-  };
-  for (const cellpack::TaskStep *step : *plan.steps()) {
-    if (const auto *gemm = step->step_as_GemmStep())
-      consider(gemm->m(), gemm->n(), gemm->k());
-    if (const auto *kernel = step->step_as_KernelStep())
-      for (const cellpack::PortableOp *op : *kernel->region()->ops())
-        if (op->opcode() == cellpack::OpCode::Gemm) {
-          const auto *values = kernel->region()->values();
-          const auto *b = values->Get(op->operands()->Get(1))->shape();
-          consider(plan.batch_size(), b->Get(op->trans_b() ? 0 : 1),
-                   b->Get(op->trans_b() ? 1 : 0));
-        }
-  }
-}
-
-} // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -171,11 +113,11 @@ int main(int argc, char **argv) {
           << "," << blas * 1e6 << "," << task / blas << "\n";
   }
   if (device == DeviceKind::Cpu)
-    std::printf("\nCUDA columns (task, bare cuBLAS GEMM, weight-read floor) "
-                "not measured: %s\n",
+    std::printf("\nCUDA: not measured here (%s); cuda_task_bench times the "
+                "CUDA backend on a GPU.\n",
                 note.c_str());
   else
-    std::printf("\nCUDA columns: the CUDA backend is not built yet; only the "
-                "CPU backend was timed.\n");
+    std::printf("\nCUDA: a GPU is present; cuda_task_bench times the CUDA "
+                "backend.\n");
   return 0;
 }

@@ -22,3 +22,10 @@ endfunction()
 function(cell_plain_target target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
 endfunction()
+
+# Binaries that are copied to the GPU machine (cellrun, the GPU tests and
+# benchmarks): libstdc++ and libgcc linked statically, so their shared
+# dependencies are glibc and the CUDA libraries only.
+function(cell_lean_binary target)
+  target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
+endfunction()

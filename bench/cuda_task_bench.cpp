@@ -1,0 +1,257 @@
+//===- cuda_task_bench.cpp - One task of a cell on the GPU, against floors ===//
+//
+// For every batch size of a cell (default: the first cell of the artifact;
+// run it on the hidden-1024 LSTM), times on the CUDA backend:
+//  - task latency: one task submitted and waited for (median);
+//  - task throughput: 200 tasks submitted back to back, time per task (the
+//    steady state the scheduler sees with tasks in flight);
+// and, in the same run, two floors:
+//  - a bare cuBLAS SGEMM of the plan's largest GEMM shape (TF32 tensor-op
+//    math when the artifact's precision is tf32), timed with events;
+//  - the time to read the cell's weights once at the device bandwidth
+//    measured here (a device-to-device copy: bytes read + written / time).
+// Only weights read whole count (GEMM operands, not embedding tables).
+// Ratio = throughput time / max(GEMM floor, weight-read floor); the goal is
+// at most 1.3 at every batch size. Prints a table and writes a CSV.
+//
+//   cuda_task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--device N]
+//
+//===----------------------------------------------------------------------===//
+#include "BenchCommon.h"
+
+#include "../runtime/backend/cuda/CudaBackend.h"
+
+#include <cublas_v2.h>
+
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <string>
+
+using namespace cellrun;
+using namespace cellbench;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "cuda_task_bench: %s\n", message.c_str());
+  return 1;
+}
+
+/// Milliseconds per repetition of `enqueue` on `stream`, timed with events.
+template <typename Enqueue>
+float eventMilliseconds(cudaStream_t stream, int repetitions, Enqueue enqueue) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  enqueue(); // warm-up
+  cudaEventRecord(start, stream);
+  for (int r = 0; r < repetitions; ++r)
+    enqueue();
+  cudaEventRecord(stop, stream);
+  cudaEventSynchronize(stop);
+  float milliseconds = 0;
+  cudaEventElapsedTime(&milliseconds, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return milliseconds / repetitions;
+}
+
+/// Bytes per second of a large device-to-device copy (read + written).
+double deviceBandwidth() {
+  size_t bytes = size_t(1) << 30;
+  void *from = nullptr, *to = nullptr;
+  if (cudaMalloc(&from, bytes) != cudaSuccess ||
+      cudaMalloc(&to, bytes) != cudaSuccess)
+    return 0;
+  float ms = eventMilliseconds(nullptr, 10, [&] {
+    cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, nullptr);
+  });
+  cudaFree(from);
+  cudaFree(to);
+  return 2.0 * bytes / (ms * 1e-3);
+}
+
+/// Microseconds of cublasSgemm for row-major [m,k] x [k,n].
+double cublasMicroseconds(int64_t m, int64_t n, int64_t k, bool tf32) {
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+    return -1;
+  cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                 : CUBLAS_DEFAULT_MATH);
+  void *a, *b, *c;
+  cudaMalloc(&a, m * k * sizeof(float));
+  cudaMalloc(&b, k * n * sizeof(float));
+  cudaMalloc(&c, m * n * sizeof(float));
+  cudaMemset(a, 0, m * k * sizeof(float));
+  cudaMemset(b, 0, k * n * sizeof(float));
+  float alpha = 1, beta = 0;
+  float ms = eventMilliseconds(nullptr, 100, [&] {
+    // Column-major C^T = B^T A^T.
+    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                static_cast<float *>(b), n, static_cast<float *>(a), k, &beta,
+                static_cast<float *>(c), n);
+  });
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  cublasDestroy(handle);
+  return ms * 1e3;
+}
+
+/// Bytes of the weights a task of `plan` reads whole: the B and C operands of
+/// its GEMMs (GEMM steps, or Gemm ops inside single-kernel steps). Tables
+/// read a few rows at a time (embeddings) do not count.
+size_t weightReadBytes(const cellpack::CellType &cell,
+                       const cellpack::BatchPlan &plan) {
+  std::set<uint32_t> weights;
+  auto note = [&](const cellpack::ValueRef *ref) {
+    if (ref && ref->kind() == cellpack::ValueKind::Weight)
+      weights.insert(ref->index());
+  };
+  for (const cellpack::TaskStep *step : *plan.steps()) {
+    if (const auto *gemm = step->step_as_GemmStep()) {
+      note(gemm->b());
+      note(gemm->c());
+    }
+    const auto *kernel = step->step_as_KernelStep();
+    if (!kernel)
+      continue;
+    const cellpack::PortableRegion *region = kernel->region();
+    for (const cellpack::PortableOp *op : *region->ops())
+      if (op->opcode() == cellpack::OpCode::Gemm)
+        for (uint32_t operand = 1; operand < op->operands()->size(); ++operand) {
+          uint32_t value = op->operands()->Get(operand);
+          if (value < region->num_inputs())
+            note(kernel->inputs()->Get(value));
+        }
+  }
+  size_t bytes = 0;
+  for (uint32_t index : weights)
+    bytes += cell.weights()->Get(index)->data()->size();
+  return bytes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help") {
+    std::fprintf(stderr, "usage: cuda_task_bench MODEL.cellpack [--cell NAME] "
+                         "[--csv FILE] [--device N]\n");
+    return 2;
+  }
+  std::string cellName, csvPath;
+  cuda::CudaBackendOptions options;
+  options.tasksInFlight = 8;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string option = argv[i];
+    if (option == "--cell")
+      cellName = argv[i + 1];
+    else if (option == "--csv")
+      csvPath = argv[i + 1];
+    else if (option == "--device")
+      options.device = std::stoi(argv[i + 1]);
+  }
+  auto loaded = loadArtifact(argv[1]);
+  if (!loaded.ok())
+    return fail(loaded.status().toString());
+  std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
+  const cellpack::CellType *cell = artifact->cells().front();
+  if (!cellName.empty()) {
+    auto named = artifact->cell(cellName);
+    if (!named.ok())
+      return fail(named.status().toString());
+    cell = named.value();
+  }
+  auto created = cuda::CudaBackend::create(artifact, options);
+  if (!created.ok())
+    return fail("not measured: " + created.status().message());
+  cuda::CudaBackend &backend = *created.value();
+
+  double bandwidth = deviceBandwidth();
+  bool tf32 = artifact->model().precision() == cellpack::Precision::TF32;
+  std::printf("cell %s of %s on %s; precision %s; device bandwidth %.0f GB/s "
+              "(device-to-device copy)\n",
+              cell->name()->c_str(), argv[1],
+              backend.device().describe().c_str(),
+              cellpack::EnumNamePrecision(artifact->model().precision()),
+              bandwidth / 1e9);
+  std::printf("%6s %16s %12s %12s %12s %12s %8s\n", "batch", "largest GEMM",
+              "latency(us)", "task(us)", "cuBLAS(us)", "weights(us)", "ratio");
+  std::ofstream csv;
+  if (!csvPath.empty()) {
+    csv.open(csvPath);
+    csv << "batch,m,n,k,latency_us,task_us,cublas_us,weight_read_us,floor_us,"
+           "ratio\n";
+  }
+  std::vector<std::string> algorithms;
+  for (const cellpack::BatchPlan *plan : *cell->plans()) {
+    uint32_t batch = plan->batch_size();
+    std::vector<void *> inputs, outputs;
+    std::vector<int32_t> rows(batch);
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<const std::vector<int32_t> *> rowIndices;
+    for (const auto *specs : {cell->inputs(), cell->outputs()})
+      for (const cellpack::TensorSpec *spec : *specs) {
+        auto memory = backend.allocatePool(rowBytes(*spec) * batch, false);
+        if (!memory.ok())
+          return fail(memory.status().toString());
+        (specs == cell->inputs() ? inputs : outputs).push_back(memory->device);
+        rowIndices.push_back(&rows);
+      }
+    auto runner = backend.runner(*cell, *plan);
+    if (!runner.ok())
+      return fail(runner.status().toString());
+    for (const std::string &line : runner.value()->gemmDescriptions())
+      algorithms.push_back("batch " + std::to_string(batch) + ": " + line);
+    Status status = Status::ok();
+    auto submit = [&]() -> uint64_t {
+      auto ticket =
+          backend.submit(*cell, *plan, batch, inputs, outputs, rowIndices);
+      if (!ticket.ok()) {
+        status = ticket.status();
+        return 0;
+      }
+      return ticket.value();
+    };
+    double latency = medianSeconds(
+        [&] {
+          uint64_t ticket = submit();
+          if (ticket)
+            status = backend.wait(ticket);
+        },
+        0.2);
+    constexpr int kBackToBack = 200;
+    double throughput = medianSeconds(
+                            [&] {
+                              uint64_t last = 0;
+                              for (int t = 0; t < kBackToBack; ++t)
+                                last = submit();
+                              if (last)
+                                status = backend.wait(last);
+                            },
+                            0.5) /
+                        kBackToBack;
+    if (!status.isOk())
+      return fail(status.toString());
+    int64_t m, n, k;
+    largestGemm(*plan, m, n, k);
+    double gemm = cublasMicroseconds(m, n, k, tf32);
+    double weightFloor =
+        bandwidth > 0 ? weightReadBytes(*cell, *plan) / bandwidth * 1e6 : 0;
+    double floor = std::max(gemm, weightFloor);
+    double task = throughput * 1e6;
+    std::printf("%6u %5ldx%5ldx%4ld %12.1f %12.1f %12.1f %12.1f %8.2f\n", batch,
+                (long)m, (long)n, (long)k, latency * 1e6, task, gemm,
+                weightFloor, task / floor);
+    if (csv)
+      csv << batch << "," << m << "," << n << "," << k << "," << latency * 1e6
+          << "," << task << "," << gemm << "," << weightFloor << "," << floor
+          << "," << task / floor << "\n";
+  }
+  std::printf("\ncuBLASLt algorithms chosen at load time:\n");
+  for (const std::string &line : algorithms)
+    std::printf("  %s\n", line.c_str());
+  return 0;
+}
