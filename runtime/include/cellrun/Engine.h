@@ -1,0 +1,111 @@
+//===- Engine.h - Serving requests with cellular batching ------*- C++ -*-===//
+//
+// The public C++ API of the runtime: load an artifact, submit requests from
+// any thread, get each result through a callback or a future as soon as the
+// request is done. Inside, one worker per device runs the loop: admit
+// requests whose state rows fit the pools (others wait in a bounded queue;
+// when it is full, submit fails at once with ResourceExhausted), unfold them
+// into cell graphs, ask the batching policy for tasks and run them on the
+// executor:
+//  - cellular (default): Algorithm 1 of BatchMaker; requests join and leave
+//    the running batch at every cell step;
+//  - padded: length buckets, requests padded to the longest of their batch,
+//    a batch runs to its end (TensorFlow/MXNet style); sequences only;
+//  - graph: up to a batch of requests merged and run level by level to the
+//    end (DyNet/TensorFlow Fold style).
+// Every policy computes the same outputs for a request; they differ in when
+// work runs and when results return.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_ENGINE_H
+#define CELLRUN_ENGINE_H
+
+#include "cellrun/Executor.h"
+#include "cellrun/Request.h"
+#include "cellrun/RequestParser.h"
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cellrun {
+
+enum class Policy { Cellular, Padded, Graph };
+/// "cellular", "padded" or "graph".
+Result<Policy> parsePolicy(std::string_view text);
+const char *policyName(Policy policy);
+
+struct EngineOptions {
+  Policy policy = Policy::Cellular;
+  ExecutorOptions executor;
+  /// Rows of every state pool: the memory budget requests are admitted
+  /// against.
+  uint32_t poolRows = 4096;
+  /// Requests waiting for admission; beyond it submit fails at once.
+  uint32_t maxQueue = 1024;
+  uint32_t maxTasksToSubmit = 5; // cellular
+  uint32_t bucketWidth = 8;      // padded: lengths per bucket
+  uint32_t batchRequests = 0;    // padded, graph: 0 = the largest batch size
+  RequestLimits limits;
+  /// false: no worker thread; the caller drives the loop with runOnce()
+  /// (deterministic tests, offline runs).
+  bool startWorker = true;
+};
+
+struct CellTypeStats {
+  std::string name;
+  uint64_t tasks = 0;
+  uint64_t nodes = 0;        // cell invocations of requests
+  uint64_t paddingRows = 0;  // padded policy: rows computed for nobody
+  uint64_t batchSizeSum = 0; // the plans' batch sizes
+  double meanTaskRows() const { return tasks ? double(nodes + paddingRows) / tasks : 0; }
+};
+
+struct EngineStats {
+  uint64_t submitted = 0, completed = 0, failed = 0, rejected = 0;
+  uint64_t deadlineMisses = 0;
+  uint32_t waiting = 0, running = 0;
+  std::vector<CellTypeStats> cells;
+};
+
+class Engine {
+public:
+  using Callback = std::function<void(RequestResult)>;
+
+  static Result<std::unique_ptr<Engine>>
+  create(std::shared_ptr<const LoadedArtifact> artifact,
+         const EngineOptions &options);
+  /// Finishes the requests already admitted, then stops.
+  ~Engine();
+
+  const RequestParser &parser() const;
+  const Executor &executor() const;
+  const EngineOptions &options() const;
+
+  /// Queues `request` (checked first); `done` is called exactly once, on
+  /// the worker, unless an error is returned here (queue full:
+  /// ResourceExhausted; a bad request: InvalidArgument).
+  Status submit(Request request, Callback done);
+  /// The same with a future; errors arrive through the future too.
+  std::future<RequestResult> submit(Request request);
+
+  /// Manual mode: one round of the loop (admission, one call to the
+  /// policy, its tasks run). False when there was nothing to do.
+  bool runOnce();
+  /// Manual mode: rounds until every submitted request is done.
+  void drain();
+
+  EngineStats stats() const;
+
+  class Impl;
+
+private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace cellrun
+
+#endif // CELLRUN_ENGINE_H

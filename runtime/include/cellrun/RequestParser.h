@@ -1,0 +1,71 @@
+//===- RequestParser.h - Requests from JSON, checked -------------*- C++ -*-===//
+//
+// The request format of `cellrun run` (one JSON object a line) and of the
+// HTTP front end:
+//   chain, seq2seq:  {"id": "r1", "tokens": [5, 17, 3]}
+//                    or {"id": "r1", "steps": [{"x": [0.1, 0.2]}, ...]}
+//                    seq2seq also "max_decode_length": N (<= the model's)
+//   tree:            {"id": "t1", "nodes": [{"token": 4}, {"token": 9},
+//                                            {"children": [0, 1]}],
+//                     "root": 2}   (root optional: the node no one points to)
+//   any:             "deadline_ms": D (a latency goal, counted when missed)
+// "tokens" fits cells with one request input of one integer each. Every
+// check happens here: empty sequences, values outside an input's table
+// (token ids beyond the vocabulary), wrong row sizes, trees with cycles,
+// missing, extra or duplicate children, unreachable nodes, and the limits.
+// Messages name the request and the offending element.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_REQUESTPARSER_H
+#define CELLRUN_REQUESTPARSER_H
+
+#include "cellrun/JsonValue.h"
+#include "cellrun/Request.h"
+
+#include <memory>
+
+namespace cellrun {
+
+class LoadedArtifact;
+struct ModelStructure;
+
+struct RequestLimits {
+  uint32_t maxSteps = 4096;     // chain and encoder steps
+  uint32_t maxTreeNodes = 4096; // nodes of a tree
+};
+
+class RequestParser {
+public:
+  /// InvalidArgument/Unsupported when the artifact's unfolding is unusable.
+  static Result<std::unique_ptr<RequestParser>>
+  create(std::shared_ptr<const LoadedArtifact> artifact,
+         RequestLimits limits = {});
+  ~RequestParser();
+
+  /// `fallbackId` names the request when it has no "id".
+  Result<Request> parse(const JsonValue &json,
+                        const std::string &fallbackId) const;
+  Result<Request> parse(std::string_view text,
+                        const std::string &fallbackId) const;
+  /// The checks of parse for a request built in C++.
+  Status check(const Request &request) const;
+
+  const ModelStructure &structure() const { return *structure_; }
+  const RequestLimits &limits() const { return limits_; }
+
+private:
+  RequestParser() = default;
+  Result<NodeData> parseNode(const JsonValue &json, uint32_t cell,
+                             const std::string &where) const;
+  Status checkNode(const NodeData &data, uint32_t cell,
+                   const std::string &where) const;
+  Status checkTree(const Request &request) const;
+
+  std::shared_ptr<const LoadedArtifact> artifact_;
+  std::unique_ptr<ModelStructure> structure_;
+  RequestLimits limits_;
+};
+
+} // namespace cellrun
+
+#endif // CELLRUN_REQUESTPARSER_H

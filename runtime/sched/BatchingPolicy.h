@@ -1,0 +1,67 @@
+//===- BatchingPolicy.h - When ready cell nodes run, and with whom -*- C++ -*-===//
+//
+// The engine hands a policy the chains of nodes that became ready and asks
+// it for the next tasks; the policy decides what runs together and when a
+// finished request may be returned. Three policies: cellular (Algorithm 1
+// through Scheduler), graph (DyNet/Fold: a batch of requests merged, run
+// level by level to its end) and padded (TensorFlow/MXNet: length buckets,
+// every request of a batch present in every step, padding rows for those
+// that have nothing to compute).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_SCHED_BATCHINGPOLICY_H
+#define CELLRUN_SCHED_BATCHINGPOLICY_H
+
+#include "CellGraph.h"
+
+#include "cellrun/Scheduler.h"
+
+#include <memory>
+
+namespace cellrun {
+
+struct PlannedNode {
+  uint64_t request;
+  uint32_t node;
+};
+
+struct PlannedTask {
+  uint32_t part = 0;
+  std::vector<PlannedNode> nodes;
+  uint32_t padding = 0; // rows computed for nobody (padded policy)
+  Task schedulerTask;   // cellular policy
+};
+
+struct PartInfo {
+  std::string name;
+  int priority = 0;
+  std::vector<uint32_t> batchSizes;
+};
+
+class BatchingPolicy {
+public:
+  virtual ~BatchingPolicy() = default;
+  /// `request` was admitted; `length` is its number of steps or nodes.
+  virtual void admitted(uint64_t request, uint32_t length) = 0;
+  /// Nodes of `request` whose dependencies outside the chain are met.
+  virtual void addChain(uint64_t request, const ReadyChain &chain) = 0;
+  /// The tasks to run now, in order (empty: nothing is ready).
+  virtual std::vector<PlannedTask> next() = 0;
+  virtual void finished(const PlannedTask &task) = 0;
+  /// `request` is complete (or failed). Returns the requests whose results
+  /// go back now.
+  virtual std::vector<uint64_t> requestDone(uint64_t request) = 0;
+};
+
+std::unique_ptr<BatchingPolicy>
+makeCellularPolicy(const std::vector<PartInfo> &parts,
+                   uint32_t maxTasksToSubmit);
+std::unique_ptr<BatchingPolicy>
+makeGraphPolicy(const std::vector<PartInfo> &parts, uint32_t batchRequests);
+std::unique_ptr<BatchingPolicy>
+makePaddedPolicy(const std::vector<PartInfo> &parts, uint32_t batchRequests,
+                 uint32_t bucketWidth);
+
+} // namespace cellrun
+
+#endif // CELLRUN_SCHED_BATCHINGPOLICY_H

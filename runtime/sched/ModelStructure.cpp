@@ -1,0 +1,237 @@
+//===- ModelStructure.cpp - The unfolding spec, resolved to indices -------===//
+#include "ModelStructure.h"
+
+#include <map>
+#include <string>
+
+using namespace cellrun;
+
+size_t cellrun::tensorRowBytes(const cellpack::TensorSpec &spec) {
+  size_t bytes = dtypeSize(spec.dtype());
+  if (spec.row_shape())
+    for (int64_t dim : *spec.row_shape())
+      bytes *= static_cast<size_t>(dim);
+  return bytes;
+}
+
+namespace {
+
+Status fail(const LoadedArtifact &artifact, const std::string &message) {
+  return Status(StatusCode::DataLoss,
+                artifact.displayName() + ": unfolding: " + message);
+}
+
+int32_t findTensor(const flatbuffers::Vector<
+                       flatbuffers::Offset<cellpack::TensorSpec>> *specs,
+                   const std::string &name) {
+  if (specs)
+    for (uint32_t i = 0; i < specs->size(); ++i)
+      if (specs->Get(i)->name()->str() == name)
+        return static_cast<int32_t>(i);
+  return -1;
+}
+
+/// For every cell input that reaches a Gather's indices (through casts and
+/// reshapes) in a kernel whose table is a weight: the table's length.
+std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
+  std::map<uint32_t, int64_t> limits;
+  if (!cell.plans() || cell.plans()->size() == 0)
+    return limits;
+  const cellpack::BatchPlan *plan = cell.plans()->Get(0);
+  for (const cellpack::TaskStep *step : *plan->steps()) {
+    const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+    if (!kernel || !kernel->inputs())
+      continue;
+    const cellpack::PortableRegion *region = kernel->region();
+    std::vector<int64_t> origin(region->values()->size(), -1);
+    for (uint32_t v = 0; v < region->num_inputs() && v < kernel->inputs()->size();
+         ++v)
+      if (kernel->inputs()->Get(v)->kind() == cellpack::ValueKind::CellInput)
+        origin[v] = kernel->inputs()->Get(v)->index();
+    for (const cellpack::PortableOp *op : *region->ops()) {
+      if (!op->operands() || !op->results() || op->operands()->size() == 0)
+        continue;
+      auto code = op->opcode();
+      uint32_t first = op->operands()->Get(0);
+      if (code == cellpack::OpCode::Cast || code == cellpack::OpCode::Identity ||
+          code == cellpack::OpCode::Reshape ||
+          code == cellpack::OpCode::Squeeze ||
+          code == cellpack::OpCode::Unsqueeze) {
+        for (uint32_t result : *op->results())
+          if (result < origin.size() && first < origin.size())
+            origin[result] = origin[first];
+      }
+      if (code != cellpack::OpCode::Gather || op->operands()->size() != 2)
+        continue;
+      uint32_t indices = op->operands()->Get(1);
+      if (first >= region->num_inputs() || indices >= origin.size() ||
+          origin[indices] < 0)
+        continue;
+      const cellpack::ValueRef *table = kernel->inputs()->Get(first);
+      if (table->kind() != cellpack::ValueKind::Weight || !table->shape())
+        continue;
+      int64_t axis = op->axis();
+      if (axis < 0)
+        axis += table->shape()->size();
+      if (axis >= 0 && axis < static_cast<int64_t>(table->shape()->size()))
+        limits[origin[indices]] = table->shape()->Get(axis);
+    }
+  }
+  return limits;
+}
+
+Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
+                          const std::string &name, const char *part) {
+  auto cell = artifact.cell(name);
+  if (!cell.ok())
+    return fail(artifact, std::string("the ") + part + " cell '" + name +
+                              "' is not in the artifact");
+  CellRoles roles;
+  roles.cell = cell.value();
+  auto cells = artifact.cells();
+  for (uint32_t i = 0; i < cells.size(); ++i)
+    if (cells[i] == roles.cell)
+      roles.index = i;
+  const auto *inputs = roles.cell->inputs();
+  const auto *outputs = roles.cell->outputs();
+  uint32_t inputCount = inputs ? inputs->size() : 0;
+  roles.updatedBy.assign(inputCount, -1);
+  roles.childIndex.assign(inputCount, -1);
+  roles.childOutput.assign(inputCount, -1);
+  auto limits = tableLimits(*roles.cell);
+  for (uint32_t i = 0; i < inputCount; ++i) {
+    const cellpack::TensorSpec *spec = inputs->Get(i);
+    if (spec->role() == cellpack::Role::Input) {
+      roles.dataInputs.push_back(i);
+      roles.dataLimits.push_back(limits.count(i) ? limits[i] : 0);
+      roles.dataRowBytes.push_back(tensorRowBytes(*spec));
+    }
+    if (spec->role() == cellpack::Role::Child)
+      roles.childIndex[i] = spec->child();
+  }
+  if (outputs)
+    for (uint32_t o = 0; o < outputs->size(); ++o) {
+      const cellpack::TensorSpec *spec = outputs->Get(o);
+      if (spec->emit() || spec->role() == cellpack::Role::Output)
+        roles.emitted.push_back(o);
+      if (spec->role() == cellpack::Role::State) {
+        roles.stateOutputs.push_back(o);
+        if (spec->updates()) {
+          int32_t input = findTensor(inputs, spec->updates()->str());
+          if (input < 0)
+            return fail(artifact, "cell '" + name + "': output '" +
+                                      spec->name()->str() + "' updates '" +
+                                      spec->updates()->str() +
+                                      "', which is not an input");
+          roles.updatedBy[input] = static_cast<int32_t>(o);
+        }
+      }
+    }
+  return roles;
+}
+
+} // namespace
+
+Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
+  const cellpack::Unfolding &unfolding = *artifact.model().unfolding();
+  ModelStructure structure;
+  structure.kind = unfolding.structure();
+  auto text = [](const flatbuffers::String *s) {
+    return s ? s->str() : std::string();
+  };
+  switch (unfolding.structure()) {
+  case cellpack::Structure::Chain: {
+    auto cells = artifact.cells();
+    if (cells.size() != 1)
+      return fail(artifact, "a chain has exactly one cell, this artifact has " +
+                                std::to_string(cells.size()));
+    auto roles = rolesOf(artifact, cells[0]->name()->str(), "chain");
+    if (!roles.ok())
+      return roles.status();
+    structure.cells.push_back(std::move(roles).value());
+    break;
+  }
+  case cellpack::Structure::Seq2Seq: {
+    auto encoder = rolesOf(artifact, text(unfolding.encoder()), "encoder");
+    auto decoder = rolesOf(artifact, text(unfolding.decoder()), "decoder");
+    if (!encoder.ok() || !decoder.ok())
+      return !encoder.ok() ? encoder.status() : decoder.status();
+    const cellpack::CellType &dec = *decoder->cell;
+    int32_t tokenIn = findTensor(dec.inputs(), text(unfolding.token_input()));
+    int32_t tokenOut =
+        findTensor(dec.outputs(), text(unfolding.token_output()));
+    if (tokenIn < 0 || tokenOut < 0)
+      return fail(artifact, "the decoder has no token input '" +
+                                text(unfolding.token_input()) +
+                                "' or token output '" +
+                                text(unfolding.token_output()) + "'");
+    structure.decoderTokenInput = tokenIn;
+    structure.decoderTokenOutput = tokenOut;
+    structure.bosToken = unfolding.bos_token();
+    structure.eosToken = unfolding.eos_token();
+    structure.maxDecodeLength = unfolding.max_decode_length();
+    if (structure.maxDecodeLength < 1)
+      return fail(artifact, "max_decode_length must be at least 1");
+    structure.initialFromEncoder.assign(dec.inputs()->size(), -1);
+    if (unfolding.initial_state())
+      for (const cellpack::StatePair *pair : *unfolding.initial_state()) {
+        int32_t to = findTensor(dec.inputs(), text(pair->decoder_input()));
+        int32_t from =
+            findTensor(encoder->cell->inputs(), text(pair->encoder_input()));
+        int32_t output = from < 0 ? -1 : encoder->updatedBy[from];
+        if (to < 0 || output < 0)
+          return fail(artifact, "initial state '" +
+                                    text(pair->decoder_input()) + "' <- '" +
+                                    text(pair->encoder_input()) +
+                                    "' names no decoder input or no updated "
+                                    "encoder state");
+        structure.initialFromEncoder[to] = output;
+      }
+    structure.cells.push_back(std::move(encoder).value());
+    structure.cells.push_back(std::move(decoder).value());
+    break;
+  }
+  case cellpack::Structure::Tree: {
+    auto leaf = rolesOf(artifact, text(unfolding.leaf()), "leaf");
+    auto internal = rolesOf(artifact, text(unfolding.internal()), "internal");
+    if (!leaf.ok() || !internal.ok())
+      return !leaf.ok() ? leaf.status() : internal.status();
+    structure.arity = unfolding.arity();
+    if (structure.arity < 1)
+      return fail(artifact, "a tree's arity must be at least 1");
+    CellRoles &node = internal.value();
+    const auto *inputs = node.cell->inputs();
+    for (uint32_t i = 0; i < inputs->size(); ++i) {
+      if (node.childIndex[i] < 0)
+        continue;
+      if (node.childIndex[i] >= structure.arity)
+        return fail(artifact, "child input '" + inputs->Get(i)->name()->str() +
+                                  "' is of child " +
+                                  std::to_string(node.childIndex[i]) +
+                                  " of an arity-" +
+                                  std::to_string(structure.arity) + " tree");
+      std::string from = text(inputs->Get(i)->from());
+      int32_t output = findTensor(node.cell->outputs(), from);
+      int32_t leafOutput = findTensor(leaf->cell->outputs(), from);
+      if (output < 0 || output != leafOutput)
+        return fail(artifact, "child input '" + inputs->Get(i)->name()->str() +
+                                  "' takes '" + from +
+                                  "', which the leaf and internal cells do "
+                                  "not both output at the same position");
+      node.childOutput[i] = output;
+    }
+    if (!node.dataInputs.empty())
+      return fail(artifact, "internal cells with request inputs are not "
+                            "supported");
+    structure.cells.push_back(std::move(leaf).value());
+    structure.cells.push_back(std::move(internal).value());
+    break;
+  }
+  case cellpack::Structure::Custom:
+    return Status(StatusCode::Unsupported,
+                  artifact.displayName() + ": the custom unfolder '" +
+                      text(unfolding.unfolder()) +
+                      "' must be registered with the engine");
+  }
+  return structure;
+}

@@ -1,0 +1,67 @@
+//===- ModelStructure.h - The unfolding spec, resolved to indices -*- C++ -*-===//
+//
+// The artifact's unfolding section names cells and tensors; the request
+// processor works with indices. analyzeModel resolves and checks it once:
+// which cells play which part, which inputs a request supplies (role
+// input), which output updates which state input, where a child input comes
+// from, which outputs are emitted per step, and the largest index each
+// integer input may take (the row count of the embedding table it gathers
+// from, found in the cell's kernels), so bad tokens are refused before they
+// reach a task.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_SCHED_MODELSTRUCTURE_H
+#define CELLRUN_SCHED_MODELSTRUCTURE_H
+
+#include "cellrun/Artifact.h"
+
+#include <vector>
+
+namespace cellrun {
+
+struct CellRoles {
+  const cellpack::CellType *cell = nullptr;
+  uint32_t index = 0; // in LoadedArtifact::cells()
+  /// Cell inputs with role input, in order (a request's NodeData).
+  std::vector<uint32_t> dataInputs;
+  /// Per data input: the exclusive upper bound of its values when it
+  /// indexes a table (0 when unbounded), and its row bytes.
+  std::vector<int64_t> dataLimits;
+  std::vector<size_t> dataRowBytes;
+  /// Per cell input: the output of the same cell that updates it (state
+  /// inputs), else -1.
+  std::vector<int32_t> updatedBy;
+  /// Per cell input: the child it comes from (-1 when not a child input)
+  /// and that child's output index.
+  std::vector<int32_t> childIndex;
+  std::vector<int32_t> childOutput;
+  /// Outputs returned at every step (emit flag, or role output).
+  std::vector<uint32_t> emitted;
+  /// Outputs with role state (their last value is returned).
+  std::vector<uint32_t> stateOutputs;
+};
+
+struct ModelStructure {
+  cellpack::Structure kind = cellpack::Structure::Chain;
+  /// chain: [cell]; seq2seq: [encoder, decoder]; tree: [leaf, internal].
+  std::vector<CellRoles> cells;
+  // seq2seq
+  uint32_t decoderTokenInput = 0;
+  uint32_t decoderTokenOutput = 0;
+  int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
+  /// Per decoder input: the encoder output that initialises it, or -1.
+  std::vector<int32_t> initialFromEncoder;
+  // tree
+  int32_t arity = 0;
+};
+
+/// Resolves the unfolding of `artifact`. Custom structures are
+/// Unsupported here (they go through a registered unfolder).
+Result<ModelStructure> analyzeModel(const LoadedArtifact &artifact);
+
+/// Bytes of one row of `spec`.
+size_t tensorRowBytes(const cellpack::TensorSpec &spec);
+
+} // namespace cellrun
+
+#endif // CELLRUN_SCHED_MODELSTRUCTURE_H

@@ -1,0 +1,379 @@
+//===- RequestParser.cpp - Requests from JSON, checked --------------------===//
+#include "cellrun/RequestParser.h"
+
+#include "ModelStructure.h"
+
+#include "../backend/cpu/ElementIO.h"
+
+#include <set>
+
+using namespace cellrun;
+
+static Status bad(const std::string &where, const std::string &what) {
+  return Status(StatusCode::InvalidArgument, where + ": " + what);
+}
+
+Result<std::unique_ptr<RequestParser>>
+RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
+                      RequestLimits limits) {
+  auto structure = analyzeModel(*artifact);
+  if (!structure.ok())
+    return structure.status();
+  std::unique_ptr<RequestParser> parser(new RequestParser());
+  parser->artifact_ = std::move(artifact);
+  parser->structure_ =
+      std::make_unique<ModelStructure>(std::move(structure).value());
+  parser->limits_ = limits;
+  return parser;
+}
+
+RequestParser::~RequestParser() = default;
+
+Result<Request> RequestParser::parse(std::string_view text,
+                                     const std::string &fallbackId) const {
+  auto json = parseJson(text);
+  if (!json.ok())
+    return bad("request " + fallbackId,
+               "not valid JSON: " + json.status().message());
+  return parse(json.value(), fallbackId);
+}
+
+Result<NodeData> RequestParser::parseNode(const JsonValue &json, uint32_t cell,
+                                          const std::string &where) const {
+  const CellRoles &roles = structure_->cells[cell];
+  if (!json.isObject())
+    return bad(where, "expected an object of input values, found " +
+                          std::string(JsonValue::kindName(json.kind())));
+  NodeData data;
+  for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
+    const cellpack::TensorSpec &spec =
+        *roles.cell->inputs()->Get(roles.dataInputs[d]);
+    std::string name = spec.name()->str();
+    const JsonValue *value = json.find(name);
+    if (!value)
+      return bad(where, "no value for input '" + name + "'");
+    size_t elements = roles.dataRowBytes[d] / cpu::elementSize(spec.dtype());
+    std::vector<const JsonValue *> numbers;
+    if (value->isArray())
+      for (const JsonValue &item : value->items())
+        numbers.push_back(&item);
+    else
+      numbers.push_back(value);
+    if (numbers.size() != elements)
+      return bad(where, "input '" + name + "' takes " +
+                            std::to_string(elements) + " value(s), found " +
+                            std::to_string(numbers.size()));
+    std::vector<uint8_t> row(roles.dataRowBytes[d]);
+    bool integral = !cpu::isFloatType(spec.dtype());
+    for (size_t e = 0; e < elements; ++e) {
+      const JsonValue &number = *numbers[e];
+      if (integral ? !number.isInteger() : !number.isNumber())
+        return bad(where, "input '" + name + "' takes " +
+                              (integral ? "integers" : "numbers") + ", found " +
+                              JsonValue::kindName(number.kind()));
+      if (integral)
+        cpu::storeInt(row.data(), spec.dtype(), e, number.integer());
+      else
+        cpu::storeFloat(row.data(), spec.dtype(), e,
+                        static_cast<float>(number.number()));
+    }
+    data.push_back(std::move(row));
+  }
+  for (const auto &[key, unused] : json.members()) {
+    bool known = false;
+    for (uint32_t input : roles.dataInputs)
+      known |= roles.cell->inputs()->Get(input)->name()->str() == key;
+    if (!known)
+      return bad(where, "the cell '" + roles.cell->name()->str() +
+                            "' has no request input '" + key + "'");
+  }
+  return data;
+}
+
+Result<Request> RequestParser::parse(const JsonValue &json,
+                                     const std::string &fallbackId) const {
+  Request request;
+  request.id = fallbackId;
+  if (!json.isObject())
+    return bad("request " + fallbackId, "expected a JSON object");
+  if (const JsonValue *id = json.find("id")) {
+    if (id->isString())
+      request.id = id->string();
+    else if (id->isInteger())
+      request.id = std::to_string(id->integer());
+    else
+      return bad("request " + fallbackId, "\"id\" must be a string or integer");
+  }
+  std::string where = "request " + request.id;
+  bool sequence = structure_->kind != cellpack::Structure::Tree;
+  std::set<std::string> allowed = {"id", "deadline_ms"};
+  if (sequence)
+    allowed.insert({"tokens", "steps"});
+  else
+    allowed.insert({"nodes", "root"});
+  if (structure_->kind == cellpack::Structure::Seq2Seq)
+    allowed.insert("max_decode_length");
+  for (const auto &[key, unused] : json.members())
+    if (!allowed.count(key))
+      return bad(where, "unknown member \"" + key + "\"");
+  if (const JsonValue *deadline = json.find("deadline_ms")) {
+    if (!deadline->isNumber() || deadline->number() < 0)
+      return bad(where, "\"deadline_ms\" must be a number >= 0");
+    request.deadlineMicros = deadline->number() * 1000.0;
+  }
+
+  if (sequence) {
+    const CellRoles &roles = structure_->cells[0];
+    const JsonValue *tokens = json.find("tokens");
+    const JsonValue *steps = json.find("steps");
+    if ((tokens != nullptr) == (steps != nullptr))
+      return bad(where, "give either \"tokens\" or \"steps\"");
+    if (tokens) {
+      const cellpack::TensorSpec *spec =
+          roles.dataInputs.size() == 1
+              ? roles.cell->inputs()->Get(roles.dataInputs[0])
+              : nullptr;
+      if (!spec || cpu::isFloatType(spec->dtype()) ||
+          roles.dataRowBytes[0] != cpu::elementSize(spec->dtype()))
+        return bad(where, "the cell '" + roles.cell->name()->str() +
+                              "' does not take one token a step; use "
+                              "\"steps\"");
+      if (!tokens->isArray())
+        return bad(where, "\"tokens\" must be an array of integers");
+      for (size_t s = 0; s < tokens->items().size(); ++s) {
+        const JsonValue &token = tokens->items()[s];
+        if (!token.isInteger())
+          return bad(where, "token " + std::to_string(s) +
+                                " is not an integer");
+        std::vector<uint8_t> row(roles.dataRowBytes[0]);
+        cpu::storeInt(row.data(), spec->dtype(), 0, token.integer());
+        request.steps.push_back({std::move(row)});
+      }
+    } else {
+      if (!steps->isArray())
+        return bad(where, "\"steps\" must be an array of objects");
+      for (size_t s = 0; s < steps->items().size(); ++s) {
+        auto node =
+            parseNode(steps->items()[s], 0, where + ", step " + std::to_string(s));
+        if (!node.ok())
+          return node.status();
+        request.steps.push_back(std::move(node).value());
+      }
+    }
+    if (const JsonValue *limit = json.find("max_decode_length")) {
+      if (!limit->isInteger() || limit->integer() < 1 ||
+          limit->integer() > structure_->maxDecodeLength)
+        return bad(where, "\"max_decode_length\" must be an integer from 1 "
+                          "to the model's " +
+                              std::to_string(structure_->maxDecodeLength));
+      request.maxDecodeLength = limit->integer();
+    }
+  } else {
+    const JsonValue *nodes = json.find("nodes");
+    if (!nodes || !nodes->isArray())
+      return bad(where, "a tree request needs \"nodes\", an array");
+    for (size_t n = 0; n < nodes->items().size(); ++n) {
+      const JsonValue &node = nodes->items()[n];
+      std::string at = where + ", node " + std::to_string(n);
+      if (!node.isObject())
+        return bad(at, "expected an object");
+      TreeNode parsed;
+      if (const JsonValue *children = node.find("children")) {
+        if (!children->isArray() || node.members().size() != 1)
+          return bad(at, "an internal node has only \"children\", an array "
+                         "of node indices");
+        for (const JsonValue &child : children->items()) {
+          if (!child.isInteger() || child.integer() < 0 ||
+              child.integer() > INT32_MAX)
+            return bad(at, "children are node indices (integers >= 0)");
+          parsed.children.push_back(static_cast<int32_t>(child.integer()));
+        }
+      } else {
+        if (const JsonValue *token = node.find("token")) {
+          const CellRoles &leaf = structure_->cells[0];
+          const cellpack::TensorSpec *spec =
+              leaf.dataInputs.size() == 1
+                  ? leaf.cell->inputs()->Get(leaf.dataInputs[0])
+                  : nullptr;
+          if (!spec || cpu::isFloatType(spec->dtype()) ||
+              leaf.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
+              node.members().size() != 1)
+            return bad(at, "{\"token\": N} fits leaf cells with one integer "
+                           "request input only");
+          if (!token->isInteger())
+            return bad(at, "the token is not an integer");
+          std::vector<uint8_t> row(leaf.dataRowBytes[0]);
+          cpu::storeInt(row.data(), spec->dtype(), 0, token->integer());
+          parsed.data.push_back(std::move(row));
+        } else {
+          auto parsedLeaf = parseNode(node, 0, at);
+          if (!parsedLeaf.ok())
+            return parsedLeaf.status();
+          parsed.data = std::move(parsedLeaf).value();
+        }
+      }
+      request.tree.push_back(std::move(parsed));
+    }
+    if (const JsonValue *root = json.find("root")) {
+      if (!root->isInteger() || root->integer() < 0 ||
+          root->integer() >= static_cast<int64_t>(request.tree.size()))
+        return bad(where, "\"root\" must be the index of a node");
+      request.root = static_cast<int32_t>(root->integer());
+    }
+  }
+  if (Status status = check(request); !status.isOk())
+    return status;
+  return request;
+}
+
+Status RequestParser::checkNode(const NodeData &data, uint32_t cell,
+                                const std::string &where) const {
+  const CellRoles &roles = structure_->cells[cell];
+  if (data.size() != roles.dataInputs.size())
+    return bad(where, "the cell '" + roles.cell->name()->str() + "' takes " +
+                          std::to_string(roles.dataInputs.size()) +
+                          " request input(s), found " +
+                          std::to_string(data.size()));
+  for (size_t d = 0; d < data.size(); ++d) {
+    const cellpack::TensorSpec &spec =
+        *roles.cell->inputs()->Get(roles.dataInputs[d]);
+    if (data[d].size() != roles.dataRowBytes[d])
+      return bad(where, "input '" + spec.name()->str() + "' has " +
+                            std::to_string(data[d].size()) + " bytes, not " +
+                            std::to_string(roles.dataRowBytes[d]));
+    if (cpu::isFloatType(spec.dtype()))
+      continue;
+    size_t elements = data[d].size() / cpu::elementSize(spec.dtype());
+    for (size_t e = 0; e < elements; ++e) {
+      int64_t value = cpu::loadInt(data[d].data(), spec.dtype(), e);
+      int64_t limit = roles.dataLimits[d];
+      if (limit > 0 && (value < 0 || value >= limit))
+        return bad(where, "token " + std::to_string(value) + " of input '" +
+                              spec.name()->str() +
+                              "' is outside the vocabulary (0.." +
+                              std::to_string(limit - 1) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+Status RequestParser::checkTree(const Request &request) const {
+  std::string where = "request " + request.id;
+  size_t count = request.tree.size();
+  if (count == 0)
+    return bad(where, "the tree has no nodes");
+  if (count > limits_.maxTreeNodes)
+    return bad(where, "the tree has " + std::to_string(count) +
+                          " nodes, more than the limit of " +
+                          std::to_string(limits_.maxTreeNodes));
+  int32_t arity = structure_->arity;
+  std::vector<int32_t> parent(count, -1);
+  for (size_t n = 0; n < count; ++n) {
+    const TreeNode &node = request.tree[n];
+    std::string at = where + ", node " + std::to_string(n);
+    if (node.children.empty()) {
+      if (Status status = checkNode(node.data, 0, at); !status.isOk())
+        return status;
+      continue;
+    }
+    if (!node.data.empty())
+      return bad(at, "a node with children takes no input values");
+    if (static_cast<int32_t>(node.children.size()) != arity)
+      return bad(at, "has " + std::to_string(node.children.size()) +
+                         " children; the internal cell takes exactly " +
+                         std::to_string(arity) + " (a child is missing or " +
+                         "extra)");
+    for (int32_t child : node.children) {
+      if (child < 0 || static_cast<size_t>(child) >= count)
+        return bad(at, "child " + std::to_string(child) +
+                           " is not a node (there are " +
+                           std::to_string(count) + ")");
+      if (static_cast<size_t>(child) == n)
+        return bad(at, "is its own child (a cycle)");
+      if (parent[child] >= 0)
+        return bad(at, "duplicate child: node " + std::to_string(child) +
+                           (parent[child] == static_cast<int32_t>(n)
+                                ? " appears twice among its children"
+                                : " is already a child of node " +
+                                      std::to_string(parent[child])));
+      parent[child] = static_cast<int32_t>(n);
+    }
+  }
+  int32_t root = request.root;
+  if (root >= 0) {
+    if (static_cast<size_t>(root) >= count)
+      return bad(where, "the root " + std::to_string(root) + " is not a node");
+    if (parent[root] >= 0)
+      return bad(where, "the root " + std::to_string(root) +
+                            " is a child of node " +
+                            std::to_string(parent[root]));
+  } else {
+    std::vector<int32_t> roots;
+    for (size_t n = 0; n < count; ++n)
+      if (parent[n] < 0)
+        roots.push_back(static_cast<int32_t>(n));
+    if (roots.empty())
+      return bad(where, "the nodes form a cycle (every node has a parent)");
+    if (roots.size() > 1)
+      return bad(where, "the tree has " + std::to_string(roots.size()) +
+                            " roots (nodes " + std::to_string(roots[0]) +
+                            " and " + std::to_string(roots[1]) +
+                            "); give \"root\" or connect them");
+    root = roots[0];
+  }
+  // Every node must be reachable from the root; since no node has two
+  // parents, a node that is not lies on a cycle or under another root.
+  std::vector<uint8_t> reached(count, 0);
+  std::vector<int32_t> stack = {root};
+  reached[root] = 1;
+  while (!stack.empty()) {
+    int32_t node = stack.back();
+    stack.pop_back();
+    for (int32_t child : request.tree[node].children)
+      if (!reached[child]) {
+        reached[child] = 1;
+        stack.push_back(child);
+      }
+  }
+  for (size_t n = 0; n < count; ++n) {
+    if (reached[n])
+      continue;
+    std::vector<uint8_t> seen(count, 0);
+    int32_t at = static_cast<int32_t>(n);
+    while (at >= 0 && !seen[at]) {
+      seen[at] = 1;
+      at = parent[at];
+    }
+    if (at >= 0)
+      return bad(where, "cycle: node " + std::to_string(at) +
+                            " is its own descendant");
+    return bad(where, "node " + std::to_string(n) +
+                          " is not reachable from the root " +
+                          std::to_string(root));
+  }
+  return Status::ok();
+}
+
+Status RequestParser::check(const Request &request) const {
+  std::string where = "request " + request.id;
+  if (structure_->kind == cellpack::Structure::Tree)
+    return checkTree(request);
+  if (request.steps.empty())
+    return bad(where, "empty sequence: at least one step is needed");
+  if (request.steps.size() > limits_.maxSteps)
+    return bad(where, std::to_string(request.steps.size()) +
+                          " steps, longer than the limit of " +
+                          std::to_string(limits_.maxSteps));
+  for (size_t s = 0; s < request.steps.size(); ++s)
+    if (Status status = checkNode(request.steps[s], 0,
+                                  where + ", step " + std::to_string(s));
+        !status.isOk())
+      return status;
+  if (request.maxDecodeLength < 0 ||
+      request.maxDecodeLength > structure_->maxDecodeLength)
+    return bad(where, "max decode length " +
+                          std::to_string(request.maxDecodeLength) +
+                          " is beyond the model's " +
+                          std::to_string(structure_->maxDecodeLength));
+  return Status::ok();
+}

