@@ -2,8 +2,10 @@
 # The main job on its embedded default: installs dependencies, builds cellc and
 # cellrun, exports the example LSTM language-model cell with PyTorch, compiles
 # it with cellc into a .cellpack (kernels for sm_80/sm_90 + PTX, one plan per
-# batch size) and prints the artifact's summary with cellrun. Pass another
-# example name (gru, seq2seq, treelstm) to compile that one instead.
+# batch size), prints the artifact's summary, then serves the example's
+# request file through cellular batching with `cellrun run` (on the GPU when
+# there is one, else on the CPU backend) and prints the run's summary.
+# Pass another example name (gru, seq2seq, treelstm) to run that one instead.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -16,3 +18,7 @@ echo "== cellc examples/$model/model.yaml -o $artifact" >&2
   --onnx-dir "$build/examples/$model" -o "$artifact"
 echo "== cellrun inspect --summary $artifact" >&2
 "$build/tools/cellrun/cellrun" inspect --summary "$artifact"
+results="$build/examples/$model/results.jsonl"
+echo "== cellrun run $artifact --input examples/$model/requests.jsonl --output $results" >&2
+"$build/tools/cellrun/cellrun" run "$artifact" \
+  --input "$root/examples/$model/requests.jsonl" --output "$results" --device auto

@@ -1,13 +1,14 @@
 //===- cellrun.cpp - The runtime's command line ---------------------------===//
 //
 // cellrun SUBCOMMAND ARGS...: dispatches to the subcommands in kSubcommands
-// (today `inspect`; `run`, `serve` and `bench` join the table later).
+// (`inspect`, `devices`, `run`).
 // Exit codes: 0 success, 1 the command failed, 2 a wrong command line.
 //
 //===----------------------------------------------------------------------===//
 #include "CommandLine.h"
 #include "Devices.h"
 #include "Inspect.h"
+#include "Run.h"
 
 #include "Checksum.h"
 
@@ -24,6 +25,7 @@ const Subcommand kSubcommands[] = {
      runInspect},
     {"devices", "say which backend --device cuda|cpu|auto uses here",
      runDevices},
+    {"run", "serve a file of requests offline and print a summary", runRun},
 };
 
 void printHelp(std::ostream &out) {
