@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the runtime's tests (scheduler, executor and pools, CPU backend,
+# Builds the runtime's tests (scheduler, engine and request processor,
+# executor and pools, CPU backend,
 # artifact loader, devices) with AddressSanitizer + UndefinedBehaviorSanitizer
 # and with ThreadSanitizer, each in its own build directory, and runs them.
 # Not part of .ci/run (it doubles the build); run it before changing the
@@ -7,7 +8,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
-tests=(scheduler-tests executor-tests cpu-backend-tests artifact-tests device-tests)
+tests=(scheduler-tests engine-tests executor-tests backend-examples-cpu-tests cpu-backend-tests
+  artifact-tests device-tests)
 
 "$root/scripts/install-deps.sh"
 for kind in address thread; do

@@ -21,12 +21,9 @@ struct Scheduler::CellQueue {
   CellTypeConfig config;
   std::vector<std::unique_ptr<Subgraph>> subgraphs; // in arrival order
   uint32_t runningTasks = 0;
-  uint32_t readyNodes() const {
-    uint32_t count = 0;
-    for (const auto &subgraph : subgraphs)
-      count += subgraph->ready();
-    return count;
-  }
+  /// Subgraphs with a ready node (kept up to date, not counted each time).
+  uint32_t ready = 0;
+  uint32_t readyNodes() const { return ready; }
 };
 
 Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
@@ -54,6 +51,7 @@ SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
   CellQueue &queue = queues_.at(cellType);
   subgraphsById_[id] = subgraph.get();
   queue.subgraphs.push_back(std::move(subgraph));
+  ++queue.ready;
   return id;
 }
 
@@ -85,12 +83,13 @@ Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
   Task task;
   task.worker = worker;
   uint32_t largest = queue.config.batchSizes.back();
+  task.nodes.reserve(std::min<size_t>(largest, queue.ready));
   for (const auto &subgraph : queue.subgraphs) {
     if (subgraph->pinned != -1 && subgraph->pinned != worker)
       continue;
     if (subgraph->ready() == 0)
       continue;
-    task.nodes.push_back({subgraph->id, subgraph->submitted});
+    task.nodes.push_back({subgraph->id, subgraph->submitted, subgraph.get()});
     if (task.nodes.size() == largest)
       break;
   }
@@ -108,8 +107,9 @@ void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
     // Submit: update dependencies now, so the next node of each subgraph
     // may join the very next task on this worker; pin the subgraphs.
     for (const TaskNode &node : task.nodes) {
-      Subgraph &subgraph = find(node.subgraph);
-      ++subgraph.submitted;
+      Subgraph &subgraph = *static_cast<Subgraph *>(node.record);
+      if (++subgraph.submitted == subgraph.length)
+        --queue.ready;
       ++subgraph.running;
       subgraph.pinned = worker;
     }
@@ -149,18 +149,24 @@ std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
   --queue.runningTasks;
   std::vector<Completed> completed;
   for (const TaskNode &node : task.nodes) {
-    Subgraph &subgraph = find(node.subgraph);
+    Subgraph &subgraph = node.record ? *static_cast<Subgraph *>(node.record)
+                                     : find(node.subgraph);
     ++subgraph.finished;
     if (--subgraph.running == 0)
       subgraph.pinned = -1; // no task of it runs any more
     if (subgraph.finished == subgraph.length)
       completed.push_back({subgraph.id, subgraph.tag});
   }
-  for (const Completed &done : completed) {
+  if (completed.empty())
+    return completed;
+  // One pass removes every completed subgraph, keeping arrival order.
+  for (const Completed &done : completed)
     subgraphsById_.erase(done.subgraph);
-    queue.subgraphs.erase(std::find_if(
-        queue.subgraphs.begin(), queue.subgraphs.end(),
-        [&](const auto &subgraph) { return subgraph->id == done.subgraph; }));
-  }
+  queue.subgraphs.erase(
+      std::remove_if(queue.subgraphs.begin(), queue.subgraphs.end(),
+                     [](const auto &subgraph) {
+                       return subgraph->finished == subgraph->length;
+                     }),
+      queue.subgraphs.end());
   return completed;
 }

@@ -37,6 +37,9 @@ using SubgraphId = uint64_t;
 struct TaskNode {
   SubgraphId subgraph;
   uint32_t index;
+  /// The scheduler's own record of the subgraph (O(1) lookups when the
+  /// task finishes); callers leave it alone.
+  void *record = nullptr;
 };
 
 struct Task {
