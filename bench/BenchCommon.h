@@ -18,9 +18,9 @@ namespace cellbench {
 using namespace cellrun;
 using Clock = std::chrono::steady_clock;
 
-
 /// Median seconds of `run` over repetitions lasting at least `minSeconds`.
-template <typename Run> inline double medianSeconds(Run run, double minSeconds) {
+template <typename Run>
+inline double medianSeconds(Run run, double minSeconds) {
   std::vector<double> samples;
   auto start = Clock::now();
   run(); // warm-up
@@ -49,7 +49,7 @@ inline size_t rowBytes(const cellpack::TensorSpec &spec) {
 /// The largest GEMM of a plan (m, n, k), from its GEMM steps or, for a
 /// single-kernel step, from the Gemm ops of its region.
 inline void largestGemm(const cellpack::BatchPlan &plan, int64_t &m, int64_t &n,
-                 int64_t &k) {
+                        int64_t &k) {
   m = n = k = 0;
   auto consider = [&](int64_t gm, int64_t gn, int64_t gk) {
     if (gm * gn * gk > m * n * k) {

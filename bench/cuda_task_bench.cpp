@@ -78,8 +78,8 @@ double cublasMicroseconds(int64_t m, int64_t n, int64_t k, bool tf32) {
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
     return -1;
-  cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                 : CUBLAS_DEFAULT_MATH);
+  cublasSetMathMode(handle,
+                    tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   void *a, *b, *c;
   cudaMalloc(&a, m * k * sizeof(float));
   cudaMalloc(&b, k * n * sizeof(float));
@@ -121,7 +121,8 @@ size_t weightReadBytes(const cellpack::CellType &cell,
     const cellpack::PortableRegion *region = kernel->region();
     for (const cellpack::PortableOp *op : *region->ops())
       if (op->opcode() == cellpack::OpCode::Gemm)
-        for (uint32_t operand = 1; operand < op->operands()->size(); ++operand) {
+        for (uint32_t operand = 1; operand < op->operands()->size();
+             ++operand) {
           uint32_t value = op->operands()->Get(operand);
           if (value < region->num_inputs())
             note(kernel->inputs()->Get(value));

@@ -62,9 +62,9 @@ Measurement measure(uint32_t batchSize, uint64_t requests, uint32_t maxLength,
     }
     top();
   }
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return result;
 }
 
@@ -99,9 +99,9 @@ int main(int argc, char **argv) {
       Measurement m = measure(batch, requests, maxLength, cells);
       double perTask = m.seconds * 1e6 / m.tasks;
       double perRequest = m.seconds * 1e6 / m.requests;
-      std::printf("%6u %6u %10llu %12.1f %10.3f %14.3f %16.3f\n", batch,
-                  cells, (unsigned long long)m.tasks,
-                  double(m.nodes) / m.tasks, m.seconds, perTask, perRequest);
+      std::printf("%6u %6u %10llu %12.1f %10.3f %14.3f %16.3f\n", batch, cells,
+                  (unsigned long long)m.tasks, double(m.nodes) / m.tasks,
+                  m.seconds, perTask, perRequest);
       if (csv)
         csv << batch << "," << cells << "," << m.tasks << ","
             << double(m.nodes) / m.tasks << "," << m.seconds << "," << perTask

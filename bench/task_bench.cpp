@@ -28,7 +28,6 @@
 using namespace cellrun;
 using namespace cellbench;
 
-
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: task_bench MODEL.cellpack [--cell NAME] "

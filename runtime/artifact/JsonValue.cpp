@@ -130,17 +130,31 @@ private:
         break;
       char escape = text_[at_++];
       switch (escape) {
-      case '"': case '\\': case '/': out += escape; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+      case '\\':
+      case '/':
+        out += escape;
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         if (at_ + 4 > text_.size())
           return error("truncated \\u escape");
-        unsigned code = std::strtoul(
-            std::string(text_.substr(at_, 4)).c_str(), nullptr, 16);
+        unsigned code = std::strtoul(std::string(text_.substr(at_, 4)).c_str(),
+                                     nullptr, 16);
         at_ += 4;
         // UTF-8 of the code unit (surrogate pairs are kept as two units).
         if (code < 0x80) {
@@ -226,12 +240,18 @@ const JsonValue *JsonValue::find(std::string_view key) const {
 
 const char *JsonValue::kindName(Kind kind) {
   switch (kind) {
-  case Kind::Null: return "null";
-  case Kind::Bool: return "a boolean";
-  case Kind::Number: return "a number";
-  case Kind::String: return "a string";
-  case Kind::Array: return "an array";
-  case Kind::Object: return "an object";
+  case Kind::Null:
+    return "null";
+  case Kind::Bool:
+    return "a boolean";
+  case Kind::Number:
+    return "a number";
+  case Kind::String:
+    return "a string";
+  case Kind::Array:
+    return "an array";
+  case Kind::Object:
+    return "an object";
   }
   return "a value";
 }

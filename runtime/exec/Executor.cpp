@@ -77,8 +77,8 @@ Status Executor::createPools(uint32_t rowsPerPool) {
                                           hostVisibleType(key.first));
         if (!memory.ok())
           return memory.status();
-        pools_[key] = std::make_unique<SlotPool>(
-            key.second, rowsPerPool, memory->device, memory->host);
+        pools_[key] = std::make_unique<SlotPool>(key.second, rowsPerPool,
+                                                 memory->device, memory->host);
       }
     }
   return Status::ok();

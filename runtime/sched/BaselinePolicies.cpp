@@ -47,8 +47,8 @@ public:
     chains_.erase(request);
     done_.insert(request);
     waitingRemove(request);
-    bool inBatch = std::find(batch_.begin(), batch_.end(), request) !=
-                   batch_.end();
+    bool inBatch =
+        std::find(batch_.begin(), batch_.end(), request) != batch_.end();
     if (!inBatch)
       return {request}; // failed before its batch started
     for (uint64_t member : batch_)

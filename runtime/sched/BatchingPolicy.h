@@ -1,4 +1,4 @@
-//===- BatchingPolicy.h - When ready cell nodes run, and with whom -*- C++ -*-===//
+//===- BatchingPolicy.h - What runs together, and when -*- C++ -*-===//
 //
 // The engine hands a policy the chains of nodes that became ready and asks
 // it for the next tasks; the policy decides what runs together and when a

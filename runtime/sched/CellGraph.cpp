@@ -119,8 +119,8 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
   return Status::ok();
 }
 
-Result<std::vector<ReadyChain>>
-CellGraph::decoderDone(uint32_t node, const RowReader &read) {
+Result<std::vector<ReadyChain>> CellGraph::decoderDone(uint32_t node,
+                                                       const RowReader &read) {
   const CellRoles &decoder = structure_.cells[1];
   uint32_t tokenOutput = structure_.decoderTokenOutput;
   if (Status status = appendOutput("tokens", 1, tokenOutput, node, read, true);
@@ -167,8 +167,8 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
     for (uint32_t output : roles.emitted)
-      if (Status status = appendOutput(outputName(output), 0, output, node,
-                                       read, true);
+      if (Status status =
+              appendOutput(outputName(output), 0, output, node, read, true);
           !status.isOk())
         return status;
     if (node + 1 == nodes_.size()) {
@@ -208,9 +208,8 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
     if (static_cast<int32_t>(node) == request_.root) {
       for (uint32_t output = 0; output < roles.cell->outputs()->size();
            ++output)
-        if (Status status =
-                appendOutput(outputName(output), part, output, node, read,
-                             false);
+        if (Status status = appendOutput(outputName(output), part, output, node,
+                                         read, false);
             !status.isOk())
           return status;
       finished_ = true;

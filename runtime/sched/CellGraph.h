@@ -27,8 +27,8 @@ namespace cellrun {
 struct NodeSource {
   enum class Kind : uint8_t { Zero, Data, Output };
   Kind kind = Kind::Zero;
-  uint32_t node = 0;   // Output: the producing node
-  uint32_t output = 0; // Output: its output index
+  uint32_t node = 0;                          // Output: the producing node
+  uint32_t output = 0;                        // Output: its output index
   const std::vector<uint8_t> *data = nullptr; // Data: the row
 };
 

@@ -48,7 +48,8 @@ Status Engine::Impl::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     return Status(StatusCode::Unsupported,
                   "padded batching needs sequences; this model unfolds trees "
                   "(use cellular or graph)");
-  auto executor = Executor::create(artifact, options.poolRows, options.executor);
+  auto executor =
+      Executor::create(artifact, options.poolRows, options.executor);
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(executor).value();
@@ -67,8 +68,8 @@ Status Engine::Impl::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     policy_ = makeGraphPolicy(parts, options.batchRequests);
     break;
   case Policy::Padded:
-    policy_ = makePaddedPolicy(parts, options.batchRequests,
-                               options.bucketWidth);
+    policy_ =
+        makePaddedPolicy(parts, options.batchRequests, options.bucketWidth);
     break;
   }
 
@@ -162,9 +163,8 @@ void Engine::Impl::drain() {
         stuck.push_back(key);
       for (uint64_t key : stuck)
         if (entries_.count(key))
-          finishRequest(*entries_[key],
-                        Status(StatusCode::Internal,
-                               "the batching policy stalled"));
+          finishRequest(*entries_[key], Status(StatusCode::Internal,
+                                               "the batching policy stalled"));
     }
   }
 }
@@ -227,9 +227,10 @@ std::future<RequestResult> Engine::submit(Request request) {
   auto promise = std::make_shared<std::promise<RequestResult>>();
   std::future<RequestResult> future = promise->get_future();
   std::string id = request.id;
-  Status status = impl_->submit(
-      std::move(request),
-      [promise](RequestResult result) { promise->set_value(std::move(result)); });
+  Status status =
+      impl_->submit(std::move(request), [promise](RequestResult result) {
+        promise->set_value(std::move(result));
+      });
   if (!status.isOk()) {
     RequestResult failed;
     failed.id = id;

@@ -58,17 +58,17 @@ void Engine::Impl::admit() {
   // Earliest deadline first among waiting requests that have one, then
   // arrival order; the first that does not fit blocks the others (no
   // starvation of large requests).
-  std::stable_sort(waiting_.begin(), waiting_.end(), [&](uint64_t a,
-                                                         uint64_t b) {
-    auto deadline = [&](uint64_t key) {
-      const CellGraph &graph = *entries_[key]->graph;
-      double micros = graph.request().deadlineMicros;
-      return micros > 0 ? graph.arrival + std::chrono::microseconds(
-                                              static_cast<int64_t>(micros))
-                        : Clock::time_point::max();
-    };
-    return deadline(a) < deadline(b);
-  });
+  std::stable_sort(
+      waiting_.begin(), waiting_.end(), [&](uint64_t a, uint64_t b) {
+        auto deadline = [&](uint64_t key) {
+          const CellGraph &graph = *entries_[key]->graph;
+          double micros = graph.request().deadlineMicros;
+          return micros > 0 ? graph.arrival + std::chrono::microseconds(
+                                                  static_cast<int64_t>(micros))
+                            : Clock::time_point::max();
+        };
+        return deadline(a) < deadline(b);
+      });
   while (!waiting_.empty()) {
     Entry &entry = *entries_[waiting_.front()];
     bool fits = false;
@@ -96,11 +96,11 @@ void Engine::Impl::admit() {
   stats_.running = static_cast<uint32_t>(entries_.size() - waiting_.size());
 }
 
-Status Engine::Impl::bindNode(
-    CellGraph &graph, uint32_t node, uint32_t row,
-    std::vector<std::vector<int32_t>> &inputRows,
-    std::vector<std::vector<int32_t>> &outputRows,
-    std::vector<std::pair<SlotPool *, int32_t>> &dataRows) {
+Status
+Engine::Impl::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
+                       std::vector<std::vector<int32_t>> &inputRows,
+                       std::vector<std::vector<int32_t>> &outputRows,
+                       std::vector<std::pair<SlotPool *, int32_t>> &dataRows) {
   GraphNode &graphNode = graph.nodes()[node];
   for (uint32_t i = 0; i < graphNode.inputs.size(); ++i) {
     const NodeSource &source = graphNode.inputs[i];
@@ -122,8 +122,7 @@ Status Engine::Impl::bindNode(
       break;
     }
     case NodeSource::Kind::Output:
-      inputRows[i][row] =
-          graph.nodes()[source.node].outputRows[source.output];
+      inputRows[i][row] = graph.nodes()[source.node].outputRows[source.output];
       break;
     }
   }
@@ -138,8 +137,7 @@ Status Engine::Impl::bindNode(
 }
 
 void Engine::Impl::execute(PlannedTask &task) {
-  const cellpack::CellType &cell =
-      *parser_->structure().cells[task.part].cell;
+  const cellpack::CellType &cell = *parser_->structure().cells[task.part].cell;
   // Nodes of requests that failed meanwhile are dropped.
   std::vector<PlannedNode> nodes;
   for (const PlannedNode &node : task.nodes) {

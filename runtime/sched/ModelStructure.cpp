@@ -21,9 +21,9 @@ Status fail(const LoadedArtifact &artifact, const std::string &message) {
                 artifact.displayName() + ": unfolding: " + message);
 }
 
-int32_t findTensor(const flatbuffers::Vector<
-                       flatbuffers::Offset<cellpack::TensorSpec>> *specs,
-                   const std::string &name) {
+int32_t findTensor(
+    const flatbuffers::Vector<flatbuffers::Offset<cellpack::TensorSpec>> *specs,
+    const std::string &name) {
   if (specs)
     for (uint32_t i = 0; i < specs->size(); ++i)
       if (specs->Get(i)->name()->str() == name)
@@ -44,8 +44,8 @@ std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
       continue;
     const cellpack::PortableRegion *region = kernel->region();
     std::vector<int64_t> origin(region->values()->size(), -1);
-    for (uint32_t v = 0; v < region->num_inputs() && v < kernel->inputs()->size();
-         ++v)
+    for (uint32_t v = 0;
+         v < region->num_inputs() && v < kernel->inputs()->size(); ++v)
       if (kernel->inputs()->Get(v)->kind() == cellpack::ValueKind::CellInput)
         origin[v] = kernel->inputs()->Get(v)->index();
     for (const cellpack::PortableOp *op : *region->ops()) {
@@ -53,7 +53,8 @@ std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
         continue;
       auto code = op->opcode();
       uint32_t first = op->operands()->Get(0);
-      if (code == cellpack::OpCode::Cast || code == cellpack::OpCode::Identity ||
+      if (code == cellpack::OpCode::Cast ||
+          code == cellpack::OpCode::Identity ||
           code == cellpack::OpCode::Reshape ||
           code == cellpack::OpCode::Squeeze ||
           code == cellpack::OpCode::Unsqueeze) {

@@ -1,4 +1,4 @@
-//===- ModelStructure.h - The unfolding spec, resolved to indices -*- C++ -*-===//
+//===- ModelStructure.h - The unfolding spec as indices --*- C++ -*-===//
 //
 // The artifact's unfolding section names cells and tensors; the request
 // processor works with indices. analyzeModel resolves and checks it once:

@@ -143,8 +143,8 @@ Result<Request> RequestParser::parse(const JsonValue &json,
       for (size_t s = 0; s < tokens->items().size(); ++s) {
         const JsonValue &token = tokens->items()[s];
         if (!token.isInteger())
-          return bad(where, "token " + std::to_string(s) +
-                                " is not an integer");
+          return bad(where,
+                     "token " + std::to_string(s) + " is not an integer");
         std::vector<uint8_t> row(roles.dataRowBytes[0]);
         cpu::storeInt(row.data(), spec->dtype(), 0, token.integer());
         request.steps.push_back({std::move(row)});
@@ -153,8 +153,8 @@ Result<Request> RequestParser::parse(const JsonValue &json,
       if (!steps->isArray())
         return bad(where, "\"steps\" must be an array of objects");
       for (size_t s = 0; s < steps->items().size(); ++s) {
-        auto node =
-            parseNode(steps->items()[s], 0, where + ", step " + std::to_string(s));
+        auto node = parseNode(steps->items()[s], 0,
+                              where + ", step " + std::to_string(s));
         if (!node.ok())
           return node.status();
         request.steps.push_back(std::move(node).value());

@@ -45,8 +45,7 @@ protected:
     if (device == "cuda") {
       auto probe = probeCudaDevice();
       if (!probe.ok())
-        GTEST_SKIP() << "cuda backend not tested: "
-                     << probe.status().message();
+        GTEST_SKIP() << "cuda backend not tested: " << probe.status().message();
       options_.device = DeviceKind::Cuda;
     }
   }
@@ -187,9 +186,9 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   auto created = Executor::create(artifact, kPoolRows, options_);
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Executor &executor = *created.value();
-  float tolerance =
-      artifact->model().precision() == cellpack::Precision::FP32 ? 1e-5f
-                                                                 : 5e-3f;
+  float tolerance = artifact->model().precision() == cellpack::Precision::FP32
+                        ? 1e-5f
+                        : 5e-3f;
   std::printf("%s on %s\n", model.c_str(), executor.describe().c_str());
   std::mt19937 random(4321);
   int tasks = 0;

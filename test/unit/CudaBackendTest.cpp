@@ -96,9 +96,8 @@ TEST_P(CudaPlanTest, LaunchGeometryAndParametersFitEveryKernel) {
             EXPECT_TRUE(ref->kind() == cellpack::ValueKind::CellInput ||
                         ref->kind() == cellpack::ValueKind::CellOutput)
                 << where << ": row indices of a tensor that is no pool";
-            auto access = isInput
-                              ? step->input_access()->Get(param->index())
-                              : step->output_access()->Get(param->index());
+            auto access = isInput ? step->input_access()->Get(param->index())
+                                  : step->output_access()->Get(param->index());
             EXPECT_EQ(access, isInput ? cellpack::Access::Gather
                                       : cellpack::Access::Scatter)
                 << where;

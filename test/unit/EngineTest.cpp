@@ -29,8 +29,9 @@ std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
   return loaded.ok() ? std::move(loaded).value() : nullptr;
 }
 
-std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> artifact,
-                                   Policy policy, uint32_t poolRows = 4096) {
+std::unique_ptr<Engine>
+makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
+           uint32_t poolRows = 4096) {
   EngineOptions options;
   options.policy = policy;
   options.poolRows = poolRows;
@@ -42,8 +43,8 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> artifac
 
 /// A random request in JSON: sequences of 1..maxLength tokens, or random
 /// binary trees of 1..maxLeaves leaves.
-std::string randomRequest(const std::string &model, int id, std::mt19937 &random,
-                          int maxLength = 24) {
+std::string randomRequest(const std::string &model, int id,
+                          std::mt19937 &random, int maxLength = 24) {
   std::string json = "{\"id\": \"r" + std::to_string(id) + "\", ";
   int vocab = model == "seq2seq" ? 500 : 1000;
   if (model == "treelstm") {
@@ -121,8 +122,8 @@ struct EquivalenceCase {
   Policy policy;
 };
 
-class EngineEquivalenceTest
-    : public ::testing::TestWithParam<EquivalenceCase> {};
+class EngineEquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {
+};
 
 TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   auto [model, policy] = GetParam();
@@ -170,7 +171,8 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
       const auto &values = tokens->integers;
       for (size_t t = 0; t + 1 < values.size(); ++t)
         EXPECT_NE(values[t], 2) << result.id << " decoded past EOS";
-      EXPECT_EQ(result.stopReason == "eos", !values.empty() && values.back() == 2);
+      EXPECT_EQ(result.stopReason == "eos",
+                !values.empty() && values.back() == 2);
       eos += result.stopReason == "eos";
     }
     if (HasFailure())

@@ -66,8 +66,8 @@ TEST(RequestTest, BadSequencesAreRefusedPrecisely) {
             "request e: token 0 is not an integer");
   EXPECT_EQ(parseError(*engine, R"({"id": "f", "tokenz": [1]})"),
             "request f: unknown member \"tokenz\"");
-  EXPECT_NE(parseError(*engine, R"({"id": "g", "tokens": [1)").find(
-                "not valid JSON: at byte"),
+  EXPECT_NE(parseError(*engine, R"({"id": "g", "tokens": [1)")
+                .find("not valid JSON: at byte"),
             std::string::npos);
   EXPECT_EQ(parseError(*engine, R"({"id": "h", "tokens": [1, 2]})"), "");
 }
@@ -101,7 +101,8 @@ TEST(RequestTest, BadTreesAreRefusedPrecisely) {
   // A cycle hanging off a proper tree: 3 -> 4 -> 3.
   EXPECT_EQ(parseError(*engine, R"({"id": "t7", "root": 2, "nodes": [
       {"token": 1}, {"token": 2}, {"children": [0, 1]}, {"children": [4, 0]},
-      {"children": [3, 1]}]})").rfind("request t7, node 3: duplicate child", 0),
+      {"children": [3, 1]}]})")
+                .rfind("request t7, node 3: duplicate child", 0),
             0u);
   EXPECT_EQ(parseError(*engine, R"({"id": "t8", "nodes": [{"token": 5000}]})"),
             "request t8, node 0: token 5000 of input 'token' is outside the "
@@ -125,7 +126,8 @@ TEST(RequestTest, CyclesWithoutDuplicatesAreFound) {
   request.tree = {a, b, {{}, {0, 1}}, {{}, {4, 5}}, {{}, {3, 6}}, a, b};
   request.root = 2;
   Status status = engine->parser().check(request);
-  EXPECT_EQ(status.message(), "request cyc: cycle: node 3 is its own descendant");
+  EXPECT_EQ(status.message(),
+            "request cyc: cycle: node 3 is its own descendant");
 }
 
 TEST(RequestTest, BadRequestsDoNotDisturbOthers) {
@@ -224,10 +226,10 @@ TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
   ASSERT_TRUE(engine);
   std::vector<std::future<RequestResult>> futures;
   for (int i = 0; i < 10; ++i)
-    futures.push_back(engine->submit(engine->parser()
-                                         .parse(R"({"tokens": [5, 6, 7, 8]})",
-                                                "p" + std::to_string(i))
-                                         .value()));
+    futures.push_back(engine->submit(
+        engine->parser()
+            .parse(R"({"tokens": [5, 6, 7, 8]})", "p" + std::to_string(i))
+            .value()));
   engine->runOnce();
   EXPECT_LE(engine->stats().running, 3u);
   engine->drain();
@@ -258,8 +260,8 @@ TEST(RequestTest, ConcurrentSubmittersGetTheirOwnResults) {
       for (int i = 0; i < 25; ++i) {
         std::string id = std::to_string(c) + "-" + std::to_string(i);
         std::string json = "{\"id\": \"" + id + "\", \"tokens\": [" +
-                           std::to_string(1 + c) + ", " + std::to_string(2 + i) +
-                           "]}";
+                           std::to_string(1 + c) + ", " +
+                           std::to_string(2 + i) + "]}";
         RequestResult result =
             served.submit(served.parser().parse(json, "").value()).get();
         if (!result.status.isOk() || result.id != id ||

@@ -136,8 +136,8 @@ TEST(UnfoldingTest, ChainStepsFeedTheirStates) {
 TEST(UnfoldingTest, DecoderStartsFromTheEncoderAndFeedsBackItsTokens) {
   auto artifact = loadExample("seq2seq");
   ASSERT_TRUE(artifact);
-  RequestResult result = serve(
-      artifact, R"({"tokens": [7, 99, 123, 4], "max_decode_length": 9})");
+  RequestResult result =
+      serve(artifact, R"({"tokens": [7, 99, 123, 4], "max_decode_length": 9})");
   ASSERT_TRUE(result.status.isOk()) << result.status.toString();
   HandRunner hand(artifact);
   const cellpack::CellType &encoder = *artifact->cell("encoder").value();
@@ -181,16 +181,18 @@ TEST(UnfoldingTest, InternalNodesReadTheirChildren) {
   const cellpack::CellType &leaf = *artifact->cell("leaf").value();
   const cellpack::CellType &internal = *artifact->cell("internal").value();
   std::function<HandRunner::Values(int)> evaluate;
-  std::vector<std::vector<int>> children = {{}, {}, {}, {}, {}, {0, 1},
-                                            {3, 4}, {2, 6}, {5, 7}};
+  std::vector<std::vector<int>> children = {{},     {},     {},     {},    {},
+                                            {0, 1}, {3, 4}, {2, 6}, {5, 7}};
   std::vector<int64_t> tokens = {5, 8, 13, 21, 34};
   evaluate = [&](int node) -> HandRunner::Values {
     if (children[node].empty())
       return hand.run(leaf, {{"token", tokenRow(tokens[node])}});
     HandRunner::Values left = evaluate(children[node][0]);
     HandRunner::Values right = evaluate(children[node][1]);
-    return hand.run(internal, {{"h_l", left["h"]}, {"c_l", left["c"]},
-                               {"h_r", right["h"]}, {"c_r", right["c"]}});
+    return hand.run(internal, {{"h_l", left["h"]},
+                               {"c_l", left["c"]},
+                               {"h_r", right["h"]},
+                               {"c_r", right["c"]}});
   };
   HandRunner::Values root = evaluate(8);
   expectFloatsEqual(result.find("h")->floats, root["h"], 0, "root h");

@@ -28,11 +28,14 @@ namespace {
 const std::vector<OptionSpec> kRunOptions = {
     {"input", true, "FILE", "requests, one JSON object a line (required)"},
     {"output", true, "FILE", "results, one JSON object a line (default: none)"},
-    {"policy", true, "cellular|padded|graph", "batching policy (default cellular)"},
+    {"policy", true, "cellular|padded|graph",
+     "batching policy (default cellular)"},
     {"device", true, "cuda|cpu|auto", "backend (default auto)"},
-    {"pool-rows", true, "N", "rows of every state pool: the memory budget (default 4096)"},
+    {"pool-rows", true, "N",
+     "rows of every state pool: the memory budget (default 4096)"},
     {"max-queue", true, "N", "requests waiting for admission (default 1024)"},
-    {"batch-requests", true, "N", "padded/graph: requests a batch (default: the largest batch size)"},
+    {"batch-requests", true, "N",
+     "padded/graph: requests a batch (default: the largest batch size)"},
     {"bucket-width", true, "N", "padded: lengths a bucket (default 8)"},
     {"threads", true, "N", "cpu backend: workers a kernel step (default 1)"},
     {"quiet", false, "", "no progress bar"},
@@ -48,7 +51,8 @@ Result<uint32_t> positive(const ParsedArgs &args, const std::string &name,
   unsigned long value = std::strtoul(text.c_str(), &end, 10);
   if (text.empty() || *end || value == 0 || value > 1u << 30)
     return Status(StatusCode::InvalidArgument,
-                  "--" + name + " takes a positive integer, not '" + text + "'");
+                  "--" + name + " takes a positive integer, not '" + text +
+                      "'");
   return static_cast<uint32_t>(value);
 }
 
@@ -80,8 +84,8 @@ std::string resultLine(const RequestResult &result) {
     text << ", \"stop\": " << jsonQuote(result.stopReason);
   char times[96];
   std::snprintf(times, sizeof times,
-                ", \"queue_us\": %.1f, \"compute_us\": %.1f", result.queueMicros,
-                result.computeMicros);
+                ", \"queue_us\": %.1f, \"compute_us\": %.1f",
+                result.queueMicros, result.computeMicros);
   text << times << "}";
   return text.str();
 }
@@ -216,9 +220,10 @@ int runRun(const std::vector<std::string> &args) {
     while (true) {
       auto promise = std::make_shared<std::promise<RequestResult>>();
       auto future = promise->get_future();
-      Status status = engine.submit(request.value(), [promise](RequestResult r) {
-        promise->set_value(std::move(r));
-      });
+      Status status =
+          engine.submit(request.value(), [promise](RequestResult r) {
+            promise->set_value(std::move(r));
+          });
       if (status.isOk()) {
         futures.push_back(std::move(future));
         break;
@@ -250,17 +255,16 @@ int runRun(const std::vector<std::string> &args) {
       output << resultLine(result) << "\n";
     if (progress && (i + 1 == futures.size() || i % 16 == 0)) {
       size_t width = 30, filled = width * (i + 1) / futures.size();
-      std::fprintf(stderr, "\r[%s%s] %zu/%zu requests",
-                   std::string(filled, '#').c_str(),
-                   std::string(width - filled, ' ').c_str(), i + 1,
-                   futures.size());
+      std::fprintf(
+          stderr, "\r[%s%s] %zu/%zu requests", std::string(filled, '#').c_str(),
+          std::string(width - filled, ' ').c_str(), i + 1, futures.size());
     }
   }
   if (progress)
     std::fprintf(stderr, "\n");
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EngineStats stats = engine.stats();
   std::printf("model %s, %s batching on %s\n",
               artifact.value()->model().model_name()
@@ -278,11 +282,10 @@ int runRun(const std::vector<std::string> &args) {
     std::printf("cell %-10s %8llu tasks, mean batch %.1f nodes%s\n",
                 cell.name.c_str(), (unsigned long long)cell.tasks,
                 cell.tasks ? double(cell.nodes) / cell.tasks : 0.0,
-                cell.paddingRows
-                    ? (" (+" + std::to_string(cell.paddingRows) +
-                       " padding rows)")
-                          .c_str()
-                    : "");
+                cell.paddingRows ? (" (+" + std::to_string(cell.paddingRows) +
+                                    " padding rows)")
+                                       .c_str()
+                                 : "");
   return failed ? kExitFailure : kExitOk;
 }
 

@@ -1,4 +1,4 @@
-//===- Run.h - `cellrun run`: offline inference of a request file -*- C++ -*-===//
+//===- Run.h - `cellrun run`: offline inference -----------------*- C++ -*-===//
 #ifndef CELLRUN_TOOLS_RUN_H
 #define CELLRUN_TOOLS_RUN_H
 

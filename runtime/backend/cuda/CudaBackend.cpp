@@ -155,9 +155,9 @@ Status CudaBackend::wait(uint64_t ticket) {
     if (state == cudaSuccess) {
       if (completed() >= ticket)
         break;
-      return Status(StatusCode::Internal,
-                    "the stream is idle but ticket " + std::to_string(ticket) +
-                        " never completed");
+      return Status(StatusCode::Internal, "the stream is idle but ticket " +
+                                              std::to_string(ticket) +
+                                              " never completed");
     }
     if (state != cudaErrorNotReady)
       return cudaFailure(state, "a task on the stream", __FILE__, __LINE__);
@@ -206,8 +206,8 @@ Result<uint64_t> CudaBackend::submit(
   }
   size_t used = kTicketBytes + rowIndices.size() * batch * sizeof(int32_t);
   CELL_CUDA_TRY(cudaSetDevice(device_.index));
-  CELL_CUDA_TRY(cudaMemcpyAsync(device, host, used, cudaMemcpyHostToDevice,
-                                stream_));
+  CELL_CUDA_TRY(
+      cudaMemcpyAsync(device, host, used, cudaMemcpyHostToDevice, stream_));
   DeviceTaskViews views;
   views.inputs = inputPools;
   views.outputs = outputPools;

@@ -66,11 +66,11 @@ public:
   /// Enqueues one task of `plan`: rows[i][r] is the pool row of cell input
   /// i (then, after the inputs, output i) for the task's row r. Returns its
   /// ticket; waits only when every staging slot is in use.
-  Result<uint64_t> submit(const cellpack::CellType &cell,
-                          const cellpack::BatchPlan &plan, uint32_t rows,
-                          const std::vector<void *> &inputPools,
-                          const std::vector<void *> &outputPools,
-                          const std::vector<const std::vector<int32_t> *> &rowIndices);
+  Result<uint64_t>
+  submit(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
+         uint32_t rows, const std::vector<void *> &inputPools,
+         const std::vector<void *> &outputPools,
+         const std::vector<const std::vector<int32_t> *> &rowIndices);
   /// The last finished ticket (tickets start at 1).
   uint64_t completed() const;
   /// Waits until `ticket` has finished, or the stream reports an error.

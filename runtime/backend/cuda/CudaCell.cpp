@@ -37,8 +37,8 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
     for (const cellpack::Weight *weight : *cell.weights()) {
       loaded->weightOffsets_.push_back(total);
       size_t bytes = weight->data() ? weight->data()->size() : 0;
-      total += (bytes + kWeightAlignment - 1) / kWeightAlignment *
-               kWeightAlignment;
+      total +=
+          (bytes + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
     }
   auto weights = DeviceBuffer::allocate(total);
   if (!weights.ok())
@@ -48,10 +48,10 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
     for (uint32_t i = 0; i < cell.weights()->size(); ++i) {
       const cellpack::Weight *weight = cell.weights()->Get(i);
       if (weight->data() && weight->data()->size())
-        CELL_CUDA_TRY(cudaMemcpy(loaded->weights_.data() +
-                                     loaded->weightOffsets_[i],
-                                 weight->data()->data(), weight->data()->size(),
-                                 cudaMemcpyHostToDevice));
+        CELL_CUDA_TRY(
+            cudaMemcpy(loaded->weights_.data() + loaded->weightOffsets_[i],
+                       weight->data()->data(), weight->data()->size(),
+                       cudaMemcpyHostToDevice));
     }
   return loaded;
 }
@@ -64,8 +64,9 @@ CudaCell::~CudaCell() {
 Result<cudaKernel_t> CudaCell::kernel(const std::string &name) const {
   auto found = kernels_.find(name);
   if (found == kernels_.end())
-    return Status(StatusCode::NotFound,
-                  "cell '" + cell_.name()->str() + "': the code defines no "
-                  "kernel '" + name + "'");
+    return Status(StatusCode::NotFound, "cell '" + cell_.name()->str() +
+                                            "': the code defines no "
+                                            "kernel '" +
+                                            name + "'");
   return found->second;
 }

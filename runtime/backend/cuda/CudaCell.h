@@ -1,4 +1,4 @@
-//===- CudaCell.h - One cell type's code and weights on a device -*- C++ -*-===//
+//===- CudaCell.h - One cell type's code and weights on a GPU -*- C++ -*-===//
 //
 // Loads a cell's kernels with the CUDA runtime's library API
 // (cudaLibraryLoadData: the CUBIN built for the device's architecture, else

@@ -24,14 +24,13 @@ inline Status cudaFailure(cudaError_t error, const char *call, const char *file,
   size_t slash = where.find_last_of('/');
   if (slash != std::string::npos)
     where = where.substr(slash + 1);
-  StatusCode code = error == cudaErrorMemoryAllocation
-                        ? StatusCode::ResourceExhausted
-                    : error == cudaErrorNoDevice ||
-                            error == cudaErrorInsufficientDriver
-                        ? StatusCode::Unavailable
-                        : StatusCode::Internal;
-  return Status(code, std::string(call) + " failed: " +
-                          cudaGetErrorName(error) + " (" +
+  StatusCode code =
+      error == cudaErrorMemoryAllocation ? StatusCode::ResourceExhausted
+      : error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver
+          ? StatusCode::Unavailable
+          : StatusCode::Internal;
+  return Status(code, std::string(call) +
+                          " failed: " + cudaGetErrorName(error) + " (" +
                           cudaGetErrorString(error) + ") at " + where);
 }
 
@@ -41,13 +40,12 @@ inline Status cublasFailure(cublasStatus_t error, const char *call,
   size_t slash = where.find_last_of('/');
   if (slash != std::string::npos)
     where = where.substr(slash + 1);
-  StatusCode code = error == CUBLAS_STATUS_NOT_SUPPORTED
-                        ? StatusCode::Unsupported
-                    : error == CUBLAS_STATUS_ALLOC_FAILED
-                        ? StatusCode::ResourceExhausted
-                        : StatusCode::Internal;
-  return Status(code, std::string(call) + " failed: " +
-                          cublasLtGetStatusName(error) + " (" +
+  StatusCode code =
+      error == CUBLAS_STATUS_NOT_SUPPORTED  ? StatusCode::Unsupported
+      : error == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::ResourceExhausted
+                                            : StatusCode::Internal;
+  return Status(code, std::string(call) +
+                          " failed: " + cublasLtGetStatusName(error) + " (" +
                           cublasLtGetStatusString(error) + ") at " + where);
 }
 

@@ -68,11 +68,10 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
   cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
   CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst,
-      sizeof opFirst));
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
-      sizeof opSecond));
+      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(gemm->operation_,
+                                                 CUBLASLT_MATMUL_DESC_TRANSB,
+                                                 &opSecond, sizeof opSecond));
   CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
       &gemm->layoutA_, CUDA_R_32F, step.trans_b() ? k : n,
       step.trans_b() ? n : k, step.trans_b() ? k : n));
@@ -214,10 +213,10 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
 }
 
 Status CudaGemm::enqueue(cudaStream_t stream) const {
-  CELL_CUBLAS_TRY(cublasLtMatmul(handle_, operation_, &alpha_, b_, layoutA_,
-                                 a_, layoutB_, &beta_, c_, layoutC_, d_,
-                                 layoutD_, &algorithm_, workspace_,
-                                 workspaceBytes_, stream));
+  CELL_CUBLAS_TRY(cublasLtMatmul(handle_, operation_, &alpha_, b_, layoutA_, a_,
+                                 layoutB_, &beta_, c_, layoutC_, d_, layoutD_,
+                                 &algorithm_, workspace_, workspaceBytes_,
+                                 stream));
   return Status::ok();
 }
 

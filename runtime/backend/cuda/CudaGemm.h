@@ -42,9 +42,9 @@ public:
   /// cuBLASLt's scratch, used only on `stream`. Times up to `candidates`
   /// algorithms on `stream` when more than one is proposed.
   static Result<std::unique_ptr<CudaGemm>>
-  create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
-         int64_t rows, const GemmOperands &operands, void *workspace,
-         size_t workspaceBytes, cudaStream_t stream, int candidates = 8);
+  create(cublasLtHandle_t handle, const cellpack::GemmStep &step, int64_t rows,
+         const GemmOperands &operands, void *workspace, size_t workspaceBytes,
+         cudaStream_t stream, int candidates = 8);
   ~CudaGemm();
   CudaGemm(const CudaGemm &) = delete;
   CudaGemm &operator=(const CudaGemm &) = delete;

@@ -53,9 +53,9 @@ PinnedBuffer::~PinnedBuffer() {
 Result<PinnedBuffer> PinnedBuffer::allocate(size_t bytes, bool mapped) {
   PinnedBuffer buffer;
   void *data = nullptr;
-  CELL_CUDA_TRY(cudaHostAlloc(&data, bytes ? bytes : 1,
-                              mapped ? cudaHostAllocMapped
-                                     : cudaHostAllocDefault));
+  CELL_CUDA_TRY(
+      cudaHostAlloc(&data, bytes ? bytes : 1,
+                    mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
   buffer.data_ = static_cast<uint8_t *>(data);
   buffer.size_ = bytes;
   std::memset(data, 0, bytes ? bytes : 1);

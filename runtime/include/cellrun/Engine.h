@@ -60,7 +60,9 @@ struct CellTypeStats {
   uint64_t nodes = 0;        // cell invocations of requests
   uint64_t paddingRows = 0;  // padded policy: rows computed for nobody
   uint64_t batchSizeSum = 0; // the plans' batch sizes
-  double meanTaskRows() const { return tasks ? double(nodes + paddingRows) / tasks : 0; }
+  double meanTaskRows() const {
+    return tasks ? double(nodes + paddingRows) / tasks : 0;
+  }
 };
 
 struct EngineStats {

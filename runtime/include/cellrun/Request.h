@@ -29,7 +29,7 @@ namespace cellrun {
 using NodeData = std::vector<std::vector<uint8_t>>;
 
 struct TreeNode {
-  NodeData data;              // leaves
+  NodeData data;                 // leaves
   std::vector<int32_t> children; // internal nodes
 };
 

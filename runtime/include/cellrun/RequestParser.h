@@ -1,4 +1,4 @@
-//===- RequestParser.h - Requests from JSON, checked -------------*- C++ -*-===//
+//===- RequestParser.h - Requests from JSON, checked ------------*- C++ -*-===//
 //
 // The request format of `cellrun run` (one JSON object a line) and of the
 // HTTP front end:
