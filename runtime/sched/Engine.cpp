@@ -34,8 +34,8 @@ const char *cellrun::policyName(Policy policy) {
   return "?";
 }
 
-Status Engine::Impl::initialise(std::shared_ptr<const LoadedArtifact> artifact,
-                                const EngineOptions &options) {
+Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
+                                const EngineOptions &options, uint32_t index) {
   artifact_ = artifact;
   options_ = options;
   auto parser = RequestParser::create(artifact, options.limits);
@@ -115,12 +115,17 @@ Status Engine::Impl::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   return Status::ok();
 }
 
-SlotPool &Engine::Impl::poolOf(uint32_t part, bool isOutput, uint32_t index) {
+uint32_t EngineWorker::load() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queued_ + stats_.running;
+}
+
+SlotPool &EngineWorker::poolOf(uint32_t part, bool isOutput, uint32_t index) {
   return executor_->pool(*parser_->structure().cells[part].cell, isOutput,
                          index);
 }
 
-Status Engine::Impl::submit(Request request, Callback done) {
+Status EngineWorker::submit(Request request, Callback done) {
   if (Status status = parser_->check(request); !status.isOk()) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.rejected;
@@ -149,7 +154,7 @@ Status Engine::Impl::submit(Request request, Callback done) {
   return Status::ok();
 }
 
-void Engine::Impl::drain() {
+void EngineWorker::drain() {
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -169,7 +174,7 @@ void Engine::Impl::drain() {
   }
 }
 
-void Engine::Impl::workerLoop() {
+void EngineWorker::workerLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -186,7 +191,7 @@ void Engine::Impl::workerLoop() {
   }
 }
 
-void Engine::Impl::stop() {
+void EngineWorker::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -202,35 +207,75 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Engine::~Engine() {
   if (impl_)
-    impl_->stop();
+    for (auto &worker : impl_->workers)
+      worker->stop();
 }
 
 Result<std::unique_ptr<Engine>>
 Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
                const EngineOptions &options) {
+  if (options.workers == 0)
+    return Status(StatusCode::InvalidArgument, "an engine needs a worker");
   auto impl = std::make_unique<Impl>();
-  if (Status status = impl->initialise(std::move(artifact), options);
-      !status.isOk())
-    return status;
+  for (uint32_t w = 0; w < options.workers; ++w) {
+    auto worker = std::make_unique<EngineWorker>();
+    if (Status status = worker->initialise(artifact, options, w);
+        !status.isOk()) {
+      for (auto &started : impl->workers)
+        started->stop();
+      return options.workers > 1
+                 ? Status(status.code(), "worker " + std::to_string(w) + ": " +
+                                             status.message())
+                 : status;
+    }
+    impl->workers.push_back(std::move(worker));
+  }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-const RequestParser &Engine::parser() const { return *impl_->parser_; }
-const Executor &Engine::executor() const { return *impl_->executor_; }
-const EngineOptions &Engine::options() const { return impl_->options_; }
+const RequestParser &Engine::parser() const {
+  return *impl_->workers[0]->parser_;
+}
+const Executor &Engine::executor(uint32_t worker) const {
+  return *impl_->workers.at(worker)->executor_;
+}
+const EngineOptions &Engine::options() const {
+  return impl_->workers[0]->options_;
+}
 
 Status Engine::submit(Request request, Callback done) {
-  return impl_->submit(std::move(request), std::move(done));
+  // The least loaded worker takes it; the queue limit is the engine's.
+  EngineWorker *chosen = nullptr;
+  uint32_t queued = 0, best = UINT32_MAX;
+  for (auto &worker : impl_->workers) {
+    {
+      std::lock_guard<std::mutex> lock(worker->mutex_);
+      queued += worker->queued_;
+    }
+    uint32_t load = worker->load();
+    if (load < best) {
+      best = load;
+      chosen = worker.get();
+    }
+  }
+  if (queued >= options().maxQueue) {
+    std::lock_guard<std::mutex> lock(chosen->mutex_);
+    ++chosen->stats_.rejected;
+    return Status(StatusCode::ResourceExhausted,
+                  "overloaded: " + std::to_string(queued) +
+                      " requests are waiting (the limit is " +
+                      std::to_string(options().maxQueue) + ")");
+  }
+  return chosen->submit(std::move(request), std::move(done));
 }
 
 std::future<RequestResult> Engine::submit(Request request) {
   auto promise = std::make_shared<std::promise<RequestResult>>();
   std::future<RequestResult> future = promise->get_future();
   std::string id = request.id;
-  Status status =
-      impl_->submit(std::move(request), [promise](RequestResult result) {
-        promise->set_value(std::move(result));
-      });
+  Status status = submit(std::move(request), [promise](RequestResult result) {
+    promise->set_value(std::move(result));
+  });
   if (!status.isOk()) {
     RequestResult failed;
     failed.id = id;
@@ -240,12 +285,47 @@ std::future<RequestResult> Engine::submit(Request request) {
   return future;
 }
 
-bool Engine::runOnce() { return impl_->runOnce(); }
-void Engine::drain() { impl_->drain(); }
+bool Engine::runOnce() {
+  bool ran = false;
+  for (auto &worker : impl_->workers)
+    ran |= worker->runOnce();
+  return ran;
+}
+
+void Engine::drain() {
+  for (auto &worker : impl_->workers)
+    worker->drain();
+}
+
+uint32_t Engine::workers() const {
+  return static_cast<uint32_t>(impl_->workers.size());
+}
 
 EngineStats Engine::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex_);
-  EngineStats stats = impl_->stats_;
-  stats.waiting = impl_->queued_;
-  return stats;
+  EngineStats total;
+  for (auto &worker : impl_->workers) {
+    std::lock_guard<std::mutex> lock(worker->mutex_);
+    const EngineStats &stats = worker->stats_;
+    total.submitted += stats.submitted;
+    total.completed += stats.completed;
+    total.failed += stats.failed;
+    total.rejected += stats.rejected;
+    total.deadlineMisses += stats.deadlineMisses;
+    total.waiting += worker->queued_;
+    total.running += stats.running;
+    uint64_t tasks = 0;
+    if (total.cells.empty())
+      for (const CellTypeStats &cell : stats.cells)
+        total.cells.push_back({cell.name});
+    for (size_t c = 0; c < stats.cells.size(); ++c) {
+      CellTypeStats &sum = total.cells[c];
+      sum.tasks += stats.cells[c].tasks;
+      sum.nodes += stats.cells[c].nodes;
+      sum.paddingRows += stats.cells[c].paddingRows;
+      sum.batchSizeSum += stats.cells[c].batchSizeSum;
+      tasks += stats.cells[c].tasks;
+    }
+    total.workerTasks.push_back(tasks);
+  }
+  return total;
 }

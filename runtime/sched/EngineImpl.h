@@ -1,10 +1,10 @@
 //===- EngineImpl.h - The engine's state and loop --------------*- C++ -*-===//
 //
-// Engine::Impl: the inbox that submit() fills from any thread, the worker
-// that admits requests against the pools' rows, asks the batching policy
-// for tasks, binds each task's nodes to pool rows (request data written into
-// fresh rows, states read in place from the rows their producers wrote,
-// zeros from one reserved zero row per pool, padding rows written to
+// EngineWorker, one per device: the inbox that submit() fills from any
+// thread, the thread that admits requests against the pools' rows, asks the
+// batching policy for tasks, binds each task's nodes to pool rows (request data
+// written into fresh rows, states read in place from the rows their producers
+// wrote, zeros from one reserved zero row per pool, padding rows written to
 // scratch rows), runs it on the executor, and grows the cell graphs.
 //
 //===----------------------------------------------------------------------===//
@@ -25,8 +25,10 @@
 
 namespace cellrun {
 
-class Engine::Impl {
+/// One device: its executor, batching policy, requests and thread.
+class EngineWorker {
 public:
+  using Callback = Engine::Callback;
   struct Entry {
     uint64_t key = 0;
     std::unique_ptr<CellGraph> graph;
@@ -36,8 +38,11 @@ public:
     bool complete = false;
   };
 
+  /// `index` picks the CUDA device (options.executor.cudaDevice + index).
   Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
-                    const EngineOptions &options);
+                    const EngineOptions &options, uint32_t index);
+  /// Requests queued or running here (for choosing the least loaded).
+  uint32_t load() const;
   Status submit(Request request, Callback done);
   bool runOnce();
   void drain();
@@ -81,6 +86,11 @@ private:
   void finishRequest(Entry &entry, Status status);
   void deliver(uint64_t key);
   SlotPool &poolOf(uint32_t part, bool isOutput, uint32_t index);
+};
+
+class Engine::Impl {
+public:
+  std::vector<std::unique_ptr<EngineWorker>> workers;
 };
 
 } // namespace cellrun

@@ -9,7 +9,7 @@ static double microsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
 
-bool Engine::Impl::runOnce() {
+bool EngineWorker::runOnce() {
   admit();
   std::vector<PlannedTask> tasks = policy_->next();
   if (tasks.empty())
@@ -19,7 +19,7 @@ bool Engine::Impl::runOnce() {
   return true;
 }
 
-Status Engine::Impl::reserveFor(Entry &entry, bool &fits) {
+Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
   std::map<SlotPool *, uint32_t> need;
   for (const CellGraph::RowNeed &rows : entry.graph->peakRows())
     need[&poolOf(rows.part, rows.isOutput, rows.index)] += rows.rows;
@@ -44,7 +44,7 @@ Status Engine::Impl::reserveFor(Entry &entry, bool &fits) {
   return Status::ok();
 }
 
-void Engine::Impl::admit() {
+void EngineWorker::admit() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     while (!inbox_.empty()) {
@@ -97,7 +97,7 @@ void Engine::Impl::admit() {
 }
 
 Status
-Engine::Impl::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
+EngineWorker::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
                        std::vector<std::vector<int32_t>> &inputRows,
                        std::vector<std::vector<int32_t>> &outputRows,
                        std::vector<std::pair<SlotPool *, int32_t>> &dataRows) {
@@ -136,7 +136,7 @@ Engine::Impl::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
   return Status::ok();
 }
 
-void Engine::Impl::execute(PlannedTask &task) {
+void EngineWorker::execute(PlannedTask &task) {
   const cellpack::CellType &cell = *parser_->structure().cells[task.part].cell;
   // Nodes of requests that failed meanwhile are dropped.
   std::vector<PlannedNode> nodes;
@@ -210,7 +210,7 @@ void Engine::Impl::execute(PlannedTask &task) {
   policy_->finished(task);
 }
 
-void Engine::Impl::afterNode(Entry &entry, uint32_t node) {
+void EngineWorker::afterNode(Entry &entry, uint32_t node) {
   CellGraph &graph = *entry.graph;
   auto reader = [&](uint32_t producer, uint32_t output, void *bytes) {
     const GraphNode &graphNode = graph.nodes()[producer];
@@ -237,7 +237,7 @@ void Engine::Impl::afterNode(Entry &entry, uint32_t node) {
     finishRequest(entry, Status::ok());
 }
 
-void Engine::Impl::releaseOutputs(CellGraph &graph, uint32_t node) {
+void EngineWorker::releaseOutputs(CellGraph &graph, uint32_t node) {
   GraphNode &graphNode = graph.nodes()[node];
   for (uint32_t o = 0; o < graphNode.outputRows.size(); ++o)
     if (graphNode.outputRows[o] >= 0) {
@@ -246,7 +246,7 @@ void Engine::Impl::releaseOutputs(CellGraph &graph, uint32_t node) {
     }
 }
 
-void Engine::Impl::finishRequest(Entry &entry, Status status) {
+void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
   graph.failed = !status.isOk();
   for (uint32_t n = 0; n < graph.nodes().size(); ++n)
@@ -268,7 +268,7 @@ void Engine::Impl::finishRequest(Entry &entry, Status status) {
     deliver(key);
 }
 
-void Engine::Impl::deliver(uint64_t key) {
+void EngineWorker::deliver(uint64_t key) {
   auto found = entries_.find(key);
   if (found == entries_.end())
     return;

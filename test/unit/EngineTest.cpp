@@ -192,6 +192,35 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
               (unsigned long long)tasks, eos);
 }
 
+TEST(EngineWorkersTest, TwoWorkersShareRequestsAndAgreeWithOne) {
+  auto artifact = loadExample("treelstm");
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(5);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 120; ++i)
+    texts.push_back(randomRequest("treelstm", i, random));
+  auto single = makeEngine(artifact, Policy::Cellular);
+  EngineOptions options;
+  options.workers = 2; // two cpu "devices", each with its thread and pools
+  auto pair = Engine::create(artifact, options);
+  ASSERT_TRUE(pair.ok()) << pair.status().toString();
+  std::vector<std::future<RequestResult>> alone, shared;
+  for (const std::string &text : texts) {
+    alone.push_back(single->submit(single->parser().parse(text, "").value()));
+    shared.push_back(
+        pair.value()->submit(pair.value()->parser().parse(text, "").value()));
+  }
+  single->drain();
+  for (size_t i = 0; i < texts.size(); ++i)
+    expectSameResult(shared[i].get(), alone[i].get(),
+                     "request " + texts[i].substr(0, 12));
+  EngineStats stats = pair.value()->stats();
+  ASSERT_EQ(stats.workerTasks.size(), 2u);
+  EXPECT_GT(stats.workerTasks[0], 0u);
+  EXPECT_GT(stats.workerTasks[1], 0u);
+  EXPECT_EQ(stats.completed, texts.size());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Examples, EngineEquivalenceTest,
     ::testing::Values(EquivalenceCase{"lstm", Policy::Cellular},

@@ -37,7 +37,9 @@ const std::vector<OptionSpec> kRunOptions = {
     {"batch-requests", true, "N",
      "padded/graph: requests a batch (default: the largest batch size)"},
     {"bucket-width", true, "N", "padded: lengths a bucket (default 8)"},
-    {"threads", true, "N", "cpu backend: workers a kernel step (default 1)"},
+    {"threads", true, "N", "cpu backend: threads a kernel step (default 1)"},
+    {"workers", true, "N",
+     "workers, one per device (cuda: devices 0..N-1; default 1)"},
     {"quiet", false, "", "no progress bar"},
     {"help", false, "", "show this help"},
 };
@@ -139,9 +141,11 @@ int runRun(const std::vector<std::string> &args) {
   auto batchRequests = positive(options, "batch-requests", 1u << 30);
   auto bucketWidth = positive(options, "bucket-width", 8);
   auto threads = positive(options, "threads", 1);
+  auto workers = positive(options, "workers", 1);
   for (const Status &status :
        {policy.status(), device.status(), poolRows.status(), maxQueue.status(),
-        batchRequests.status(), bucketWidth.status(), threads.status()})
+        batchRequests.status(), bucketWidth.status(), threads.status(),
+        workers.status()})
     if (!status.isOk()) {
       std::cerr << "cellrun run: " << status.message() << "\n";
       return kExitUsage;
@@ -157,6 +161,7 @@ int runRun(const std::vector<std::string> &args) {
   engineOptions.policy = policy.value();
   engineOptions.executor.device = kind.value();
   engineOptions.executor.threads = threads.value();
+  engineOptions.workers = workers.value();
   engineOptions.poolRows = poolRows.value();
   engineOptions.maxQueue = maxQueue.value();
   engineOptions.batchRequests =
@@ -271,7 +276,11 @@ int runRun(const std::vector<std::string> &args) {
                   ? artifact.value()->model().model_name()->c_str()
                   : "?",
               policyName(engineOptions.policy),
-              engine.executor().describe().c_str());
+              (engine.executor().describe() +
+               (engine.workers() > 1
+                    ? " and " + std::to_string(engine.workers() - 1) + " more"
+                    : std::string()))
+                  .c_str());
   std::printf("requests: %zu (%zu ok, %zu failed) in %.3f s: %.1f requests/s\n",
               futures.size(), ok, failed, seconds,
               seconds > 0 ? ok / seconds : 0.0);

@@ -49,7 +49,11 @@ struct EngineOptions {
   uint32_t bucketWidth = 8;      // padded: lengths per bucket
   uint32_t batchRequests = 0;    // padded, graph: 0 = the largest batch size
   RequestLimits limits;
-  /// false: no worker thread; the caller drives the loop with runOnce()
+  /// Workers, one per device: cuda devices executor.cudaDevice + 0, 1, ...;
+  /// on the cpu backend each worker has its own pools and threads. A
+  /// request runs on the least loaded worker, all its cells there.
+  uint32_t workers = 1;
+  /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
 };
@@ -69,7 +73,8 @@ struct EngineStats {
   uint64_t submitted = 0, completed = 0, failed = 0, rejected = 0;
   uint64_t deadlineMisses = 0;
   uint32_t waiting = 0, running = 0;
-  std::vector<CellTypeStats> cells;
+  std::vector<CellTypeStats> cells;  // summed over the workers
+  std::vector<uint64_t> workerTasks; // tasks each worker ran
 };
 
 class Engine {
@@ -83,7 +88,9 @@ public:
   ~Engine();
 
   const RequestParser &parser() const;
-  const Executor &executor() const;
+  /// The executor of `worker`.
+  const Executor &executor(uint32_t worker = 0) const;
+  uint32_t workers() const;
   const EngineOptions &options() const;
 
   /// Queues `request` (checked first); `done` is called exactly once, on
@@ -93,8 +100,8 @@ public:
   /// The same with a future; errors arrive through the future too.
   std::future<RequestResult> submit(Request request);
 
-  /// Manual mode: one round of the loop (admission, one call to the
-  /// policy, its tasks run). False when there was nothing to do.
+  /// Manual mode: one round of the loop on every worker (admission, one
+  /// call to the policy, its tasks run). False when there was nothing to do.
   bool runOnce();
   /// Manual mode: rounds until every submitted request is done.
   void drain();
