@@ -50,17 +50,17 @@ struct ReadyChain {
 
 using Clock = std::chrono::steady_clock;
 
-class CellGraph {
+class CellGraph final : public GraphBuilder {
 public:
   CellGraph(const ModelStructure &structure, Request request);
 
   const Request &request() const { return request_; }
   std::vector<GraphNode> &nodes() { return nodes_; }
-  RequestResult &result() { return result_; }
+  RequestResult &result() override { return result_; }
   bool finished() const { return finished_; }
 
-  /// The ready chains at the start.
-  std::vector<ReadyChain> start();
+  /// The ready chains at the start (a custom unfolder may refuse).
+  Result<std::vector<ReadyChain>> start();
 
   /// Reads the outputs of `node` the result needs (`read(pool output o of
   /// node, bytes)`), then grows the graph: returns the chains that became
@@ -80,6 +80,17 @@ public:
     uint32_t rows;
   };
   std::vector<RowNeed> peakRows() const;
+
+  // GraphBuilder, for custom unfolders.
+  Result<uint32_t> addNode(std::string_view cell) override;
+  Status setData(uint32_t node, std::string_view input,
+                 std::vector<uint8_t> row) override;
+  Status setOutput(uint32_t node, std::string_view input, uint32_t producer,
+                   std::string_view output) override;
+  Status ready(std::vector<uint32_t> chain) override;
+  Status read(uint32_t node, std::string_view output,
+              std::vector<uint8_t> &row) override;
+  void finish() override { finished_ = true; }
 
   Clock::time_point arrival;
   Clock::time_point firstStart;
@@ -101,8 +112,14 @@ private:
   bool finished_ = false;
   uint32_t lastEncoder_ = 0;
   int64_t decoded_ = 0;
-  /// Decoder token rows fed back by the host (stable addresses).
+  /// Rows of data the graph itself made: decoder tokens fed back by the
+  /// host, custom unfolders' data (stable addresses).
   std::deque<std::vector<uint8_t>> fedTokens_;
+  // custom
+  std::unique_ptr<Unfolder> unfolder_;
+  std::vector<ReadyChain> handedOver_;
+  std::vector<uint8_t> inChain_; // per node: handed to the scheduler
+  const RowReader *reader_ = nullptr;
 };
 
 } // namespace cellrun

@@ -89,7 +89,12 @@ void EngineWorker::admit() {
     uint32_t length = static_cast<uint32_t>(
         request.tree.empty() ? request.steps.size() : request.tree.size());
     policy_->admitted(entry.key, length);
-    for (const ReadyChain &chain : entry.graph->start())
+    auto chains = entry.graph->start();
+    if (!chains.ok()) {
+      finishRequest(entry, chains.status());
+      continue;
+    }
+    for (const ReadyChain &chain : chains.value())
       policy_->addChain(entry.key, chain);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -229,10 +229,14 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
     break;
   }
   case cellpack::Structure::Custom:
-    return Status(StatusCode::Unsupported,
-                  artifact.displayName() + ": the custom unfolder '" +
-                      text(unfolding.unfolder()) +
-                      "' must be registered with the engine");
+    structure.unfolder = text(unfolding.unfolder());
+    for (const cellpack::CellType *cell : artifact.cells()) {
+      auto roles = rolesOf(artifact, cell->name()->str(), "custom");
+      if (!roles.ok())
+        return roles.status();
+      structure.cells.push_back(std::move(roles).value());
+    }
+    break;
   }
   return structure;
 }

@@ -14,6 +14,7 @@
 #define CELLRUN_SCHED_MODELSTRUCTURE_H
 
 #include "cellrun/Artifact.h"
+#include "cellrun/Unfolder.h"
 
 #include <vector>
 
@@ -53,10 +54,13 @@ struct ModelStructure {
   std::vector<int32_t> initialFromEncoder;
   // tree
   int32_t arity = 0;
+  // custom: every cell is a part, in the artifact's order
+  std::string unfolder;
+  UnfolderFactory makeUnfolder; // set by RequestParser::create
 };
 
-/// Resolves the unfolding of `artifact`. Custom structures are
-/// Unsupported here (they go through a registered unfolder).
+/// Resolves the unfolding of `artifact` (for custom structures: every cell
+/// and the unfolder's name).
 Result<ModelStructure> analyzeModel(const LoadedArtifact &artifact);
 
 /// Bytes of one row of `spec`.

@@ -24,6 +24,17 @@ RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
   parser->structure_ =
       std::make_unique<ModelStructure>(std::move(structure).value());
   parser->limits_ = limits;
+  ModelStructure &resolved = *parser->structure_;
+  if (resolved.kind == cellpack::Structure::Custom) {
+    resolved.makeUnfolder = findUnfolder(resolved.unfolder);
+    if (!resolved.makeUnfolder)
+      return Status(StatusCode::Unsupported,
+                    parser->artifact_->displayName() +
+                        ": the model unfolds with '" + resolved.unfolder +
+                        "', and no unfolder of that name is registered "
+                        "(registerUnfolder)");
+    parser->checker_ = resolved.makeUnfolder();
+  }
   return parser;
 }
 
@@ -105,6 +116,17 @@ Result<Request> RequestParser::parse(const JsonValue &json,
       return bad("request " + fallbackId, "\"id\" must be a string or integer");
   }
   std::string where = "request " + request.id;
+  if (structure_->kind == cellpack::Structure::Custom) {
+    if (const JsonValue *deadline = json.find("deadline_ms")) {
+      if (!deadline->isNumber() || deadline->number() < 0)
+        return bad(where, "\"deadline_ms\" must be a number >= 0");
+      request.deadlineMicros = deadline->number() * 1000.0;
+    }
+    request.json = std::make_shared<JsonValue>(json);
+    if (Status status = check(request); !status.isOk())
+      return status;
+    return request;
+  }
   bool sequence = structure_->kind != cellpack::Structure::Tree;
   std::set<std::string> allowed = {"id", "deadline_ms"};
   if (sequence)
@@ -356,6 +378,12 @@ Status RequestParser::checkTree(const Request &request) const {
 
 Status RequestParser::check(const Request &request) const {
   std::string where = "request " + request.id;
+  if (structure_->kind == cellpack::Structure::Custom) {
+    if (!request.json)
+      return bad(where, "a request of a custom model carries its JSON");
+    Status status = checker_->check(*request.json);
+    return status.isOk() ? status : bad(where, status.message());
+  }
   if (structure_->kind == cellpack::Structure::Tree)
     return checkTree(request);
   if (request.steps.empty())

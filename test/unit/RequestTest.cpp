@@ -173,7 +173,7 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
   Request request =
       engine->parser().parse(R"({"id": "s", "tokens": [7, 9]})", "").value();
   CellGraph graph(structure.value(), std::move(request));
-  auto ready = graph.start();
+  auto ready = graph.start().value();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].nodes.size(), 2u);
   // The host reads these tokens from the decoder, one a step: 5, 6, EOS.

@@ -8,7 +8,8 @@
 //  - seq2seq: `steps` are the encoder's steps; the decoder runs from the
 //    BOS token until it returns EOS or `maxDecodeLength` tokens;
 //  - tree: `tree` nodes, leaves with the leaf cell's input rows, internal
-//    nodes with exactly `arity` children (indices into `tree`), one root.
+//    nodes with exactly `arity` children (indices into `tree`), one root;
+//  - custom: the request's JSON, for the registered unfolder (Unfolder.h).
 // Parsing (RequestParser.h) checks a request against the artifact, so the
 // engine only ever sees well-formed requests.
 //
@@ -19,6 +20,7 @@
 #include "cellrun/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,8 @@ struct Request {
   std::vector<TreeNode> tree;  // tree
   int32_t root = -1;
   int64_t maxDecodeLength = 0; // seq2seq; 0: the artifact's limit
-  double deadlineMicros = 0;   // latency goal; 0: none
+  std::shared_ptr<const class JsonValue> json; // custom: the whole request
+  double deadlineMicros = 0;                   // latency goal; 0: none
 };
 
 /// One named output: float values or integer values, with its shape.

@@ -9,6 +9,7 @@
 //                                            {"children": [0, 1]}],
 //                     "root": 2}   (root optional: the node no one points to)
 //   any:             "deadline_ms": D (a latency goal, counted when missed)
+//   custom:          whatever the registered unfolder checks (Unfolder.h)
 // "tokens" fits cells with one request input of one integer each. Every
 // check happens here: empty sequences, values outside an input's table
 // (token ids beyond the vocabulary), wrong row sizes, trees with cycles,
@@ -21,6 +22,7 @@
 
 #include "cellrun/JsonValue.h"
 #include "cellrun/Request.h"
+#include "cellrun/Unfolder.h"
 
 #include <memory>
 
@@ -64,6 +66,7 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   std::unique_ptr<ModelStructure> structure_;
   RequestLimits limits_;
+  std::unique_ptr<Unfolder> checker_; // custom models
 };
 
 } // namespace cellrun
