@@ -37,7 +37,8 @@ public:
       batchRequests_ = std::min(batchRequests_, part.batchSizes.back());
   }
 
-  void addChain(uint64_t request, const ReadyChain &chain) override {
+  void addChain(uint64_t request, const ReadyChain &chain,
+                uint64_t deadline) override {
     chains_[request].push_back({chain, 0});
   }
 

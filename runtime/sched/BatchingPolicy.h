@@ -43,8 +43,10 @@ public:
   virtual ~BatchingPolicy() = default;
   /// `request` was admitted; `length` is its number of steps or nodes.
   virtual void admitted(uint64_t request, uint32_t length) = 0;
-  /// Nodes of `request` whose dependencies outside the chain are met.
-  virtual void addChain(uint64_t request, const ReadyChain &chain) = 0;
+  /// Nodes of `request` whose dependencies outside the chain are met;
+  /// `deadline` in microseconds of the steady clock (UINT64_MAX: none).
+  virtual void addChain(uint64_t request, const ReadyChain &chain,
+                        uint64_t deadline = UINT64_MAX) = 0;
   /// The tasks to run now, in order (empty: nothing is ready).
   virtual std::vector<PlannedTask> next() = 0;
   virtual void finished(const PlannedTask &task) = 0;

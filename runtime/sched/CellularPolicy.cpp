@@ -14,9 +14,11 @@ public:
 
   void admitted(uint64_t, uint32_t) override {}
 
-  void addChain(uint64_t request, const ReadyChain &chain) override {
+  void addChain(uint64_t request, const ReadyChain &chain,
+                uint64_t deadline) override {
     SubgraphId id = scheduler_.addSubgraph(
-        chain.part, static_cast<uint32_t>(chain.nodes.size()), request);
+        chain.part, static_cast<uint32_t>(chain.nodes.size()), request,
+        deadline);
     subgraphs_[id] = chain.nodes;
   }
 

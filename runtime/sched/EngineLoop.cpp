@@ -9,6 +9,19 @@ static double microsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
 
+/// The request's deadline in steady-clock microseconds, or UINT64_MAX.
+static uint64_t deadlineOf(const CellGraph &graph) {
+  double micros = graph.request().deadlineMicros;
+  if (micros <= 0)
+    return UINT64_MAX;
+  auto due =
+      graph.arrival + std::chrono::microseconds(static_cast<int64_t>(micros));
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          due.time_since_epoch())
+          .count());
+}
+
 bool EngineWorker::runOnce() {
   admit();
   std::vector<PlannedTask> tasks = policy_->next();
@@ -95,7 +108,7 @@ void EngineWorker::admit() {
       continue;
     }
     for (const ReadyChain &chain : chains.value())
-      policy_->addChain(entry.key, chain);
+      policy_->addChain(entry.key, chain, deadlineOf(*entry.graph));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size() - waiting_.size());
@@ -237,7 +250,7 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node) {
   if (graph.nodes()[node].consumers == 0)
     releaseOutputs(graph, node);
   for (const ReadyChain &chain : ready.value())
-    policy_->addChain(entry.key, chain);
+    policy_->addChain(entry.key, chain, deadlineOf(graph));
   if (graph.finished())
     finishRequest(entry, Status::ok());
 }

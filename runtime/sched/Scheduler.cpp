@@ -8,6 +8,7 @@ using namespace cellrun;
 struct Scheduler::Subgraph {
   SubgraphId id;
   uint64_t tag;
+  uint64_t deadline = UINT64_MAX;
   uint32_t length;
   uint32_t submitted = 0; // nodes put into tasks (dependencies updated)
   uint32_t finished = 0;  // nodes whose task ran
@@ -23,6 +24,8 @@ struct Scheduler::CellQueue {
   uint32_t runningTasks = 0;
   /// Subgraphs with a ready node (kept up to date, not counted each time).
   uint32_t ready = 0;
+  /// Subgraphs with a deadline (when 0, queue order is the only order).
+  uint32_t withDeadline = 0;
   uint32_t readyNodes() const { return ready; }
 };
 
@@ -42,16 +45,18 @@ Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
 Scheduler::~Scheduler() = default;
 
 SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
-                                  uint64_t tag) {
+                                  uint64_t tag, uint64_t deadline) {
   auto subgraph = std::make_unique<Subgraph>();
   subgraph->id = nextId_++;
   subgraph->tag = tag;
+  subgraph->deadline = deadline;
   subgraph->length = std::max(1u, length);
   SubgraphId id = subgraph->id;
   CellQueue &queue = queues_.at(cellType);
   subgraphsById_[id] = subgraph.get();
   queue.subgraphs.push_back(std::move(subgraph));
   ++queue.ready;
+  queue.withDeadline += deadline != UINT64_MAX;
   return id;
 }
 
@@ -83,11 +88,30 @@ Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
   Task task;
   task.worker = worker;
   uint32_t largest = queue.config.batchSizes.back();
+  auto eligible = [&](const Subgraph &subgraph) {
+    return (subgraph.pinned == -1 || subgraph.pinned == worker) &&
+           subgraph.ready() > 0;
+  };
+  if (queue.withDeadline > 0 && queue.ready > largest) {
+    // More ready than fit: the nearest deadlines first (stable: arrival
+    // order among equal deadlines and among those without one).
+    std::vector<Subgraph *> candidates;
+    for (const auto &subgraph : queue.subgraphs)
+      if (eligible(*subgraph))
+        candidates.push_back(subgraph.get());
+    size_t take = std::min<size_t>(largest, candidates.size());
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Subgraph *a, const Subgraph *b) {
+                       return a->deadline < b->deadline;
+                     });
+    for (size_t i = 0; i < take; ++i)
+      task.nodes.push_back(
+          {candidates[i]->id, candidates[i]->submitted, candidates[i]});
+    return task;
+  }
   task.nodes.reserve(std::min<size_t>(largest, queue.ready));
   for (const auto &subgraph : queue.subgraphs) {
-    if (subgraph->pinned != -1 && subgraph->pinned != worker)
-      continue;
-    if (subgraph->ready() == 0)
+    if (!eligible(*subgraph))
       continue;
     task.nodes.push_back({subgraph->id, subgraph->submitted, subgraph.get()});
     if (task.nodes.size() == largest)
@@ -160,8 +184,11 @@ std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
   if (completed.empty())
     return completed;
   // One pass removes every completed subgraph, keeping arrival order.
-  for (const Completed &done : completed)
+  for (const Completed &done : completed) {
+    queue.withDeadline -=
+        subgraphsById_.at(done.subgraph)->deadline != UINT64_MAX;
     subgraphsById_.erase(done.subgraph);
+  }
   queue.subgraphs.erase(
       std::remove_if(queue.subgraphs.begin(), queue.subgraphs.end(),
                      [](const auto &subgraph) {

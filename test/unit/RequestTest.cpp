@@ -248,6 +248,27 @@ TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
       << result.status.message();
 }
 
+TEST(RequestTest, MissedDeadlinesAreCounted) {
+  auto engine = manualEngine("lstm");
+  ASSERT_TRUE(engine);
+  auto tight = engine->submit(engine->parser()
+                                  .parse(R"({"tokens": [1, 2, 3, 4, 5],
+                                             "deadline_ms": 0.000001})",
+                                         "tight")
+                                  .value());
+  auto loose = engine->submit(engine->parser()
+                                  .parse(R"({"tokens": [1, 2],
+                                             "deadline_ms": 600000})",
+                                         "loose")
+                                  .value());
+  engine->drain();
+  EXPECT_TRUE(tight.get().missedDeadline);
+  EXPECT_FALSE(loose.get().missedDeadline);
+  EXPECT_EQ(engine->stats().deadlineMisses, 1u);
+  EXPECT_EQ(parseError(*engine, R"({"tokens": [1], "deadline_ms": -1})"),
+            "request line 1: \"deadline_ms\" must be a number >= 0");
+}
+
 TEST(RequestTest, ConcurrentSubmittersGetTheirOwnResults) {
   EngineOptions options; // with the worker thread
   auto engine = Engine::create(loadExample("lstm"), options);

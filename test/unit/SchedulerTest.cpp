@@ -134,6 +134,26 @@ TEST(SchedulerTest, HigherPriorityCellTypeGoesFirstWithinATier) {
   EXPECT_EQ(next[0].cellType, 0u);
 }
 
+TEST(SchedulerTest, NearestDeadlinesFillATaskFirst) {
+  Scheduler scheduler({{"cell", 0, {1, 2}}}, 1);
+  scheduler.addSubgraph(0, 1, /*tag=*/1); // no deadline
+  scheduler.addSubgraph(0, 1, /*tag=*/2, /*deadline=*/50);
+  scheduler.addSubgraph(0, 1, /*tag=*/3, /*deadline=*/10);
+  std::vector<Task> tasks = scheduler.schedule(0);
+  ASSERT_EQ(tasks.size(), 1u);
+  ASSERT_EQ(tasks[0].nodes.size(), 2u);
+  EXPECT_EQ(scheduler.tagOf(tasks[0].nodes[0].subgraph), 3u);
+  EXPECT_EQ(scheduler.tagOf(tasks[0].nodes[1].subgraph), 2u);
+  scheduler.finish(tasks[0]);
+  // Without deadlines the order is arrival order.
+  Scheduler plain({{"cell", 0, {1, 2}}}, 1);
+  for (uint64_t tag : {1, 2, 3})
+    plain.addSubgraph(0, 1, tag);
+  std::vector<Task> first = plain.schedule(0);
+  EXPECT_EQ(plain.tagOf(first[0].nodes[0].subgraph), 1u);
+  EXPECT_EQ(plain.tagOf(first[0].nodes[1].subgraph), 2u);
+}
+
 TEST(SchedulerTest, AFullBatchBeatsPriority) {
   Scheduler scheduler({{"leaf", 0, {1, 2}}, {"internal", 5, {1, 2}}}, 1);
   scheduler.addSubgraph(0, 1, 1);

@@ -56,7 +56,11 @@ public:
 
   /// A run of `length` nodes of `cellType` whose outside dependencies are
   /// met; node i depends on node i - 1. `tag` is the caller's (a request).
-  SubgraphId addSubgraph(uint32_t cellType, uint32_t length, uint64_t tag);
+  /// `deadline` (any monotonic unit, smaller is sooner; UINT64_MAX: none):
+  /// when more nodes are ready than a task takes, those of the subgraphs
+  /// with the nearest deadlines go first, the others in arrival order.
+  SubgraphId addSubgraph(uint32_t cellType, uint32_t length, uint64_t tag,
+                         uint64_t deadline = UINT64_MAX);
 
   /// Algorithm 1 for idle `worker`: the tasks to run on it, in order (empty
   /// when no node is ready for it).
