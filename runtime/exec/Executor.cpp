@@ -108,9 +108,6 @@ Status Executor::writeRow(SlotPool &pool, uint32_t row, const void *bytes) {
                   "row " + std::to_string(row) + " is outside its pool");
   size_t offset = static_cast<size_t>(row) * pool.rowBytes();
   if (pool.hostData()) {
-    if (cuda_) // mapped memory: earlier tasks may still use the row
-      if (Status status = cuda_->waitAll(); !status.isOk())
-        return status;
     std::memcpy(static_cast<uint8_t *>(pool.hostData()) + offset, bytes,
                 pool.rowBytes());
     return Status::ok();
@@ -125,9 +122,6 @@ Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
                   "row " + std::to_string(row) + " is outside its pool");
   size_t offset = static_cast<size_t>(row) * pool.rowBytes();
   if (pool.hostData()) {
-    if (cuda_)
-      if (Status status = cuda_->waitAll(); !status.isOk())
-        return status;
     std::memcpy(bytes, static_cast<uint8_t *>(pool.hostData()) + offset,
                 pool.rowBytes());
     return Status::ok();

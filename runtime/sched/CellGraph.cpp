@@ -242,7 +242,11 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
   return Status(StatusCode::Internal, "unknown structure");
 }
 
-std::vector<CellGraph::RowNeed> CellGraph::peakRows() const {
+std::vector<CellGraph::RowNeed>
+CellGraph::peakRows(uint32_t nodesInFlight) const {
+  // A chain holds the outputs of the node before the round and of every
+  // node bound in it, and one data row per bound node.
+  uint32_t generations = nodesInFlight + 1;
   std::vector<RowNeed> needs;
   auto addPart = [&](uint32_t part, uint32_t outputCopies,
                      uint32_t dataCopies = 1) {
@@ -254,12 +258,13 @@ std::vector<CellGraph::RowNeed> CellGraph::peakRows() const {
   };
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
-    addPart(0, 2);
+    addPart(0, generations, nodesInFlight);
     break;
   case cellpack::Structure::Seq2Seq:
-    addPart(0, 2);
-    addPart(1, 2);
-    needs.push_back({1, structure_.decoderTokenInput, false, 1});
+    // The encoder's last states live on into the first decoder step; the
+    // decoder grows one node a round.
+    addPart(0, generations, nodesInFlight);
+    addPart(1, 2, 1);
     break;
   case cellpack::Structure::Tree: {
     uint32_t leaves = 0;
@@ -270,8 +275,9 @@ std::vector<CellGraph::RowNeed> CellGraph::peakRows() const {
     break;
   }
   case cellpack::Structure::Custom: {
-    uint32_t peak = std::max<uint32_t>(
-        1, structure_.makeUnfolder()->peakNodes(*request_.json));
+    uint32_t peak = std::max<uint32_t>(1, structure_.makeUnfolder()->peakNodes(
+                                              *request_.json)) +
+                    nodesInFlight;
     for (uint32_t part = 0; part < structure_.cells.size(); ++part)
       addPart(part, peak, peak);
     break;

@@ -72,14 +72,16 @@ public:
 
   /// Pool rows of each row type the request may hold at once, as
   /// (part, output or input index, isOutput) tallies: an upper bound the
-  /// engine reserves before admitting the request.
+  /// engine reserves before admitting the request. `nodesInFlight` is how
+  /// many consecutive nodes of one chain may be bound to rows before the
+  /// first of them completes (the tasks of one round of the loop).
   struct RowNeed {
     uint32_t part;
     uint32_t index;
     bool isOutput;
     uint32_t rows;
   };
-  std::vector<RowNeed> peakRows() const;
+  std::vector<RowNeed> peakRows(uint32_t nodesInFlight) const;
 
   // GraphBuilder, for custom unfolders.
   Result<uint32_t> addNode(std::string_view cell) override;

@@ -76,7 +76,16 @@ public:
 private:
   void admit();
   Status reserveFor(Entry &entry, bool &fits);
-  void execute(PlannedTask &task);
+  /// A task bound to rows and submitted to the executor.
+  struct InFlight {
+    std::vector<PlannedNode> nodes; // of requests still alive
+    uint64_t ticket = 0;
+    uint32_t batchSize = 0;
+    std::vector<std::pair<SlotPool *, int32_t>> dataRows;
+    Status status;
+  };
+  InFlight launch(PlannedTask &task);
+  void complete(PlannedTask &task, InFlight &flight);
   Status bindNode(CellGraph &graph, uint32_t node, uint32_t row,
                   std::vector<std::vector<int32_t>> &inputRows,
                   std::vector<std::vector<int32_t>> &outputRows,

@@ -27,14 +27,23 @@ bool EngineWorker::runOnce() {
   std::vector<PlannedTask> tasks = policy_->next();
   if (tasks.empty())
     return false;
+  // Every task of the round is bound and submitted before the first is
+  // waited for: on the GPU they run back to back while the host goes on.
+  // Rows released while completing are reused only in the next round.
+  std::vector<InFlight> flights;
+  flights.reserve(tasks.size());
   for (PlannedTask &task : tasks)
-    execute(task);
+    flights.push_back(launch(task));
+  for (size_t t = 0; t < tasks.size(); ++t)
+    complete(tasks[t], flights[t]);
   return true;
 }
 
 Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
   std::map<SlotPool *, uint32_t> need;
-  for (const CellGraph::RowNeed &rows : entry.graph->peakRows())
+  uint32_t inFlight =
+      options_.policy == Policy::Cellular ? options_.maxTasksToSubmit : 1;
+  for (const CellGraph::RowNeed &rows : entry.graph->peakRows(inFlight))
     need[&poolOf(rows.part, rows.isOutput, rows.index)] += rows.rows;
   fits = true;
   for (auto [pool, rows] : need) {
@@ -154,40 +163,37 @@ EngineWorker::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
   return Status::ok();
 }
 
-void EngineWorker::execute(PlannedTask &task) {
+EngineWorker::InFlight EngineWorker::launch(PlannedTask &task) {
+  InFlight flight;
   const cellpack::CellType &cell = *parser_->structure().cells[task.part].cell;
   // Nodes of requests that failed meanwhile are dropped.
-  std::vector<PlannedNode> nodes;
   for (const PlannedNode &node : task.nodes) {
     auto found = entries_.find(node.request);
     if (found != entries_.end() && !found->second->graph->failed &&
         !found->second->complete)
-      nodes.push_back(node);
+      flight.nodes.push_back(node);
   }
-  uint32_t rows = static_cast<uint32_t>(nodes.size()) + task.padding;
-  if (nodes.empty()) {
-    policy_->finished(task);
-    return;
-  }
+  if (flight.nodes.empty())
+    return flight;
+  uint32_t rows = static_cast<uint32_t>(flight.nodes.size()) + task.padding;
   uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
   uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
   std::vector<std::vector<int32_t>> inputRows(inputs,
                                               std::vector<int32_t>(rows)),
       outputRows(outputs, std::vector<int32_t>(rows));
-  std::vector<std::pair<SlotPool *, int32_t>> dataRows;
   Clock::time_point now = Clock::now();
-  Status status = Status::ok();
-  for (uint32_t r = 0; r < nodes.size() && status.isOk(); ++r) {
-    CellGraph &graph = *entries_[nodes[r].request]->graph;
+  for (uint32_t r = 0; r < flight.nodes.size() && flight.status.isOk(); ++r) {
+    CellGraph &graph = *entries_[flight.nodes[r].request]->graph;
     if (!graph.started) {
       graph.started = true;
       graph.firstStart = now;
     }
-    status = bindNode(graph, nodes[r].node, r, inputRows, outputRows, dataRows);
+    flight.status = bindNode(graph, flight.nodes[r].node, r, inputRows,
+                             outputRows, flight.dataRows);
   }
   // Padding rows read zeros and write scratch rows.
   std::map<SlotPool *, size_t> scratchUsed;
-  for (uint32_t r = static_cast<uint32_t>(nodes.size()); r < rows; ++r) {
+  for (uint32_t r = static_cast<uint32_t>(flight.nodes.size()); r < rows; ++r) {
     for (uint32_t i = 0; i < inputs; ++i)
       inputRows[i][r] = zeroRows_[&poolOf(task.part, false, i)];
     for (uint32_t o = 0; o < outputs; ++o) {
@@ -195,20 +201,30 @@ void EngineWorker::execute(PlannedTask &task) {
       outputRows[o][r] = scratchRows_[pool].at(scratchUsed[pool]++);
     }
   }
-  uint32_t batchSize = 0;
-  if (status.isOk()) {
-    auto ran = executor_->run(cell, rows, inputRows, outputRows);
-    if (ran.ok())
-      batchSize = ran.value();
+  if (flight.status.isOk()) {
+    auto ticket =
+        executor_->submit(cell, rows, inputRows, outputRows, &flight.batchSize);
+    if (ticket.ok())
+      flight.ticket = ticket.value();
     else
-      status = ran.status();
+      flight.status = ticket.status();
   }
-  for (auto [pool, row] : dataRows)
+  return flight;
+}
+
+void EngineWorker::complete(PlannedTask &task, InFlight &flight) {
+  if (flight.nodes.empty()) {
+    policy_->finished(task);
+    return;
+  }
+  if (flight.status.isOk())
+    flight.status = executor_->wait(flight.ticket);
+  for (auto [pool, row] : flight.dataRows)
     (void)pool->release(row);
-  if (!status.isOk()) {
-    for (const PlannedNode &node : nodes)
+  if (!flight.status.isOk()) {
+    for (const PlannedNode &node : flight.nodes)
       if (entries_.count(node.request) && !entries_[node.request]->complete)
-        finishRequest(*entries_[node.request], status);
+        finishRequest(*entries_[node.request], flight.status);
     policy_->finished(task);
     return;
   }
@@ -216,11 +232,11 @@ void EngineWorker::execute(PlannedTask &task) {
     std::lock_guard<std::mutex> lock(mutex_);
     CellTypeStats &cellStats = stats_.cells[task.part];
     ++cellStats.tasks;
-    cellStats.nodes += nodes.size();
+    cellStats.nodes += flight.nodes.size();
     cellStats.paddingRows += task.padding;
-    cellStats.batchSizeSum += batchSize;
+    cellStats.batchSizeSum += flight.batchSize;
   }
-  for (const PlannedNode &node : nodes) {
+  for (const PlannedNode &node : flight.nodes) {
     auto found = entries_.find(node.request);
     if (found != entries_.end() && !found->second->complete)
       afterNode(*found->second, node.node);

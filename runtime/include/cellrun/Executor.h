@@ -65,8 +65,12 @@ public:
   /// `cell`.
   SlotPool &pool(const cellpack::CellType &cell, bool isOutput, uint32_t index);
 
-  /// Copies one row between host memory and a pool (ordered after the tasks
-  /// submitted before; readRow waits for them).
+  /// Copies one row between host memory and a pool. The row must not be in
+  /// use by a task in flight (writeRow), and the task that wrote it must
+  /// have been waited for (readRow). Rows in device memory are copied in
+  /// stream order (readRow waits for the stream); rows in host-visible
+  /// memory (mapped pools of the cuda backend, every cpu pool) are copied
+  /// at once.
   Status writeRow(SlotPool &pool, uint32_t row, const void *bytes);
   Status readRow(SlotPool &pool, uint32_t row, void *bytes);
 
