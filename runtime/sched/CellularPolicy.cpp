@@ -29,8 +29,8 @@ public:
       out.part = task.cellType;
       out.nodes.reserve(task.nodes.size());
       for (const TaskNode &node : task.nodes)
-        out.nodes.push_back({scheduler_.tagOf(node.subgraph),
-                             subgraphs_.at(node.subgraph)[node.index]});
+        out.nodes.push_back(
+            {scheduler_.tagOf(node), subgraphs_.at(node.subgraph)[node.index]});
       out.schedulerTask = std::move(task);
       planned.push_back(std::move(out));
     }

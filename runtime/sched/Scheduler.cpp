@@ -20,12 +20,14 @@ struct Scheduler::Subgraph {
 
 struct Scheduler::CellQueue {
   CellTypeConfig config;
-  std::vector<std::unique_ptr<Subgraph>> subgraphs; // in arrival order
+  std::vector<Subgraph *> subgraphs; // in arrival order (records in arena_)
   uint32_t runningTasks = 0;
   /// Subgraphs with a ready node (kept up to date, not counted each time).
   uint32_t ready = 0;
   /// Subgraphs with a deadline (when 0, queue order is the only order).
   uint32_t withDeadline = 0;
+  /// Completed subgraphs still in `subgraphs` (removed in batches).
+  uint32_t completed = 0;
   uint32_t readyNodes() const { return ready; }
 };
 
@@ -46,15 +48,25 @@ Scheduler::~Scheduler() = default;
 
 SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
                                   uint64_t tag, uint64_t deadline) {
-  auto subgraph = std::make_unique<Subgraph>();
+  // Records live in one arena and are reused, so scanning a queue touches
+  // compact memory.
+  Subgraph *subgraph;
+  if (freeRecords_.empty()) {
+    arena_.emplace_back();
+    subgraph = &arena_.back();
+  } else {
+    subgraph = freeRecords_.back();
+    freeRecords_.pop_back();
+    *subgraph = Subgraph();
+  }
   subgraph->id = nextId_++;
   subgraph->tag = tag;
   subgraph->deadline = deadline;
   subgraph->length = std::max(1u, length);
   SubgraphId id = subgraph->id;
   CellQueue &queue = queues_.at(cellType);
-  subgraphsById_[id] = subgraph.get();
-  queue.subgraphs.push_back(std::move(subgraph));
+  subgraphsById_[id] = subgraph;
+  queue.subgraphs.push_back(subgraph);
   ++queue.ready;
   queue.withDeadline += deadline != UINT64_MAX;
   return id;
@@ -68,6 +80,11 @@ uint64_t Scheduler::tagOf(SubgraphId subgraph) const {
   return find(subgraph).tag;
 }
 
+uint64_t Scheduler::tagOf(const TaskNode &node) const {
+  return node.record ? static_cast<const Subgraph *>(node.record)->tag
+                     : tagOf(node.subgraph);
+}
+
 uint32_t Scheduler::readyNodes(uint32_t cellType) const {
   return queues_.at(cellType).readyNodes();
 }
@@ -78,12 +95,24 @@ uint32_t Scheduler::runningTasks(uint32_t cellType) const {
 
 bool Scheduler::idle() const {
   return std::all_of(queues_.begin(), queues_.end(), [](const CellQueue &q) {
-    return q.subgraphs.empty() && q.runningTasks == 0;
+    return q.subgraphs.size() == q.completed && q.runningTasks == 0;
   });
 }
 
-/// FormBatchedTask: ready nodes of subgraphs not pinned to another worker,
-/// in queue order, up to the largest batch size.
+/// Submits `subgraph`'s ready node into a task on `worker`: dependencies
+/// are updated now, so its next node may join the very next task on this
+/// worker, and the subgraph is pinned to the worker.
+static void submitNode(Scheduler::Subgraph &subgraph, uint32_t &queueReady,
+                       int worker) {
+  if (++subgraph.submitted == subgraph.length)
+    --queueReady;
+  ++subgraph.running;
+  subgraph.pinned = worker;
+}
+
+/// FormBatchedTask (and submission of its nodes): ready nodes of subgraphs
+/// not pinned to another worker, in queue order (nearest deadlines first
+/// when there are more than fit), up to the largest batch size.
 Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
   Task task;
   task.worker = worker;
@@ -93,27 +122,29 @@ Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
            subgraph.ready() > 0;
   };
   if (queue.withDeadline > 0 && queue.ready > largest) {
-    // More ready than fit: the nearest deadlines first (stable: arrival
-    // order among equal deadlines and among those without one).
+    // Stable: arrival order among equal deadlines and among those without.
     std::vector<Subgraph *> candidates;
-    for (const auto &subgraph : queue.subgraphs)
+    for (Subgraph *subgraph : queue.subgraphs)
       if (eligible(*subgraph))
-        candidates.push_back(subgraph.get());
+        candidates.push_back(subgraph);
     size_t take = std::min<size_t>(largest, candidates.size());
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Subgraph *a, const Subgraph *b) {
                        return a->deadline < b->deadline;
                      });
-    for (size_t i = 0; i < take; ++i)
+    for (size_t i = 0; i < take; ++i) {
       task.nodes.push_back(
           {candidates[i]->id, candidates[i]->submitted, candidates[i]});
+      submitNode(*candidates[i], queue.ready, worker);
+    }
     return task;
   }
   task.nodes.reserve(std::min<size_t>(largest, queue.ready));
-  for (const auto &subgraph : queue.subgraphs) {
+  for (Subgraph *subgraph : queue.subgraphs) {
     if (!eligible(*subgraph))
       continue;
-    task.nodes.push_back({subgraph->id, subgraph->submitted, subgraph.get()});
+    task.nodes.push_back({subgraph->id, subgraph->submitted, subgraph});
+    submitNode(*subgraph, queue.ready, worker);
     if (task.nodes.size() == largest)
       break;
   }
@@ -126,16 +157,16 @@ void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
   for (uint32_t count = 0; count < maxTasksToSubmit_; ++count) {
     Task task = formBatchedTask(queue, worker);
     task.cellType = cellType;
-    if (task.nodes.empty() || (task.nodes.size() < smallest && count > 0))
+    if (task.nodes.empty() || (task.nodes.size() < smallest && count > 0)) {
+      // Not submitted after all (only a first task may be small): undo.
+      for (auto it = task.nodes.rbegin(); it != task.nodes.rend(); ++it) {
+        Subgraph &subgraph = *static_cast<Subgraph *>(it->record);
+        if (subgraph.submitted-- == subgraph.length)
+          ++queue.ready;
+        if (--subgraph.running == 0)
+          subgraph.pinned = -1;
+      }
       break;
-    // Submit: update dependencies now, so the next node of each subgraph
-    // may join the very next task on this worker; pin the subgraphs.
-    for (const TaskNode &node : task.nodes) {
-      Subgraph &subgraph = *static_cast<Subgraph *>(node.record);
-      if (++subgraph.submitted == subgraph.length)
-        --queue.ready;
-      ++subgraph.running;
-      subgraph.pinned = worker;
     }
     ++queue.runningTasks;
     tasks.push_back(std::move(task));
@@ -183,17 +214,26 @@ std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
   }
   if (completed.empty())
     return completed;
-  // One pass removes every completed subgraph, keeping arrival order.
   for (const Completed &done : completed) {
     queue.withDeadline -=
         subgraphsById_.at(done.subgraph)->deadline != UINT64_MAX;
     subgraphsById_.erase(done.subgraph);
   }
-  queue.subgraphs.erase(
-      std::remove_if(queue.subgraphs.begin(), queue.subgraphs.end(),
-                     [](const auto &subgraph) {
-                       return subgraph->finished == subgraph->length;
-                     }),
-      queue.subgraphs.end());
+  // Completed subgraphs have no ready node, so they may stay in the queue a
+  // while: one pass removes them once they are a quarter of it, keeping
+  // arrival order.
+  queue.completed += static_cast<uint32_t>(completed.size());
+  if (queue.completed * 4 >= queue.subgraphs.size()) {
+    queue.subgraphs.erase(
+        std::remove_if(queue.subgraphs.begin(), queue.subgraphs.end(),
+                       [&](Subgraph *subgraph) {
+                         if (subgraph->finished != subgraph->length)
+                           return false;
+                         freeRecords_.push_back(subgraph);
+                         return true;
+                       }),
+        queue.subgraphs.end());
+    queue.completed = 0;
+  }
   return completed;
 }

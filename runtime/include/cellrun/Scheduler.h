@@ -18,6 +18,7 @@
 #define CELLRUN_SCHEDULER_H
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -75,12 +76,16 @@ public:
   std::vector<Completed> finish(const Task &task);
 
   uint64_t tagOf(SubgraphId subgraph) const;
+  /// The tag of a node's subgraph, without a lookup (node from a task not
+  /// yet finished).
+  uint64_t tagOf(const TaskNode &node) const;
   uint32_t readyNodes(uint32_t cellType) const;
   uint32_t runningTasks(uint32_t cellType) const;
   bool idle() const; // no subgraph left and no task running
 
+  struct Subgraph; // the scheduler's record of a subgraph
+
 private:
-  struct Subgraph;
   struct CellQueue;
   Subgraph &find(SubgraphId id) const;
   Task formBatchedTask(CellQueue &queue, int worker);
@@ -89,8 +94,11 @@ private:
   std::vector<CellQueue> queues_;
   uint32_t maxTasksToSubmit_;
   SubgraphId nextId_ = 1;
-  /// Every subgraph in a queue, by id (the queues own them).
+  /// Every subgraph in a queue, by id.
   std::unordered_map<SubgraphId, Subgraph *> subgraphsById_;
+  /// The subgraph records, and those free for reuse.
+  std::deque<Subgraph> arena_;
+  std::vector<Subgraph *> freeRecords_;
 };
 
 } // namespace cellrun
