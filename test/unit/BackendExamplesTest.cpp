@@ -17,12 +17,23 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 
 using namespace cellrun;
+
+namespace {
+/// The examples' build directory: $CELL_EXAMPLES_BUILD_DIR when set (the
+/// GPU machine runs these binaries from another path), else the build's.
+std::string examplesDir() {
+  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
+  return override ? override : CELL_EXAMPLES_BUILD_DIR;
+}
+} // namespace
 using namespace cellc::testing;
 
 namespace {
@@ -179,7 +190,7 @@ void BackendExamplesTest::runCase(Executor &executor,
 
 TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   std::string model = GetParam();
-  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
+  std::string dir = examplesDir() + "/" + model;
   auto loaded = loadArtifact(dir + "/model.cellpack");
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();

@@ -15,15 +15,25 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <set>
 
 using namespace cellrun;
 
 namespace {
+/// The examples' build directory: $CELL_EXAMPLES_BUILD_DIR when set (the
+/// GPU machine runs these binaries from another path), else the build's.
+std::string examplesDir() {
+  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
+  return override ? override : CELL_EXAMPLES_BUILD_DIR;
+}
+} // namespace
+
+namespace {
 
 std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
-  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                             model + "/model.cellpack");
+  auto loaded = loadArtifact(examplesDir() + "/" + model + "/model.cellpack");
   EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
   if (!loaded.ok())
     return nullptr;
