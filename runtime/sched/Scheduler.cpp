@@ -2,33 +2,57 @@
 #include "cellrun/Scheduler.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 using namespace cellrun;
 
+namespace {
+/// Dependencies inside a tree-shaped subgraph.
+struct TreeState {
+  std::vector<int32_t> successor; // per node, -1: none in the subgraph
+  std::vector<uint32_t> pending;  // per node: predecessors not submitted
+  std::vector<uint32_t> ready;    // ready nodes, taken from readyHead on
+  uint32_t readyHead = 0;
+  uint32_t readyCount() const {
+    return static_cast<uint32_t>(ready.size()) - readyHead;
+  }
+};
+} // namespace
+
 struct Scheduler::Subgraph {
-  SubgraphId id;
-  uint64_t tag;
+  SubgraphId id = 0; // 0 once it has left (the record waits for reuse)
+  uint64_t tag = 0;
   uint64_t deadline = UINT64_MAX;
-  uint32_t length;
+  uint32_t slot = 0;       // index in the arena
+  uint32_t generation = 0; // bumped on every reuse of the record
+  uint32_t cellType = 0;
+  uint32_t length = 0;    // nodes that will run (cancel shortens it)
   uint32_t submitted = 0; // nodes put into tasks (dependencies updated)
   uint32_t finished = 0;  // nodes whose task ran
-  int pinned = -1;        // worker, while a task of this subgraph runs
-  uint32_t running = 0;   // tasks with nodes of this subgraph not finished
-  /// Nodes ready to be batched: the next one, once the previous is submitted.
-  uint32_t ready() const { return submitted < length ? 1 : 0; }
+  int pinned = -1;        // the worker, while a node of it is running
+  std::unique_ptr<TreeState> tree; // null: a chain
+
+  bool running() const { return submitted > finished; }
+  uint32_t ready() const {
+    return tree ? tree->readyCount() : (submitted < length ? 1u : 0u);
+  }
+  bool eligibleFor(int worker) const {
+    return (!running() || pinned == worker) && ready() > 0;
+  }
 };
 
 struct Scheduler::CellQueue {
   CellTypeConfig config;
   std::vector<Subgraph *> subgraphs; // in arrival order (records in arena_)
   uint32_t runningTasks = 0;
-  /// Subgraphs with a ready node (kept up to date, not counted each time).
+  /// Ready nodes over all subgraphs (kept up to date, not counted).
   uint32_t ready = 0;
   /// Subgraphs with a deadline (when 0, queue order is the only order).
   uint32_t withDeadline = 0;
-  /// Completed subgraphs still in `subgraphs` (removed in batches).
-  uint32_t completed = 0;
-  uint32_t readyNodes() const { return ready; }
+  /// Subgraphs that left but are still in `subgraphs` (removed in batches).
+  uint32_t left = 0;
+  /// Tree-shaped subgraphs in the queue (0: chains only, nothing to commit).
+  uint32_t trees = 0;
 };
 
 Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
@@ -46,38 +70,140 @@ Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
 
 Scheduler::~Scheduler() = default;
 
-SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
-                                  uint64_t tag, uint64_t deadline) {
+Scheduler::Subgraph &Scheduler::newRecord(uint32_t cellType, uint64_t tag,
+                                          uint64_t deadline) {
   // Records live in one arena and are reused, so scanning a queue touches
-  // compact memory.
+  // compact memory; an id is the slot and its generation (no hashing).
   Subgraph *subgraph;
-  if (freeRecords_.empty()) {
+  if (freeSlots_.empty()) {
     arena_.emplace_back();
     subgraph = &arena_.back();
+    subgraph->slot = static_cast<uint32_t>(arena_.size() - 1);
   } else {
-    subgraph = freeRecords_.back();
-    freeRecords_.pop_back();
+    subgraph = &arena_[freeSlots_.back()];
+    freeSlots_.pop_back();
+    std::unique_ptr<TreeState> unused = std::move(subgraph->tree);
+    uint32_t slot = subgraph->slot, generation = subgraph->generation;
     *subgraph = Subgraph();
+    subgraph->slot = slot;
+    subgraph->generation = generation;
   }
-  subgraph->id = nextId_++;
+  ++subgraph->generation;
+  subgraph->id =
+      (static_cast<uint64_t>(subgraph->generation) << 32) | subgraph->slot;
   subgraph->tag = tag;
   subgraph->deadline = deadline;
-  subgraph->length = std::max(1u, length);
-  SubgraphId id = subgraph->id;
+  subgraph->cellType = cellType;
   CellQueue &queue = queues_.at(cellType);
-  subgraphsById_[id] = subgraph;
   queue.subgraphs.push_back(subgraph);
-  ++queue.ready;
   queue.withDeadline += deadline != UINT64_MAX;
-  return id;
+  return *subgraph;
 }
 
-Scheduler::Subgraph &Scheduler::find(SubgraphId id) const {
-  return *subgraphsById_.at(id); // std::out_of_range for an unknown id
+SubgraphId Scheduler::addSubgraph(uint32_t cellType, uint32_t length,
+                                  uint64_t tag, uint64_t deadline) {
+  Subgraph &subgraph = newRecord(cellType, tag, deadline);
+  subgraph.length = std::max(1u, length);
+  ++queues_[cellType].ready;
+  return subgraph.id;
 }
 
-uint64_t Scheduler::tagOf(SubgraphId subgraph) const {
-  return find(subgraph).tag;
+Result<SubgraphId> Scheduler::addTree(uint32_t cellType,
+                                      std::vector<int32_t> successor,
+                                      uint64_t tag, uint64_t deadline) {
+  if (cellType >= queues_.size())
+    return Status(StatusCode::InvalidArgument,
+                  "no cell type " + std::to_string(cellType));
+  if (successor.empty())
+    return Status(StatusCode::InvalidArgument, "a subgraph without nodes");
+  auto tree = std::make_unique<TreeState>();
+  uint32_t length = static_cast<uint32_t>(successor.size());
+  tree->pending.assign(length, 0);
+  for (uint32_t node = 0; node < length; ++node) {
+    int32_t next = successor[node];
+    if (next == -1)
+      continue;
+    if (next <= static_cast<int32_t>(node) ||
+        next >= static_cast<int32_t>(length))
+      return Status(StatusCode::InvalidArgument,
+                    "node " + std::to_string(node) + " of a subgraph names " +
+                        std::to_string(next) +
+                        " as its successor (successors come later)");
+    ++tree->pending[next];
+  }
+  for (uint32_t node = 0; node < length; ++node)
+    if (tree->pending[node] == 0)
+      tree->ready.push_back(node);
+  tree->successor = std::move(successor);
+  Subgraph &subgraph = newRecord(cellType, tag, deadline);
+  subgraph.length = length;
+  queues_[cellType].ready += tree->readyCount();
+  ++queues_[cellType].trees;
+  subgraph.tree = std::move(tree);
+  return subgraph.id;
+}
+
+Scheduler::Subgraph *Scheduler::find(SubgraphId id) const {
+  uint64_t slot = id & 0xffffffffu;
+  if (id == 0 || slot >= arena_.size())
+    return nullptr;
+  Subgraph &subgraph = const_cast<Subgraph &>(arena_[slot]);
+  return subgraph.id == id ? &subgraph : nullptr;
+}
+
+Status Scheduler::extend(SubgraphId chain, uint32_t nodes) {
+  Subgraph *subgraph = find(chain);
+  if (!subgraph || subgraph->tree)
+    return Status(StatusCode::InvalidArgument,
+                  "only a chain still in the scheduler can grow");
+  if (subgraph->submitted == subgraph->length && nodes > 0)
+    ++queues_[subgraph->cellType].ready;
+  subgraph->length += nodes;
+  return Status::ok();
+}
+
+void Scheduler::leave(CellQueue &queue, Subgraph &subgraph) {
+  queue.withDeadline -= subgraph.deadline != UINT64_MAX;
+  queue.trees -= subgraph.tree != nullptr;
+  subgraph.id = 0;
+  // Left subgraphs have no ready node, so they may stay in the queue a
+  // while: one pass removes them once they are a quarter of it, keeping
+  // arrival order.
+  if (++queue.left * 16 < queue.subgraphs.size())
+    return;
+  queue.subgraphs.erase(std::remove_if(queue.subgraphs.begin(),
+                                       queue.subgraphs.end(),
+                                       [&](Subgraph *record) {
+                                         if (record->id != 0)
+                                           return false;
+                                         freeSlots_.push_back(record->slot);
+                                         return true;
+                                       }),
+                        queue.subgraphs.end());
+  queue.left = 0;
+}
+
+bool Scheduler::cancel(SubgraphId id) {
+  Subgraph *subgraph = find(id);
+  if (!subgraph)
+    return true;
+  CellQueue &queue = queues_[subgraph->cellType];
+  queue.ready -= subgraph->ready();
+  if (subgraph->tree)
+    subgraph->tree->readyHead =
+        static_cast<uint32_t>(subgraph->tree->ready.size());
+  subgraph->length = subgraph->submitted;
+  if (subgraph->running())
+    return false;
+  leave(queue, *subgraph);
+  return true;
+}
+
+uint64_t Scheduler::tagOf(SubgraphId id) const {
+  Subgraph *subgraph = find(id);
+  if (!subgraph)
+    throw std::out_of_range("no subgraph " + std::to_string(id));
+  return subgraph->tag;
 }
 
 uint64_t Scheduler::tagOf(const TaskNode &node) const {
@@ -86,7 +212,7 @@ uint64_t Scheduler::tagOf(const TaskNode &node) const {
 }
 
 uint32_t Scheduler::readyNodes(uint32_t cellType) const {
-  return queues_.at(cellType).readyNodes();
+  return queues_.at(cellType).ready;
 }
 
 uint32_t Scheduler::runningTasks(uint32_t cellType) const {
@@ -95,84 +221,126 @@ uint32_t Scheduler::runningTasks(uint32_t cellType) const {
 
 bool Scheduler::idle() const {
   return std::all_of(queues_.begin(), queues_.end(), [](const CellQueue &q) {
-    return q.subgraphs.size() == q.completed && q.runningTasks == 0;
+    return q.subgraphs.size() == q.left && q.runningTasks == 0;
   });
 }
 
-/// Submits `subgraph`'s ready node into a task on `worker`: dependencies
-/// are updated now, so its next node may join the very next task on this
-/// worker, and the subgraph is pinned to the worker.
-static void submitNode(Scheduler::Subgraph &subgraph, uint32_t &queueReady,
-                       int worker) {
-  if (++subgraph.submitted == subgraph.length)
-    --queueReady;
-  ++subgraph.running;
+/// Puts up to `room` ready nodes of tree `subgraph` into `task` from
+/// `out` on and submits them (the subgraph is pinned to the task's worker).
+/// Their successors become ready only once the task is committed, so no
+/// node shares a task with a node it reads.
+static uint32_t takeTreeNodes(Scheduler::Subgraph &subgraph, uint32_t room,
+                              uint32_t &queueReady, int worker, TaskNode *out) {
   subgraph.pinned = worker;
+  TreeState &tree = *subgraph.tree;
+  uint32_t take = std::min(room, tree.readyCount());
+  for (uint32_t k = 0; k < take; ++k) {
+    out[k].subgraph = subgraph.id;
+    out[k].index = tree.ready[tree.readyHead++];
+    out[k].record = &subgraph;
+  }
+  subgraph.submitted += take;
+  queueReady -= take;
+  return take;
 }
 
-/// FormBatchedTask (and submission of its nodes): ready nodes of subgraphs
-/// not pinned to another worker, in queue order (nearest deadlines first
-/// when there are more than fit), up to the largest batch size.
-Task Scheduler::formBatchedTask(CellQueue &queue, int worker) {
-  Task task;
-  task.worker = worker;
+/// FormBatchedTask: ready nodes of subgraphs not pinned to another worker,
+/// in queue order (nearest deadlines first when more are ready than fit),
+/// up to the largest batch size. A chain's next node is ready at once, so
+/// it may go into the very next task.
+void Scheduler::formBatchedTask(CellQueue &queue, int worker, Task &task) {
   uint32_t largest = queue.config.batchSizes.back();
-  auto eligible = [&](const Subgraph &subgraph) {
-    return (subgraph.pinned == -1 || subgraph.pinned == worker) &&
-           subgraph.ready() > 0;
+  uint32_t room = std::min(largest, queue.ready), taken = 0;
+  task.nodes.reserve(room);
+  auto take = [&](Subgraph &subgraph) {
+    if (subgraph.tree) {
+      size_t at = task.nodes.size();
+      task.nodes.resize(at + std::min(room - taken, subgraph.ready()));
+      taken += takeTreeNodes(subgraph, room - taken, queue.ready, worker,
+                             task.nodes.data() + at);
+      return;
+    }
+    // Field by field: a braced temporary costs a store-forwarding stall.
+    subgraph.pinned = worker;
+    TaskNode &node = task.nodes.emplace_back();
+    ++taken;
+    node.subgraph = subgraph.id;
+    node.index = subgraph.submitted;
+    node.record = &subgraph;
+    if (++subgraph.submitted == subgraph.length)
+      --queue.ready;
   };
   if (queue.withDeadline > 0 && queue.ready > largest) {
     // Stable: arrival order among equal deadlines and among those without.
     std::vector<Subgraph *> candidates;
     for (Subgraph *subgraph : queue.subgraphs)
-      if (eligible(*subgraph))
+      if (subgraph->id != 0 && subgraph->eligibleFor(worker))
         candidates.push_back(subgraph);
-    size_t take = std::min<size_t>(largest, candidates.size());
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Subgraph *a, const Subgraph *b) {
                        return a->deadline < b->deadline;
                      });
-    for (size_t i = 0; i < take; ++i) {
-      task.nodes.push_back(
-          {candidates[i]->id, candidates[i]->submitted, candidates[i]});
-      submitNode(*candidates[i], queue.ready, worker);
+    for (size_t c = 0; c < candidates.size() && taken < room; ++c)
+      take(*candidates[c]);
+  } else {
+    Subgraph *const *records = queue.subgraphs.data();
+    for (size_t s = 0, n = queue.subgraphs.size(); s < n && taken < room; ++s) {
+      Subgraph &subgraph = *records[s];
+      if (subgraph.id != 0 && subgraph.eligibleFor(worker))
+        take(subgraph);
     }
-    return task;
   }
-  task.nodes.reserve(std::min<size_t>(largest, queue.ready));
-  for (Subgraph *subgraph : queue.subgraphs) {
-    if (!eligible(*subgraph))
+}
+
+/// The task is submitted: the successors of its tree nodes whose
+/// predecessors are all submitted now become ready.
+void Scheduler::commit(CellQueue &queue, const Task &task) {
+  ++queue.runningTasks;
+  if (queue.trees == 0)
+    return;
+  for (const TaskNode &node : task.nodes) {
+    auto &subgraph = *static_cast<Subgraph *>(node.record);
+    if (!subgraph.tree)
       continue;
-    // Field by field: a braced temporary costs a store-forwarding stall.
-    TaskNode &node = task.nodes.emplace_back();
-    node.subgraph = subgraph->id;
-    node.index = subgraph->submitted;
-    node.record = subgraph;
-    submitNode(*subgraph, queue.ready, worker);
-    if (task.nodes.size() == largest)
-      break;
+    TreeState &tree = *subgraph.tree;
+    int32_t next = tree.successor[node.index];
+    if (next >= 0 && --tree.pending[next] == 0) {
+      tree.ready.push_back(static_cast<uint32_t>(next));
+      ++queue.ready;
+    }
   }
-  return task;
+}
+
+/// The task is not submitted after all: its nodes are ready again, in the
+/// same order. (A pin is only read while a node runs, so it needs no undo.)
+void Scheduler::undo(CellQueue &queue, const Task &task) {
+  for (auto it = task.nodes.rbegin(); it != task.nodes.rend(); ++it) {
+    auto &subgraph = *static_cast<Subgraph *>(it->record);
+    if (subgraph.tree) {
+      --subgraph.tree->readyHead;
+      ++queue.ready;
+    } else if (subgraph.submitted == subgraph.length) {
+      ++queue.ready;
+    }
+    --subgraph.submitted;
+  }
 }
 
 void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
   CellQueue &queue = queues_[cellType];
   uint32_t smallest = queue.config.batchSizes.front();
   for (uint32_t count = 0; count < maxTasksToSubmit_; ++count) {
-    Task task = formBatchedTask(queue, worker);
+    Task task;
     task.cellType = cellType;
-    if (task.nodes.empty() || (task.nodes.size() < smallest && count > 0)) {
-      // Not submitted after all (only a first task may be small): undo.
-      for (auto it = task.nodes.rbegin(); it != task.nodes.rend(); ++it) {
-        Subgraph &subgraph = *static_cast<Subgraph *>(it->record);
-        if (subgraph.submitted-- == subgraph.length)
-          ++queue.ready;
-        if (--subgraph.running == 0)
-          subgraph.pinned = -1;
-      }
+    task.worker = worker;
+    formBatchedTask(queue, worker, task);
+    if (task.nodes.empty())
+      break;
+    if (task.nodes.size() < smallest && count > 0) {
+      undo(queue, task); // only a first task may be small
       break;
     }
-    ++queue.runningTasks;
+    commit(queue, task);
     tasks.push_back(std::move(task));
   }
 }
@@ -188,15 +356,13 @@ std::vector<Task> Scheduler::schedule(int worker) {
         best = static_cast<int>(type);
     return best;
   };
-  int chosen = choose([](const CellQueue &q) {
-    return q.readyNodes() >= q.config.batchSizes.back();
-  });
+  int chosen = choose(
+      [](const CellQueue &q) { return q.ready >= q.config.batchSizes.back(); });
   if (chosen < 0)
-    chosen = choose([](const CellQueue &q) {
-      return q.runningTasks == 0 && q.readyNodes() > 0;
-    });
+    chosen = choose(
+        [](const CellQueue &q) { return q.runningTasks == 0 && q.ready > 0; });
   if (chosen < 0)
-    chosen = choose([](const CellQueue &q) { return q.readyNodes() > 0; });
+    chosen = choose([](const CellQueue &q) { return q.ready > 0; });
   std::vector<Task> tasks;
   if (chosen >= 0)
     batch(static_cast<uint32_t>(chosen), worker, tasks);
@@ -208,36 +374,14 @@ std::vector<Scheduler::Completed> Scheduler::finish(const Task &task) {
   --queue.runningTasks;
   std::vector<Completed> completed;
   for (const TaskNode &node : task.nodes) {
-    Subgraph &subgraph = node.record ? *static_cast<Subgraph *>(node.record)
+    Subgraph *subgraph = node.record ? static_cast<Subgraph *>(node.record)
                                      : find(node.subgraph);
-    ++subgraph.finished;
-    if (--subgraph.running == 0)
-      subgraph.pinned = -1; // no task of it runs any more
-    if (subgraph.finished == subgraph.length)
-      completed.push_back({subgraph.id, subgraph.tag});
-  }
-  if (completed.empty())
-    return completed;
-  for (const Completed &done : completed) {
-    queue.withDeadline -=
-        subgraphsById_.at(done.subgraph)->deadline != UINT64_MAX;
-    subgraphsById_.erase(done.subgraph);
-  }
-  // Completed subgraphs have no ready node, so they may stay in the queue a
-  // while: one pass removes them once they are a quarter of it, keeping
-  // arrival order.
-  queue.completed += static_cast<uint32_t>(completed.size());
-  if (queue.completed * 4 >= queue.subgraphs.size()) {
-    queue.subgraphs.erase(
-        std::remove_if(queue.subgraphs.begin(), queue.subgraphs.end(),
-                       [&](Subgraph *subgraph) {
-                         if (subgraph->finished != subgraph->length)
-                           return false;
-                         freeRecords_.push_back(subgraph);
-                         return true;
-                       }),
-        queue.subgraphs.end());
-    queue.completed = 0;
+    if (!subgraph)
+      continue;
+    if (++subgraph->finished == subgraph->length) {
+      completed.push_back({subgraph->id, subgraph->tag});
+      leave(queue, *subgraph);
+    }
   }
   return completed;
 }

@@ -1,13 +1,21 @@
 //===- Scheduler.h - Cellular batching, Algorithm 1 -------------*- C++ -*-===//
 //
 // The scheduler of cellular batching (Gao et al., EuroSys'18, section 4.3):
-// per cell type a queue of subgraphs (runs of nodes of that type whose outside
+// per cell type a queue of subgraphs (nodes of that type whose outside
 // dependencies are met), a choice of cell type in three tiers (enough ready
 // nodes for the largest batch; ready nodes and no running task; any ready
 // nodes; ties to the highest priority), up to MaxTasksToSubmit batched tasks
-// per call, dependencies updated at submission so that a subgraph's next node
-// can go into the very next task, and subgraphs pinned to the worker that
-// runs them until none of their tasks is running.
+// per call, dependencies updated at submission so that a node whose
+// predecessors are in one task can go into the very next task, and
+// subgraphs pinned to the worker that runs them until none of their nodes
+// is running.
+//
+// A subgraph is a chain (node i reads node i - 1: an LSTM over a sentence, a
+// decoder) or a tree (each node read by at most one other node of the
+// subgraph: a TreeLSTM's internal nodes, whose successive levels go into
+// successive tasks). Chains may grow while they run (a decoder that does not
+// know its length) and any subgraph may be cancelled (a request that ended
+// or failed).
 //
 // It knows nothing of time, devices or data: callers (the request processor,
 // the simulated-clock tests) submit subgraphs, ask for tasks when a worker is
@@ -17,11 +25,12 @@
 #ifndef CELLRUN_SCHEDULER_H
 #define CELLRUN_SCHEDULER_H
 
+#include "cellrun/Status.h"
+
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace cellrun {
@@ -32,14 +41,15 @@ struct CellTypeConfig {
   std::vector<uint32_t> batchSizes; // supported, increasing, non-empty
 };
 
+/// Names a subgraph while it is in the scheduler; never 0, never reused.
 using SubgraphId = uint64_t;
 
 /// One node of a batched task: node `index` of subgraph `subgraph`.
 struct TaskNode {
   SubgraphId subgraph;
   uint32_t index;
-  /// The scheduler's own record of the subgraph (O(1) lookups when the
-  /// task finishes); callers leave it alone.
+  /// The scheduler's own record of the subgraph (lookups without a search
+  /// when the task finishes); callers leave it alone.
   void *record = nullptr;
 };
 
@@ -54,14 +64,28 @@ public:
   explicit Scheduler(std::vector<CellTypeConfig> cellTypes,
                      uint32_t maxTasksToSubmit = 5);
   ~Scheduler();
+  Scheduler(const Scheduler &) = delete;
+  Scheduler &operator=(const Scheduler &) = delete;
 
-  /// A run of `length` nodes of `cellType` whose outside dependencies are
-  /// met; node i depends on node i - 1. `tag` is the caller's (a request).
-  /// `deadline` (any monotonic unit, smaller is sooner; UINT64_MAX: none):
-  /// when more nodes are ready than a task takes, those of the subgraphs
-  /// with the nearest deadlines go first, the others in arrival order.
+  /// A chain of `length` nodes of `cellType` whose outside dependencies are
+  /// met; node i depends on node i - 1. `tag` is the caller's (a request, a
+  /// pointer to its own record). `deadline` (any monotonic unit, smaller is
+  /// sooner; UINT64_MAX: none): when more nodes are ready than a task takes,
+  /// those of the subgraphs with the nearest deadlines go first, the others
+  /// in arrival order.
   SubgraphId addSubgraph(uint32_t cellType, uint32_t length, uint64_t tag,
                          uint64_t deadline = UINT64_MAX);
+  /// A tree-shaped subgraph: successor[i] is the node of the subgraph that
+  /// reads node i (greater than i), or -1. A node is ready once every node
+  /// whose successor it is has been submitted.
+  Result<SubgraphId> addTree(uint32_t cellType, std::vector<int32_t> successor,
+                             uint64_t tag, uint64_t deadline = UINT64_MAX);
+  /// Appends `nodes` nodes to a chain that has not left the scheduler.
+  Status extend(SubgraphId chain, uint32_t nodes);
+  /// Drops the nodes of `subgraph` not yet submitted. True when it has left
+  /// the scheduler at once (no node of it running); otherwise finish()
+  /// reports it among the completed when its last running node finishes.
+  bool cancel(SubgraphId subgraph);
 
   /// Algorithm 1 for idle `worker`: the tasks to run on it, in order (empty
   /// when no node is ready for it).
@@ -71,10 +95,12 @@ public:
     SubgraphId subgraph;
     uint64_t tag;
   };
-  /// Reports that `task` ran. Returns the subgraphs it completed (their last
-  /// node was in it), in task order; they leave the scheduler.
+  /// Reports that `task` ran. Returns the subgraphs it completed (their
+  /// last node was in it, or they were cancelled and their last running
+  /// node was), in task order; they leave the scheduler.
   std::vector<Completed> finish(const Task &task);
 
+  /// The tag of a subgraph in the scheduler (std::out_of_range otherwise).
   uint64_t tagOf(SubgraphId subgraph) const;
   /// The tag of a node's subgraph, without a lookup (node from a task not
   /// yet finished).
@@ -87,18 +113,20 @@ public:
 
 private:
   struct CellQueue;
-  Subgraph &find(SubgraphId id) const;
-  Task formBatchedTask(CellQueue &queue, int worker);
+  Subgraph *find(SubgraphId id) const;
+  Subgraph &newRecord(uint32_t cellType, uint64_t tag, uint64_t deadline);
+  void leave(CellQueue &queue, Subgraph &subgraph);
+  void formBatchedTask(CellQueue &queue, int worker, Task &task);
+  void commit(CellQueue &queue, const Task &task);
+  void undo(CellQueue &queue, const Task &task);
   void batch(uint32_t cellType, int worker, std::vector<Task> &tasks);
 
   std::vector<CellQueue> queues_;
   uint32_t maxTasksToSubmit_;
-  SubgraphId nextId_ = 1;
-  /// Every subgraph in a queue, by id.
-  std::unordered_map<SubgraphId, Subgraph *> subgraphsById_;
-  /// The subgraph records, and those free for reuse.
+  /// The subgraph records (stable addresses; a record's slot is its index),
+  /// and the slots free for reuse.
   std::deque<Subgraph> arena_;
-  std::vector<Subgraph *> freeRecords_;
+  std::vector<uint32_t> freeSlots_;
 };
 
 } // namespace cellrun
