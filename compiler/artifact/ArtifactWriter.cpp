@@ -101,8 +101,8 @@ writeCellType(fb::FlatBufferBuilder &fbb, CellOp generic,
 static fb::Offset<cellpack::CellCode> writeCode(fb::FlatBufferBuilder &fbb,
                                                 const CellBinary &binary) {
   std::vector<fb::Offset<fb::String>> names;
-  for (const codegen::KernelInfo &kernel : binary.program.kernels)
-    names.push_back(fbb.CreateString(kernel.name));
+  for (const std::string &name : binary.program.kernelNames())
+    names.push_back(fbb.CreateString(name));
   std::vector<fb::Offset<cellpack::CodeImage>> images;
   for (const codegen::CompiledArch &arch : binary.compiled.cubins) {
     fbb.ForceVectorAlignment(arch.cubin.size(), sizeof(uint8_t), 64);

@@ -4,9 +4,19 @@
 
 #include "cell/IR/CellOps.h"
 
+#include "RowCopyKernel.h"
+
 using namespace mlir;
 using namespace mlir::cell;
 using namespace cellc::codegen;
+
+std::vector<std::string> CudaProgram::kernelNames() const {
+  std::vector<std::string> names;
+  for (const KernelInfo &kernel : kernels)
+    names.push_back(kernel.name);
+  names.insert(names.end(), supportKernels.begin(), supportKernels.end());
+  return names;
+}
 
 int64_t KernelInfo::gridSize(int64_t rows) const {
   if (shape == Shape::RowReduction)
@@ -68,6 +78,8 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
       program.kernels.push_back(std::move(info));
     }
   }
+  os << cellpack::kRowCopyKernelSource;
+  program.supportKernels.push_back(cellpack::kRowCopyKernelName);
   os.flush();
   return program;
 }

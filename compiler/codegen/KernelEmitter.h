@@ -53,12 +53,17 @@ struct CudaProgram {
   std::string cell; // the generic cell
   std::string source;
   std::vector<KernelInfo> kernels; // in cell order, batch sizes ascending
+  /// Kernels the runtime launches itself (RowCopyKernel.h), also in
+  /// `source`.
+  std::vector<std::string> supportKernels;
+  /// Every kernel symbol the source defines.
+  std::vector<std::string> kernelNames() const;
 };
 
 /// Emits the CUDA source for every batch-specialized copy of `genericCell`
 /// (cells with `cell.generic = @genericCell`) in `module`, which must have
-/// been through cell-fuse-elementwise. Unsupported constructs are reported as
-/// diagnostics on the op.
+/// been through cell-fuse-elementwise, and the runtime's support kernels.
+/// Unsupported constructs are reported as diagnostics on the op.
 mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module,
                                       llvm::StringRef genericCell);
 

@@ -347,14 +347,19 @@ TEST(Artifact, WrongIdentifierIsRejected) {
 
 TEST(Artifact, OtherFormatVersionsAreRejected) {
   std::vector<uint8_t> model = buildModel(Spec());
-  auto newer = loadArtifactFromBytes(wrapModel(model, 2), "m.cellpack");
+  std::string current = std::to_string(kFormatVersion);
+  auto newer =
+      loadArtifactFromBytes(wrapModel(model, kFormatVersion + 1), "m.cellpack");
   EXPECT_EQ(newer.status().code(), StatusCode::Unsupported);
   EXPECT_EQ(newer.status().message(),
-            "m.cellpack: format version 2 is newer than this cellrun reads "
-            "(1); rebuild cellrun or recompile with a matching cellc");
-  EXPECT_EQ(loadError(wrapModel(model, 0)),
-            "bad.cellpack: format version 0 is older than this cellrun reads "
-            "(1); recompile the model with a matching cellc");
+            "m.cellpack: format version " + std::to_string(kFormatVersion + 1) +
+                " is newer than this cellrun reads (" + current +
+                "); rebuild cellrun or recompile with a matching cellc");
+  EXPECT_EQ(loadError(wrapModel(model, kFormatVersion - 1)),
+            "bad.cellpack: format version " +
+                std::to_string(kFormatVersion - 1) +
+                " is older than this cellrun reads (" + current +
+                "); recompile the model with a matching cellc");
   // A future version is reported as such even if its Model does not parse.
   std::vector<uint8_t> garbage(model.size(), 0xEE);
   EXPECT_NE(loadError(wrapModel(garbage, 7)).find("format version 7 is newer"),
@@ -589,7 +594,7 @@ TEST(ArtifactJson, InspectOutputOfTheValidArtifact) {
   std::snprintf(checksum, sizeof checksum, "\"checksum\": \"0x%016llx\",",
                 static_cast<unsigned long long>(artifact->checksum()));
   for (const std::string &expected : {
-           std::string("{\n  \"format_version\": 1,\n"),
+           "{\n  \"format_version\": " + std::to_string(kFormatVersion) + ",\n",
            std::string(checksum),
            std::string(R"("producer": "cellc \"test\"\n",)"),
            std::string(R"("model_name": "tiny",)"),

@@ -36,6 +36,9 @@ struct float4 {
 inline float4 make_float4(float x, float y, float z, float w) {
   return {x, y, z, w};
 }
+struct uint4 {
+  unsigned x, y, z, w;
+};
 
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
 
+#include <algorithm>
 #include <dlfcn.h>
 
 using namespace cellrun;
@@ -84,6 +85,56 @@ TEST_P(EmulatedKernelTest, GeneratedKernelsMatchPyTorch) {
     return launch(library, step, rows, inputs, outputs);
   };
   EXPECT_GE(cellc::testing::checkExampleAgainstPyTorch(model, launcher), 10);
+  dlclose(library);
+}
+
+TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
+  // The runtime's row-copy kernel (RowCopyKernel.h), as every cell's code
+  // carries it: rows of 64 bytes (16-byte units), 12 (4-byte) and 3 (1),
+  // gathered by index into a buffer and scattered back into another pool,
+  // with a grid too small for one thread a unit (grid-stride loop).
+  std::string path =
+      std::string(CELL_EMULATED_KERNELS_DIR) + "/libemulated-lstm.so";
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto copy =
+      reinterpret_cast<Launch>(dlsym(library, "cellrun_copy_rows__emulate"));
+  ASSERT_NE(copy, nullptr);
+  for (unsigned rowBytes : {64u, 12u, 3u}) {
+    constexpr unsigned kRows = 40, kCount = 7;
+    std::vector<unsigned char> pool(kRows * rowBytes);
+    for (size_t b = 0; b < pool.size(); ++b)
+      pool[b] = static_cast<unsigned char>(b * 7 + rowBytes);
+    std::vector<int> rows = {5, 0, 39, 17, 18, 2, 33};
+    std::vector<unsigned char> gathered(kCount * rowBytes, 0);
+    const unsigned char *from = pool.data();
+    const int *fromRows = rows.data();
+    unsigned char *to = gathered.data();
+    const int *toRows = nullptr;
+    unsigned bytes = rowBytes, count = kCount;
+    void *gatherArgs[] = {&from, &fromRows, &to, &toRows, &bytes, &count};
+    copy(gatherArgs, 1, 32);
+    for (unsigned r = 0; r < kCount; ++r)
+      for (unsigned b = 0; b < rowBytes; ++b)
+        ASSERT_EQ(gathered[r * rowBytes + b], pool[rows[r] * rowBytes + b])
+            << rowBytes << "-byte row " << r;
+    std::vector<unsigned char> other(kRows * rowBytes, 0xEE);
+    const unsigned char *source = gathered.data();
+    const int *noRows = nullptr;
+    unsigned char *target = other.data();
+    const int *targetRows = rows.data();
+    void *scatterArgs[] = {&source,     &noRows, &target,
+                           &targetRows, &bytes,  &count};
+    copy(scatterArgs, 2, 64);
+    for (unsigned row = 0; row < kRows; ++row) {
+      bool chosen = std::find(rows.begin(), rows.end(),
+                              static_cast<int>(row)) != rows.end();
+      for (unsigned b = 0; b < rowBytes; ++b)
+        ASSERT_EQ(other[row * rowBytes + b],
+                  chosen ? pool[row * rowBytes + b] : 0xEE)
+            << rowBytes << "-byte row " << row;
+    }
+  }
   dlclose(library);
 }
 

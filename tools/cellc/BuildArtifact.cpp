@@ -77,8 +77,7 @@ cellc::buildArtifact(ModuleOp module, const BuildOptions &options,
     codegen::CompileOptions compileOptions;
     compileOptions.cubinArchs = options.cubinArchs;
     compileOptions.ptxArch = options.ptxArch;
-    for (const codegen::KernelInfo &kernel : program->kernels)
-      compileOptions.kernelNames.push_back(kernel.name);
+    compileOptions.kernelNames = program->kernelNames();
     CellBinary binary{std::move(*program), {}};
     std::string error;
     if (!codegen::compileCuda(binary.program.source,
