@@ -102,6 +102,13 @@ SlotPool &Executor::pool(const cellpack::CellType &cell, bool isOutput,
   return *pools_.at(rowType(*specs->Get(index)));
 }
 
+uint32_t Executor::rowsInUse() const {
+  uint32_t used = 0;
+  for (const auto &[key, pool] : pools_)
+    used += pool->capacity() - pool->available();
+  return used;
+}
+
 Status Executor::writeRow(SlotPool &pool, uint32_t row, const void *bytes) {
   if (row >= pool.capacity())
     return Status(StatusCode::OutOfRange,
@@ -158,24 +165,42 @@ Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,
   return Status::ok();
 }
 
+Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
+                         const TaskIO &io) {
+  uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
+  uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
+  for (const RowWrite &write : io.writes)
+    if (write.input >= inputs || write.row >= rows || !write.bytes)
+      return Status(StatusCode::InvalidArgument,
+                    "a row write names input " + std::to_string(write.input) +
+                        " of row " + std::to_string(write.row) +
+                        ", outside the task");
+  for (const RowRead &read : io.reads)
+    if (read.output >= outputs || read.row >= rows || !read.destination)
+      return Status(StatusCode::InvalidArgument,
+                    "a row read names output " + std::to_string(read.output) +
+                        " of row " + std::to_string(read.row) +
+                        ", outside the task");
+  return Status::ok();
+}
+
 Result<uint64_t>
 Executor::submit(const cellpack::CellType &cell, uint32_t rows,
                  const std::vector<std::vector<int32_t>> &inputRows,
                  const std::vector<std::vector<int32_t>> &outputRows,
-                 uint32_t *batchSize) {
+                 uint32_t *batchSize, const TaskIO &io) {
   auto plan = artifact_->smallestPlanAtLeast(cell, rows);
   if (!plan.ok())
     return plan.status();
   if (batchSize)
     *batchSize = plan.value()->batch_size();
-  return submitWithPlan(cell, *plan.value(), rows, inputRows, outputRows);
+  return submitWithPlan(cell, *plan.value(), rows, inputRows, outputRows, io);
 }
 
-Result<uint64_t>
-Executor::submitWithPlan(const cellpack::CellType &cell,
-                         const cellpack::BatchPlan &batchPlan, uint32_t rows,
-                         const std::vector<std::vector<int32_t>> &inputRows,
-                         const std::vector<std::vector<int32_t>> &outputRows) {
+Result<uint64_t> Executor::submitWithPlan(
+    const cellpack::CellType &cell, const cellpack::BatchPlan &batchPlan,
+    uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
+    const std::vector<std::vector<int32_t>> &outputRows, const TaskIO &io) {
   if (Status status = checkRows(cell, rows, inputRows, false); !status.isOk())
     return status;
   if (Status status = checkRows(cell, rows, outputRows, true); !status.isOk())
@@ -184,20 +209,11 @@ Executor::submitWithPlan(const cellpack::CellType &cell,
     return Status(StatusCode::OutOfRange,
                   "a task of " + std::to_string(rows) + " rows at batch size " +
                       std::to_string(batchPlan.batch_size()));
+  if (Status status = checkIO(cell, rows, io); !status.isOk())
+    return status;
   const cellpack::BatchPlan *plan = &batchPlan;
-  if (cuda_) {
-    std::vector<void *> inputs, outputs;
-    std::vector<const std::vector<int32_t> *> rowIndices;
-    for (uint32_t i = 0; i < inputRows.size(); ++i) {
-      inputs.push_back(pool(cell, false, i).data());
-      rowIndices.push_back(&inputRows[i]);
-    }
-    for (uint32_t i = 0; i < outputRows.size(); ++i) {
-      outputs.push_back(pool(cell, true, i).data());
-      rowIndices.push_back(&outputRows[i]);
-    }
-    return cuda_->submit(cell, *plan, rows, inputs, outputs, rowIndices);
-  }
+  if (cuda_)
+    return submitCuda(cell, *plan, rows, inputRows, outputRows, io);
   auto &runner = runners_[plan];
   if (!runner) {
     auto created = cpu::CpuTaskRunner::create(cell, *plan, {}, threads_.get());
@@ -207,6 +223,14 @@ Executor::submitWithPlan(const cellpack::CellType &cell,
     }
     runner = std::move(created).value();
   }
+  // Host memory: the writes land before the task, the reads after it.
+  for (const RowWrite &write : io.writes) {
+    SlotPool &target = pool(cell, false, write.input);
+    std::memcpy(static_cast<uint8_t *>(target.hostData()) +
+                    static_cast<size_t>(inputRows[write.input][write.row]) *
+                        target.rowBytes(),
+                write.bytes, target.rowBytes());
+  }
   std::vector<cpu::PoolView> inputs, outputs;
   for (uint32_t i = 0; i < inputRows.size(); ++i)
     inputs.push_back({pool(cell, false, i).data(), inputRows[i].data()});
@@ -214,7 +238,50 @@ Executor::submitWithPlan(const cellpack::CellType &cell,
     outputs.push_back({pool(cell, true, i).data(), outputRows[i].data()});
   if (Status status = runner->run(rows, inputs, outputs); !status.isOk())
     return status;
+  for (const RowRead &read : io.reads) {
+    SlotPool &source = pool(cell, true, read.output);
+    std::memcpy(read.destination,
+                static_cast<const uint8_t *>(source.hostData()) +
+                    static_cast<size_t>(outputRows[read.output][read.row]) *
+                        source.rowBytes(),
+                source.rowBytes());
+  }
   return ++cpuTickets_;
+}
+
+Result<uint64_t> Executor::submitCuda(
+    const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
+    uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
+    const std::vector<std::vector<int32_t>> &outputRows, const TaskIO &io) {
+  std::vector<void *> inputs, outputs;
+  std::vector<const std::vector<int32_t> *> rowIndices;
+  for (uint32_t i = 0; i < inputRows.size(); ++i) {
+    inputs.push_back(pool(cell, false, i).data());
+    rowIndices.push_back(&inputRows[i]);
+  }
+  for (uint32_t i = 0; i < outputRows.size(); ++i) {
+    outputs.push_back(pool(cell, true, i).data());
+    rowIndices.push_back(&outputRows[i]);
+  }
+  cuda::TaskTransfers transfers;
+  auto row = [&](SlotPool &pool, int32_t index, void *host) {
+    cuda::TaskTransfers::Row moved;
+    moved.pool = {pool.data(), pool.hostData()};
+    moved.rowBytes = pool.rowBytes();
+    moved.row = index;
+    moved.host = host;
+    return moved;
+  };
+  for (const RowWrite &write : io.writes)
+    transfers.writes.push_back(row(pool(cell, false, write.input),
+                                   inputRows[write.input][write.row],
+                                   const_cast<void *>(write.bytes)));
+  for (const RowRead &read : io.reads)
+    transfers.reads.push_back(row(pool(cell, true, read.output),
+                                  outputRows[read.output][read.row],
+                                  read.destination));
+  return cuda_->submit(cell, plan, rows, inputs, outputs, rowIndices,
+                       transfers);
 }
 
 Status Executor::wait(uint64_t ticket) {
@@ -229,9 +296,10 @@ Status Executor::wait(uint64_t ticket) {
 Result<uint32_t>
 Executor::run(const cellpack::CellType &cell, uint32_t rows,
               const std::vector<std::vector<int32_t>> &inputRows,
-              const std::vector<std::vector<int32_t>> &outputRows) {
+              const std::vector<std::vector<int32_t>> &outputRows,
+              const TaskIO &io) {
   uint32_t batchSize = 0;
-  auto ticket = submit(cell, rows, inputRows, outputRows, &batchSize);
+  auto ticket = submit(cell, rows, inputRows, outputRows, &batchSize, io);
   if (!ticket.ok())
     return ticket.status();
   if (Status status = wait(ticket.value()); !status.isOk())

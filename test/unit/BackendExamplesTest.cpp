@@ -1,13 +1,19 @@
 //===- BackendExamplesTest.cpp - Example cells through the executor ------===//
 //
-// Every cell of every example at every supported batch size that the
-// PyTorch reference cases fit (1, 3, 8, 64 rows, so also n < b), run
-// through Executor on one backend: CELL_TEST_DEVICE "cpu" (runs everywhere)
-// or "cuda" (skipped, with the probe's reason, when there is no CUDA
-// device). Request data goes in and results come out with writeRow/readRow,
-// the task's rows are scattered over larger pools, and every pool row the
-// task must not touch is poisoned first and checked after. Tolerance:
-// 1e-5 relative + 1e-6 absolute for fp32 GEMMs, 5e-3 for tf32/bf16/fp16.
+// Every cell of every example at every supported batch size, run through
+// Executor on one backend: CELL_TEST_DEVICE "cpu" (runs everywhere) or
+// "cuda" (skipped, with the probe's reason, when there is no CUDA device).
+// Each plan runs the PyTorch reference cases it fits (1, 3, 8, 64 rows, so
+// also n < b) and a full batch of its size (the first b rows of the
+// largest case). The task's rows are scattered over larger pools, and every
+// pool row the task must not touch is poisoned first and checked after.
+// Request data goes in and results come out either with writeRow/readRow
+// or with the task itself (Executor::TaskIO: on cuda, the staging copies
+// and the row-copy kernel), alternately. Both the fp32 artifacts and the
+// tf32 ones are checked: 1e-5 relative (+1e-6 absolute) for fp32 GEMMs,
+// 5e-3 for tf32 (the cpu backend computes fp32 either way). A last test
+// keeps more tasks in flight than the backend has staging slots and checks
+// that each task's rows come back to it.
 //
 //===----------------------------------------------------------------------===//
 #include "ReferenceData.h"
@@ -49,7 +55,20 @@ size_t rowBytesOf(const cellpack::TensorSpec &spec) {
   return bytes;
 }
 
-class BackendExamplesTest : public ::testing::TestWithParam<const char *> {
+struct ExampleArtifact {
+  const char *model;
+  const char *precision; // "fp32": model.cellpack; else model-<p>.cellpack
+};
+
+std::string artifactPath(const ExampleArtifact &example) {
+  std::string file =
+      std::string(example.precision) == "fp32"
+          ? "model.cellpack"
+          : "model-" + std::string(example.precision) + ".cellpack";
+  return examplesDir() + "/" + example.model + "/" + file;
+}
+
+class BackendExamplesTest : public ::testing::TestWithParam<ExampleArtifact> {
 protected:
   void SetUp() override {
     std::string device = CELL_TEST_DEVICE;
@@ -76,7 +95,7 @@ protected:
 
   void runCase(Executor &executor, const cellpack::CellType &cell,
                const cellpack::BatchPlan &plan, const RefCase &reference,
-               float tolerance, std::mt19937 &random);
+               float tolerance, std::mt19937 &random, bool withTask);
 
   ExecutorOptions options_;
 };
@@ -85,10 +104,11 @@ void BackendExamplesTest::runCase(Executor &executor,
                                   const cellpack::CellType &cell,
                                   const cellpack::BatchPlan &plan,
                                   const RefCase &reference, float tolerance,
-                                  std::mt19937 &random) {
+                                  std::mt19937 &random, bool withTask) {
   std::string where = cell.name()->str() + " at batch size " +
                       std::to_string(plan.batch_size()) + " with " +
-                      std::to_string(reference.batch) + " rows";
+                      std::to_string(reference.batch) + " rows" +
+                      (withTask ? " (data moved with the task)" : "");
   uint32_t rows = reference.batch;
   poisonPools(executor, cell);
   // Distinct scattered rows per tensor; tensors sharing a pool get disjoint
@@ -110,6 +130,7 @@ void BackendExamplesTest::runCase(Executor &executor,
     return taken;
   };
   std::vector<std::vector<int32_t>> inputRows, outputRows;
+  Executor::TaskIO io;
   for (uint32_t i = 0; i < cell.inputs()->size(); ++i) {
     const cellpack::TensorSpec &spec = *cell.inputs()->Get(i);
     SlotPool &pool = executor.pool(cell, false, i);
@@ -117,17 +138,28 @@ void BackendExamplesTest::runCase(Executor &executor,
     const RefTensor *tensor = reference.find(spec.name()->str(), false);
     ASSERT_NE(tensor, nullptr) << "no reference input " << spec.name()->str();
     ASSERT_EQ(tensor->data.size(), pool.rowBytes() * rows);
-    for (uint32_t r = 0; r < rows; ++r)
-      ASSERT_TRUE(executor
-                      .writeRow(pool, inputRows[i][r],
-                                tensor->data.data() + r * pool.rowBytes())
-                      .isOk());
+    for (uint32_t r = 0; r < rows; ++r) {
+      const uint8_t *bytes = tensor->data.data() + r * pool.rowBytes();
+      if (withTask)
+        io.writes.push_back({i, r, bytes});
+      else
+        ASSERT_TRUE(executor.writeRow(pool, inputRows[i][r], bytes).isOk());
+    }
   }
-  for (uint32_t j = 0; j < cell.outputs()->size(); ++j)
-    outputRows.push_back(takeRows(executor.pool(cell, true, j)));
+  // With the task, the outputs come back in `readBack`, row after row.
+  std::vector<std::vector<uint8_t>> readBack(cell.outputs()->size());
+  for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
+    SlotPool &pool = executor.pool(cell, true, j);
+    outputRows.push_back(takeRows(pool));
+    if (!withTask)
+      continue;
+    readBack[j].assign(rows * pool.rowBytes(), 0);
+    for (uint32_t r = 0; r < rows; ++r)
+      io.reads.push_back({j, r, readBack[j].data() + r * pool.rowBytes()});
+  }
 
   auto ticket =
-      executor.submitWithPlan(cell, plan, rows, inputRows, outputRows);
+      executor.submitWithPlan(cell, plan, rows, inputRows, outputRows, io);
   ASSERT_TRUE(ticket.ok()) << where << ": " << ticket.status().toString();
   Status done = executor.wait(ticket.value());
   ASSERT_TRUE(done.isOk()) << where << ": " << done.toString();
@@ -155,6 +187,11 @@ void BackendExamplesTest::runCase(Executor &executor,
     int mismatches = 0;
     for (uint32_t r = 0; r < rows && mismatches < 5; ++r) {
       ASSERT_TRUE(executor.readRow(pool, outputRows[j][r], row.data()).isOk());
+      if (withTask)
+        EXPECT_TRUE(std::equal(row.begin(), row.end(),
+                               readBack[j].begin() + r * pool.rowBytes()))
+            << where << ": " << spec.name()->str() << " row " << r
+            << " read back with the task differs from the pool";
       for (size_t e = 0; e < perRow && mismatches < 5; ++e) {
         size_t wantAt = r * perRow + e;
         if (want->dtype == 0) {
@@ -189,9 +226,9 @@ void BackendExamplesTest::runCase(Executor &executor,
 }
 
 TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
-  std::string model = GetParam();
-  std::string dir = examplesDir() + "/" + model;
-  auto loaded = loadArtifact(dir + "/model.cellpack");
+  ExampleArtifact example = GetParam();
+  std::string dir = examplesDir() + "/" + example.model;
+  auto loaded = loadArtifact(artifactPath(example));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto created = Executor::create(artifact, kPoolRows, options_);
@@ -200,30 +237,138 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   float tolerance = artifact->model().precision() == cellpack::Precision::FP32
                         ? 1e-5f
                         : 5e-3f;
-  std::printf("%s on %s\n", model.c_str(), executor.describe().c_str());
+  std::printf("%s (%s) on %s\n", example.model, example.precision,
+              executor.describe().c_str());
   std::mt19937 random(4321);
-  int tasks = 0;
+  int tasks = 0, fullBatches = 0;
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;
     std::string error;
     ASSERT_TRUE(readReference(dir + "/h64/" + cell->name()->str() + ".ref",
                               cases, error))
         << error;
+    const RefCase *largest = &cases.front();
     for (const RefCase &reference : cases)
-      for (const cellpack::BatchPlan *plan : *cell->plans())
-        if (plan->batch_size() >= reference.batch) {
-          runCase(executor, *cell, *plan, reference, tolerance, random);
-          ++tasks;
-          if (HasFatalFailure())
-            return;
-        }
+      if (reference.batch > largest->batch)
+        largest = &reference;
+    for (const cellpack::BatchPlan *plan : *cell->plans()) {
+      uint32_t batch = plan->batch_size();
+      std::vector<RefCase> planCases;
+      for (const RefCase &reference : cases)
+        if (reference.batch <= batch)
+          planCases.push_back(reference);
+      bool hasFull = std::any_of(
+          planCases.begin(), planCases.end(),
+          [&](const RefCase &reference) { return reference.batch == batch; });
+      if (!hasFull && largest->batch >= batch)
+        planCases.push_back(firstRows(*largest, batch));
+      for (const RefCase &reference : planCases) {
+        runCase(executor, *cell, *plan, reference, tolerance, random,
+                /*withTask=*/tasks % 2 == 1);
+        ++tasks;
+        fullBatches += reference.batch == batch;
+        if (HasFatalFailure())
+          return;
+      }
+    }
+    for (const cellpack::BatchPlan *plan : *cell->plans())
+      EXPECT_LE(plan->batch_size(), largest->batch)
+          << "no full batch of " << plan->batch_size() << " was checked";
   }
-  std::printf("%s: %d tasks checked against PyTorch\n", model.c_str(), tasks);
+  std::printf("%s (%s): %d tasks checked against PyTorch, %d full batches\n",
+              example.model, example.precision, tasks, fullBatches);
   EXPECT_GE(tasks, 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, BackendExamplesTest,
-                         ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm"));
+TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
+  // More tasks than staging slots before the first wait: each task's data
+  // goes in with it and its rows come back to its own buffers.
+  ExampleArtifact example = GetParam();
+  std::string dir = examplesDir() + "/" + example.model;
+  auto loaded = loadArtifact(artifactPath(example));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
+  ExecutorOptions options = options_;
+  options.tasksInFlight = 2;
+  auto created = Executor::create(artifact, kPoolRows, options);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  Executor &executor = *created.value();
+  float tolerance = artifact->model().precision() == cellpack::Precision::FP32
+                        ? 1e-5f
+                        : 5e-3f;
+  const cellpack::CellType &cell = *artifact->cells().front();
+  std::vector<RefCase> cases;
+  std::string error;
+  ASSERT_TRUE(
+      readReference(dir + "/h64/" + cell.name()->str() + ".ref", cases, error))
+      << error;
+  // Single rows of the 8-row case, one task each, each in its own rows.
+  const RefCase *eight = nullptr;
+  for (const RefCase &reference : cases)
+    if (reference.batch == 8)
+      eight = &reference;
+  ASSERT_NE(eight, nullptr);
+  constexpr uint32_t kTasks = 7;
+  std::vector<std::vector<std::vector<uint8_t>>> results(kTasks);
+  std::vector<std::vector<uint8_t>> inputs; // kept alive for the writes
+  uint64_t last = 0;
+  for (uint32_t t = 0; t < kTasks; ++t) {
+    std::vector<std::vector<int32_t>> inputRows, outputRows;
+    Executor::TaskIO io;
+    for (uint32_t i = 0; i < cell.inputs()->size(); ++i) {
+      SlotPool &pool = executor.pool(cell, false, i);
+      const RefTensor *tensor =
+          eight->find(cell.inputs()->Get(i)->name()->str(), false);
+      ASSERT_NE(tensor, nullptr);
+      inputRows.push_back({static_cast<int32_t>(t * 16 + i)});
+      inputs.emplace_back(tensor->data.begin() + t * pool.rowBytes(),
+                          tensor->data.begin() + (t + 1) * pool.rowBytes());
+      io.writes.push_back({i, 0, inputs.back().data()});
+    }
+    results[t].resize(cell.outputs()->size());
+    for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
+      SlotPool &pool = executor.pool(cell, true, j);
+      outputRows.push_back({static_cast<int32_t>(t * 16 + 8 + j)});
+      results[t][j].assign(pool.rowBytes(), kPoison);
+      io.reads.push_back({j, 0, results[t][j].data()});
+    }
+    auto ticket = executor.submit(cell, 1, inputRows, outputRows, nullptr, io);
+    ASSERT_TRUE(ticket.ok()) << ticket.status().toString();
+    last = ticket.value();
+  }
+  ASSERT_TRUE(executor.wait(last).isOk());
+  for (uint32_t t = 0; t < kTasks; ++t)
+    for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
+      const cellpack::TensorSpec &spec = *cell.outputs()->Get(j);
+      const RefTensor *want = eight->find(spec.name()->str(), true);
+      ASSERT_NE(want, nullptr);
+      size_t perRow = rowBytesOf(spec) / cpu::elementSize(spec.dtype());
+      for (size_t e = 0; e < perRow; ++e) {
+        if (want->dtype == 0) {
+          float got = cpu::loadFloat(results[t][j].data(), spec.dtype(), e);
+          float expected = want->f32()[t * perRow + e];
+          ASSERT_LE(std::fabs(got - expected),
+                    tolerance * std::fabs(expected) + tolerance / 10)
+              << "task " << t << " " << spec.name()->str() << "[" << e << "]";
+        } else {
+          ASSERT_EQ(cpu::loadInt(results[t][j].data(), spec.dtype(), e),
+                    want->i64()[t * perRow + e])
+              << "task " << t << " " << spec.name()->str();
+        }
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, BackendExamplesTest,
+    ::testing::Values(
+        ExampleArtifact{"lstm", "fp32"}, ExampleArtifact{"gru", "fp32"},
+        ExampleArtifact{"seq2seq", "fp32"}, ExampleArtifact{"treelstm", "fp32"},
+        ExampleArtifact{"lstm", "tf32"}, ExampleArtifact{"gru", "tf32"},
+        ExampleArtifact{"seq2seq", "tf32"},
+        ExampleArtifact{"treelstm", "tf32"}),
+    [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
+      return std::string(info.param.model) + "_" + info.param.precision;
+    });
 
 } // namespace

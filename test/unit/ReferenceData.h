@@ -80,6 +80,22 @@ struct RefCase {
   }
 };
 
+/// The first `rows` rows of `source` (rows of a reference case are
+/// independent, so this is a reference case of `rows` rows).
+inline RefCase firstRows(const RefCase &source, uint32_t rows) {
+  RefCase slice;
+  slice.batch = rows;
+  for (const RefTensor &tensor : source.tensors) {
+    RefTensor part = tensor;
+    size_t rowBytes = tensor.data.size() / source.batch;
+    part.data.resize(rowBytes * rows);
+    if (!part.dims.empty())
+      part.dims[0] = rows;
+    slice.tensors.push_back(std::move(part));
+  }
+  return slice;
+}
+
 namespace detail {
 
 /// Bounds-checked little-endian cursor over the file's bytes.

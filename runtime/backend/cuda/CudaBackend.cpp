@@ -13,6 +13,8 @@ using namespace cellrun::cuda;
 static constexpr size_t kTicketBytes = 16; // the ticket, then the row blocks
 static constexpr size_t kSlotAlignment = 256;
 
+static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
 Result<std::unique_ptr<CudaBackend>>
 CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
                     const CudaBackendOptions &options) {
@@ -34,34 +36,74 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
     return workspace.status();
   backend->gemmWorkspace_ = std::move(workspace).value();
 
-  // A slot holds the row indices of the widest task of any cell.
-  size_t widest = 0;
+  // A slot holds what the widest task of any cell may move: its row
+  // indices, a data row for every input row, and a read-back row (with
+  // its index) for every output row.
+  size_t widest = 0, widestReadBack = 0;
   for (const cellpack::CellType *cell : backend->artifact_->cells()) {
-    size_t tensors = (cell->inputs() ? cell->inputs()->size() : 0) +
-                     (cell->outputs() ? cell->outputs()->size() : 0);
     uint32_t batch = 0;
     if (cell->plans())
       for (const cellpack::BatchPlan *plan : *cell->plans())
         batch = std::max(batch, plan->batch_size());
-    widest = std::max(widest, tensors * batch * sizeof(int32_t));
+    size_t bytes = 0, readBack = 0;
+    for (const auto *specs : {cell->inputs(), cell->outputs()})
+      if (specs)
+        for (const cellpack::TensorSpec *spec : *specs) {
+          size_t rowBytes = dtypeSize(spec->dtype());
+          if (spec->row_shape())
+            for (int64_t dim : *spec->row_shape())
+              rowBytes *= static_cast<size_t>(dim);
+          bytes += batch * sizeof(int32_t) + align16(batch * sizeof(int32_t));
+          if (specs == cell->inputs())
+            bytes += align16(batch * rowBytes);
+          else
+            readBack += align16(batch * rowBytes);
+        }
+    widest = std::max(widest, bytes);
+    widestReadBack = std::max(widestReadBack, readBack);
   }
-  backend->slotBytes_ = (kTicketBytes + widest + kSlotAlignment - 1) /
-                        kSlotAlignment * kSlotAlignment;
-  backend->slots_ = options.tasksInFlight;
-  size_t stagingBytes = backend->slotBytes_ * backend->slots_;
-  auto host = PinnedBuffer::allocate(stagingBytes, false);
+  auto round = [](size_t bytes) {
+    return (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+  };
+  backend->slotBytes_ = round(kTicketBytes + widest);
+  backend->readBackBytes_ = round(widestReadBack);
+  backend->slots_.resize(options.tasksInFlight);
+  size_t slots = options.tasksInFlight;
+  auto host = PinnedBuffer::allocate(backend->slotBytes_ * slots, false);
   if (!host.ok())
     return host.status();
   backend->hostStaging_ = std::move(host).value();
-  auto staging = DeviceBuffer::allocate(stagingBytes);
+  auto staging = DeviceBuffer::allocate(backend->slotBytes_ * slots);
   if (!staging.ok())
     return staging.status();
   backend->deviceStaging_ = std::move(staging).value();
+  auto hostReadBack =
+      PinnedBuffer::allocate(backend->readBackBytes_ * slots, false);
+  if (!hostReadBack.ok())
+    return hostReadBack.status();
+  backend->hostReadBack_ = std::move(hostReadBack).value();
+  auto deviceReadBack = DeviceBuffer::allocate(backend->readBackBytes_ * slots);
+  if (!deviceReadBack.ok())
+    return deviceReadBack.status();
+  backend->deviceReadBack_ = std::move(deviceReadBack).value();
   auto counter = PinnedBuffer::allocate(sizeof(uint64_t), false);
   if (!counter.ok())
     return counter.status();
   backend->counter_ = std::move(counter).value();
+  CELL_TRY(backend->prepareAll());
   return backend;
+}
+
+Status CudaBackend::prepareAll() {
+  // Code loading, weight upload, workspaces and cuBLASLt's timed algorithm
+  // choice all happen here, never on a task's path.
+  for (const cellpack::CellType *cell : artifact_->cells())
+    if (cell->plans())
+      for (const cellpack::BatchPlan *plan : *cell->plans())
+        if (auto prepared = runner(*cell, *plan); !prepared.ok())
+          return prepared.status();
+  CELL_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return Status::ok();
 }
 
 CudaBackend::~CudaBackend() {
@@ -163,60 +205,23 @@ Status CudaBackend::wait(uint64_t ticket) {
       return cudaFailure(state, "a task on the stream", __FILE__, __LINE__);
     std::this_thread::yield();
   }
+  deliverFinished();
   return Status::ok();
+}
+
+void CudaBackend::deliverFinished() {
+  uint64_t finished = completed();
+  for (; delivered_ < finished; ++delivered_) {
+    Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
+    for (const Delivery &delivery : slot.deliveries)
+      std::memcpy(delivery.to, delivery.from, delivery.bytes);
+    slot.deliveries.clear();
+  }
 }
 
 Status CudaBackend::waitForSlot(uint64_t ticket) {
-  // The slot of `ticket` was last used by ticket - slots_.
-  if (ticket > slots_)
-    return wait(ticket - slots_);
+  // The slot of `ticket` was last used by ticket - slots.
+  if (ticket > slots_.size())
+    return wait(ticket - slots_.size());
   return Status::ok();
-}
-
-Result<uint64_t> CudaBackend::submit(
-    const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
-    uint32_t rows, const std::vector<void *> &inputPools,
-    const std::vector<void *> &outputPools,
-    const std::vector<const std::vector<int32_t> *> &rowIndices) {
-  auto prepared = runner(cell, plan);
-  if (!prepared.ok())
-    return prepared.status();
-  uint32_t batch = plan.batch_size();
-  if (rows == 0 || rows > batch)
-    return Status(StatusCode::OutOfRange, "a task of " + std::to_string(rows) +
-                                              " rows at batch size " +
-                                              std::to_string(batch));
-  if (rowIndices.size() != inputPools.size() + outputPools.size() ||
-      kTicketBytes + rowIndices.size() * batch * sizeof(int32_t) > slotBytes_)
-    return Status(StatusCode::InvalidArgument,
-                  "row indices do not match the cell's inputs and outputs");
-  uint64_t ticket = nextTicket_;
-  CELL_TRY(waitForSlot(ticket));
-  size_t slot = ticket % slots_;
-  uint8_t *host = hostStaging_.data() + slot * slotBytes_;
-  uint8_t *device = deviceStaging_.data() + slot * slotBytes_;
-  std::memcpy(host, &ticket, sizeof ticket);
-  auto *hostRows = reinterpret_cast<int32_t *>(host + kTicketBytes);
-  for (size_t t = 0; t < rowIndices.size(); ++t) {
-    if (rowIndices[t]->size() < rows)
-      return Status(StatusCode::InvalidArgument,
-                    "fewer row indices than task rows");
-    std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
-                rows * sizeof(int32_t));
-  }
-  size_t used = kTicketBytes + rowIndices.size() * batch * sizeof(int32_t);
-  CELL_CUDA_TRY(cudaSetDevice(device_.index));
-  CELL_CUDA_TRY(
-      cudaMemcpyAsync(device, host, used, cudaMemcpyHostToDevice, stream_));
-  DeviceTaskViews views;
-  views.inputs = inputPools;
-  views.outputs = outputPools;
-  auto *deviceRows = reinterpret_cast<const int32_t *>(device + kTicketBytes);
-  views.inputRows = deviceRows;
-  views.outputRows = deviceRows + inputPools.size() * batch;
-  CELL_TRY(prepared.value()->enqueue(rows, views, stream_));
-  CELL_CUDA_TRY(cudaMemcpyAsync(counter_.data(), device, sizeof(uint64_t),
-                                cudaMemcpyDeviceToHost, stream_));
-  nextTicket_ = ticket + 1;
-  return ticket;
 }

@@ -1,19 +1,23 @@
 //===- CudaBackend.h - Tasks of an artifact on one CUDA device -*- C++ -*-===//
 //
 // One device, one stream, and a ring of `tasksInFlight` staging slots. A
-// task's small host inputs (its row indices and a ticket number) are packed
-// into the slot's pinned buffer and moved in one host-to-device copy; then
-// the plan's GEMMs and kernels are enqueued; then one device-to-host copy
+// task's small host inputs (its row indices, the rows of request data it
+// writes into pools, the indices of the rows the host reads back, and a
+// ticket number) are packed into the slot's pinned buffer and moved in one
+// host-to-device copy; the data rows are scattered into their pools; the
+// plan's GEMMs and kernels run; the rows the host reads are gathered into
+// the slot and come back in one device-to-host copy; then one more copy
 // writes the ticket into a completion counter in pinned host memory. Tasks
 // complete in stream order, so the counter is the last finished ticket: the
-// host learns completion by reading it (no callbacks, no events), and a slot
-// is reused only once the task that last used it is done. Task runners (one
-// per cell type and batch size, with their cuBLASLt algorithm choices) and
-// the cells' code and weights are prepared on first use and cached.
+// host learns completion by reading it (no callbacks, no events), copies a
+// finished task's rows to where the caller wants them, and reuses a slot
+// only once the task that last used it is done. Every cell's code, weights
+// and task runners (one per batch size, with their cuBLASLt algorithm
+// choices) are prepared when the backend is created.
 //
 // Pools of integer rows (token ids, flags) are in mapped pinned memory: the
-// kernels read and write them in place and the host reads results there
-// without a copy. Pools of floating-point rows are device memory.
+// kernels read and write them in place, and the host writes and reads them
+// directly. Pools of floating-point rows are device memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDABACKEND_H
@@ -42,6 +46,20 @@ struct PoolMemory {
   void *host = nullptr;
 };
 
+/// The rows a task moves between the host and its pools.
+struct TaskTransfers {
+  struct Row {
+    PoolMemory pool;
+    size_t rowBytes = 0;
+    int32_t row = 0; // in the pool
+    /// Write: the bytes to put there (copied at submission); read: where
+    /// the row goes once the task has finished.
+    void *host = nullptr;
+  };
+  std::vector<Row> writes; // before the task's kernels
+  std::vector<Row> reads;  // after them
+};
+
 class CudaBackend {
 public:
   /// Unavailable "no CUDA device: ..." when there is no usable device.
@@ -59,21 +77,24 @@ public:
   Status copyIn(void *device, const void *host, size_t bytes);
   Status copyOut(void *host, const void *device, size_t bytes);
 
-  /// The runner of `plan` of `cell`, prepared on first use.
+  /// The runner of `plan` of `cell` (prepared at creation).
   Result<const CudaTaskRunner *> runner(const cellpack::CellType &cell,
                                         const cellpack::BatchPlan &plan);
 
   /// Enqueues one task of `plan`: rows[i][r] is the pool row of cell input
   /// i (then, after the inputs, output i) for the task's row r. Returns its
-  /// ticket; waits only when every staging slot is in use.
+  /// ticket; waits only when every staging slot is in use. The read
+  /// destinations must stay valid until the task has been waited for.
   Result<uint64_t>
   submit(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
          uint32_t rows, const std::vector<void *> &inputPools,
          const std::vector<void *> &outputPools,
-         const std::vector<const std::vector<int32_t> *> &rowIndices);
+         const std::vector<const std::vector<int32_t> *> &rowIndices,
+         const TaskTransfers &transfers = {});
   /// The last finished ticket (tickets start at 1).
   uint64_t completed() const;
-  /// Waits until `ticket` has finished, or the stream reports an error.
+  /// Waits until `ticket` has finished, or the stream reports an error;
+  /// the reads of every finished task are then in their destinations.
   Status wait(uint64_t ticket);
   /// Waits for every task submitted so far.
   Status waitAll() {
@@ -81,20 +102,48 @@ public:
   }
 
 private:
+  /// A finished task's row on its way to the caller: `bytes` from `from`
+  /// (the slot's pinned read-back area, or a mapped pool row) to `to`.
+  struct Delivery {
+    const void *from;
+    void *to;
+    size_t bytes;
+  };
+  struct Slot {
+    std::vector<Delivery> deliveries;
+  };
+
   CudaBackend() = default;
+  Status prepareAll();
   Status waitForSlot(uint64_t ticket);
+  /// Copies the reads of every task finished since the last call.
+  void deliverFinished();
+  Status
+  enqueueTask(uint64_t ticket, const cellpack::CellType &cell,
+              const CudaTaskRunner &runner, uint32_t rows,
+              const std::vector<void *> &inputPools,
+              const std::vector<void *> &outputPools,
+              const std::vector<const std::vector<int32_t> *> &rowIndices,
+              const TaskTransfers &transfers);
+  Status copyRows(const cellpack::CellType &cell, const void *from,
+                  const int32_t *fromRows, void *to, const int32_t *toRows,
+                  size_t rowBytes, uint32_t count);
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   CudaDeviceInfo device_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
   DeviceBuffer gemmWorkspace_;
-  size_t slotBytes_ = 0;
-  unsigned slots_ = 0;
-  PinnedBuffer hostStaging_;   // slots_ * slotBytes_
+  size_t slotBytes_ = 0;     // host-to-device area of a slot
+  size_t readBackBytes_ = 0; // device-to-host area of a slot
+  std::vector<Slot> slots_;
+  PinnedBuffer hostStaging_;   // slots * slotBytes_
   DeviceBuffer deviceStaging_; // the same layout on the device
-  PinnedBuffer counter_;       // one uint64_t: the last finished ticket
+  PinnedBuffer hostReadBack_;  // slots * readBackBytes_
+  DeviceBuffer deviceReadBack_;
+  PinnedBuffer counter_; // one uint64_t: the last finished ticket
   uint64_t nextTicket_ = 1;
+  uint64_t delivered_ = 0; // the last ticket whose reads were copied
   std::vector<DeviceBuffer> devicePools_;
   std::vector<PinnedBuffer> hostPools_;
   std::unordered_map<const cellpack::CellType *, std::unique_ptr<CudaCell>>

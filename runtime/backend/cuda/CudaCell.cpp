@@ -48,10 +48,8 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
     for (uint32_t i = 0; i < cell.weights()->size(); ++i) {
       const cellpack::Weight *weight = cell.weights()->Get(i);
       if (weight->data() && weight->data()->size())
-        CELL_CUDA_TRY(
-            cudaMemcpy(loaded->weights_.data() + loaded->weightOffsets_[i],
-                       weight->data()->data(), weight->data()->size(),
-                       cudaMemcpyHostToDevice));
+        CELL_TRY(uploadNow(loaded->weights_.data() + loaded->weightOffsets_[i],
+                           weight->data()->data(), weight->data()->size()));
     }
   return loaded;
 }

@@ -88,7 +88,9 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
   gemm->beta_ = 0.0f;
   if (step.c()) {
     int64_t count = elementCount(*step.c());
-    if (count == n) {
+    // With m == 1 both shapes fit: a weight is a bias, anything else is C.
+    bool fullC = count == m * n;
+    if (count == n && !(fullC && !operands.hostBias)) {
       const void *bias = operands.c;
       if (step.beta() != 1.0f) {
         if (!operands.hostBias)
@@ -101,8 +103,8 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
         if (!buffer.ok())
           return buffer.status();
         gemm->scaledBias_ = std::move(buffer).value();
-        CELL_CUDA_TRY(cudaMemcpy(gemm->scaledBias_.data(), scaled.data(),
-                                 n * sizeof(float), cudaMemcpyHostToDevice));
+        CELL_TRY(uploadNow(gemm->scaledBias_.data(), scaled.data(),
+                           n * sizeof(float)));
         bias = gemm->scaledBias_.data();
       }
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
@@ -116,7 +118,7 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
       CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
           gemm->operation_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
           sizeof bias));
-    } else if (count == m * n) {
+    } else if (fullC) {
       gemm->c_ = operands.c;
       gemm->beta_ = step.beta();
     } else {

@@ -30,7 +30,10 @@ Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
   CELL_CUDA_TRY(cudaMalloc(&data, bytes ? bytes : 1));
   buffer.data_ = static_cast<uint8_t *>(data);
   buffer.size_ = bytes;
+  // cudaMemset runs on the legacy stream, which the backend's non-blocking
+  // stream does not wait for: finish it here.
   CELL_CUDA_TRY(cudaMemset(data, 0, bytes ? bytes : 1));
+  CELL_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
   return buffer;
 }
 
@@ -65,4 +68,10 @@ Result<PinnedBuffer> PinnedBuffer::allocate(size_t bytes, bool mapped) {
     buffer.device_ = static_cast<uint8_t *>(device);
   }
   return buffer;
+}
+
+Status cellrun::cuda::uploadNow(void *device, const void *host, size_t bytes) {
+  CELL_CUDA_TRY(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  CELL_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
+  return Status::ok();
 }

@@ -23,7 +23,8 @@ public:
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
   ~DeviceBuffer();
 
-  /// `bytes` of device memory (at least one byte is allocated), zeroed.
+  /// `bytes` of device memory (at least one byte is allocated), zeroed
+  /// before it returns (work on any stream sees the zeros).
   static Result<DeviceBuffer> allocate(size_t bytes);
 
   uint8_t *data() const { return data_; }
@@ -55,6 +56,11 @@ private:
   uint8_t *device_ = nullptr;
   size_t size_ = 0;
 };
+
+/// Copies `bytes` from pageable host memory to the device and waits until
+/// they have landed (cudaMemcpy alone may return before the DMA is done,
+/// and the backend's non-blocking stream does not wait for it).
+Status uploadNow(void *device, const void *host, size_t bytes);
 
 } // namespace cellrun::cuda
 

@@ -64,6 +64,8 @@ public:
   /// The pool that holds input (`isOutput` false) or output `index` of
   /// `cell`.
   SlotPool &pool(const cellpack::CellType &cell, bool isOutput, uint32_t index);
+  /// Rows acquired in all pools (leak checks).
+  uint32_t rowsInUse() const;
 
   /// Copies one row between host memory and a pool. The row must not be in
   /// use by a task in flight (writeRow), and the task that wrote it must
@@ -74,33 +76,71 @@ public:
   Status writeRow(SlotPool &pool, uint32_t row, const void *bytes);
   Status readRow(SlotPool &pool, uint32_t row, void *bytes);
 
+  /// Host data a task writes into an input row before it runs: input
+  /// `input` of task row `row` (its pool row must be one of the task's
+  /// inputRows) gets the pool's row bytes at `bytes`, which are copied when
+  /// the task is submitted.
+  struct RowWrite {
+    uint32_t input;
+    uint32_t row;
+    const void *bytes;
+  };
+  /// A row the host reads once the task has finished: output `output` of
+  /// task row `row`, copied to `destination` (the pool's row bytes).
+  struct RowRead {
+    uint32_t output;
+    uint32_t row;
+    void *destination;
+  };
+  /// The small host inputs and results of a task, moved with it: on cuda
+  /// the writes go in the task's one host-to-device copy and the reads come
+  /// back gathered in one device-to-host copy.
+  struct TaskIO {
+    std::vector<RowWrite> writes;
+    std::vector<RowRead> reads;
+  };
+
   /// Runs one task of `cell` for `rows` rows: inputRows[i][r] is the pool
   /// row of input i for the task's row r, outputRows likewise. Returns the
   /// batch size it ran at, once the task has finished.
   Result<uint32_t> run(const cellpack::CellType &cell, uint32_t rows,
                        const std::vector<std::vector<int32_t>> &inputRows,
-                       const std::vector<std::vector<int32_t>> &outputRows);
+                       const std::vector<std::vector<int32_t>> &outputRows,
+                       const TaskIO &io = {});
 
   /// The same without waiting: a ticket for wait() (the cpu backend has
-  /// finished the task when submit returns).
+  /// finished the task, writes and reads included, when submit returns).
   Result<uint64_t> submit(const cellpack::CellType &cell, uint32_t rows,
                           const std::vector<std::vector<int32_t>> &inputRows,
                           const std::vector<std::vector<int32_t>> &outputRows,
-                          uint32_t *batchSize = nullptr);
+                          uint32_t *batchSize = nullptr, const TaskIO &io = {});
+  /// Waits for the task of `ticket` (and every task before it); when it
+  /// returns Ok, the task's reads are in their destinations.
   Status wait(uint64_t ticket);
+  /// True when tasks run after submit returns (cuda), so the caller can
+  /// submit more before waiting.
+  bool asynchronous() const { return cuda_ != nullptr; }
   /// submit with a given plan of `cell` (its batch size must be >= rows):
   /// tests run every batch size this way.
   Result<uint64_t>
   submitWithPlan(const cellpack::CellType &cell,
                  const cellpack::BatchPlan &plan, uint32_t rows,
                  const std::vector<std::vector<int32_t>> &inputRows,
-                 const std::vector<std::vector<int32_t>> &outputRows);
+                 const std::vector<std::vector<int32_t>> &outputRows,
+                 const TaskIO &io = {});
 
 private:
   explicit Executor(std::shared_ptr<const LoadedArtifact> artifact);
   Status checkRows(const cellpack::CellType &cell, uint32_t rows,
                    const std::vector<std::vector<int32_t>> &taskRows,
                    bool isOutput);
+  Status checkIO(const cellpack::CellType &cell, uint32_t rows,
+                 const TaskIO &io);
+  Result<uint64_t>
+  submitCuda(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
+             uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
+             const std::vector<std::vector<int32_t>> &outputRows,
+             const TaskIO &io);
   Status createPools(uint32_t rowsPerPool);
 
   std::shared_ptr<const LoadedArtifact> artifact_;

@@ -1,0 +1,216 @@
+//===- CudaStaging.cpp - One task through its staging slot ----------------===//
+//
+// Submission of a task on the cuda backend: the slot's host-to-device area
+// is laid out as the ticket, the task's row indices (a batch-size block per
+// input, then per output), then per pool of written rows their pool indices
+// and their bytes, then per pool of read rows their pool indices; the slot's
+// read-back area holds the gathered rows, pool after pool. Rows of mapped
+// (host-visible) pools need no staging: the host writes and reads them in
+// place.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaBackend.h"
+
+#include "CudaCheck.h"
+#include "RowCopyKernel.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+static constexpr size_t kTicketBytes = 16;
+
+static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+namespace {
+/// Rows of one device pool a task moves: the transfers' indices.
+struct PoolGroup {
+  PoolMemory pool;
+  size_t rowBytes = 0;
+  std::vector<const TaskTransfers::Row *> rows;
+  size_t indices = 0; // offset of the pool-row indices in the slot
+  size_t data = 0;    // writes: offset of the bytes in the slot;
+                      // reads: offset in the read-back area
+};
+
+/// The transfers of device pools grouped by pool, in first-seen order.
+std::vector<PoolGroup>
+groupByPool(const std::vector<TaskTransfers::Row> &rows) {
+  std::vector<PoolGroup> groups;
+  for (const TaskTransfers::Row &row : rows) {
+    if (row.pool.host)
+      continue;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](auto &g) {
+      return g.pool.device == row.pool.device;
+    });
+    if (group == groups.end()) {
+      groups.push_back({row.pool, row.rowBytes, {}, 0, 0});
+      group = groups.end() - 1;
+    }
+    group->rows.push_back(&row);
+  }
+  return groups;
+}
+} // namespace
+
+Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
+                             const int32_t *fromRows, void *to,
+                             const int32_t *toRows, size_t rowBytes,
+                             uint32_t count) {
+  auto kernel = cells_.at(&cell)->kernel(cellpack::kRowCopyKernelName);
+  if (!kernel.ok())
+    return Status(StatusCode::DataLoss,
+                  "cell '" + cell.name()->str() + "': its CUDA code has no " +
+                      cellpack::kRowCopyKernelName +
+                      " (compile the model again with this cellc)");
+  size_t unit = rowBytes % 16 == 0 ? 16 : (rowBytes % 4 == 0 ? 4 : 1);
+  size_t units = rowBytes / unit * count;
+  size_t blocks =
+      (units + cellpack::kRowCopyBlockSize - 1) / cellpack::kRowCopyBlockSize;
+  blocks = std::clamp<size_t>(blocks, 1, 4096);
+  unsigned bytes = static_cast<unsigned>(rowBytes);
+  void *args[] = {&from, &fromRows, &to, &toRows, &bytes, &count};
+  CELL_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.value()),
+                                 dim3(static_cast<unsigned>(blocks)),
+                                 dim3(cellpack::kRowCopyBlockSize), args, 0,
+                                 stream_));
+  return Status::ok();
+}
+
+Result<uint64_t>
+CudaBackend::submit(const cellpack::CellType &cell,
+                    const cellpack::BatchPlan &plan, uint32_t rows,
+                    const std::vector<void *> &inputPools,
+                    const std::vector<void *> &outputPools,
+                    const std::vector<const std::vector<int32_t> *> &rowIndices,
+                    const TaskTransfers &transfers) {
+  auto prepared = runner(cell, plan);
+  if (!prepared.ok())
+    return prepared.status();
+  uint32_t batch = plan.batch_size();
+  if (rows == 0 || rows > batch)
+    return Status(StatusCode::OutOfRange, "a task of " + std::to_string(rows) +
+                                              " rows at batch size " +
+                                              std::to_string(batch));
+  if (rowIndices.size() != inputPools.size() + outputPools.size())
+    return Status(StatusCode::InvalidArgument,
+                  "row indices do not match the cell's inputs and outputs");
+  for (const std::vector<int32_t> *indices : rowIndices)
+    if (indices->size() < rows)
+      return Status(StatusCode::InvalidArgument,
+                    "fewer row indices than task rows");
+  uint64_t ticket = nextTicket_;
+  CELL_TRY(waitForSlot(ticket));
+  CELL_CUDA_TRY(cudaSetDevice(device_.index));
+  Status status = enqueueTask(ticket, cell, *prepared.value(), rows, inputPools,
+                              outputPools, rowIndices, transfers);
+  if (!status.isOk()) {
+    // Part of the task may be on the stream and read the slot: let it
+    // drain before the slot is used again.
+    slots_[ticket % slots_.size()].deliveries.clear();
+    (void)cudaStreamSynchronize(stream_);
+    return status;
+  }
+  nextTicket_ = ticket + 1;
+  return ticket;
+}
+
+Status CudaBackend::enqueueTask(
+    uint64_t ticket, const cellpack::CellType &cell,
+    const CudaTaskRunner &runner, uint32_t rows,
+    const std::vector<void *> &inputPools,
+    const std::vector<void *> &outputPools,
+    const std::vector<const std::vector<int32_t> *> &rowIndices,
+    const TaskTransfers &transfers) {
+  uint32_t batch = runner.batchSize();
+  size_t slotIndex = ticket % slots_.size();
+  Slot &slot = slots_[slotIndex];
+  slot.deliveries.clear();
+  uint8_t *host = hostStaging_.data() + slotIndex * slotBytes_;
+  uint8_t *device = deviceStaging_.data() + slotIndex * slotBytes_;
+  uint8_t *hostBack = hostReadBack_.data() + slotIndex * readBackBytes_;
+  uint8_t *deviceBack = deviceReadBack_.data() + slotIndex * readBackBytes_;
+
+  // Lay the slot out.
+  std::vector<PoolGroup> writes = groupByPool(transfers.writes);
+  std::vector<PoolGroup> reads = groupByPool(transfers.reads);
+  size_t at =
+      align16(kTicketBytes + rowIndices.size() * batch * sizeof(int32_t));
+  for (PoolGroup &group : writes) {
+    group.indices = at;
+    at = align16(at + group.rows.size() * sizeof(int32_t));
+    group.data = at;
+    at = align16(at + group.rows.size() * group.rowBytes);
+  }
+  size_t back = 0;
+  for (PoolGroup &group : reads) {
+    group.indices = at;
+    at = align16(at + group.rows.size() * sizeof(int32_t));
+    group.data = back;
+    back = align16(back + group.rows.size() * group.rowBytes);
+  }
+  if (at > slotBytes_ || back > readBackBytes_)
+    return Status(StatusCode::InvalidArgument,
+                  "a task moves more rows than its cell has inputs and "
+                  "outputs");
+
+  // Fill it; rows of mapped pools are written in place.
+  std::memcpy(host, &ticket, sizeof ticket);
+  auto *hostRows = reinterpret_cast<int32_t *>(host + kTicketBytes);
+  for (size_t t = 0; t < rowIndices.size(); ++t)
+    std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
+                rows * sizeof(int32_t));
+  for (const TaskTransfers::Row &write : transfers.writes)
+    if (write.pool.host)
+      std::memcpy(static_cast<uint8_t *>(write.pool.host) +
+                      static_cast<size_t>(write.row) * write.rowBytes,
+                  write.host, write.rowBytes);
+  for (const PoolGroup &group : writes)
+    for (size_t k = 0; k < group.rows.size(); ++k) {
+      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
+      std::memcpy(host + group.data + k * group.rowBytes, group.rows[k]->host,
+                  group.rowBytes);
+    }
+  for (const PoolGroup &group : reads)
+    for (size_t k = 0; k < group.rows.size(); ++k) {
+      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
+      slot.deliveries.push_back({hostBack + group.data + k * group.rowBytes,
+                                 group.rows[k]->host, group.rowBytes});
+    }
+  for (const TaskTransfers::Row &read : transfers.reads)
+    if (read.pool.host)
+      slot.deliveries.push_back(
+          {static_cast<const uint8_t *>(read.pool.host) +
+               static_cast<size_t>(read.row) * read.rowBytes,
+           read.host, read.rowBytes});
+
+  // One copy in; data rows into their pools; the task; the read rows
+  // gathered; one copy back; the ticket.
+  CELL_CUDA_TRY(
+      cudaMemcpyAsync(device, host, at, cudaMemcpyHostToDevice, stream_));
+  for (const PoolGroup &group : writes)
+    CELL_TRY(copyRows(cell, device + group.data, nullptr, group.pool.device,
+                      reinterpret_cast<const int32_t *>(device + group.indices),
+                      group.rowBytes,
+                      static_cast<uint32_t>(group.rows.size())));
+  DeviceTaskViews views;
+  views.inputs = inputPools;
+  views.outputs = outputPools;
+  auto *deviceRows = reinterpret_cast<const int32_t *>(device + kTicketBytes);
+  views.inputRows = deviceRows;
+  views.outputRows = deviceRows + inputPools.size() * batch;
+  CELL_TRY(runner.enqueue(rows, views, stream_));
+  for (const PoolGroup &group : reads)
+    CELL_TRY(copyRows(cell, group.pool.device,
+                      reinterpret_cast<const int32_t *>(device + group.indices),
+                      deviceBack + group.data, nullptr, group.rowBytes,
+                      static_cast<uint32_t>(group.rows.size())));
+  if (back > 0)
+    CELL_CUDA_TRY(cudaMemcpyAsync(hostBack, deviceBack, back,
+                                  cudaMemcpyDeviceToHost, stream_));
+  CELL_CUDA_TRY(cudaMemcpyAsync(counter_.data(), device, sizeof(uint64_t),
+                                cudaMemcpyDeviceToHost, stream_));
+  return Status::ok();
+}
