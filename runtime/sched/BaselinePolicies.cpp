@@ -3,9 +3,10 @@
 // Both baselines run a batch of requests to its end before the next batch
 // starts, and return its results together when the last one finishes.
 //  - graph: the batch is the requests that arrived first (up to
-//    batchRequests); each round runs one level: the next ready node of every
-//    chain, grouped by cell type (higher priority first), in tasks no larger
-//    than the cell's largest batch size.
+//    batchRequests); each round runs one level: the next node of every
+//    chain and every tree node whose children ran in earlier levels,
+//    grouped by cell type (higher priority first), in tasks no larger than
+//    the cell's largest batch size.
 //  - padded: requests wait in length buckets (bucketWidth steps each) and
 //    batches are taken from the buckets in turn; each round is one step of
 //    one cell type, and every request of the batch is in it, with a padding
@@ -37,15 +38,37 @@ public:
       batchRequests_ = std::min(batchRequests_, part.batchSizes.back());
   }
 
-  void addChain(uint64_t request, const ReadyChain &chain,
-                uint64_t deadline) override {
-    chains_[request].push_back({chain, 0});
+  Status add(uint64_t request, ReadySubgraph subgraph,
+             uint64_t /*deadline*/) override {
+    std::vector<Cursor> &cursors = cursors_[request];
+    if (subgraph.continuesChain)
+      for (Cursor &cursor : cursors)
+        if (cursor.part == subgraph.part && cursor.successor.empty()) {
+          cursor.nodes.insert(cursor.nodes.end(), subgraph.nodes.begin(),
+                              subgraph.nodes.end());
+          return Status::ok();
+        }
+    Cursor cursor;
+    cursor.part = subgraph.part;
+    cursor.nodes = std::move(subgraph.nodes);
+    cursor.successor = std::move(subgraph.successor);
+    if (!cursor.successor.empty()) {
+      cursor.pending.assign(cursor.nodes.size(), 0);
+      for (int32_t next : cursor.successor)
+        if (next >= 0)
+          ++cursor.pending.at(static_cast<size_t>(next));
+      for (uint32_t k = 0; k < cursor.nodes.size(); ++k)
+        if (cursor.pending[k] == 0)
+          cursor.ready.push_back(k);
+    }
+    cursors.push_back(std::move(cursor));
+    return Status::ok();
   }
 
   void finished(const PlannedTask &) override {}
 
   std::vector<uint64_t> requestDone(uint64_t request) override {
-    chains_.erase(request);
+    cursors_.erase(request);
     done_.insert(request);
     waitingRemove(request);
     bool inBatch =
@@ -63,32 +86,56 @@ public:
   }
 
 protected:
+  /// A subgraph walked one level at a time: a chain's next node, or every
+  /// tree node whose predecessors were taken in earlier levels.
   struct Cursor {
-    ReadyChain chain;
-    size_t at;
+    uint32_t part = 0;
+    std::vector<uint32_t> nodes;
+    std::vector<int32_t> successor; // empty: a chain
+    std::vector<uint32_t> pending;  // tree: predecessors not taken
+    std::vector<uint32_t> ready;    // tree: positions of the next level
+    size_t at = 0;                  // chain: the next position
+
+    bool hasNode() const {
+      return successor.empty() ? at < nodes.size() : !ready.empty();
+    }
+    /// Appends the next level's nodes to `out`.
+    void takeLevel(std::vector<uint32_t> &out) {
+      if (successor.empty()) {
+        if (at < nodes.size())
+          out.push_back(nodes[at++]);
+        return;
+      }
+      std::vector<uint32_t> level = std::move(ready);
+      ready.clear();
+      for (uint32_t k : level) {
+        out.push_back(nodes[k]);
+        int32_t next = successor[k];
+        if (next >= 0 && --pending[static_cast<size_t>(next)] == 0)
+          ready.push_back(static_cast<uint32_t>(next));
+      }
+    }
   };
 
   virtual void waitingRemove(uint64_t request) = 0;
 
-  /// The next node of `request` in `part`, taken off its chain.
-  bool takeNode(uint64_t request, uint32_t part, uint32_t &node) {
-    auto found = chains_.find(request);
-    if (found == chains_.end())
-      return false;
-    for (Cursor &cursor : found->second)
-      if (cursor.chain.part == part && cursor.at < cursor.chain.nodes.size()) {
-        node = cursor.chain.nodes[cursor.at++];
-        return true;
-      }
-    return false;
+  /// The next level of `request` in `part` (empty when it has none).
+  std::vector<uint32_t> takeLevel(uint64_t request, uint32_t part) {
+    std::vector<uint32_t> level;
+    auto found = cursors_.find(request);
+    if (found != cursors_.end())
+      for (Cursor &cursor : found->second)
+        if (cursor.part == part && cursor.hasNode())
+          cursor.takeLevel(level);
+    return level;
   }
 
   bool hasNode(uint64_t request, uint32_t part) const {
-    auto found = chains_.find(request);
-    if (found == chains_.end())
+    auto found = cursors_.find(request);
+    if (found == cursors_.end())
       return false;
     for (const Cursor &cursor : found->second)
-      if (cursor.chain.part == part && cursor.at < cursor.chain.nodes.size())
+      if (cursor.part == part && cursor.hasNode())
         return true;
     return false;
   }
@@ -97,7 +144,7 @@ protected:
   uint32_t batchRequests_;
   std::vector<uint64_t> batch_;
   std::unordered_set<uint64_t> done_;
-  std::unordered_map<uint64_t, std::vector<Cursor>> chains_;
+  std::unordered_map<uint64_t, std::vector<Cursor>> cursors_;
 };
 
 class GraphPolicy final : public BatchRunPolicy {
@@ -114,17 +161,13 @@ public:
         batch_.push_back(arrivals_.front());
         arrivals_.pop_front();
       }
-    // One level: the next node of every ready chain of the batch.
+    // One level: the next node of every chain of the batch and every tree
+    // node whose children ran in earlier levels.
     std::vector<std::vector<PlannedNode>> level(parts_.size());
-    for (uint64_t request : batch_) {
-      auto found = chains_.find(request);
-      if (found == chains_.end())
-        continue;
-      for (Cursor &cursor : found->second)
-        if (cursor.at < cursor.chain.nodes.size())
-          level[cursor.chain.part].push_back(
-              {request, cursor.chain.nodes[cursor.at++]});
-    }
+    for (uint64_t request : batch_)
+      for (uint32_t part = 0; part < parts_.size(); ++part)
+        for (uint32_t node : takeLevel(request, part))
+          level[part].push_back({request, node});
     std::vector<uint32_t> order(parts_.size());
     for (uint32_t p = 0; p < order.size(); ++p)
       order[p] = p;
@@ -181,11 +224,11 @@ public:
       PlannedTask task;
       task.part = part;
       for (uint64_t request : batch_) {
-        uint32_t node;
-        if (takeNode(request, part, node))
-          task.nodes.push_back({request, node});
-        else
+        std::vector<uint32_t> node = takeLevel(request, part);
+        if (node.empty())
           ++task.padding;
+        else
+          task.nodes.push_back({request, node.front()}); // chains only
       }
       return {task};
     }

@@ -1,7 +1,7 @@
 //===- BatchingPolicy.h - What runs together, and when -*- C++ -*-===//
 //
-// The engine hands a policy the chains of nodes that became ready and asks
-// it for the next tasks; the policy decides what runs together and when a
+// The engine hands a policy the subgraphs of nodes that became ready and
+// asks it for the next tasks; the policy decides what runs together and when a
 // finished request may be returned. Three policies: cellular (Algorithm 1
 // through Scheduler), graph (DyNet/Fold: a batch of requests merged, run
 // level by level to its end) and padded (TensorFlow/MXNet: length buckets,
@@ -43,15 +43,19 @@ public:
   virtual ~BatchingPolicy() = default;
   /// `request` was admitted; `length` is its number of steps or nodes.
   virtual void admitted(uint64_t request, uint32_t length) = 0;
-  /// Nodes of `request` whose dependencies outside the chain are met;
+  /// Nodes of `request` whose dependencies outside them are met (or, with
+  /// `continuesChain`, more nodes of its open chain of that part);
   /// `deadline` in microseconds of the steady clock (UINT64_MAX: none).
-  virtual void addChain(uint64_t request, const ReadyChain &chain,
-                        uint64_t deadline = UINT64_MAX) = 0;
-  /// The tasks to run now, in order (empty: nothing is ready).
+  /// An error (a malformed subgraph) fails the request.
+  virtual Status add(uint64_t request, ReadySubgraph subgraph,
+                     uint64_t deadline = UINT64_MAX) = 0;
+  /// The tasks to run now, in order (empty: nothing is ready). Nodes of a
+  /// task may read nodes of earlier tasks that have not finished: tasks run
+  /// in order on their worker.
   virtual std::vector<PlannedTask> next() = 0;
   virtual void finished(const PlannedTask &task) = 0;
-  /// `request` is complete (or failed). Returns the requests whose results
-  /// go back now.
+  /// `request` is complete (or failed): its nodes not yet planned are
+  /// dropped. Returns the requests whose results go back now.
   virtual std::vector<uint64_t> requestDone(uint64_t request) = 0;
 };
 

@@ -1,13 +1,35 @@
 //===- CellGraph.cpp - A request unfolded into cell nodes -----------------===//
+//
+// Unfolding of the built-in structures (chain, seq2seq, tree), the outputs
+// the host reads, and the rows a request may hold. The GraphBuilder side
+// used by custom unfolders is in CellGraphBuilder.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "CellGraph.h"
 
 #include "../backend/cpu/ElementIO.h"
 
+#include <algorithm>
+
 using namespace cellrun;
 
-CellGraph::CellGraph(const ModelStructure &structure, Request request)
-    : structure_(structure), request_(std::move(request)) {
+CellGraph::CellGraph(const ModelStructure &structure, Request request,
+                     uint32_t decodeWindow)
+    : structure_(structure), request_(std::move(request)),
+      decodeWindow_(structure.tokenFeedbackOnDevice ? std::max(1u, decodeWindow)
+                                                    : 1u) {
   result_.id = request_.id;
+}
+
+uint64_t CellGraph::deadline() const {
+  if (request_.deadlineMicros <= 0)
+    return UINT64_MAX;
+  auto due = arrival + std::chrono::microseconds(
+                           static_cast<int64_t>(request_.deadlineMicros));
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          due.time_since_epoch())
+          .count());
 }
 
 uint32_t CellGraph::addNode(uint32_t part) {
@@ -20,20 +42,140 @@ uint32_t CellGraph::addNode(uint32_t part) {
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
+void CellGraph::readFrom(uint32_t node, uint32_t input, uint32_t producer,
+                         uint32_t output) {
+  nodes_[node].inputs[input] = {NodeSource::Kind::Output, producer, output,
+                                nullptr};
+  ++nodes_[producer].consumers;
+}
+
 void CellGraph::linkState(uint32_t node, uint32_t previous) {
   const CellRoles &roles = structure_.cells[nodes_[node].part];
   for (size_t i = 0; i < roles.updatedBy.size(); ++i)
-    if (roles.updatedBy[i] >= 0) {
-      NodeSource &source = nodes_[node].inputs[i];
-      source.kind = NodeSource::Kind::Output;
-      source.node = previous;
-      source.output = static_cast<uint32_t>(roles.updatedBy[i]);
-      ++nodes_[previous].consumers;
-    }
+    if (roles.updatedBy[i] >= 0)
+      readFrom(node, static_cast<uint32_t>(i), previous,
+               static_cast<uint32_t>(roles.updatedBy[i]));
 }
 
-Result<std::vector<ReadyChain>> CellGraph::start() {
-  std::vector<ReadyChain> ready;
+const std::vector<uint8_t> *CellGraph::tokenRow(int64_t token) {
+  const cellpack::TensorSpec &spec =
+      *structure_.cells[1].cell->inputs()->Get(structure_.decoderTokenInput);
+  madeRows_.emplace_back(tensorRowBytes(spec));
+  cpu::storeInt(madeRows_.back().data(), spec.dtype(), 0, token);
+  return &madeRows_.back();
+}
+
+Result<std::vector<ReadySubgraph>>
+CellGraph::handOver(std::vector<ReadySubgraph> ready) {
+  for (const ReadySubgraph &subgraph : ready)
+    outstanding_ += static_cast<uint32_t>(subgraph.nodes.size());
+  return ready;
+}
+
+ReadySubgraph CellGraph::startTree() {
+  const CellRoles &leaf = structure_.cells[0];
+  const CellRoles &internal = structure_.cells[1];
+  ReadySubgraph leaves;
+  leaves.part = 0;
+  for (const TreeNode &treeNode : request_.tree)
+    addNode(treeNode.children.empty() ? 0 : 1);
+  for (uint32_t n = 0; n < request_.tree.size(); ++n) {
+    const TreeNode &treeNode = request_.tree[n];
+    GraphNode &node = nodes_[n];
+    if (treeNode.children.empty()) {
+      for (size_t d = 0; d < leaf.dataInputs.size(); ++d) {
+        node.inputs[leaf.dataInputs[d]].kind = NodeSource::Kind::Data;
+        node.inputs[leaf.dataInputs[d]].data = &treeNode.data[d];
+      }
+      leaves.nodes.push_back(n);
+      leaves.successor.push_back(-1); // leaves do not read each other
+      continue;
+    }
+    for (size_t i = 0; i < internal.childIndex.size(); ++i) {
+      if (internal.childIndex[i] < 0)
+        continue;
+      uint32_t child = treeNode.children[internal.childIndex[i]];
+      readFrom(n, static_cast<uint32_t>(i), child,
+               static_cast<uint32_t>(internal.childOutput[i]));
+      nodes_[child].parent = static_cast<int32_t>(n);
+    }
+  }
+  if (request_.root < 0)
+    for (uint32_t n = 0; n < nodes_.size(); ++n)
+      if (nodes_[n].parent < 0)
+        request_.root = static_cast<int32_t>(n);
+  pendingLeaves_ = static_cast<uint32_t>(leaves.nodes.size());
+  return leaves;
+}
+
+ReadySubgraph CellGraph::internalSubgraph() {
+  // Every internal node, lower levels first (a node's height is one more
+  // than its highest child's), each read by its parent.
+  std::vector<uint32_t> height(nodes_.size(), 0);
+  std::vector<uint32_t> postOrder;
+  std::vector<std::pair<uint32_t, size_t>> stack = {
+      {static_cast<uint32_t>(request_.root), 0}};
+  while (!stack.empty()) {
+    auto &[node, next] = stack.back();
+    const std::vector<int32_t> &children = request_.tree[node].children;
+    if (next < children.size()) {
+      uint32_t child = static_cast<uint32_t>(children[next++]);
+      stack.push_back({child, 0});
+      continue;
+    }
+    for (int32_t child : children)
+      height[node] = std::max(height[node], height[child] + 1);
+    postOrder.push_back(node);
+    stack.pop_back();
+  }
+  ReadySubgraph internal;
+  internal.part = 1;
+  for (uint32_t node : postOrder)
+    if (!request_.tree[node].children.empty())
+      internal.nodes.push_back(node);
+  std::stable_sort(
+      internal.nodes.begin(), internal.nodes.end(),
+      [&](uint32_t a, uint32_t b) { return height[a] < height[b]; });
+  std::vector<int32_t> position(nodes_.size(), -1);
+  for (uint32_t k = 0; k < internal.nodes.size(); ++k)
+    position[internal.nodes[k]] = static_cast<int32_t>(k);
+  for (uint32_t node : internal.nodes) {
+    int32_t parent = nodes_[node].parent;
+    internal.successor.push_back(parent < 0 ? -1 : position[parent]);
+  }
+  return internal;
+}
+
+uint32_t CellGraph::addDecoderStep(uint32_t previous) {
+  uint32_t node = addNode(1);
+  ++decoderSteps_;
+  readFrom(node, structure_.decoderTokenInput, previous,
+           structure_.decoderTokenOutput);
+  linkState(node, previous);
+  return node;
+}
+
+ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
+  decodeLimit_ = request_.maxDecodeLength > 0 ? request_.maxDecodeLength
+                                              : structure_.maxDecodeLength;
+  ReadySubgraph decoder;
+  decoder.part = 1;
+  uint32_t first = addNode(1);
+  ++decoderSteps_;
+  NodeSource &token = nodes_[first].inputs[structure_.decoderTokenInput];
+  token.kind = NodeSource::Kind::Data;
+  token.data = tokenRow(structure_.bosToken);
+  for (size_t i = 0; i < structure_.initialFromEncoder.size(); ++i)
+    if (structure_.initialFromEncoder[i] >= 0)
+      readFrom(first, static_cast<uint32_t>(i), lastEncoder,
+               static_cast<uint32_t>(structure_.initialFromEncoder[i]));
+  decoder.nodes.push_back(first);
+  while (decoderSteps_ < std::min<int64_t>(decodeWindow_, decodeLimit_))
+    decoder.nodes.push_back(addDecoderStep(decoder.nodes.back()));
+  return decoder;
+}
+
+Result<std::vector<ReadySubgraph>> CellGraph::start() {
   if (structure_.kind == cellpack::Structure::Custom) {
     unfolder_ = structure_.makeUnfolder();
     if (Status status = unfolder_->start(*request_.json, *this); !status.isOk())
@@ -41,43 +183,11 @@ Result<std::vector<ReadyChain>> CellGraph::start() {
                     "request " + request_.id + ": " + status.message());
     return std::move(handedOver_);
   }
-  if (structure_.kind == cellpack::Structure::Tree) {
-    const CellRoles &leaf = structure_.cells[0];
-    const CellRoles &internal = structure_.cells[1];
-    for (const TreeNode &treeNode : request_.tree)
-      addNode(treeNode.children.empty() ? 0 : 1);
-    for (uint32_t n = 0; n < request_.tree.size(); ++n) {
-      const TreeNode &treeNode = request_.tree[n];
-      GraphNode &node = nodes_[n];
-      if (treeNode.children.empty()) {
-        for (size_t d = 0; d < leaf.dataInputs.size(); ++d) {
-          node.inputs[leaf.dataInputs[d]].kind = NodeSource::Kind::Data;
-          node.inputs[leaf.dataInputs[d]].data = &treeNode.data[d];
-        }
-        ready.push_back({0, {n}});
-        continue;
-      }
-      node.pendingChildren = static_cast<uint32_t>(treeNode.children.size());
-      for (size_t i = 0; i < internal.childIndex.size(); ++i) {
-        if (internal.childIndex[i] < 0)
-          continue;
-        uint32_t child = treeNode.children[internal.childIndex[i]];
-        node.inputs[i] = {NodeSource::Kind::Output, child,
-                          static_cast<uint32_t>(internal.childOutput[i]),
-                          nullptr};
-        ++nodes_[child].consumers;
-        nodes_[child].parent = static_cast<int32_t>(n);
-      }
-    }
-    if (request_.root < 0)
-      for (uint32_t n = 0; n < nodes_.size(); ++n)
-        if (nodes_[n].parent < 0)
-          request_.root = static_cast<int32_t>(n);
-    return ready;
-  }
+  if (structure_.kind == cellpack::Structure::Tree)
+    return handOver({startTree()});
   // chain, seq2seq encoder: one node a step.
   const CellRoles &roles = structure_.cells[0];
-  ReadyChain chain;
+  ReadySubgraph chain;
   for (uint32_t s = 0; s < request_.steps.size(); ++s) {
     uint32_t node = addNode(0);
     for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
@@ -89,8 +199,38 @@ Result<std::vector<ReadyChain>> CellGraph::start() {
     chain.nodes.push_back(node);
   }
   lastEncoder_ = chain.nodes.back();
-  ready.push_back(std::move(chain));
-  return ready;
+  return handOver({std::move(chain)});
+}
+
+std::vector<uint32_t> CellGraph::hostReads(uint32_t node) const {
+  const GraphNode &graphNode = nodes_[node];
+  const CellRoles &roles = structure_.cells[graphNode.part];
+  switch (structure_.kind) {
+  case cellpack::Structure::Chain: {
+    std::vector<uint32_t> reads = roles.emitted;
+    if (node + 1 == nodes_.size())
+      for (uint32_t output : roles.stateOutputs)
+        if (std::find(reads.begin(), reads.end(), output) == reads.end())
+          reads.push_back(output);
+    return reads;
+  }
+  case cellpack::Structure::Seq2Seq:
+    if (graphNode.part == 1)
+      return {structure_.decoderTokenOutput};
+    return {};
+  case cellpack::Structure::Tree:
+    if (static_cast<int32_t>(node) != request_.root)
+      return {};
+    {
+      std::vector<uint32_t> all(roles.cell->outputs()->size());
+      for (uint32_t o = 0; o < all.size(); ++o)
+        all[o] = o;
+      return all;
+    }
+  case cellpack::Structure::Custom:
+    return {};
+  }
+  return {};
 }
 
 Status CellGraph::appendOutput(const std::string &name, uint32_t part,
@@ -126,46 +266,50 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
   return Status::ok();
 }
 
-Result<std::vector<ReadyChain>> CellGraph::decoderDone(uint32_t node,
-                                                       const RowReader &read) {
-  const CellRoles &decoder = structure_.cells[1];
+Result<std::vector<ReadySubgraph>>
+CellGraph::decoderDone(uint32_t node, const RowReader &read) {
   uint32_t tokenOutput = structure_.decoderTokenOutput;
   if (Status status = appendOutput("tokens", 1, tokenOutput, node, read, true);
       !status.isOk())
     return status;
-  OutputTensor *tokens = nullptr;
-  for (OutputTensor &tensor : result_.outputs)
-    if (tensor.name == "tokens")
-      tokens = &tensor;
+  const OutputTensor *tokens = result_.find("tokens");
   if (!tokens || tokens->integers.empty())
     return Status(StatusCode::Internal, "the decoder's token output is not "
                                         "an integer");
   int64_t token = tokens->integers.back();
   ++decoded_;
-  int64_t limit = request_.maxDecodeLength > 0 ? request_.maxDecodeLength
-                                               : structure_.maxDecodeLength;
-  if (token == structure_.eosToken || decoded_ >= limit) {
+  if (token == structure_.eosToken || decoded_ >= decodeLimit_) {
+    // Steps issued past this one are dropped with the request's chain.
     result_.stopReason = token == structure_.eosToken ? "eos" : "limit";
     finished_ = true;
-    return std::vector<ReadyChain>();
+    return std::vector<ReadySubgraph>();
   }
-  // The next step reads the token the host has just seen.
-  uint32_t next = addNode(1);
-  const cellpack::TensorSpec &tokenSpec =
-      *decoder.cell->inputs()->Get(structure_.decoderTokenInput);
-  fedTokens_.emplace_back(tensorRowBytes(tokenSpec));
-  cpu::storeInt(fedTokens_.back().data(), tokenSpec.dtype(), 0, token);
-  NodeSource &source = nodes_[next].inputs[structure_.decoderTokenInput];
-  source.kind = NodeSource::Kind::Data;
-  source.data = &fedTokens_.back();
-  linkState(next, node);
-  return std::vector<ReadyChain>{{1, {next}}};
+  if (decoderSteps_ >= decodeLimit_)
+    return std::vector<ReadySubgraph>(); // the window reaches the limit
+  ReadySubgraph more;
+  more.part = 1;
+  more.continuesChain = true;
+  if (structure_.tokenFeedbackOnDevice) {
+    more.nodes.push_back(
+        addDecoderStep(static_cast<uint32_t>(nodes_.size() - 1)));
+  } else {
+    // The host feeds the token it has just read to the next step.
+    uint32_t next = addNode(1);
+    ++decoderSteps_;
+    NodeSource &source = nodes_[next].inputs[structure_.decoderTokenInput];
+    source.kind = NodeSource::Kind::Data;
+    source.data = tokenRow(token);
+    linkState(next, node);
+    more.nodes.push_back(next);
+  }
+  return handOver({std::move(more)});
 }
 
-Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
-                                                    const RowReader &read) {
+Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
+                                                       const RowReader &read) {
   GraphNode &graphNode = nodes_[node];
   graphNode.done = true;
+  --outstanding_;
   uint32_t part = graphNode.part;
   const CellRoles &roles = structure_.cells[part];
   auto outputName = [&](uint32_t output) {
@@ -186,32 +330,14 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
           return status;
       finished_ = true;
     }
-    return std::vector<ReadyChain>();
-  case cellpack::Structure::Seq2Seq: {
+    return std::vector<ReadySubgraph>();
+  case cellpack::Structure::Seq2Seq:
     if (part == 1)
       return decoderDone(node, read);
     if (node != lastEncoder_)
-      return std::vector<ReadyChain>();
-    const CellRoles &decoder = structure_.cells[1];
-    uint32_t first = addNode(1);
-    const cellpack::TensorSpec &tokenSpec =
-        *decoder.cell->inputs()->Get(structure_.decoderTokenInput);
-    fedTokens_.emplace_back(tensorRowBytes(tokenSpec));
-    cpu::storeInt(fedTokens_.back().data(), tokenSpec.dtype(), 0,
-                  structure_.bosToken);
-    NodeSource &token = nodes_[first].inputs[structure_.decoderTokenInput];
-    token.kind = NodeSource::Kind::Data;
-    token.data = &fedTokens_.back();
-    for (size_t i = 0; i < structure_.initialFromEncoder.size(); ++i)
-      if (structure_.initialFromEncoder[i] >= 0) {
-        nodes_[first].inputs[i] = {
-            NodeSource::Kind::Output, node,
-            static_cast<uint32_t>(structure_.initialFromEncoder[i]), nullptr};
-        ++nodes_[node].consumers;
-      }
-    return std::vector<ReadyChain>{{1, {first}}};
-  }
-  case cellpack::Structure::Tree: {
+      return std::vector<ReadySubgraph>();
+    return handOver({startDecoder(node)});
+  case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) == request_.root) {
       for (uint32_t output = 0; output < roles.cell->outputs()->size();
            ++output)
@@ -220,14 +346,11 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
             !status.isOk())
           return status;
       finished_ = true;
-      return std::vector<ReadyChain>();
+      return std::vector<ReadySubgraph>();
     }
-    GraphNode &parent = nodes_[graphNode.parent];
-    if (--parent.pendingChildren == 0)
-      return std::vector<ReadyChain>{
-          {1, {static_cast<uint32_t>(graphNode.parent)}}};
-    return std::vector<ReadyChain>();
-  }
+    if (part == 0 && --pendingLeaves_ == 0)
+      return handOver({internalSubgraph()});
+    return std::vector<ReadySubgraph>();
   case cellpack::Structure::Custom: {
     handedOver_.clear();
     reader_ = &read;
@@ -244,12 +367,12 @@ Result<std::vector<ReadyChain>> CellGraph::nodeDone(uint32_t node,
 
 std::vector<CellGraph::RowNeed>
 CellGraph::peakRows(uint32_t nodesInFlight) const {
-  // A chain holds the outputs of the node before the round and of every
-  // node bound in it, and one data row per bound node.
+  // A chain holds the outputs of the node before the nodes in flight and
+  // of every node in flight, and one data row per node in flight.
   uint32_t generations = nodesInFlight + 1;
   std::vector<RowNeed> needs;
   auto addPart = [&](uint32_t part, uint32_t outputCopies,
-                     uint32_t dataCopies = 1) {
+                     uint32_t dataCopies) {
     const CellRoles &roles = structure_.cells[part];
     for (uint32_t o = 0; o < roles.cell->outputs()->size(); ++o)
       needs.push_back({part, o, true, outputCopies});
@@ -260,12 +383,15 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
   case cellpack::Structure::Chain:
     addPart(0, generations, nodesInFlight);
     break;
-  case cellpack::Structure::Seq2Seq:
+  case cellpack::Structure::Seq2Seq: {
     // The encoder's last states live on into the first decoder step; the
-    // decoder grows one node a round.
+    // decoder holds its window of steps and the step before them, and one
+    // token row (BOS, or the token the host feeds back).
     addPart(0, generations, nodesInFlight);
-    addPart(1, 2, 1);
+    uint32_t window = std::min(decodeWindow_, nodesInFlight);
+    addPart(1, window + 1, 1);
     break;
+  }
   case cellpack::Structure::Tree: {
     uint32_t leaves = 0;
     for (const TreeNode &node : request_.tree)
@@ -275,146 +401,14 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
     break;
   }
   case cellpack::Structure::Custom: {
-    uint32_t peak = std::max<uint32_t>(1, structure_.makeUnfolder()->peakNodes(
-                                              *request_.json)) +
-                    nodesInFlight;
+    // The unfolder bounds the nodes whose outputs are alive at once; each
+    // of them may head a chain with nodesInFlight nodes bound ahead.
+    uint32_t peak = std::max<uint32_t>(
+        1, structure_.makeUnfolder()->peakNodes(*request_.json));
     for (uint32_t part = 0; part < structure_.cells.size(); ++part)
-      addPart(part, peak, peak);
+      addPart(part, peak * generations, peak * nodesInFlight);
     break;
   }
   }
   return needs;
-}
-
-// GraphBuilder for custom unfolders: every call checks its arguments, so a
-// faulty unfolder fails its own request with a message, nothing else.
-
-static int32_t tensorIndex(
-    const flatbuffers::Vector<flatbuffers::Offset<cellpack::TensorSpec>> *specs,
-    std::string_view name) {
-  if (specs)
-    for (uint32_t i = 0; i < specs->size(); ++i)
-      if (specs->Get(i)->name()->string_view() == name)
-        return static_cast<int32_t>(i);
-  return -1;
-}
-
-Result<uint32_t> CellGraph::addNode(std::string_view cell) {
-  for (uint32_t part = 0; part < structure_.cells.size(); ++part)
-    if (structure_.cells[part].cell->name()->string_view() == cell) {
-      inChain_.push_back(0);
-      return addNode(part);
-    }
-  return Status(StatusCode::InvalidArgument,
-                "unfolder: the model has no cell '" + std::string(cell) + "'");
-}
-
-Status CellGraph::setData(uint32_t node, std::string_view input,
-                          std::vector<uint8_t> row) {
-  if (node >= nodes_.size())
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: no node " + std::to_string(node));
-  const cellpack::CellType &cell = *structure_.cells[nodes_[node].part].cell;
-  int32_t index = tensorIndex(cell.inputs(), input);
-  if (index < 0)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: cell '" + cell.name()->str() + "' has no input '" +
-                      std::string(input) + "'");
-  size_t bytes = tensorRowBytes(*cell.inputs()->Get(index));
-  if (row.size() != bytes)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: input '" + std::string(input) + "' takes " +
-                      std::to_string(bytes) + " bytes, given " +
-                      std::to_string(row.size()));
-  fedTokens_.push_back(std::move(row));
-  nodes_[node].inputs[index] = {NodeSource::Kind::Data, 0, 0,
-                                &fedTokens_.back()};
-  return Status::ok();
-}
-
-Status CellGraph::setOutput(uint32_t node, std::string_view input,
-                            uint32_t producer, std::string_view output) {
-  if (node >= nodes_.size() || producer >= node)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: node " + std::to_string(node) +
-                      " may read only nodes added before it");
-  const cellpack::CellType &cell = *structure_.cells[nodes_[node].part].cell;
-  const cellpack::CellType &from =
-      *structure_.cells[nodes_[producer].part].cell;
-  int32_t in = tensorIndex(cell.inputs(), input);
-  int32_t out = tensorIndex(from.outputs(), output);
-  if (in < 0 || out < 0)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: no input '" + std::string(input) + "' of '" +
-                      cell.name()->str() + "' or no output '" +
-                      std::string(output) + "' of '" + from.name()->str() +
-                      "'");
-  const cellpack::TensorSpec &inSpec = *cell.inputs()->Get(in);
-  const cellpack::TensorSpec &outSpec = *from.outputs()->Get(out);
-  if (inSpec.dtype() != outSpec.dtype() ||
-      tensorRowBytes(inSpec) != tensorRowBytes(outSpec))
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: output '" + std::string(output) + "' and input '" +
-                      std::string(input) + "' have different row types");
-  if (nodes_[producer].done && nodes_[producer].consumers == 0 &&
-      nodes_[producer].outputRows[out] < 0)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: node " + std::to_string(producer) +
-                      " has run and its rows are gone; read it from the "
-                      "node added after it in the same call");
-  nodes_[node].inputs[in] = {NodeSource::Kind::Output, producer,
-                             static_cast<uint32_t>(out), nullptr};
-  ++nodes_[producer].consumers;
-  return Status::ok();
-}
-
-Status CellGraph::ready(std::vector<uint32_t> chain) {
-  if (chain.empty())
-    return Status(StatusCode::InvalidArgument, "unfolder: an empty chain");
-  uint32_t part = 0;
-  for (size_t k = 0; k < chain.size(); ++k) {
-    uint32_t node = chain[k];
-    if (node >= nodes_.size() || inChain_[node])
-      return Status(StatusCode::InvalidArgument, "unfolder: node " +
-                                                     std::to_string(node) +
-                                                     " is not a new node");
-    if (k == 0)
-      part = nodes_[node].part;
-    if (nodes_[node].part != part)
-      return Status(StatusCode::InvalidArgument,
-                    "unfolder: a chain mixes cells");
-    for (const NodeSource &source : nodes_[node].inputs)
-      if (source.kind == NodeSource::Kind::Output &&
-          !nodes_[source.node].done && !(k > 0 && source.node == chain[k - 1]))
-        return Status(StatusCode::InvalidArgument,
-                      "unfolder: node " + std::to_string(node) +
-                          " reads node " + std::to_string(source.node) +
-                          ", which has not run and is not the node before it "
-                          "in the chain");
-  }
-  for (uint32_t node : chain)
-    inChain_[node] = 1;
-  handedOver_.push_back({part, std::move(chain)});
-  return Status::ok();
-}
-
-Status CellGraph::read(uint32_t node, std::string_view output,
-                       std::vector<uint8_t> &row) {
-  if (!reader_ || node >= nodes_.size() || !nodes_[node].done)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: node " + std::to_string(node) +
-                      " can be read only after it has run, from nodeDone");
-  const cellpack::CellType &cell = *structure_.cells[nodes_[node].part].cell;
-  int32_t index = tensorIndex(cell.outputs(), output);
-  if (index < 0)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: cell '" + cell.name()->str() +
-                      "' has no output '" + std::string(output) + "'");
-  if (nodes_[node].outputRows[index] < 0)
-    return Status(StatusCode::InvalidArgument,
-                  "unfolder: the rows of node " + std::to_string(node) +
-                      " are gone (read a node from its own nodeDone, or "
-                      "while a node not yet run reads it)");
-  row.resize(tensorRowBytes(*cell.outputs()->Get(index)));
-  return (*reader_)(node, static_cast<uint32_t>(index), row.data());
 }

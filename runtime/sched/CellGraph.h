@@ -2,13 +2,22 @@
 //
 // The request processor's view of one request: its cell-graph nodes (one
 // cell invocation each), where every node input comes from (zeros, the
-// request's data, or an output of an earlier node), and how the graph
-// grows: a chain is known at once; a seq2seq decoder gets its next node only
-// after the host has read the previous node's token (dynamic unfolding,
-// stopping at EOS or the decode limit); a tree's internal node becomes
-// ready when its last child finishes. Nodes are handed out as "ready
-// chains" (runs of nodes of one cell where each depends on the previous
-// one), the unit the scheduler batches.
+// request's data, or an output of an earlier node), and how the graph grows.
+// Nodes are handed out as ready subgraphs (paper section 4.3): nodes of one
+// cell whose dependencies outside the subgraph are met.
+//  - chain: one subgraph of one node a step;
+//  - seq2seq: the encoder chain, then, once it has run, a decoder chain that
+//    grows one node per finished step, `decodeWindow` nodes ahead of the
+//    last step the host has seen. Each decoder step reads the token the step
+//    before it wrote, on the device, so the steps of a window run back to
+//    back; the host reads each token when its step finishes and stops the
+//    chain at EOS or the decode limit (the steps already issued past EOS are
+//    dropped). When the token output and input differ in type, the host
+//    feeds each token back itself and the window is one step;
+//  - tree: one subgraph holding every leaf; once they have run, one subgraph
+//    of every internal node, each read by its parent (the scheduler issues
+//    successive levels in successive tasks);
+//  - custom: the chains a registered Unfolder hands over.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_SCHED_CELLGRAPH_H
@@ -38,43 +47,59 @@ struct GraphNode {
   std::vector<int32_t> outputRows; // pool rows, -1 until the node runs
   uint32_t consumers = 0;          // nodes not yet run that read its outputs
   bool done = false;
-  int32_t parent = -1;          // tree
-  uint32_t pendingChildren = 0; // tree
+  int32_t parent = -1; // tree
 };
 
-/// A run of nodes of one part, each depending on the one before.
-struct ReadyChain {
+/// Nodes of one part whose dependencies outside them are met.
+struct ReadySubgraph {
   uint32_t part = 0;
   std::vector<uint32_t> nodes;
+  /// Empty: a chain (nodes[k] reads nodes[k - 1]). Otherwise a tree:
+  /// successor[k] is the position in `nodes` of the node that reads
+  /// nodes[k] (greater than k), or -1.
+  std::vector<int32_t> successor;
+  /// These nodes continue the request's open chain of this part (a decoder
+  /// growing): the first reads the chain's last node.
+  bool continuesChain = false;
 };
 
 using Clock = std::chrono::steady_clock;
 
 class CellGraph final : public GraphBuilder {
 public:
-  CellGraph(const ModelStructure &structure, Request request);
+  /// `decodeWindow`: seq2seq decoder steps issued ahead of the last step
+  /// whose token the host has read (at least 1).
+  CellGraph(const ModelStructure &structure, Request request,
+            uint32_t decodeWindow = 1);
 
   const Request &request() const { return request_; }
   std::vector<GraphNode> &nodes() { return nodes_; }
   RequestResult &result() override { return result_; }
   bool finished() const { return finished_; }
+  /// Handed-over nodes that have not run (custom: a request with none left
+  /// that has not finished is stuck).
+  uint32_t outstanding() const { return outstanding_; }
 
-  /// The ready chains at the start (a custom unfolder may refuse).
-  Result<std::vector<ReadyChain>> start();
+  /// The ready subgraphs at the start (a custom unfolder may refuse).
+  Result<std::vector<ReadySubgraph>> start();
+
+  /// The outputs of `node` the host reads when it has run (so a backend
+  /// can copy them back with the task); a custom unfolder may read others.
+  std::vector<uint32_t> hostReads(uint32_t node) const;
 
   /// Reads the outputs of `node` the result needs (`read(pool output o of
-  /// node, bytes)`), then grows the graph: returns the chains that became
-  /// ready. Sets finished() when the request is complete.
+  /// node, bytes)`), then grows the graph: returns the subgraphs that
+  /// became ready. Sets finished() when the request is complete.
   using RowReader =
       std::function<Status(uint32_t node, uint32_t output, void *bytes)>;
-  Result<std::vector<ReadyChain>> nodeDone(uint32_t node,
-                                           const RowReader &read);
+  Result<std::vector<ReadySubgraph>> nodeDone(uint32_t node,
+                                              const RowReader &read);
 
   /// Pool rows of each row type the request may hold at once, as
   /// (part, output or input index, isOutput) tallies: an upper bound the
   /// engine reserves before admitting the request. `nodesInFlight` is how
   /// many consecutive nodes of one chain may be bound to rows before the
-  /// first of them completes (the tasks of one round of the loop).
+  /// first of them completes.
   struct RowNeed {
     uint32_t part;
     uint32_t index;
@@ -83,7 +108,7 @@ public:
   };
   std::vector<RowNeed> peakRows(uint32_t nodesInFlight) const;
 
-  // GraphBuilder, for custom unfolders.
+  // GraphBuilder, for custom unfolders (CellGraphBuilder.cpp).
   Result<uint32_t> addNode(std::string_view cell) override;
   Status setData(uint32_t node, std::string_view input,
                  std::vector<uint8_t> row) override;
@@ -94,6 +119,9 @@ public:
               std::vector<uint8_t> &row) override;
   void finish() override { finished_ = true; }
 
+  /// The request's deadline in steady-clock microseconds, or UINT64_MAX.
+  uint64_t deadline() const;
+
   Clock::time_point arrival;
   Clock::time_point firstStart;
   bool started = false;
@@ -102,24 +130,37 @@ public:
 private:
   uint32_t addNode(uint32_t part);
   void linkState(uint32_t node, uint32_t previous);
+  void readFrom(uint32_t node, uint32_t input, uint32_t producer,
+                uint32_t output);
+  const std::vector<uint8_t> *tokenRow(int64_t token);
   Status appendOutput(const std::string &name, uint32_t part, uint32_t output,
                       uint32_t node, const RowReader &read, bool perStep);
-  Result<std::vector<ReadyChain>> decoderDone(uint32_t node,
-                                              const RowReader &read);
+  ReadySubgraph startTree();
+  ReadySubgraph internalSubgraph();
+  ReadySubgraph startDecoder(uint32_t lastEncoder);
+  uint32_t addDecoderStep(uint32_t previous);
+  Result<std::vector<ReadySubgraph>> decoderDone(uint32_t node,
+                                                 const RowReader &read);
+  Result<std::vector<ReadySubgraph>> handOver(std::vector<ReadySubgraph> ready);
 
   const ModelStructure &structure_;
   Request request_;
+  uint32_t decodeWindow_;
   std::vector<GraphNode> nodes_;
   RequestResult result_;
   bool finished_ = false;
+  uint32_t outstanding_ = 0;
   uint32_t lastEncoder_ = 0;
-  int64_t decoded_ = 0;
-  /// Rows of data the graph itself made: decoder tokens fed back by the
+  uint32_t pendingLeaves_ = 0;
+  int64_t decodeLimit_ = 0;
+  int64_t decoderSteps_ = 0; // decoder nodes added
+  int64_t decoded_ = 0;      // decoder tokens the host has read
+  /// Rows of data the graph itself made: BOS and tokens fed back by the
   /// host, custom unfolders' data (stable addresses).
-  std::deque<std::vector<uint8_t>> fedTokens_;
+  std::deque<std::vector<uint8_t>> madeRows_;
   // custom
   std::unique_ptr<Unfolder> unfolder_;
-  std::vector<ReadyChain> handedOver_;
+  std::vector<ReadySubgraph> handedOver_;
   std::vector<uint8_t> inChain_; // per node: handed to the scheduler
   const RowReader *reader_ = nullptr;
 };

@@ -1,11 +1,28 @@
 //===- CellularPolicy.cpp - Cellular batching through Algorithm 1 ---------===//
+//
+// Every ready subgraph of a request becomes a scheduler subgraph whose tag
+// points at the policy's record of it (the request and its cell-graph
+// nodes), so turning a scheduled task into cell-graph nodes needs no
+// lookup. A request that ends drops its subgraphs: those with nodes still
+// running leave the scheduler when the nodes finish.
+//
+//===----------------------------------------------------------------------===//
 #include "BatchingPolicy.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 using namespace cellrun;
 
 namespace {
+
+struct SubgraphRecord {
+  uint64_t request = 0;
+  uint32_t part = 0;
+  bool chain = true;
+  SubgraphId id = 0;
+  std::vector<uint32_t> nodes; // cell-graph nodes, by scheduler index
+};
 
 class CellularPolicy final : public BatchingPolicy {
 public:
@@ -14,12 +31,42 @@ public:
 
   void admitted(uint64_t, uint32_t) override {}
 
-  void addChain(uint64_t request, const ReadyChain &chain,
-                uint64_t deadline) override {
-    SubgraphId id = scheduler_.addSubgraph(
-        chain.part, static_cast<uint32_t>(chain.nodes.size()), request,
-        deadline);
-    subgraphs_[id] = chain.nodes;
+  Status add(uint64_t request, ReadySubgraph subgraph,
+             uint64_t deadline) override {
+    std::vector<std::unique_ptr<SubgraphRecord>> &open = open_[request];
+    if (subgraph.continuesChain) {
+      // The request's open chain of this part grows (a decoder).
+      for (auto &record : open)
+        if (record->chain && record->part == subgraph.part &&
+            scheduler_
+                .extend(record->id,
+                        static_cast<uint32_t>(subgraph.nodes.size()))
+                .isOk()) {
+          record->nodes.insert(record->nodes.end(), subgraph.nodes.begin(),
+                               subgraph.nodes.end());
+          return Status::ok();
+        }
+      // It has left (every node ran): the new nodes start a chain.
+    }
+    auto record = std::make_unique<SubgraphRecord>();
+    record->request = request;
+    record->part = subgraph.part;
+    record->chain = subgraph.successor.empty();
+    uint64_t tag = reinterpret_cast<uintptr_t>(record.get());
+    if (record->chain) {
+      record->id = scheduler_.addSubgraph(
+          subgraph.part, static_cast<uint32_t>(subgraph.nodes.size()), tag,
+          deadline);
+    } else {
+      auto id =
+          scheduler_.addTree(subgraph.part, subgraph.successor, tag, deadline);
+      if (!id.ok())
+        return id.status();
+      record->id = id.value();
+    }
+    record->nodes = std::move(subgraph.nodes);
+    open.push_back(std::move(record));
+    return Status::ok();
   }
 
   std::vector<PlannedTask> next() override {
@@ -27,10 +74,12 @@ public:
     for (Task &task : scheduler_.schedule(0)) {
       PlannedTask out;
       out.part = task.cellType;
-      out.nodes.reserve(task.nodes.size());
-      for (const TaskNode &node : task.nodes)
-        out.nodes.push_back(
-            {scheduler_.tagOf(node), subgraphs_.at(node.subgraph)[node.index]});
+      out.nodes.resize(task.nodes.size());
+      for (size_t n = 0; n < task.nodes.size(); ++n) {
+        auto *record =
+            reinterpret_cast<SubgraphRecord *>(scheduler_.tagOf(task.nodes[n]));
+        out.nodes[n] = {record->request, record->nodes[task.nodes[n].index]};
+      }
       out.schedulerTask = std::move(task);
       planned.push_back(std::move(out));
     }
@@ -40,10 +89,19 @@ public:
   void finished(const PlannedTask &task) override {
     for (const Scheduler::Completed &done :
          scheduler_.finish(task.schedulerTask))
-      subgraphs_.erase(done.subgraph);
+      forget(reinterpret_cast<SubgraphRecord *>(done.tag));
   }
 
   std::vector<uint64_t> requestDone(uint64_t request) override {
+    auto found = open_.find(request);
+    if (found == open_.end())
+      return {request};
+    std::vector<SubgraphRecord *> records;
+    for (auto &record : found->second)
+      records.push_back(record.get());
+    for (SubgraphRecord *record : records)
+      if (scheduler_.cancel(record->id))
+        forget(record);
     return {request};
   }
 
@@ -56,8 +114,24 @@ private:
     return configs;
   }
 
+  /// `record` has left the scheduler.
+  void forget(SubgraphRecord *record) {
+    auto found = open_.find(record->request);
+    if (found == open_.end())
+      return;
+    auto &open = found->second;
+    auto mine = std::find_if(open.begin(), open.end(),
+                             [&](auto &kept) { return kept.get() == record; });
+    if (mine != open.end())
+      open.erase(mine);
+    if (open.empty())
+      open_.erase(found);
+  }
+
   Scheduler scheduler_;
-  std::unordered_map<SubgraphId, std::vector<uint32_t>> subgraphs_;
+  /// Per request, its subgraphs in the scheduler.
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<SubgraphRecord>>>
+      open_;
 };
 
 } // namespace

@@ -35,9 +35,12 @@ const char *cellrun::policyName(Policy policy) {
 }
 
 Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
-                                const EngineOptions &options, uint32_t index) {
+                                const EngineOptions &options, uint32_t index,
+                                std::atomic<uint32_t> *queued) {
   artifact_ = artifact;
   options_ = options;
+  index_ = index;
+  queued_ = queued;
   auto parser = RequestParser::create(artifact, options.limits);
   if (!parser.ok())
     return parser.status();
@@ -48,11 +51,23 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     return Status(StatusCode::Unsupported,
                   "padded batching needs sequences; this model unfolds trees "
                   "(use cellular or graph)");
-  auto executor =
-      Executor::create(artifact, options.poolRows, options.executor);
+  ExecutorOptions executorOptions = options.executor;
+  executorOptions.cudaDevice += static_cast<int>(index);
+  auto executor = Executor::create(artifact, options.poolRows, executorOptions);
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(executor).value();
+  // Nodes of one chain bound before the first of them completes: a round's
+  // worth (cellular: up to maxTasksToSubmit consecutive steps; the
+  // baselines: one), twice on an asynchronous executor, which completes a
+  // round only after submitting the next.
+  uint32_t perRound = options.policy == Policy::Cellular
+                          ? std::max(1u, options.maxTasksToSubmit)
+                          : 1u;
+  overlap_ = options.overlapRounds == EngineOptions::Overlap::On ||
+             (options.overlapRounds == EngineOptions::Overlap::Auto &&
+              executor_->asynchronous());
+  nodesInFlight_ = perRound * (overlap_ ? 2 : 1);
 
   std::vector<PartInfo> parts;
   for (const CellRoles &roles : structure.cells)
@@ -73,43 +88,54 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     break;
   }
 
+  // The pools by id; per part, the pool of every input and output.
+  std::map<SlotPool *, uint32_t> ids;
+  for (uint32_t p = 0; p < structure.cells.size(); ++p) {
+    const cellpack::CellType &cell = *structure.cells[p].cell;
+    PartPools part;
+    for (bool isOutput : {false, true}) {
+      const auto *specs = isOutput ? cell.outputs() : cell.inputs();
+      for (uint32_t i = 0; specs && i < specs->size(); ++i) {
+        SlotPool *pool = &executor_->pool(cell, isOutput, i);
+        auto [at, added] =
+            ids.emplace(pool, static_cast<uint32_t>(pools_.size()));
+        if (added)
+          pools_.push_back({pool});
+        (isOutput ? part.outputs : part.inputs).push_back(at->second);
+      }
+    }
+    partPools_.push_back(std::move(part));
+  }
   // One zero row per pool (pools start zeroed and it is never written);
   // for padding, scratch rows that padding outputs write.
   uint32_t largest = 0;
   for (const PartInfo &part : parts)
     largest = std::max(largest, part.batchSizes.back());
-  std::map<SlotPool *, uint32_t> scratchNeed;
-  for (uint32_t p = 0; p < structure.cells.size(); ++p) {
-    const cellpack::CellType &cell = *structure.cells[p].cell;
-    for (bool isOutput : {false, true}) {
-      const auto *specs = isOutput ? cell.outputs() : cell.inputs();
-      std::map<SlotPool *, uint32_t> perPart;
-      for (uint32_t i = 0; specs && i < specs->size(); ++i) {
-        SlotPool &pool = poolOf(p, isOutput, i);
-        if (!zeroRows_.count(&pool)) {
-          auto row = pool.acquire();
-          if (!row.ok())
-            return row.status();
-          zeroRows_[&pool] = static_cast<int32_t>(row.value());
-        }
-        if (isOutput && options.policy == Policy::Padded)
-          perPart[&pool] += largest;
-      }
-      for (auto [pool, rows] : perPart)
-        scratchNeed[pool] = std::max(scratchNeed[pool], rows);
+  std::vector<uint32_t> scratchNeed(pools_.size(), 0);
+  if (options.policy == Policy::Padded)
+    for (const PartPools &part : partPools_) {
+      std::vector<uint32_t> perPart(pools_.size(), 0);
+      for (uint32_t id : part.outputs)
+        perPart[id] += largest;
+      for (uint32_t id = 0; id < pools_.size(); ++id)
+        scratchNeed[id] = std::max(scratchNeed[id], perPart[id]);
     }
-  }
-  for (auto [pool, rows] : scratchNeed)
-    for (uint32_t r = 0; r < rows; ++r) {
-      auto row = pool->acquire();
+  for (uint32_t id = 0; id < pools_.size(); ++id) {
+    PoolState &state = pools_[id];
+    auto zero = state.pool->acquire();
+    if (!zero.ok())
+      return zero.status();
+    state.zeroRow = static_cast<int32_t>(zero.value());
+    for (uint32_t r = 0; r < scratchNeed[id]; ++r) {
+      auto row = state.pool->acquire();
       if (!row.ok())
         return Status(StatusCode::ResourceExhausted,
                       "the pools are too small for padded batching (" +
                           std::to_string(options.poolRows) + " rows)");
-      scratchRows_[pool].push_back(static_cast<int32_t>(row.value()));
+      state.scratchRows.push_back(static_cast<int32_t>(row.value()));
     }
-  for (auto [pool, row] : zeroRows_)
-    budget_[pool] = pool->available();
+    state.budget = state.pool->available();
+  }
   if (options.startWorker)
     worker_ = std::thread([this] { workerLoop(); });
   return Status::ok();
@@ -117,77 +143,74 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
 
 uint32_t EngineWorker::load() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return queued_ + stats_.running;
+  return waitingHere_ + stats_.running;
 }
 
-SlotPool &EngineWorker::poolOf(uint32_t part, bool isOutput, uint32_t index) {
-  return executor_->pool(*parser_->structure().cells[part].cell, isOutput,
-                         index);
+uint32_t EngineWorker::poolId(uint32_t part, bool isOutput,
+                              uint32_t index) const {
+  const PartPools &pools = partPools_[part];
+  return (isOutput ? pools.outputs : pools.inputs)[index];
 }
 
-Status EngineWorker::submit(Request request, Callback done) {
-  if (Status status = parser_->check(request); !status.isOk()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.rejected;
-    return status;
-  }
-  auto entry = std::make_unique<Entry>();
-  entry->done = std::move(done);
-  entry->graph =
-      std::make_unique<CellGraph>(parser_->structure(), std::move(request));
-  entry->graph->arrival = Clock::now();
+void EngineWorker::enqueue(std::unique_ptr<Entry> entry) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (queued_ >= options_.maxQueue) {
-      ++stats_.rejected;
-      return Status(StatusCode::ResourceExhausted,
-                    "overloaded: " + std::to_string(queued_) +
-                        " requests are waiting (the limit is " +
-                        std::to_string(options_.maxQueue) + ")");
-    }
-    entry->key = nextKey_++;
-    ++queued_;
+    ++waitingHere_;
     ++stats_.submitted;
     inbox_.push_back(std::move(entry));
   }
   wake_.notify_one();
-  return Status::ok();
 }
 
 void EngineWorker::drain() {
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (inbox_.empty() && entries_.empty())
+      if (inbox_.empty() && entries_.empty() && pending_.empty())
         return;
     }
-    if (!runOnce() && inbox_.empty()) {
-      // Nothing can run, yet requests are in: only a bug gets here.
-      std::vector<uint64_t> stuck;
-      for (auto &[key, entry] : entries_)
-        stuck.push_back(key);
-      for (uint64_t key : stuck)
-        if (entries_.count(key))
-          finishRequest(*entries_[key], Status(StatusCode::Internal,
-                                               "the batching policy stalled"));
+    if (!runOnce()) {
+      bool inboxEmpty;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        inboxEmpty = inbox_.empty();
+      }
+      if (inboxEmpty)
+        failStuck();
     }
   }
 }
 
 void EngineWorker::workerLoop() {
+  uint32_t idleRounds = 0;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
-        return stopping_ || !inbox_.empty() || !entries_.empty();
+        return stopping_ || !inbox_.empty() || !entries_.empty() ||
+               !pending_.empty();
       });
-      if (stopping_ && inbox_.empty() && entries_.empty())
+      if (stopping_ && inbox_.empty() && entries_.empty() && pending_.empty())
         return;
     }
-    if (!runOnce()) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(1));
+    if (runOnce()) {
+      idleRounds = 0;
+      continue;
     }
+    // Nothing ran: requests wait for rows only while others run, so a
+    // loop with admitted requests and nothing to run is stuck (a bug).
+    bool stuck;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stuck = inbox_.empty() && !entries_.empty() &&
+              entries_.size() > waiting_.size() && ++idleRounds > 2;
+    }
+    if (stuck) {
+      failStuck();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_for(lock, std::chrono::milliseconds(1));
   }
 }
 
@@ -219,7 +242,7 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
   auto impl = std::make_unique<Impl>();
   for (uint32_t w = 0; w < options.workers; ++w) {
     auto worker = std::make_unique<EngineWorker>();
-    if (Status status = worker->initialise(artifact, options, w);
+    if (Status status = worker->initialise(artifact, options, w, &impl->queued);
         !status.isOk()) {
       for (auto &started : impl->workers)
         started->stop();
@@ -244,29 +267,40 @@ const EngineOptions &Engine::options() const {
 }
 
 Status Engine::submit(Request request, Callback done) {
-  // The least loaded worker takes it; the queue limit is the engine's.
-  EngineWorker *chosen = nullptr;
-  uint32_t queued = 0, best = UINT32_MAX;
-  for (auto &worker : impl_->workers) {
-    {
-      std::lock_guard<std::mutex> lock(worker->mutex_);
-      queued += worker->queued_;
+  EngineWorker &first = *impl_->workers[0];
+  if (Status status = first.parser_->check(request); !status.isOk()) {
+    ++impl_->rejected;
+    return status;
+  }
+  // The queue limit is the engine's: claim a place or refuse at once.
+  uint32_t limit = options().maxQueue;
+  uint32_t queued = impl_->queued.load();
+  do {
+    if (queued >= limit) {
+      ++impl_->rejected;
+      return Status(StatusCode::ResourceExhausted,
+                    "overloaded: " + std::to_string(queued) +
+                        " requests are waiting (the limit is " +
+                        std::to_string(limit) + ")");
     }
-    uint32_t load = worker->load();
-    if (load < best) {
+  } while (!impl_->queued.compare_exchange_weak(queued, queued + 1));
+  // The least loaded worker takes it.
+  EngineWorker *chosen = nullptr;
+  uint32_t best = UINT32_MAX;
+  for (auto &worker : impl_->workers)
+    if (uint32_t load = worker->load(); load < best) {
       best = load;
       chosen = worker.get();
     }
-  }
-  if (queued >= options().maxQueue) {
-    std::lock_guard<std::mutex> lock(chosen->mutex_);
-    ++chosen->stats_.rejected;
-    return Status(StatusCode::ResourceExhausted,
-                  "overloaded: " + std::to_string(queued) +
-                      " requests are waiting (the limit is " +
-                      std::to_string(options().maxQueue) + ")");
-  }
-  return chosen->submit(std::move(request), std::move(done));
+  auto entry = std::make_unique<EngineWorker::Entry>();
+  entry->key = impl_->nextKey++;
+  entry->done = std::move(done);
+  uint32_t window = std::max(1u, options().maxTasksToSubmit);
+  entry->graph = std::make_unique<CellGraph>(first.parser_->structure(),
+                                             std::move(request), window);
+  entry->graph->arrival = Clock::now();
+  chosen->enqueue(std::move(entry));
+  return Status::ok();
 }
 
 std::future<RequestResult> Engine::submit(Request request) {
@@ -303,15 +337,15 @@ uint32_t Engine::workers() const {
 
 EngineStats Engine::stats() const {
   EngineStats total;
+  total.rejected = impl_->rejected.load();
   for (auto &worker : impl_->workers) {
     std::lock_guard<std::mutex> lock(worker->mutex_);
     const EngineStats &stats = worker->stats_;
     total.submitted += stats.submitted;
     total.completed += stats.completed;
     total.failed += stats.failed;
-    total.rejected += stats.rejected;
     total.deadlineMisses += stats.deadlineMisses;
-    total.waiting += worker->queued_;
+    total.waiting += worker->waitingHere_;
     total.running += stats.running;
     uint64_t tasks = 0;
     if (total.cells.empty())

@@ -1,11 +1,17 @@
 //===- EngineImpl.h - The engine's state and loop --------------*- C++ -*-===//
 //
 // EngineWorker, one per device: the inbox that submit() fills from any
-// thread, the thread that admits requests against the pools' rows, asks the
-// batching policy for tasks, binds each task's nodes to pool rows (request data
-// written into fresh rows, states read in place from the rows their producers
-// wrote, zeros from one reserved zero row per pool, padding rows written to
-// scratch rows), runs it on the executor, and grows the cell graphs.
+// thread, and the thread that admits requests against the pools' rows, asks
+// the batching policy for tasks, binds each task's nodes to pool rows
+// (request data written into fresh rows, states read in place from the rows
+// their producers wrote, zeros from one reserved zero row per pool, padding
+// rows written to scratch rows), runs it on the executor, and grows the cell
+// graphs with what the host read back.
+//
+// Rounds: each call of the loop asks the policy once and submits all its
+// tasks. On an asynchronous executor (cuda) a round is completed only after
+// the next one has been submitted, so the device always has work queued
+// while the host completes the previous round and plans the next.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_SCHED_ENGINEIMPL_H
@@ -33,17 +39,26 @@ public:
     uint64_t key = 0;
     std::unique_ptr<CellGraph> graph;
     Callback done;
-    std::vector<std::pair<SlotPool *, uint32_t>> reservation;
+    /// Per pool id: rows reserved at admission, and rows held now (never
+    /// more: a request cannot take rows reserved for others).
+    std::vector<uint32_t> reservation, held;
     bool admitted = false;
     bool complete = false;
+    /// Set when a task could not bind one of its nodes: the request fails
+    /// once the tasks holding its other nodes have finished.
+    Status failure;
   };
 
-  /// `index` picks the CUDA device (options.executor.cudaDevice + index).
+  /// `index` picks the CUDA device (options.executor.cudaDevice + index);
+  /// `queued` counts the requests waiting in every worker (the engine's
+  /// queue limit).
   Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
-                    const EngineOptions &options, uint32_t index);
+                    const EngineOptions &options, uint32_t index,
+                    std::atomic<uint32_t> *queued);
   /// Requests queued or running here (for choosing the least loaded).
   uint32_t load() const;
-  Status submit(Request request, Callback done);
+  /// Queues a checked request (the engine has counted it in `queued`).
+  void enqueue(std::unique_ptr<Entry> entry);
   bool runOnce();
   void drain();
   void workerLoop();
@@ -51,55 +66,112 @@ public:
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   EngineOptions options_;
+  uint32_t index_ = 0;
   std::unique_ptr<RequestParser> parser_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<BatchingPolicy> policy_;
+  std::atomic<uint32_t> *queued_ = nullptr;
 
   // Worker-owned state.
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
   std::deque<uint64_t> waiting_;
-  std::map<SlotPool *, uint32_t> reserved_;
-  std::map<SlotPool *, uint32_t> budget_; // rows requests may reserve
-  std::map<SlotPool *, int32_t> zeroRows_;
-  std::map<SlotPool *, std::vector<int32_t>> scratchRows_;
+  /// The executor's pools, by id.
+  struct PoolState {
+    SlotPool *pool = nullptr;
+    int32_t zeroRow = -1;             // all zeros, read by nodes, never written
+    std::vector<int32_t> scratchRows; // written by padding rows
+    uint32_t budget = 0;              // rows requests may reserve
+    /// Rows reserved by admitted requests, and rows of ended requests that
+    /// tasks in flight still hold.
+    uint32_t reserved = 0;
+  };
+  std::vector<PoolState> pools_;
+  /// Per part, the pool id of each cell input and output.
+  struct PartPools {
+    std::vector<uint32_t> inputs, outputs;
+  };
+  std::vector<PartPools> partPools_;
+  /// Nodes of one chain that may be bound before the first completes.
+  uint32_t nodesInFlight_ = 1;
+  /// Rounds overlap: a round is completed after the next is submitted.
+  bool overlap_ = false;
 
   // Shared with submit() and stats().
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Entry>> inbox_;
-  uint32_t queued_ = 0; // inbox + waiting
-  uint64_t nextKey_ = 1;
+  uint32_t waitingHere_ = 0; // inbox + waiting
   bool stopping_ = false;
   EngineStats stats_;
   std::thread worker_;
 
 private:
-  void admit();
-  Status reserveFor(Entry &entry, bool &fits);
+  /// A row the host reads back with a task: output `output` of task row
+  /// `row`, at `offset` of the task's read buffer.
+  struct ReadSlot {
+    uint32_t row;
+    uint32_t output;
+    size_t offset;
+  };
   /// A task bound to rows and submitted to the executor.
+  /// A row of request data a task holds until it has finished.
+  struct DataRow {
+    uint64_t request;
+    uint32_t pool;
+    int32_t row;
+  };
   struct InFlight {
-    std::vector<PlannedNode> nodes; // of requests still alive
+    PlannedTask task;
+    std::vector<PlannedNode> nodes; // bound, in task-row order
     uint64_t ticket = 0;
     uint32_t batchSize = 0;
-    std::vector<std::pair<SlotPool *, int32_t>> dataRows;
+    std::vector<DataRow> dataRows;
+    Executor::TaskIO io;             // request data in, results out
+    std::vector<ReadSlot> reads;     // in row order
+    std::vector<uint32_t> firstRead; // per task row: its first entry of reads
+    std::vector<uint8_t> readBuffer;
+    Clock::time_point submitted;
     Status status;
   };
-  InFlight launch(PlannedTask &task);
-  void complete(PlannedTask &task, InFlight &flight);
-  Status bindNode(CellGraph &graph, uint32_t node, uint32_t row,
+
+  void admit();
+  Status reserveFor(Entry &entry, bool &fits);
+  void startRequest(Entry &entry);
+  InFlight launch(PlannedTask task);
+  void complete(InFlight &flight);
+  Status bindNode(Entry &entry, uint32_t node, uint32_t row,
                   std::vector<std::vector<int32_t>> &inputRows,
                   std::vector<std::vector<int32_t>> &outputRows,
-                  std::vector<std::pair<SlotPool *, int32_t>> &dataRows);
-  void afterNode(Entry &entry, uint32_t node);
-  void releaseOutputs(CellGraph &graph, uint32_t node);
+                  InFlight &flight);
+  /// A row of pool `pool` for `entry`, within its reservation.
+  Result<int32_t> acquireFor(Entry &entry, uint32_t pool);
+  /// Gives back a row `request` held (its own count, or the pool's
+  /// reservation once the request has ended).
+  void releaseFor(uint64_t request, uint32_t pool, int32_t row);
+  void planReads(InFlight &flight);
+  void afterNode(Entry &entry, uint32_t node, const InFlight &flight,
+                 uint32_t row);
+  void addReady(Entry &entry, std::vector<ReadySubgraph> ready);
+  void releaseOutputs(Entry &entry, uint32_t node);
   void finishRequest(Entry &entry, Status status);
   void deliver(uint64_t key);
-  SlotPool &poolOf(uint32_t part, bool isOutput, uint32_t index);
+  void failStuck();
+  uint32_t poolId(uint32_t part, bool isOutput, uint32_t index) const;
+  SlotPool &poolOf(uint32_t part, bool isOutput, uint32_t index) {
+    return *pools_[poolId(part, isOutput, index)].pool;
+  }
+
+  /// The round submitted last and not yet completed (asynchronous
+  /// executors only).
+  std::vector<InFlight> pending_;
 };
 
 class Engine::Impl {
 public:
   std::vector<std::unique_ptr<EngineWorker>> workers;
+  std::atomic<uint32_t> queued{0}; // waiting in any worker
+  std::atomic<uint64_t> nextKey{1};
+  std::atomic<uint64_t> rejected{0};
 };
 
 } // namespace cellrun

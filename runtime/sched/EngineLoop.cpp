@@ -1,253 +1,276 @@
-//===- EngineLoop.cpp - Admission, task binding and request completion ----===//
+//===- EngineLoop.cpp - Rounds: binding, running and completing tasks -----===//
+//
+// A round binds every task the policy plans to pool rows and submits it;
+// completing a task reads back what the host needs (copied with the task),
+// grows the cell graphs and hands what became ready to the policy.
+// Admission and the end of requests are in EngineRequests.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "EngineImpl.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace cellrun;
 
-static double microsBetween(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::micro>(to - from).count();
-}
-
-/// The request's deadline in steady-clock microseconds, or UINT64_MAX.
-static uint64_t deadlineOf(const CellGraph &graph) {
-  double micros = graph.request().deadlineMicros;
-  if (micros <= 0)
-    return UINT64_MAX;
-  auto due =
-      graph.arrival + std::chrono::microseconds(static_cast<int64_t>(micros));
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          due.time_since_epoch())
-          .count());
-}
-
 bool EngineWorker::runOnce() {
   admit();
-  std::vector<PlannedTask> tasks = policy_->next();
-  if (tasks.empty())
-    return false;
-  // Every task of the round is bound and submitted before the first is
-  // waited for: on the GPU they run back to back while the host goes on.
-  // Rows released while completing are reused only in the next round.
-  std::vector<InFlight> flights;
-  flights.reserve(tasks.size());
-  for (PlannedTask &task : tasks)
-    flights.push_back(launch(task));
-  for (size_t t = 0; t < tasks.size(); ++t)
-    complete(tasks[t], flights[t]);
-  return true;
+  std::vector<PlannedTask> planned = policy_->next();
+  std::vector<InFlight> round;
+  round.reserve(planned.size());
+  // Every task of the round is bound and submitted before one is waited
+  // for: on the GPU they run back to back while the host goes on.
+  for (PlannedTask &task : planned)
+    round.push_back(launch(std::move(task)));
+  bool worked = !round.empty() || !pending_.empty();
+  if (overlap_) {
+    // Complete the previous round while this one runs.
+    std::vector<InFlight> previous = std::move(pending_);
+    pending_ = std::move(round);
+    for (InFlight &flight : previous)
+      complete(flight);
+  } else {
+    for (InFlight &flight : round)
+      complete(flight);
+  }
+  return worked;
 }
 
-Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
-  std::map<SlotPool *, uint32_t> need;
-  uint32_t inFlight =
-      options_.policy == Policy::Cellular ? options_.maxTasksToSubmit : 1;
-  for (const CellGraph::RowNeed &rows : entry.graph->peakRows(inFlight))
-    need[&poolOf(rows.part, rows.isOutput, rows.index)] += rows.rows;
-  fits = true;
-  for (auto [pool, rows] : need) {
-    if (rows > budget_[pool])
-      return Status(StatusCode::ResourceExhausted,
-                    "request " + entry.graph->request().id + " needs " +
-                        std::to_string(rows) + " rows of " +
-                        std::to_string(pool->rowBytes()) +
-                        "-byte state at once; the pool has " +
-                        std::to_string(budget_[pool]) +
-                        " (raise the pool size)");
-    fits &= reserved_[pool] + rows <= budget_[pool];
-  }
-  if (!fits)
-    return Status::ok();
-  for (auto [pool, rows] : need) {
-    reserved_[pool] += rows;
-    entry.reservation.push_back({pool, rows});
-  }
-  return Status::ok();
+Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
+  PoolState &state = pools_[pool];
+  if (entry.held[pool] >= entry.reservation[pool])
+    return Status(StatusCode::ResourceExhausted,
+                  "request " + entry.graph->request().id + " needs more than " +
+                      std::to_string(entry.reservation[pool]) + " rows of " +
+                      std::to_string(state.pool->rowBytes()) +
+                      "-byte state at once, what it reserved" +
+                      (parser_->structure().kind == cellpack::Structure::Custom
+                           ? " (the unfolder's peakNodes is too small)"
+                           : ""));
+  auto acquired = state.pool->acquire();
+  if (!acquired.ok())
+    return acquired.status();
+  ++entry.held[pool];
+  return static_cast<int32_t>(acquired.value());
 }
 
-void EngineWorker::admit() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    while (!inbox_.empty()) {
-      std::unique_ptr<Entry> entry = std::move(inbox_.front());
-      inbox_.pop_front();
-      uint64_t key = entry->key;
-      entries_[key] = std::move(entry);
-      waiting_.push_back(key);
-    }
-  }
-  // Earliest deadline first among waiting requests that have one, then
-  // arrival order; the first that does not fit blocks the others (no
-  // starvation of large requests).
-  std::stable_sort(
-      waiting_.begin(), waiting_.end(), [&](uint64_t a, uint64_t b) {
-        auto deadline = [&](uint64_t key) {
-          const CellGraph &graph = *entries_[key]->graph;
-          double micros = graph.request().deadlineMicros;
-          return micros > 0 ? graph.arrival + std::chrono::microseconds(
-                                                  static_cast<int64_t>(micros))
-                            : Clock::time_point::max();
-        };
-        return deadline(a) < deadline(b);
-      });
-  while (!waiting_.empty()) {
-    Entry &entry = *entries_[waiting_.front()];
-    bool fits = false;
-    Status status = reserveFor(entry, fits);
-    if (status.isOk() && !fits)
-      break;
-    waiting_.pop_front();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --queued_;
-    }
-    if (!status.isOk()) {
-      finishRequest(entry, status);
-      continue;
-    }
-    entry.admitted = true;
-    const Request &request = entry.graph->request();
-    uint32_t length = static_cast<uint32_t>(
-        request.tree.empty() ? request.steps.size() : request.tree.size());
-    policy_->admitted(entry.key, length);
-    auto chains = entry.graph->start();
-    if (!chains.ok()) {
-      finishRequest(entry, chains.status());
-      continue;
-    }
-    for (const ReadyChain &chain : chains.value())
-      policy_->addChain(entry.key, chain, deadlineOf(*entry.graph));
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  stats_.running = static_cast<uint32_t>(entries_.size() - waiting_.size());
+void EngineWorker::releaseFor(uint64_t request, uint32_t pool, int32_t row) {
+  (void)pools_[pool].pool->release(static_cast<uint32_t>(row));
+  auto found = entries_.find(request);
+  if (found != entries_.end() && !found->second->complete)
+    --found->second->held[pool];
+  else
+    --pools_[pool].reserved; // the ended request's rows in flight
 }
 
-Status
-EngineWorker::bindNode(CellGraph &graph, uint32_t node, uint32_t row,
-                       std::vector<std::vector<int32_t>> &inputRows,
-                       std::vector<std::vector<int32_t>> &outputRows,
-                       std::vector<std::pair<SlotPool *, int32_t>> &dataRows) {
+Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
+                              std::vector<std::vector<int32_t>> &inputRows,
+                              std::vector<std::vector<int32_t>> &outputRows,
+                              InFlight &flight) {
+  CellGraph &graph = *entry.graph;
   GraphNode &graphNode = graph.nodes()[node];
+  auto &dataRows = flight.dataRows;
+  size_t dataBefore = dataRows.size(), writesBefore = flight.io.writes.size();
+  // On failure, the rows this node took go back: the node is not bound.
+  auto undo = [&](Status status) {
+    for (size_t d = dataBefore; d < dataRows.size(); ++d)
+      releaseFor(entry.key, dataRows[d].pool, dataRows[d].row);
+    dataRows.resize(dataBefore);
+    flight.io.writes.resize(writesBefore);
+    releaseOutputs(entry, node);
+    return status;
+  };
   for (uint32_t i = 0; i < graphNode.inputs.size(); ++i) {
     const NodeSource &source = graphNode.inputs[i];
-    SlotPool &pool = poolOf(graphNode.part, false, i);
+    uint32_t pool = poolId(graphNode.part, false, i);
     switch (source.kind) {
     case NodeSource::Kind::Zero:
-      inputRows[i][row] = zeroRows_[&pool];
+      inputRows[i][row] = pools_[pool].zeroRow;
       break;
     case NodeSource::Kind::Data: {
-      auto acquired = pool.acquire();
+      auto acquired = acquireFor(entry, pool);
       if (!acquired.ok())
-        return acquired.status();
-      int32_t slot = static_cast<int32_t>(acquired.value());
-      dataRows.push_back({&pool, slot});
-      if (Status status = executor_->writeRow(pool, slot, source.data->data());
-          !status.isOk())
-        return status;
-      inputRows[i][row] = slot;
+        return undo(acquired.status());
+      dataRows.push_back({entry.key, pool, acquired.value()});
+      // Written with the task (on cuda, in its one host-to-device copy).
+      flight.io.writes.push_back({i, row, source.data->data()});
+      inputRows[i][row] = acquired.value();
       break;
     }
-    case NodeSource::Kind::Output:
-      inputRows[i][row] = graph.nodes()[source.node].outputRows[source.output];
+    case NodeSource::Kind::Output: {
+      int32_t produced = graph.nodes()[source.node].outputRows[source.output];
+      if (produced < 0)
+        return undo(Status(StatusCode::Internal,
+                           "node " + std::to_string(node) + " reads node " +
+                               std::to_string(source.node) +
+                               ", which has no rows"));
+      inputRows[i][row] = produced;
       break;
+    }
     }
   }
   for (uint32_t o = 0; o < graphNode.outputRows.size(); ++o) {
-    auto acquired = poolOf(graphNode.part, true, o).acquire();
+    auto acquired = acquireFor(entry, poolId(graphNode.part, true, o));
     if (!acquired.ok())
-      return acquired.status();
-    graphNode.outputRows[o] = static_cast<int32_t>(acquired.value());
-    outputRows[o][row] = graphNode.outputRows[o];
+      return undo(acquired.status());
+    graphNode.outputRows[o] = acquired.value();
+    outputRows[o][row] = acquired.value();
   }
   return Status::ok();
 }
 
-EngineWorker::InFlight EngineWorker::launch(PlannedTask &task) {
+/// The rows the host will read when the task has finished, laid out in one
+/// buffer the executor fills with the task.
+void EngineWorker::planReads(InFlight &flight) {
+  const cellpack::CellType &cell =
+      *parser_->structure().cells[flight.task.part].cell;
+  size_t bytes = 0;
+  flight.firstRead.resize(flight.nodes.size() + 1);
+  for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
+    flight.firstRead[r] = static_cast<uint32_t>(flight.reads.size());
+    const CellGraph &graph = *entries_[flight.nodes[r].request]->graph;
+    for (uint32_t output : graph.hostReads(flight.nodes[r].node)) {
+      flight.reads.push_back({r, output, bytes});
+      bytes += tensorRowBytes(*cell.outputs()->Get(output));
+    }
+  }
+  flight.firstRead.back() = static_cast<uint32_t>(flight.reads.size());
+  flight.readBuffer.resize(bytes);
+  flight.io.reads.reserve(flight.reads.size());
+  for (const ReadSlot &slot : flight.reads)
+    flight.io.reads.push_back(
+        {slot.output, slot.row, flight.readBuffer.data() + slot.offset});
+}
+
+EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   InFlight flight;
-  const cellpack::CellType &cell = *parser_->structure().cells[task.part].cell;
-  // Nodes of requests that failed meanwhile are dropped.
-  for (const PlannedNode &node : task.nodes) {
+  flight.task = std::move(task);
+  const PlannedTask &planned = flight.task;
+  const cellpack::CellType &cell =
+      *parser_->structure().cells[planned.part].cell;
+  uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
+  uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
+  uint32_t capacity =
+      static_cast<uint32_t>(planned.nodes.size()) + planned.padding;
+  std::vector<std::vector<int32_t>> inputRows(inputs,
+                                              std::vector<int32_t>(capacity)),
+      outputRows(outputs, std::vector<int32_t>(capacity));
+  flight.submitted = Clock::now();
+  // Nodes of requests that ended or are failing are dropped; a node that
+  // cannot be bound fails its own request only.
+  for (const PlannedNode &node : planned.nodes) {
     auto found = entries_.find(node.request);
-    if (found != entries_.end() && !found->second->graph->failed &&
-        !found->second->complete)
-      flight.nodes.push_back(node);
+    if (found == entries_.end() || found->second->complete ||
+        !found->second->failure.isOk())
+      continue;
+    Entry &entry = *found->second;
+    CellGraph &graph = *entry.graph;
+    uint32_t row = static_cast<uint32_t>(flight.nodes.size());
+    Status bound =
+        bindNode(entry, node.node, row, inputRows, outputRows, flight);
+    if (!bound.isOk()) {
+      entry.failure = bound;
+      continue;
+    }
+    if (!graph.started) {
+      graph.started = true;
+      graph.firstStart = flight.submitted;
+    }
+    flight.nodes.push_back(node);
   }
   if (flight.nodes.empty())
     return flight;
-  uint32_t rows = static_cast<uint32_t>(flight.nodes.size()) + task.padding;
-  uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
-  uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
-  std::vector<std::vector<int32_t>> inputRows(inputs,
-                                              std::vector<int32_t>(rows)),
-      outputRows(outputs, std::vector<int32_t>(rows));
-  Clock::time_point now = Clock::now();
-  for (uint32_t r = 0; r < flight.nodes.size() && flight.status.isOk(); ++r) {
-    CellGraph &graph = *entries_[flight.nodes[r].request]->graph;
-    if (!graph.started) {
-      graph.started = true;
-      graph.firstStart = now;
-    }
-    flight.status = bindNode(graph, flight.nodes[r].node, r, inputRows,
-                             outputRows, flight.dataRows);
-  }
   // Padding rows read zeros and write scratch rows.
-  std::map<SlotPool *, size_t> scratchUsed;
+  uint32_t rows = static_cast<uint32_t>(flight.nodes.size()) + planned.padding;
+  std::vector<uint32_t> scratchUsed(pools_.size(), 0);
   for (uint32_t r = static_cast<uint32_t>(flight.nodes.size()); r < rows; ++r) {
     for (uint32_t i = 0; i < inputs; ++i)
-      inputRows[i][r] = zeroRows_[&poolOf(task.part, false, i)];
+      inputRows[i][r] = pools_[poolId(planned.part, false, i)].zeroRow;
     for (uint32_t o = 0; o < outputs; ++o) {
-      SlotPool *pool = &poolOf(task.part, true, o);
-      outputRows[o][r] = scratchRows_[pool].at(scratchUsed[pool]++);
+      uint32_t pool = poolId(planned.part, true, o);
+      outputRows[o][r] = pools_[pool].scratchRows.at(scratchUsed[pool]++);
     }
   }
-  if (flight.status.isOk()) {
-    auto ticket =
-        executor_->submit(cell, rows, inputRows, outputRows, &flight.batchSize);
-    if (ticket.ok())
-      flight.ticket = ticket.value();
-    else
-      flight.status = ticket.status();
-  }
+  for (auto &taskRows : inputRows)
+    taskRows.resize(rows);
+  for (auto &taskRows : outputRows)
+    taskRows.resize(rows);
+  planReads(flight);
+  auto ticket = executor_->submit(cell, rows, inputRows, outputRows,
+                                  &flight.batchSize, flight.io);
+  if (ticket.ok())
+    flight.ticket = ticket.value();
+  else
+    flight.status = ticket.status();
   return flight;
 }
 
-void EngineWorker::complete(PlannedTask &task, InFlight &flight) {
-  if (flight.nodes.empty()) {
-    policy_->finished(task);
-    return;
-  }
-  if (flight.status.isOk())
+void EngineWorker::complete(InFlight &flight) {
+  const PlannedTask &task = flight.task;
+  if (!flight.nodes.empty() && flight.status.isOk())
     flight.status = executor_->wait(flight.ticket);
-  for (auto [pool, row] : flight.dataRows)
-    (void)pool->release(row);
+  for (const DataRow &data : flight.dataRows)
+    releaseFor(data.request, data.pool, data.row);
+  TaskRecord record;
+  record.worker = index_;
+  record.cellType = task.part;
+  record.nodes = static_cast<uint32_t>(flight.nodes.size());
+  record.paddingRows = task.padding;
+  record.batchSize = flight.batchSize;
+  record.failed = !flight.status.isOk();
+  record.submitted = flight.submitted;
+  record.finished = Clock::now();
   if (!flight.status.isOk()) {
-    for (const PlannedNode &node : flight.nodes)
-      if (entries_.count(node.request) && !entries_[node.request]->complete)
-        finishRequest(*entries_[node.request], flight.status);
-    policy_->finished(task);
-    return;
+    for (const PlannedNode &node : flight.nodes) {
+      auto found = entries_.find(node.request);
+      if (found != entries_.end() && !found->second->complete)
+        finishRequest(*found->second, flight.status);
+    }
+  } else if (!flight.nodes.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      CellTypeStats &cellStats = stats_.cells[task.part];
+      ++cellStats.tasks;
+      cellStats.nodes += flight.nodes.size();
+      cellStats.paddingRows += task.padding;
+      cellStats.batchSizeSum += flight.batchSize;
+    }
+    for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
+      const PlannedNode &node = flight.nodes[r];
+      auto found = entries_.find(node.request);
+      if (found != entries_.end() && !found->second->complete &&
+          found->second->failure.isOk())
+        afterNode(*found->second, node.node, flight, r);
+    }
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    CellTypeStats &cellStats = stats_.cells[task.part];
-    ++cellStats.tasks;
-    cellStats.nodes += flight.nodes.size();
-    cellStats.paddingRows += task.padding;
-    cellStats.batchSizeSum += flight.batchSize;
-  }
-  for (const PlannedNode &node : flight.nodes) {
+  // Requests that could not bind a node fail now that no task of this
+  // round holds their rows any more.
+  for (const PlannedNode &node : task.nodes) {
     auto found = entries_.find(node.request);
-    if (found != entries_.end() && !found->second->complete)
-      afterNode(*found->second, node.node);
+    if (found != entries_.end() && !found->second->complete &&
+        !found->second->failure.isOk())
+      finishRequest(*found->second, found->second->failure);
   }
   policy_->finished(task);
+  if (options_.onTask && !flight.nodes.empty())
+    options_.onTask(record);
 }
 
-void EngineWorker::afterNode(Entry &entry, uint32_t node) {
+void EngineWorker::afterNode(Entry &entry, uint32_t node,
+                             const InFlight &flight, uint32_t row) {
   CellGraph &graph = *entry.graph;
+  // What the task copied back, else (a custom unfolder reading another
+  // node) a read of the row itself.
   auto reader = [&](uint32_t producer, uint32_t output, void *bytes) {
     const GraphNode &graphNode = graph.nodes()[producer];
+    if (producer == node)
+      for (uint32_t k = flight.firstRead[row]; k < flight.firstRead[row + 1];
+           ++k)
+        if (const ReadSlot &slot = flight.reads[k]; slot.output == output) {
+          std::memcpy(bytes, flight.readBuffer.data() + slot.offset,
+                      poolOf(graphNode.part, true, output).rowBytes());
+          return Status::ok();
+        }
     return executor_->readRow(poolOf(graphNode.part, true, output),
                               graphNode.outputRows[output], bytes);
   };
@@ -261,70 +284,43 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node) {
     if (source.kind == NodeSource::Kind::Output) {
       GraphNode &producer = graph.nodes()[source.node];
       if (--producer.consumers == 0 && producer.done)
-        releaseOutputs(graph, source.node);
+        releaseOutputs(entry, source.node);
     }
   if (graph.nodes()[node].consumers == 0)
-    releaseOutputs(graph, node);
-  for (const ReadyChain &chain : ready.value())
-    policy_->addChain(entry.key, chain, deadlineOf(graph));
-  if (graph.finished())
-    finishRequest(entry, Status::ok());
+    releaseOutputs(entry, node);
+  addReady(entry, std::move(ready).value());
 }
 
-void EngineWorker::releaseOutputs(CellGraph &graph, uint32_t node) {
-  GraphNode &graphNode = graph.nodes()[node];
+/// Hands what became ready to the policy; finishes the request when it is
+/// complete, or fails it when nothing of it is left to run (a custom
+/// unfolder that neither added nodes nor finished).
+void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> ready) {
+  CellGraph &graph = *entry.graph;
+  if (graph.finished()) {
+    finishRequest(entry, Status::ok());
+    return;
+  }
+  for (ReadySubgraph &subgraph : ready)
+    if (Status added =
+            policy_->add(entry.key, std::move(subgraph), graph.deadline());
+        !added.isOk()) {
+      finishRequest(entry, added);
+      return;
+    }
+  if (graph.outstanding() == 0)
+    finishRequest(entry,
+                  Status(StatusCode::InvalidArgument,
+                         "request " + graph.request().id +
+                             ": the unfolder left nothing to run and did "
+                             "not finish the request"));
+}
+
+void EngineWorker::releaseOutputs(Entry &entry, uint32_t node) {
+  GraphNode &graphNode = entry.graph->nodes()[node];
   for (uint32_t o = 0; o < graphNode.outputRows.size(); ++o)
     if (graphNode.outputRows[o] >= 0) {
-      (void)poolOf(graphNode.part, true, o).release(graphNode.outputRows[o]);
+      releaseFor(entry.key, poolId(graphNode.part, true, o),
+                 graphNode.outputRows[o]);
       graphNode.outputRows[o] = -1;
     }
-}
-
-void EngineWorker::finishRequest(Entry &entry, Status status) {
-  CellGraph &graph = *entry.graph;
-  graph.failed = !status.isOk();
-  for (uint32_t n = 0; n < graph.nodes().size(); ++n)
-    releaseOutputs(graph, n);
-  for (auto [pool, rows] : entry.reservation)
-    reserved_[pool] -= rows;
-  entry.reservation.clear();
-  entry.complete = true;
-  RequestResult &result = graph.result();
-  result.status = status;
-  if (!status.isOk()) {
-    result.outputs.clear();
-    result.stopReason.clear();
-  }
-  std::vector<uint64_t> returned = {entry.key};
-  if (entry.admitted)
-    returned = policy_->requestDone(entry.key);
-  for (uint64_t key : returned)
-    deliver(key);
-}
-
-void EngineWorker::deliver(uint64_t key) {
-  auto found = entries_.find(key);
-  if (found == entries_.end())
-    return;
-  std::unique_ptr<Entry> entry = std::move(found->second);
-  entries_.erase(found);
-  CellGraph &graph = *entry->graph;
-  RequestResult result = std::move(graph.result());
-  Clock::time_point now = Clock::now();
-  Clock::time_point start = graph.started ? graph.firstStart : now;
-  result.queueMicros = microsBetween(graph.arrival, start);
-  result.computeMicros = microsBetween(start, now);
-  double deadline = graph.request().deadlineMicros;
-  result.missedDeadline =
-      deadline > 0 && microsBetween(graph.arrival, now) > deadline;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (result.status.isOk())
-      ++stats_.completed;
-    else
-      ++stats_.failed;
-    stats_.deadlineMisses += result.missedDeadline;
-  }
-  if (entry->done)
-    entry->done(std::move(result));
 }

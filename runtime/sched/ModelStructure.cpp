@@ -168,6 +168,11 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
                                 text(unfolding.token_output()) + "'");
     structure.decoderTokenInput = tokenIn;
     structure.decoderTokenOutput = tokenOut;
+    const cellpack::TensorSpec &tokenInSpec = *dec.inputs()->Get(tokenIn);
+    const cellpack::TensorSpec &tokenOutSpec = *dec.outputs()->Get(tokenOut);
+    structure.tokenFeedbackOnDevice =
+        tokenInSpec.dtype() == tokenOutSpec.dtype() &&
+        tensorRowBytes(tokenInSpec) == tensorRowBytes(tokenOutSpec);
     structure.bosToken = unfolding.bos_token();
     structure.eosToken = unfolding.eos_token();
     structure.maxDecodeLength = unfolding.max_decode_length();

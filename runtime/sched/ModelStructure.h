@@ -49,6 +49,9 @@ struct ModelStructure {
   // seq2seq
   uint32_t decoderTokenInput = 0;
   uint32_t decoderTokenOutput = 0;
+  /// The token output has the token input's row type, so a decoder step
+  /// can read the token of the step before it on the device.
+  bool tokenFeedbackOnDevice = false;
   int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
   /// Per decoder input: the encoder output that initialises it, or -1.
   std::vector<int32_t> initialFromEncoder;

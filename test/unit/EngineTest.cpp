@@ -2,9 +2,12 @@
 //
 // For every example model: a few hundred requests with random lengths or
 // trees arrive at random rounds of the loop; with each policy (cellular,
-// graph, padded where it applies) every request must produce what it
-// produces when run alone (floats within 1e-6 relative + 1e-6 absolute:
-// another batch size may sum in another order; tokens identical). Also:
+// graph, padded where it applies), with rounds in sequence and overlapped
+// as on the GPU, every request must produce what it produces when run
+// alone (floats within 1e-6 relative + 1e-6 absolute: another batch size
+// may sum in another order; tokens identical), decodes stop at EOS (also
+// with a model whose decodes mostly reach it, so steps issued past EOS are
+// dropped), and every row comes back to its pool. Also:
 // bad requests are refused precisely and disturb nobody, a full queue
 // refuses at once, small pools make requests wait (never fail), and the
 // threaded API serves concurrent submitters.
@@ -22,20 +25,26 @@ using namespace cellrun;
 
 namespace {
 
+/// An example's artifact; "seq2seq_eos" is the seq2seq example with an EOS
+/// that most decodes reach (test/data/seq2seq-eos.yaml).
 std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
-  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                             model + "/model.cellpack");
+  auto loaded = loadArtifact(model == "seq2seq_eos"
+                                 ? std::string(CELL_SEQ2SEQ_EOS_ARTIFACT)
+                                 : std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                                       model + "/model.cellpack");
   EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
   return loaded.ok() ? std::move(loaded).value() : nullptr;
 }
 
 std::unique_ptr<Engine>
 makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
-           uint32_t poolRows = 4096) {
+           uint32_t poolRows = 4096, bool overlap = false) {
   EngineOptions options;
   options.policy = policy;
   options.poolRows = poolRows;
   options.startWorker = false;
+  options.overlapRounds =
+      overlap ? EngineOptions::Overlap::On : EngineOptions::Overlap::Off;
   auto engine = Engine::create(std::move(artifact), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -46,7 +55,8 @@ makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
 std::string randomRequest(const std::string &model, int id,
                           std::mt19937 &random, int maxLength = 24) {
   std::string json = "{\"id\": \"r" + std::to_string(id) + "\", ";
-  int vocab = model == "seq2seq" ? 500 : 1000;
+  bool seq2seq = model.rfind("seq2seq", 0) == 0;
+  int vocab = seq2seq ? 500 : 1000;
   if (model == "treelstm") {
     int leaves = std::uniform_int_distribution<int>(1, 12)(random);
     std::vector<int> open;
@@ -85,7 +95,7 @@ std::string randomRequest(const std::string &model, int id,
   json += "\"tokens\": [";
   for (int t = 0; t < length; ++t)
     json += (t ? ", " : "") + std::to_string(1 + random() % (vocab - 1));
-  if (model == "seq2seq")
+  if (seq2seq)
     json += "], \"max_decode_length\": " +
             std::to_string(std::uniform_int_distribution<int>(1, 20)(random)) +
             "}";
@@ -120,13 +130,14 @@ void expectSameResult(const RequestResult &got, const RequestResult &alone,
 struct EquivalenceCase {
   const char *model;
   Policy policy;
+  bool overlap = false; // rounds overlap as on the GPU
 };
 
 class EngineEquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {
 };
 
 TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
-  auto [model, policy] = GetParam();
+  auto [model, policy, overlap] = GetParam();
   auto artifact = loadExample(model);
   ASSERT_TRUE(artifact);
   std::mt19937 random(77);
@@ -149,8 +160,9 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   }
 
   // Together: random arrivals between rounds of the loop.
-  auto engine = makeEngine(artifact, policy);
+  auto engine = makeEngine(artifact, policy, 4096, overlap);
   ASSERT_TRUE(engine);
+  uint32_t idleRows = engine->executor().rowsInUse(); // zero, scratch rows
   std::vector<std::future<RequestResult>> futures;
   int next = 0;
   while (next < kRequests) {
@@ -168,11 +180,12 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
     expectSameResult(result, expected[i], std::string(model) + " " + result.id);
     if (const OutputTensor *tokens = result.find("tokens")) {
       // Decoding stops at the first EOS, or at the limit without one.
+      int64_t eosToken = std::string(model) == "seq2seq_eos" ? 74 : 2;
       const auto &values = tokens->integers;
       for (size_t t = 0; t + 1 < values.size(); ++t)
-        EXPECT_NE(values[t], 2) << result.id << " decoded past EOS";
+        EXPECT_NE(values[t], eosToken) << result.id << " decoded past EOS";
       EXPECT_EQ(result.stopReason == "eos",
-                !values.empty() && values.back() == 2);
+                !values.empty() && values.back() == eosToken);
       eos += result.stopReason == "eos";
     }
     if (HasFailure())
@@ -187,6 +200,10 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
     nodes += cell.nodes;
   }
   EXPECT_GT(nodes, tasks) << "requests were never batched together";
+  // Every row a request held (steps issued past EOS included) is back.
+  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  if (std::string(model) == "seq2seq_eos")
+    EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";
   std::printf("%s/%s: %llu nodes in %llu tasks, %d decodes ended at EOS\n",
               model, policyName(policy), (unsigned long long)nodes,
               (unsigned long long)tasks, eos);
@@ -231,10 +248,19 @@ INSTANTIATE_TEST_SUITE_P(
                       EquivalenceCase{"seq2seq", Policy::Graph},
                       EquivalenceCase{"treelstm", Policy::Graph},
                       EquivalenceCase{"lstm", Policy::Padded},
-                      EquivalenceCase{"seq2seq", Policy::Padded}),
+                      EquivalenceCase{"seq2seq", Policy::Padded},
+                      EquivalenceCase{"seq2seq_eos", Policy::Cellular},
+                      EquivalenceCase{"seq2seq_eos", Policy::Graph},
+                      EquivalenceCase{"seq2seq_eos", Policy::Padded},
+                      EquivalenceCase{"lstm", Policy::Cellular, true},
+                      EquivalenceCase{"gru", Policy::Cellular, true},
+                      EquivalenceCase{"seq2seq_eos", Policy::Cellular, true},
+                      EquivalenceCase{"treelstm", Policy::Cellular, true},
+                      EquivalenceCase{"seq2seq_eos", Policy::Graph, true}),
     [](const auto &info) {
       return std::string(info.param.model) + "_" +
-             policyName(info.param.policy);
+             policyName(info.param.policy) +
+             (info.param.overlap ? "_overlapped" : "");
     });
 
 } // namespace

@@ -204,6 +204,57 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
             (std::vector<int64_t>{5, 6, structure->eosToken}));
 }
 
+TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
+  auto artifact = loadExample("seq2seq");
+  ASSERT_TRUE(artifact);
+  auto structure = analyzeModel(*artifact);
+  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  ASSERT_TRUE(structure->tokenFeedbackOnDevice);
+  auto engine = manualEngine("seq2seq");
+  Request request =
+      engine->parser()
+          .parse(R"({"id": "w", "tokens": [7], "max_decode_length": 6})", "")
+          .value();
+  CellGraph graph(structure.value(), std::move(request), /*decodeWindow=*/4);
+  ASSERT_EQ(graph.start().value().size(), 1u);
+  std::vector<int64_t> script = {5, 6, structure->eosToken, 8, 9, 10};
+  size_t step = 0;
+  auto reader = [&](uint32_t, uint32_t output, void *bytes) {
+    if (output == structure->decoderTokenOutput)
+      std::memcpy(bytes, &script.at(step++), sizeof(int64_t));
+    return Status::ok();
+  };
+  auto decoder = graph.nodeDone(0, reader);
+  ASSERT_TRUE(decoder.ok());
+  ASSERT_EQ(decoder->size(), 1u);
+  const ReadySubgraph &window = decoder->front();
+  EXPECT_FALSE(window.continuesChain);
+  ASSERT_EQ(window.nodes.size(), 4u); // four steps issued at once
+  uint32_t tokenIn = structure->decoderTokenInput;
+  EXPECT_EQ(graph.nodes()[window.nodes[0]].inputs[tokenIn].kind,
+            NodeSource::Kind::Data); // BOS
+  for (size_t k = 1; k < 4; ++k) {
+    const NodeSource &token = graph.nodes()[window.nodes[k]].inputs[tokenIn];
+    EXPECT_EQ(token.kind, NodeSource::Kind::Output);
+    EXPECT_EQ(token.node, window.nodes[k - 1]);
+    EXPECT_EQ(token.output, structure->decoderTokenOutput);
+  }
+  // Each step the host reads adds one at the end of the window, up to the
+  // limit; EOS ends the request with steps still issued after it.
+  auto more = graph.nodeDone(window.nodes[0], reader);
+  ASSERT_TRUE(more.ok());
+  ASSERT_EQ(more->size(), 1u);
+  EXPECT_TRUE(more->front().continuesChain);
+  EXPECT_EQ(more->front().nodes.size(), 1u);
+  ASSERT_TRUE(graph.nodeDone(window.nodes[1], reader).ok());
+  ASSERT_TRUE(graph.nodeDone(window.nodes[2], reader).ok());
+  EXPECT_TRUE(graph.finished());
+  EXPECT_EQ(graph.result().stopReason, "eos");
+  EXPECT_EQ(graph.result().find("tokens")->integers,
+            (std::vector<int64_t>{5, 6, structure->eosToken}));
+  EXPECT_EQ(graph.nodes().size(), 1u + 6u); // encoder, window 4 + 2 added
+}
+
 TEST(RequestTest, AFullQueueRefusesAtOnce) {
   auto engine = manualEngine("lstm", 4096, /*maxQueue=*/3);
   ASSERT_TRUE(engine);

@@ -24,6 +24,7 @@
 #include "cellrun/Request.h"
 #include "cellrun/RequestParser.h"
 
+#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -36,6 +37,18 @@ enum class Policy { Cellular, Padded, Graph };
 /// "cellular", "padded" or "graph".
 Result<Policy> parsePolicy(std::string_view text);
 const char *policyName(Policy policy);
+
+/// One task as it ran (EngineOptions::onTask).
+struct TaskRecord {
+  uint32_t worker = 0;
+  uint32_t cellType = 0;    // index into EngineStats::cells
+  uint32_t nodes = 0;       // cell invocations of requests
+  uint32_t paddingRows = 0; // padded policy: rows computed for nobody
+  uint32_t batchSize = 0;   // the plan it ran with
+  bool failed = false;
+  /// Steady-clock times: bound and submitted, and seen finished.
+  std::chrono::steady_clock::time_point submitted, finished;
+};
 
 struct EngineOptions {
   Policy policy = Policy::Cellular;
@@ -56,6 +69,14 @@ struct EngineOptions {
   /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
+  /// Complete a round only after submitting the next one, so the device
+  /// always has work queued: Auto does so on asynchronous executors (cuda);
+  /// On forces it on the cpu backend too (tests of the bookkeeping).
+  enum class Overlap { Auto, On, Off };
+  Overlap overlapRounds = Overlap::Auto;
+  /// Called on the worker for every task once it has finished (a task log,
+  /// metrics); keep it short.
+  std::function<void(const TaskRecord &)> onTask;
 };
 
 struct CellTypeStats {

@@ -1,0 +1,180 @@
+//===- EngineRequests.cpp - Admission and the end of requests -------------===//
+//
+// A request waits until the rows it may hold at once fit the pools'
+// budget (earliest deadline first, then arrival order; the first that does
+// not fit blocks those behind it, so a large request is not overtaken
+// forever by small ones), is unfolded when admitted, and is returned the
+// moment it completes or fails, with its rows and reservation given back.
+//
+//===----------------------------------------------------------------------===//
+#include "EngineImpl.h"
+
+#include <algorithm>
+
+using namespace cellrun;
+
+static double microsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
+
+Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
+  std::vector<uint32_t> need(pools_.size(), 0);
+  for (const CellGraph::RowNeed &rows : entry.graph->peakRows(nodesInFlight_))
+    need[poolId(rows.part, rows.isOutput, rows.index)] += rows.rows;
+  fits = true;
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool) {
+    const PoolState &state = pools_[pool];
+    if (need[pool] > state.budget)
+      return Status(StatusCode::ResourceExhausted,
+                    "request " + entry.graph->request().id + " needs " +
+                        std::to_string(need[pool]) + " rows of " +
+                        std::to_string(state.pool->rowBytes()) +
+                        "-byte state at once; the pool has " +
+                        std::to_string(state.budget) +
+                        " (raise the pool size)");
+    fits &= state.reserved + need[pool] <= state.budget;
+  }
+  if (!fits)
+    return Status::ok();
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    pools_[pool].reserved += need[pool];
+  entry.reservation = std::move(need);
+  entry.held.assign(pools_.size(), 0);
+  return Status::ok();
+}
+
+void EngineWorker::admit() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!inbox_.empty()) {
+      std::unique_ptr<Entry> entry = std::move(inbox_.front());
+      inbox_.pop_front();
+      uint64_t key = entry->key;
+      uint64_t deadline = entry->graph->deadline();
+      entries_[key] = std::move(entry);
+      // Kept in order: earliest deadline first, then arrival.
+      auto at =
+          std::upper_bound(waiting_.begin(), waiting_.end(), deadline,
+                           [&](uint64_t due, uint64_t other) {
+                             return due < entries_[other]->graph->deadline();
+                           });
+      waiting_.insert(at, key);
+    }
+  }
+  while (!waiting_.empty()) {
+    Entry &entry = *entries_[waiting_.front()];
+    bool fits = false;
+    Status status = reserveFor(entry, fits);
+    if (status.isOk() && !fits)
+      break;
+    waiting_.pop_front();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --waitingHere_;
+    }
+    --*queued_;
+    if (!status.isOk()) {
+      finishRequest(entry, status);
+      continue;
+    }
+    startRequest(entry);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.running = static_cast<uint32_t>(entries_.size() - waiting_.size());
+}
+
+void EngineWorker::startRequest(Entry &entry) {
+  entry.admitted = true;
+  const Request &request = entry.graph->request();
+  uint32_t length = static_cast<uint32_t>(
+      request.tree.empty() ? request.steps.size() : request.tree.size());
+  policy_->admitted(entry.key, length);
+  auto ready = entry.graph->start();
+  if (!ready.ok()) {
+    finishRequest(entry, ready.status());
+    return;
+  }
+  addReady(entry, std::move(ready).value());
+}
+
+void EngineWorker::finishRequest(Entry &entry, Status status) {
+  CellGraph &graph = *entry.graph;
+  graph.failed = !status.isOk();
+  if (!entry.reservation.empty()) {
+    for (uint32_t n = 0; n < graph.nodes().size(); ++n)
+      releaseOutputs(entry, n);
+    // What tasks in flight still hold stays reserved until they finish.
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      pools_[pool].reserved -= entry.reservation[pool] - entry.held[pool];
+    entry.reservation.clear();
+  }
+  entry.complete = true;
+  RequestResult &result = graph.result();
+  result.status = status;
+  if (!status.isOk()) {
+    result.outputs.clear();
+    result.stopReason.clear();
+  }
+  std::vector<uint64_t> returned = {entry.key};
+  if (entry.admitted)
+    returned = policy_->requestDone(entry.key);
+  for (uint64_t key : returned)
+    deliver(key);
+}
+
+void EngineWorker::deliver(uint64_t key) {
+  auto found = entries_.find(key);
+  if (found == entries_.end())
+    return;
+  std::unique_ptr<Entry> entry = std::move(found->second);
+  entries_.erase(found);
+  CellGraph &graph = *entry->graph;
+  RequestResult result = std::move(graph.result());
+  Clock::time_point now = Clock::now();
+  Clock::time_point start = graph.started ? graph.firstStart : now;
+  result.queueMicros = microsBetween(graph.arrival, start);
+  result.computeMicros = microsBetween(start, now);
+  double deadline = graph.request().deadlineMicros;
+  result.missedDeadline =
+      deadline > 0 && microsBetween(graph.arrival, now) > deadline;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result.status.isOk())
+      ++stats_.completed;
+    else
+      ++stats_.failed;
+    stats_.deadlineMisses += result.missedDeadline;
+  }
+  if (entry->done)
+    entry->done(std::move(result));
+}
+
+void EngineWorker::failStuck() {
+  // Nothing can run, yet requests are in: only a bug gets here. Fail them
+  // all, waiting ones included, so no caller waits forever.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!inbox_.empty()) {
+      std::unique_ptr<Entry> entry = std::move(inbox_.front());
+      inbox_.pop_front();
+      uint64_t key = entry->key;
+      entries_[key] = std::move(entry);
+      waiting_.push_back(key);
+    }
+    waitingHere_ -= static_cast<uint32_t>(waiting_.size());
+  }
+  *queued_ -= static_cast<uint32_t>(waiting_.size());
+  waiting_.clear();
+  std::vector<uint64_t> stuck;
+  for (auto &[key, entry] : entries_)
+    stuck.push_back(key);
+  for (uint64_t key : stuck) {
+    auto found = entries_.find(key);
+    if (found != entries_.end() && !found->second->complete)
+      finishRequest(*found->second,
+                    Status(StatusCode::Internal,
+                           "the batching policy stalled with request " +
+                               found->second->graph->request().id +
+                               " unfinished"));
+  }
+}

@@ -1,0 +1,185 @@
+//===- CustomUnfolderFaultsTest.cpp - Faulty unfolders fail alone ---------===//
+//
+// An unfolder for the custom LSTM test model (test/data/
+// lstm-bidirectional.yaml) whose behaviour each request picks: a chain over
+// its tokens, honestly declared; a chain with a peakNodes that lies; a
+// request finished in start() without a node; a request whose nodeDone
+// never finishes it. The honest requests, submitted among the faulty ones,
+// must all return their chain's result; each faulty one returns (never
+// hangs) with a precise error or its result; every row comes back.
+//
+//===----------------------------------------------------------------------===//
+#include "cellrun/Engine.h"
+#include "cellrun/Unfolder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace cellrun;
+
+namespace {
+
+class Configurable final : public Unfolder {
+public:
+  Status check(const JsonValue &request) const override {
+    const JsonValue *tokens = request.find("tokens");
+    if (!tokens || !tokens->isArray() || tokens->items().empty())
+      return Status(StatusCode::InvalidArgument, "\"tokens\" are needed");
+    const JsonValue *fault = request.find("fault");
+    if (fault && !fault->isString())
+      return Status(StatusCode::InvalidArgument, "\"fault\" is a string");
+    return Status::ok();
+  }
+
+  uint32_t peakNodes(const JsonValue &request) const override {
+    // A chain holds its last node's outputs; "lie" claims nothing is held
+    // and then runs two chains at once.
+    return fault(request) == "lie" ? 0 : 2;
+  }
+
+  Status start(const JsonValue &request, GraphBuilder &graph) override {
+    fault_ = fault(request);
+    if (fault_ == "finish-at-start") {
+      OutputTensor answer;
+      answer.name = "answer";
+      answer.shape = {1};
+      answer.integers = {42};
+      graph.result().outputs.push_back(answer);
+      graph.finish();
+      return Status::ok();
+    }
+    std::vector<int64_t> tokens;
+    for (const JsonValue &token : request.find("tokens")->items())
+      tokens.push_back(token.integer());
+    int chains = fault_ == "lie" ? 2 : 1;
+    for (int c = 0; c < chains; ++c) {
+      std::vector<uint32_t> nodes;
+      for (int64_t token : tokens) {
+        uint32_t node = graph.addNode("lstm").value();
+        std::vector<uint8_t> row(8);
+        std::memcpy(row.data(), &token, 8);
+        if (Status status = graph.setData(node, "token", row); !status.isOk())
+          return status;
+        if (!nodes.empty())
+          for (auto [input, output] :
+               {std::pair{"h", "h_next"}, {"c", "c_next"}})
+            if (Status status =
+                    graph.setOutput(node, input, nodes.back(), output);
+                !status.isOk())
+              return status;
+        nodes.push_back(node);
+      }
+      last_ = nodes.back();
+      if (Status status = graph.ready(std::move(nodes)); !status.isOk())
+        return status;
+    }
+    return Status::ok();
+  }
+
+  Status nodeDone(uint32_t node, GraphBuilder &graph) override {
+    if (node != last_ || fault_ == "never-finish")
+      return Status::ok();
+    std::vector<uint8_t> row;
+    if (Status status = graph.read(node, "h_next", row); !status.isOk())
+      return status;
+    OutputTensor h;
+    h.name = "h";
+    h.shape = {64};
+    h.floats.resize(64);
+    std::memcpy(h.floats.data(), row.data(), row.size());
+    graph.result().outputs.push_back(std::move(h));
+    graph.finish();
+    return Status::ok();
+  }
+
+private:
+  static std::string fault(const JsonValue &request) {
+    const JsonValue *fault = request.find("fault");
+    return fault ? fault->string() : "";
+  }
+
+  std::string fault_;
+  uint32_t last_ = 0;
+};
+
+TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
+  registerUnfolder("bidirectional",
+                   [] { return std::make_unique<Configurable>(); });
+  auto custom = loadArtifact(CELL_CUSTOM_ARTIFACT);
+  auto chain = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) +
+                            "/lstm/model.cellpack");
+  ASSERT_TRUE(custom.ok() && chain.ok());
+  EngineOptions options;
+  options.startWorker = false;
+  // Room for a few honest requests at once: the liars must not take rows
+  // the honest ones reserved.
+  options.poolRows = 64;
+  auto engine = Engine::create(std::move(custom).value(), options).value();
+  auto reference = Engine::create(std::move(chain).value(), options).value();
+  uint32_t idle = engine->executor().rowsInUse();
+
+  const char *faults[] = {"", "lie", "finish-at-start", "never-finish"};
+  std::vector<std::string> kinds;
+  std::vector<std::string> tokens;
+  std::vector<std::future<RequestResult>> results;
+  for (int i = 0; i < 40; ++i) {
+    std::string fault = faults[i % 4];
+    std::string list = "[";
+    for (int t = 0; t < 3 + i % 11; ++t)
+      list += (t ? ", " : "") + std::to_string((37 * i + 11 * t) % 1000);
+    list += "]";
+    kinds.push_back(fault);
+    tokens.push_back(list);
+    results.push_back(engine->submit(
+        engine->parser()
+            .parse("{\"tokens\": " + list + ", \"fault\": \"" + fault + "\"}",
+                   "r" + std::to_string(i))
+            .value()));
+    if (i % 5 == 4)
+      engine->runOnce();
+  }
+  engine->drain();
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    RequestResult result = results[i].get();
+    const std::string &kind = kinds[i];
+    if (kind.empty()) {
+      ASSERT_TRUE(result.status.isOk()) << result.status.toString();
+      auto alone =
+          reference->submit(reference->parser()
+                                .parse("{\"tokens\": " + tokens[i] + "}", "a")
+                                .value());
+      reference->drain();
+      RequestResult want = alone.get();
+      const OutputTensor *got = result.find("h");
+      const OutputTensor *expected = want.find("final_h_next");
+      ASSERT_TRUE(got && expected);
+      for (size_t e = 0; e < 64; ++e)
+        ASSERT_NEAR(got->floats[e], expected->floats[e],
+                    1e-6f + 1e-6f * std::fabs(expected->floats[e]));
+    } else if (kind == "lie") {
+      // Two chains of bound nodes need more rows than it declared.
+      ASSERT_EQ(result.status.code(), StatusCode::ResourceExhausted)
+          << result.status.toString();
+      EXPECT_NE(result.status.message().find("peakNodes is too small"),
+                std::string::npos)
+          << result.status.message();
+    } else if (kind == "finish-at-start") {
+      ASSERT_TRUE(result.status.isOk()) << result.status.toString();
+      ASSERT_NE(result.find("answer"), nullptr);
+      EXPECT_EQ(result.find("answer")->integers[0], 42);
+    } else {
+      EXPECT_EQ(result.status.code(), StatusCode::InvalidArgument);
+      EXPECT_NE(result.status.message().find("left nothing to run"),
+                std::string::npos)
+          << result.status.message();
+    }
+  }
+  EXPECT_EQ(engine->executor().rowsInUse(), idle);
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.completed + stats.failed, results.size());
+}
+
+} // namespace
