@@ -4,22 +4,22 @@
 // with the chosen batching policy on the chosen device, writes one result a
 // line in input order, shows progress on a terminal and ends with a
 // summary: requests, throughput, latency percentiles, mean batch per cell
-// type. A bad line becomes an error result; the others still run.
+// type; optionally a CSV line per task. A bad line becomes an error result;
+// the others still run.
 //
 //===----------------------------------------------------------------------===//
 #include "Run.h"
+#include "RunReport.h"
 
 #include "cellrun/Engine.h"
-#include "cellrun/JsonWriter.h"
 
 #include <unistd.h>
 
-#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 namespace cellrun::tool {
@@ -40,6 +40,8 @@ const std::vector<OptionSpec> kRunOptions = {
     {"threads", true, "N", "cpu backend: threads a kernel step (default 1)"},
     {"workers", true, "N",
      "workers, one per device (cuda: devices 0..N-1; default 1)"},
+    {"task-log", true, "FILE",
+     "one CSV line per task: cell, nodes, batch size, times"},
     {"quiet", false, "", "no progress bar"},
     {"help", false, "", "show this help"},
 };
@@ -56,48 +58,6 @@ Result<uint32_t> positive(const ParsedArgs &args, const std::string &name,
                   "--" + name + " takes a positive integer, not '" + text +
                       "'");
   return static_cast<uint32_t>(value);
-}
-
-std::string resultLine(const RequestResult &result) {
-  std::ostringstream text;
-  text << "{\"id\": " << jsonQuote(result.id);
-  if (!result.status.isOk()) {
-    text << ", \"error\": " << jsonQuote(result.status.message()) << "}";
-    return text.str();
-  }
-  text << ", \"outputs\": {";
-  for (size_t t = 0; t < result.outputs.size(); ++t) {
-    const OutputTensor &tensor = result.outputs[t];
-    text << (t ? ", " : "") << jsonQuote(tensor.name) << ": {\"shape\": [";
-    for (size_t d = 0; d < tensor.shape.size(); ++d)
-      text << (d ? ", " : "") << tensor.shape[d];
-    text << "], \"data\": [";
-    char number[32];
-    for (size_t i = 0; i < tensor.floats.size(); ++i) {
-      std::snprintf(number, sizeof number, "%.9g", tensor.floats[i]);
-      text << (i ? ", " : "") << number;
-    }
-    for (size_t i = 0; i < tensor.integers.size(); ++i)
-      text << (i ? ", " : "") << tensor.integers[i];
-    text << "]}";
-  }
-  text << "}";
-  if (!result.stopReason.empty())
-    text << ", \"stop\": " << jsonQuote(result.stopReason);
-  char times[96];
-  std::snprintf(times, sizeof times,
-                ", \"queue_us\": %.1f, \"compute_us\": %.1f",
-                result.queueMicros, result.computeMicros);
-  text << times << "}";
-  return text.str();
-}
-
-double percentile(std::vector<double> values, double fraction) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t index = static_cast<size_t>(fraction * (values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
 }
 
 void printHelp() {
@@ -173,6 +133,13 @@ int runRun(const std::vector<std::string> &args) {
     std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
     return kExitFailure;
   }
+  auto start = std::chrono::steady_clock::now();
+  TaskLog taskLog(start);
+  bool logging = options.has("task-log");
+  if (logging)
+    engineOptions.onTask = [&taskLog](const TaskRecord &record) {
+      taskLog.add(record);
+    };
   auto created = Engine::create(artifact.value(), engineOptions);
   if (!created.ok()) {
     std::cerr << "cellrun: error: " << created.status().message() << "\n";
@@ -196,105 +163,100 @@ int runRun(const std::vector<std::string> &args) {
     }
   }
 
+  // Results come back on the engine's thread in any order; they are kept
+  // by input line and the bar counts them as they arrive.
   bool progress = !options.has("quiet") && isatty(STDERR_FILENO);
-  auto start = std::chrono::steady_clock::now();
-  std::vector<std::future<RequestResult>> futures;
+  std::vector<std::shared_ptr<RequestResult>> results;
+  std::atomic<size_t> done{0};
+  auto lastDraw = std::chrono::steady_clock::now();
+  auto redraw = [&](bool force) {
+    auto now = std::chrono::steady_clock::now();
+    if (progress && (force || now - lastDraw > std::chrono::milliseconds(100))) {
+      drawProgress(done.load(), results.size());
+      lastDraw = now;
+    }
+  };
   std::string line;
   size_t lineNumber = 0;
   while (std::getline(input, line)) {
     ++lineNumber;
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
+    auto slot = std::make_shared<RequestResult>();
+    results.push_back(slot);
     std::string fallback = "line " + std::to_string(lineNumber);
     auto request = engine.parser().parse(line, fallback);
     if (!request.ok()) {
-      std::promise<RequestResult> failed;
-      RequestResult result;
-      result.id = fallback;
+      slot->id = fallback;
       if (auto json = parseJson(line); json.ok() && json->isObject())
         if (const JsonValue *id = json->find("id"))
-          result.id = id->isString()    ? id->string()
-                      : id->isInteger() ? std::to_string(id->integer())
-                                        : fallback;
-      result.status = request.status();
-      failed.set_value(std::move(result));
-      futures.push_back(failed.get_future());
+          slot->id = id->isString()    ? id->string()
+                     : id->isInteger() ? std::to_string(id->integer())
+                                       : fallback;
+      slot->status = request.status();
+      ++done;
       continue;
     }
     // Offline: wait for room in the queue instead of failing.
     while (true) {
-      auto promise = std::make_shared<std::promise<RequestResult>>();
-      auto future = promise->get_future();
       Status status =
-          engine.submit(request.value(), [promise](RequestResult r) {
-            promise->set_value(std::move(r));
+          engine.submit(request.value(), [slot, &done](RequestResult r) {
+            *slot = std::move(r);
+            ++done;
           });
-      if (status.isOk()) {
-        futures.push_back(std::move(future));
+      if (status.isOk())
         break;
-      }
       if (status.code() != StatusCode::ResourceExhausted) {
-        RequestResult result;
-        result.id = request.value().id;
-        result.status = status;
-        promise->set_value(std::move(result));
-        futures.push_back(std::move(future));
+        slot->id = request.value().id;
+        slot->status = status;
+        ++done;
         break;
       }
+      redraw(false);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    redraw(false);
   }
-  std::vector<double> latencies;
-  size_t ok = 0, failed = 0;
-  for (size_t i = 0; i < futures.size(); ++i) {
-    RequestResult result = futures[i].get();
-    if (result.status.isOk()) {
-      ++ok;
-      latencies.push_back((result.queueMicros + result.computeMicros) / 1000);
-    } else {
-      ++failed;
-      if (!writing)
-        std::cerr << "cellrun: " << result.status.message() << "\n";
-    }
-    if (writing)
-      output << resultLine(result) << "\n";
-    if (progress && (i + 1 == futures.size() || i % 16 == 0)) {
-      size_t width = 30, filled = width * (i + 1) / futures.size();
-      std::fprintf(
-          stderr, "\r[%s%s] %zu/%zu requests", std::string(filled, '#').c_str(),
-          std::string(width - filled, ' ').c_str(), i + 1, futures.size());
-    }
+  while (done.load() < results.size()) {
+    redraw(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  redraw(true);
   if (progress)
     std::fprintf(stderr, "\n");
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+
+  std::vector<double> latencies;
+  size_t failed = 0;
+  for (const auto &result : results) {
+    if (result->status.isOk()) {
+      latencies.push_back((result->queueMicros + result->computeMicros) / 1000);
+    } else {
+      ++failed;
+      if (!writing)
+        std::cerr << "cellrun: " << result->status.message() << "\n";
+    }
+    if (writing)
+      output << resultLine(*result) << "\n";
+  }
   EngineStats stats = engine.stats();
-  std::printf("model %s, %s batching on %s\n",
-              artifact.value()->model().model_name()
-                  ? artifact.value()->model().model_name()->c_str()
-                  : "?",
-              policyName(engineOptions.policy),
-              (engine.executor().describe() +
-               (engine.workers() > 1
-                    ? " and " + std::to_string(engine.workers() - 1) + " more"
-                    : std::string()))
-                  .c_str());
-  std::printf("requests: %zu (%zu ok, %zu failed) in %.3f s: %.1f requests/s\n",
-              futures.size(), ok, failed, seconds,
-              seconds > 0 ? ok / seconds : 0.0);
-  std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
-              percentile(latencies, 0.5), percentile(latencies, 0.9),
-              percentile(latencies, 0.99), percentile(latencies, 1.0));
-  for (const CellTypeStats &cell : stats.cells)
-    std::printf("cell %-10s %8llu tasks, mean batch %.1f nodes%s\n",
-                cell.name.c_str(), (unsigned long long)cell.tasks,
-                cell.tasks ? double(cell.nodes) / cell.tasks : 0.0,
-                cell.paddingRows ? (" (+" + std::to_string(cell.paddingRows) +
-                                    " padding rows)")
-                                       .c_str()
-                                 : "");
+  if (logging) {
+    std::ofstream log(options.options.at("task-log"));
+    if (!log) {
+      std::cerr << "cellrun: error: cannot write "
+                << options.options.at("task-log") << "\n";
+      return kExitFailure;
+    }
+    taskLog.write(log, stats);
+  }
+  const auto *name = artifact.value()->model().model_name();
+  std::string where = engine.executor().describe();
+  if (engine.workers() > 1)
+    where += " and " + std::to_string(engine.workers() - 1) + " more";
+  printSummary(name ? name->str() : "?", policyName(engineOptions.policy),
+               where, results.size(), std::move(latencies), seconds, stats);
   return failed ? kExitFailure : kExitOk;
 }
 
