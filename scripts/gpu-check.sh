@@ -4,7 +4,8 @@
 #   scripts/build.sh && ninja -C build bench-artifacts
 # then copy the build tree (or carry it) to the GPU machine and run there:
 #   scripts/gpu-check.sh LOGDIR [BUILD_DIR]
-# Writes into LOGDIR: device.txt, the cuda backend tests' log and XML, the
+# Writes into LOGDIR: device.txt, the cuda backend and engine tests' logs and
+# XML, the
 # CUDA microbenchmark of the hidden-1024 LSTM (fp32 and tf32: table + CSV) and
 # the CPU backend's numbers on the same machine. Exits non-zero when a test
 # fails; a missing GPU makes the tests skip and the benchmarks say so.
@@ -21,7 +22,8 @@ export CELL_EXAMPLES_BUILD_DIR="$build/examples"
   >"$logs/device.txt"
 cat "$logs/device.txt"
 
-for test in cuda-backend-tests backend-examples-cuda-tests backend-examples-cpu-tests; do
+for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests \
+  backend-examples-cpu-tests; do
   echo "== $test"
   "$build/test/$test" --gtest_output="xml:$logs/$test.xml" 2>&1 | tee "$logs/$test.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

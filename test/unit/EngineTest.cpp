@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
+#include "RandomRequests.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@
 #include <thread>
 
 using namespace cellrun;
+using cellc::testing::randomRequest;
 
 namespace {
 
@@ -48,60 +50,6 @@ makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
   auto engine = Engine::create(std::move(artifact), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
-}
-
-/// A random request in JSON: sequences of 1..maxLength tokens, or random
-/// binary trees of 1..maxLeaves leaves.
-std::string randomRequest(const std::string &model, int id,
-                          std::mt19937 &random, int maxLength = 24) {
-  std::string json = "{\"id\": \"r" + std::to_string(id) + "\", ";
-  bool seq2seq = model.rfind("seq2seq", 0) == 0;
-  int vocab = seq2seq ? 500 : 1000;
-  if (model == "treelstm") {
-    int leaves = std::uniform_int_distribution<int>(1, 12)(random);
-    std::vector<int> open;
-    json += "\"nodes\": [";
-    int count = 0;
-    for (int l = 0; l < leaves; ++l) {
-      json += (count ? ", " : "") + std::string("{\"token\": ") +
-              std::to_string(random() % vocab) + "}";
-      open.push_back(count++);
-    }
-    while (open.size() > 1) { // join two random subtrees
-      size_t a = random() % open.size();
-      int left = open[a];
-      open.erase(open.begin() + a);
-      size_t b = random() % open.size();
-      int right = open[b];
-      open.erase(open.begin() + b);
-      json += ", {\"children\": [" + std::to_string(left) + ", " +
-              std::to_string(right) + "]}";
-      open.push_back(count++);
-    }
-    return json + "]}";
-  }
-  int length = std::uniform_int_distribution<int>(1, maxLength)(random);
-  if (model == "gru") { // 64 features a step
-    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    json += "\"steps\": [";
-    for (int t = 0; t < length; ++t) {
-      json += (t ? ", {\"x\": [" : "{\"x\": [");
-      for (int f = 0; f < 64; ++f)
-        json += (f ? ", " : "") + std::to_string(value(random));
-      json += "]}";
-    }
-    return json + "]}";
-  }
-  json += "\"tokens\": [";
-  for (int t = 0; t < length; ++t)
-    json += (t ? ", " : "") + std::to_string(1 + random() % (vocab - 1));
-  if (seq2seq)
-    json += "], \"max_decode_length\": " +
-            std::to_string(std::uniform_int_distribution<int>(1, 20)(random)) +
-            "}";
-  else
-    json += "]}";
-  return json;
 }
 
 void expectSameResult(const RequestResult &got, const RequestResult &alone,
