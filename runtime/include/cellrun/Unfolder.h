@@ -52,12 +52,15 @@ public:
   virtual ~Unfolder() = default;
   /// InvalidArgument with a precise message when `request` is malformed.
   virtual Status check(const JsonValue &request) const = 0;
-  /// At most how many nodes' outputs the request holds at once (the
-  /// engine reserves rows for that many before admitting it).
+  /// At most how many nodes' outputs the request holds at once when its
+  /// nodes run one at a time (the engine reserves rows for that many, and
+  /// for the nodes of their chains in flight, before admitting it). A
+  /// request that would hold more fails alone.
   virtual uint32_t peakNodes(const JsonValue &request) const = 0;
-  /// Builds the first nodes of a checked request.
+  /// Builds the first nodes of a checked request (or finishes it).
   virtual Status start(const JsonValue &request, GraphBuilder &graph) = 0;
-  /// `node` has run.
+  /// `node` has run. A request that has nothing left to run and is not
+  /// finished fails.
   virtual Status nodeDone(uint32_t node, GraphBuilder &graph) = 0;
 };
 
