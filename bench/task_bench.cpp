@@ -92,7 +92,19 @@ int main(int argc, char **argv) {
       outputs.emplace_back(rowBytes(*spec) * batch, 0);
       outViews.push_back({outputs.back().data(), rows.data()});
     }
-    auto runner = cpu::CpuTaskRunner::create(*cell, *plan, {}, &pool).value();
+    auto created = cpu::CpuTaskRunner::create(*cell, *plan, {}, &pool);
+    if (!created.ok()) {
+      std::fprintf(stderr, "task_bench: batch %u: %s\n", batch,
+                   created.status().toString().c_str());
+      return 1;
+    }
+    auto runner = std::move(created).value();
+    // A task that fails is not timed.
+    if (Status status = runner->run(batch, inViews, outViews); !status.isOk()) {
+      std::fprintf(stderr, "task_bench: batch %u: %s\n", batch,
+                   status.toString().c_str());
+      return 1;
+    }
     double task = medianSeconds(
         [&] { (void)runner->run(batch, inViews, outViews); }, minSeconds);
 

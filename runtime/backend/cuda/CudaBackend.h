@@ -15,9 +15,9 @@
 // and task runners (one per batch size, with their cuBLASLt algorithm
 // choices) are prepared when the backend is created.
 //
-// Pools of integer rows (token ids, flags) are in mapped pinned memory: the
-// kernels read and write them in place, and the host writes and reads them
-// directly. Pools of floating-point rows are device memory.
+// Pools of integer rows (token ids, flags) are in mapped pinned memory, the
+// kernels read and write them in place; pools of floating-point rows are
+// device memory. Either way a task's data and results go through its slot.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDABACKEND_H
@@ -103,7 +103,7 @@ public:
 
 private:
   /// A finished task's row on its way to the caller: `bytes` from `from`
-  /// (the slot's pinned read-back area, or a mapped pool row) to `to`.
+  /// (the slot's pinned read-back area) to `to`.
   struct Delivery {
     const void *from;
     void *to;

@@ -5,8 +5,10 @@
 // input, then per output), then per pool of written rows their pool indices
 // and their bytes, then per pool of read rows their pool indices; the slot's
 // read-back area holds the gathered rows, pool after pool. Rows of mapped
-// (host-visible) pools need no staging: the host writes and reads them in
-// place.
+// (host-visible) pools go the same way: the host never writes a pool row
+// itself, since a task still in flight may write that row after the host
+// (a step issued past EOS whose request has ended and given its rows back),
+// and stream order settles it when the write is a kernel of a later task.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaBackend.h"
@@ -25,7 +27,7 @@ static constexpr size_t kTicketBytes = 16;
 static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 namespace {
-/// Rows of one device pool a task moves: the transfers' indices.
+/// Rows of one pool a task moves.
 struct PoolGroup {
   PoolMemory pool;
   size_t rowBytes = 0;
@@ -35,13 +37,11 @@ struct PoolGroup {
                       // reads: offset in the read-back area
 };
 
-/// The transfers of device pools grouped by pool, in first-seen order.
+/// The transfers grouped by pool, in first-seen order.
 std::vector<PoolGroup>
 groupByPool(const std::vector<TaskTransfers::Row> &rows) {
   std::vector<PoolGroup> groups;
   for (const TaskTransfers::Row &row : rows) {
-    if (row.pool.host)
-      continue;
     auto group = std::find_if(groups.begin(), groups.end(), [&](auto &g) {
       return g.pool.device == row.pool.device;
     });
@@ -162,11 +162,6 @@ Status CudaBackend::enqueueTask(
   for (size_t t = 0; t < rowIndices.size(); ++t)
     std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
                 rows * sizeof(int32_t));
-  for (const TaskTransfers::Row &write : transfers.writes)
-    if (write.pool.host)
-      std::memcpy(static_cast<uint8_t *>(write.pool.host) +
-                      static_cast<size_t>(write.row) * write.rowBytes,
-                  write.host, write.rowBytes);
   for (const PoolGroup &group : writes)
     for (size_t k = 0; k < group.rows.size(); ++k) {
       reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
@@ -179,12 +174,6 @@ Status CudaBackend::enqueueTask(
       slot.deliveries.push_back({hostBack + group.data + k * group.rowBytes,
                                  group.rows[k]->host, group.rowBytes});
     }
-  for (const TaskTransfers::Row &read : transfers.reads)
-    if (read.pool.host)
-      slot.deliveries.push_back(
-          {static_cast<const uint8_t *>(read.pool.host) +
-               static_cast<size_t>(read.row) * read.rowBytes,
-           read.host, read.rowBytes});
 
   // One copy in; data rows into their pools; the task; the read rows
   // gathered; one copy back; the ticket.
