@@ -99,8 +99,11 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
         SlotPool *pool = &executor_->pool(cell, isOutput, i);
         auto [at, added] =
             ids.emplace(pool, static_cast<uint32_t>(pools_.size()));
-        if (added)
-          pools_.push_back({pool});
+        if (added) {
+          PoolState state;
+          state.pool = pool;
+          pools_.push_back(std::move(state));
+        }
         (isOutput ? part.outputs : part.inputs).push_back(at->second);
       }
     }

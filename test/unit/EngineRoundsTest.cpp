@@ -201,8 +201,9 @@ TEST(EngineRoundsTest, ConcurrentSubmittersNeverExceedTheQueueLimit) {
             engine->parser().parse(R"({"tokens": [4, 5]})", "q").value(),
             [](RequestResult) {});
         (status.isOk() ? accepted : refused)++;
-        if (!status.isOk())
+        if (!status.isOk()) {
           EXPECT_EQ(status.code(), StatusCode::ResourceExhausted);
+        }
       }
     });
   for (std::thread &thread : threads)
