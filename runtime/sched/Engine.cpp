@@ -36,11 +36,11 @@ const char *cellrun::policyName(Policy policy) {
 
 Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
                                 const EngineOptions &options, uint32_t index,
-                                std::atomic<uint32_t> *queued) {
+                                AdmissionQueue *admission) {
   artifact_ = artifact;
   options_ = options;
   index_ = index;
-  queued_ = queued;
+  admission_ = admission;
   auto parser = RequestParser::create(artifact, options.limits);
   if (!parser.ok())
     return parser.status();
@@ -144,43 +144,24 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   return Status::ok();
 }
 
-uint32_t EngineWorker::load() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return waitingHere_ + stats_.running;
-}
-
 uint32_t EngineWorker::poolId(uint32_t part, bool isOutput,
                               uint32_t index) const {
   const PartPools &pools = partPools_[part];
   return (isOutput ? pools.outputs : pools.inputs)[index];
 }
 
-void EngineWorker::enqueue(std::unique_ptr<Entry> entry) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++waitingHere_;
-    ++stats_.submitted;
-    inbox_.push_back(std::move(entry));
-  }
-  wake_.notify_one();
-}
-
 void EngineWorker::drain() {
   while (true) {
+    bool waiting;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (inbox_.empty() && entries_.empty() && pending_.empty())
-        return;
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      waiting = !admission_->waiting.empty();
     }
-    if (!runOnce()) {
-      bool inboxEmpty;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        inboxEmpty = inbox_.empty();
-      }
-      if (inboxEmpty)
-        failStuck();
-    }
+    if (!waiting && entries_.empty() && pending_.empty())
+      return;
+    // Nothing ran though requests are admitted: only a bug gets here.
+    if (!runOnce() && !entries_.empty())
+      failStuck();
   }
 }
 
@@ -188,41 +169,36 @@ void EngineWorker::workerLoop() {
   uint32_t idleRounds = 0;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] {
-        return stopping_ || !inbox_.empty() || !entries_.empty() ||
-               !pending_.empty();
+      std::unique_lock<std::mutex> lock(admission_->mutex);
+      admission_->wake.wait(lock, [&] {
+        return admission_->stopping || !admission_->waiting.empty() ||
+               !entries_.empty() || !pending_.empty();
       });
-      if (stopping_ && inbox_.empty() && entries_.empty() && pending_.empty())
+      if (admission_->stopping && admission_->waiting.empty() &&
+          entries_.empty() && pending_.empty())
         return;
     }
     if (runOnce()) {
       idleRounds = 0;
       continue;
     }
-    // Nothing ran: requests wait for rows only while others run, so a
-    // loop with admitted requests and nothing to run is stuck (a bug).
-    bool stuck;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stuck = inbox_.empty() && !entries_.empty() &&
-              entries_.size() > waiting_.size() && ++idleRounds > 2;
-    }
-    if (stuck) {
+    // Nothing ran: admitted requests that have nothing to run for a few
+    // rounds are stuck (a bug); waiting ones wait for rows to free up.
+    if (!entries_.empty() && ++idleRounds > 2) {
       failStuck();
       continue;
     }
-    std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait_for(lock, std::chrono::milliseconds(1));
+    std::unique_lock<std::mutex> lock(admission_->mutex);
+    admission_->wake.wait_for(lock, std::chrono::milliseconds(1));
   }
 }
 
 void EngineWorker::stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    admission_->stopping = true;
   }
-  wake_.notify_all();
+  admission_->wake.notify_all();
   if (worker_.joinable())
     worker_.join();
   else
@@ -243,9 +219,10 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
   if (options.workers == 0)
     return Status(StatusCode::InvalidArgument, "an engine needs a worker");
   auto impl = std::make_unique<Impl>();
+  impl->admission.limit = options.maxQueue;
   for (uint32_t w = 0; w < options.workers; ++w) {
     auto worker = std::make_unique<EngineWorker>();
-    if (Status status = worker->initialise(artifact, options, w, &impl->queued);
+    if (Status status = worker->initialise(artifact, options, w, &impl->admission);
         !status.isOk()) {
       for (auto &started : impl->workers)
         started->stop();
@@ -270,39 +247,41 @@ const EngineOptions &Engine::options() const {
 }
 
 Status Engine::submit(Request request, Callback done) {
-  EngineWorker &first = *impl_->workers[0];
-  if (Status status = first.parser_->check(request); !status.isOk()) {
-    ++impl_->rejected;
+  AdmissionQueue &admission = impl_->admission;
+  const RequestParser &parser = *impl_->workers[0]->parser_;
+  if (Status status = parser.check(request); !status.isOk()) {
+    std::lock_guard<std::mutex> lock(admission.mutex);
+    ++admission.rejected;
     return status;
   }
-  // The queue limit is the engine's: claim a place or refuse at once.
-  uint32_t limit = options().maxQueue;
-  uint32_t queued = impl_->queued.load();
-  do {
-    if (queued >= limit) {
-      ++impl_->rejected;
-      return Status(StatusCode::ResourceExhausted,
-                    "overloaded: " + std::to_string(queued) +
-                        " requests are waiting (the limit is " +
-                        std::to_string(limit) + ")");
-    }
-  } while (!impl_->queued.compare_exchange_weak(queued, queued + 1));
-  // The least loaded worker takes it.
-  EngineWorker *chosen = nullptr;
-  uint32_t best = UINT32_MAX;
-  for (auto &worker : impl_->workers)
-    if (uint32_t load = worker->load(); load < best) {
-      best = load;
-      chosen = worker.get();
-    }
   auto entry = std::make_unique<EngineWorker::Entry>();
-  entry->key = impl_->nextKey++;
   entry->done = std::move(done);
   uint32_t window = std::max(1u, options().maxTasksToSubmit);
-  entry->graph = std::make_unique<CellGraph>(first.parser_->structure(),
+  entry->graph = std::make_unique<CellGraph>(parser.structure(),
                                              std::move(request), window);
   entry->graph->arrival = Clock::now();
-  chosen->enqueue(std::move(entry));
+  uint64_t deadline = entry->graph->deadline();
+  {
+    std::lock_guard<std::mutex> lock(admission.mutex);
+    auto &waiting = admission.waiting;
+    if (waiting.size() >= admission.limit) {
+      ++admission.rejected;
+      return Status(StatusCode::ResourceExhausted,
+                    "overloaded: " + std::to_string(waiting.size()) +
+                        " requests are waiting (the limit is " +
+                        std::to_string(admission.limit) + ")");
+    }
+    entry->key = admission.nextKey++;
+    ++admission.submitted;
+    // Earliest deadline first, then arrival order.
+    auto at = std::upper_bound(
+        waiting.begin(), waiting.end(), deadline,
+        [](uint64_t due, const std::unique_ptr<EngineWorker::Entry> &other) {
+          return due < other->graph->deadline();
+        });
+    waiting.insert(at, std::move(entry));
+  }
+  admission.wake.notify_all();
   return Status::ok();
 }
 
@@ -340,15 +319,18 @@ uint32_t Engine::workers() const {
 
 EngineStats Engine::stats() const {
   EngineStats total;
-  total.rejected = impl_->rejected.load();
+  {
+    std::lock_guard<std::mutex> lock(impl_->admission.mutex);
+    total.submitted = impl_->admission.submitted;
+    total.rejected = impl_->admission.rejected;
+    total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size());
+  }
   for (auto &worker : impl_->workers) {
     std::lock_guard<std::mutex> lock(worker->mutex_);
     const EngineStats &stats = worker->stats_;
-    total.submitted += stats.submitted;
     total.completed += stats.completed;
     total.failed += stats.failed;
     total.deadlineMisses += stats.deadlineMisses;
-    total.waiting += worker->waitingHere_;
     total.running += stats.running;
     uint64_t tasks = 0;
     if (total.cells.empty())

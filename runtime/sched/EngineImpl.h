@@ -1,7 +1,8 @@
 //===- EngineImpl.h - The engine's state and loop --------------*- C++ -*-===//
 //
-// EngineWorker, one per device: the inbox that submit() fills from any
-// thread, and the thread that admits requests against the pools' rows, asks
+// EngineWorker, one per device: the thread that admits waiting requests
+// (from the queue submit() fills from any thread) against its pools' rows,
+// asks
 // the batching policy for tasks, binds each task's nodes to pool rows
 // (request data written into fresh rows, states read in place from the rows
 // their producers wrote, zeros from one reserved zero row per pool, padding
@@ -31,6 +32,8 @@
 
 namespace cellrun {
 
+struct AdmissionQueue;
+
 /// One device: its executor, batching policy, requests and thread.
 class EngineWorker {
 public:
@@ -50,15 +53,10 @@ public:
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);
-  /// `queued` counts the requests waiting in every worker (the engine's
-  /// queue limit).
+  /// requests come from `admission`, shared by every worker.
   Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
                     const EngineOptions &options, uint32_t index,
-                    std::atomic<uint32_t> *queued);
-  /// Requests queued or running here (for choosing the least loaded).
-  uint32_t load() const;
-  /// Queues a checked request (the engine has counted it in `queued`).
-  void enqueue(std::unique_ptr<Entry> entry);
+                    AdmissionQueue *admission);
   bool runOnce();
   void drain();
   void workerLoop();
@@ -70,11 +68,10 @@ public:
   std::unique_ptr<RequestParser> parser_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<BatchingPolicy> policy_;
-  std::atomic<uint32_t> *queued_ = nullptr;
+  AdmissionQueue *admission_ = nullptr;
 
-  // Worker-owned state.
+  // Worker-owned state: the requests admitted here.
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
-  std::deque<uint64_t> waiting_;
   /// The executor's pools, by id.
   struct PoolState {
     SlotPool *pool = nullptr;
@@ -96,12 +93,8 @@ public:
   /// Rounds overlap: a round is completed after the next is submitted.
   bool overlap_ = false;
 
-  // Shared with submit() and stats().
+  // Shared with stats().
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::unique_ptr<Entry>> inbox_;
-  uint32_t waitingHere_ = 0; // inbox + waiting
-  bool stopping_ = false;
   EngineStats stats_;
   std::thread worker_;
 
@@ -134,7 +127,9 @@ private:
     Status status;
   };
 
-  void admit();
+  /// Admits waiting requests while their rows fit here; true when it took
+  /// one (admitted or refused).
+  bool admit();
   Status reserveFor(Entry &entry, bool &fits);
   void startRequest(Entry &entry);
   InFlight launch(PlannedTask task);
@@ -166,12 +161,25 @@ private:
   std::vector<InFlight> pending_;
 };
 
+/// Requests waiting for admission, shared by the workers: earliest
+/// deadline first, then arrival order. Any worker whose pools have room for
+/// the first admits it (late binding: a request is placed on a device only
+/// when it can start there), so no request waits behind a busy device while
+/// another is idle. Workers sleep on `wake`.
+struct AdmissionQueue {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::unique_ptr<EngineWorker::Entry>> waiting;
+  uint32_t limit = 0;
+  uint64_t nextKey = 1;
+  uint64_t submitted = 0, rejected = 0;
+  bool stopping = false;
+};
+
 class Engine::Impl {
 public:
+  AdmissionQueue admission;
   std::vector<std::unique_ptr<EngineWorker>> workers;
-  std::atomic<uint32_t> queued{0}; // waiting in any worker
-  std::atomic<uint64_t> nextKey{1};
-  std::atomic<uint64_t> rejected{0};
 };
 
 } // namespace cellrun

@@ -14,7 +14,7 @@
 using namespace cellrun;
 
 bool EngineWorker::runOnce() {
-  admit();
+  bool admitted = admit();
   std::vector<PlannedTask> planned = policy_->next();
   std::vector<InFlight> round;
   round.reserve(planned.size());
@@ -22,7 +22,7 @@ bool EngineWorker::runOnce() {
   // for: on the GPU they run back to back while the host goes on.
   for (PlannedTask &task : planned)
     round.push_back(launch(std::move(task)));
-  bool worked = !round.empty() || !pending_.empty();
+  bool worked = admitted || !round.empty() || !pending_.empty();
   if (overlap_) {
     // Complete the previous round while this one runs.
     std::vector<InFlight> previous = std::move(pending_);

@@ -43,44 +43,35 @@ Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
   return Status::ok();
 }
 
-void EngineWorker::admit() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    while (!inbox_.empty()) {
-      std::unique_ptr<Entry> entry = std::move(inbox_.front());
-      inbox_.pop_front();
-      uint64_t key = entry->key;
-      uint64_t deadline = entry->graph->deadline();
-      entries_[key] = std::move(entry);
-      // Kept in order: earliest deadline first, then arrival.
-      auto at =
-          std::upper_bound(waiting_.begin(), waiting_.end(), deadline,
-                           [&](uint64_t due, uint64_t other) {
-                             return due < entries_[other]->graph->deadline();
-                           });
-      waiting_.insert(at, key);
-    }
-  }
-  while (!waiting_.empty()) {
-    Entry &entry = *entries_[waiting_.front()];
-    bool fits = false;
-    Status status = reserveFor(entry, fits);
-    if (status.isOk() && !fits)
-      break;
-    waiting_.pop_front();
+bool EngineWorker::admit() {
+  bool took = false;
+  while (true) {
+    std::unique_ptr<Entry> entry;
+    Status status;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --waitingHere_;
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      if (admission_->waiting.empty())
+        break;
+      // The first waiting request, if its rows fit here; it blocks those
+      // behind it until some worker has room for it.
+      bool fits = false;
+      status = reserveFor(*admission_->waiting.front(), fits);
+      if (status.isOk() && !fits)
+        break;
+      entry = std::move(admission_->waiting.front());
+      admission_->waiting.pop_front();
     }
-    --*queued_;
-    if (!status.isOk()) {
-      finishRequest(entry, status);
-      continue;
-    }
-    startRequest(entry);
+    took = true;
+    Entry &admitted = *entry;
+    entries_[admitted.key] = std::move(entry);
+    if (!status.isOk())
+      finishRequest(admitted, status);
+    else
+      startRequest(admitted);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.running = static_cast<uint32_t>(entries_.size() - waiting_.size());
+  stats_.running = static_cast<uint32_t>(entries_.size());
+  return took;
 }
 
 void EngineWorker::startRequest(Entry &entry) {
@@ -150,21 +141,8 @@ void EngineWorker::deliver(uint64_t key) {
 }
 
 void EngineWorker::failStuck() {
-  // Nothing can run, yet requests are in: only a bug gets here. Fail them
-  // all, waiting ones included, so no caller waits forever.
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    while (!inbox_.empty()) {
-      std::unique_ptr<Entry> entry = std::move(inbox_.front());
-      inbox_.pop_front();
-      uint64_t key = entry->key;
-      entries_[key] = std::move(entry);
-      waiting_.push_back(key);
-    }
-    waitingHere_ -= static_cast<uint32_t>(waiting_.size());
-  }
-  *queued_ -= static_cast<uint32_t>(waiting_.size());
-  waiting_.clear();
+  // Admitted requests with nothing to run: only a bug gets here. Fail them
+  // so that no caller waits forever.
   std::vector<uint64_t> stuck;
   for (auto &[key, entry] : entries_)
     stuck.push_back(key);
