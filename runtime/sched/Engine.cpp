@@ -222,7 +222,8 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
   impl->admission.limit = options.maxQueue;
   for (uint32_t w = 0; w < options.workers; ++w) {
     auto worker = std::make_unique<EngineWorker>();
-    if (Status status = worker->initialise(artifact, options, w, &impl->admission);
+    if (Status status =
+            worker->initialise(artifact, options, w, &impl->admission);
         !status.isOk()) {
       for (auto &started : impl->workers)
         started->stop();
@@ -231,6 +232,7 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
                                              status.message())
                  : status;
     }
+    impl->admission.workers.push_back(worker.get());
     impl->workers.push_back(std::move(worker));
   }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));

@@ -97,6 +97,9 @@ public:
   mutable std::mutex mutex_;
   EngineStats stats_;
   std::thread worker_;
+  /// The share of its tightest pool not reserved, in millionths (read by
+  /// the other workers: the head of the queue goes to the roomiest).
+  std::atomic<uint32_t> room_{1000000};
 
 private:
   /// A row the host reads back with a task: output `output` of task row
@@ -127,9 +130,13 @@ private:
     Status status;
   };
 
-  /// Admits waiting requests while their rows fit here; true when it took
-  /// one (admitted or refused).
+  /// Admits waiting requests while their rows fit here and no other worker
+  /// has more room; true when it took one (admitted or refused).
   bool admit();
+  /// Updates room_ after the reservations changed.
+  void publishRoom();
+  /// No other worker has more room than this one (ties to the lower index).
+  bool roomiest() const;
   Status reserveFor(Entry &entry, bool &fits);
   void startRequest(Entry &entry);
   InFlight launch(PlannedTask task);
@@ -162,14 +169,15 @@ private:
 };
 
 /// Requests waiting for admission, shared by the workers: earliest
-/// deadline first, then arrival order. Any worker whose pools have room for
-/// the first admits it (late binding: a request is placed on a device only
-/// when it can start there), so no request waits behind a busy device while
-/// another is idle. Workers sleep on `wake`.
+/// deadline first, then arrival order. The worker with the most room
+/// admits the first when it fits there (late binding: a request is placed
+/// on a device only when it can start there), so no request waits behind a
+/// busy device while another is idle. Workers sleep on `wake`.
 struct AdmissionQueue {
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<std::unique_ptr<EngineWorker::Entry>> waiting;
+  std::vector<EngineWorker *> workers;
   uint32_t limit = 0;
   uint64_t nextKey = 1;
   uint64_t submitted = 0, rejected = 0;

@@ -59,8 +59,10 @@ void EngineWorker::releaseFor(uint64_t request, uint32_t pool, int32_t row) {
   auto found = entries_.find(request);
   if (found != entries_.end() && !found->second->complete)
     --found->second->held[pool];
-  else
+  else {
     --pools_[pool].reserved; // the ended request's rows in flight
+    publishRoom();
+  }
 }
 
 Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,

@@ -40,7 +40,27 @@ Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
     pools_[pool].reserved += need[pool];
   entry.reservation = std::move(need);
   entry.held.assign(pools_.size(), 0);
+  publishRoom();
   return Status::ok();
+}
+
+void EngineWorker::publishRoom() {
+  double room = 1;
+  for (const PoolState &state : pools_)
+    if (state.budget > 0)
+      room = std::min(room, double(state.budget - state.reserved) /
+                                double(state.budget));
+  room_.store(static_cast<uint32_t>(room * 1e6), std::memory_order_relaxed);
+}
+
+bool EngineWorker::roomiest() const {
+  uint32_t mine = room_.load(std::memory_order_relaxed);
+  for (const EngineWorker *other : admission_->workers) {
+    uint32_t theirs = other->room_.load(std::memory_order_relaxed);
+    if (theirs > mine || (theirs == mine && other->index_ < index_))
+      return false;
+  }
+  return true;
 }
 
 bool EngineWorker::admit() {
@@ -52,8 +72,10 @@ bool EngineWorker::admit() {
       std::lock_guard<std::mutex> lock(admission_->mutex);
       if (admission_->waiting.empty())
         break;
-      // The first waiting request, if its rows fit here; it blocks those
-      // behind it until some worker has room for it.
+      // The first waiting request, if no worker has more room and its rows
+      // fit here; it blocks those behind it until then.
+      if (admission_->workers.size() > 1 && !roomiest())
+        break;
       bool fits = false;
       status = reserveFor(*admission_->waiting.front(), fits);
       if (status.isOk() && !fits)
@@ -98,6 +120,7 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       pools_[pool].reserved -= entry.reservation[pool] - entry.held[pool];
     entry.reservation.clear();
+    publishRoom();
   }
   entry.complete = true;
   RequestResult &result = graph.result();
