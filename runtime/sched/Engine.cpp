@@ -51,23 +51,28 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     return Status(StatusCode::Unsupported,
                   "padded batching needs sequences; this model unfolds trees "
                   "(use cellular or graph)");
-  ExecutorOptions executorOptions = options.executor;
-  executorOptions.cudaDevice += static_cast<int>(index);
-  auto executor = Executor::create(artifact, options.poolRows, executorOptions);
-  if (!executor.ok())
-    return executor.status();
-  executor_ = std::move(executor).value();
   // Nodes of one chain bound before the first of them completes: a round's
   // worth (cellular: up to maxTasksToSubmit consecutive steps; the
-  // baselines: one), twice on an asynchronous executor, which completes a
-  // round only after submitting the next.
+  // baselines: one), twice when rounds overlap (a round is completed only
+  // after the next is submitted, as on asynchronous executors).
   uint32_t perRound = options.policy == Policy::Cellular
                           ? std::max(1u, options.maxTasksToSubmit)
                           : 1u;
   overlap_ = options.overlapRounds == EngineOptions::Overlap::On ||
              (options.overlapRounds == EngineOptions::Overlap::Auto &&
-              executor_->asynchronous());
+              options.executor.device == DeviceKind::Cuda);
   nodesInFlight_ = perRound * (overlap_ ? 2 : 1);
+  ExecutorOptions executorOptions = options.executor;
+  executorOptions.cudaDevice += static_cast<int>(index);
+  // A staging slot for every task of two rounds, so that submitting the
+  // next round does not wait for the device.
+  executorOptions.tasksInFlight =
+      std::max(executorOptions.tasksInFlight,
+               2 * std::max(1u, options.maxTasksToSubmit));
+  auto executor = Executor::create(artifact, options.poolRows, executorOptions);
+  if (!executor.ok())
+    return executor.status();
+  executor_ = std::move(executor).value();
 
   std::vector<PartInfo> parts;
   for (const CellRoles &roles : structure.cells)
