@@ -73,8 +73,10 @@ public:
     waitingRemove(request);
     bool inBatch =
         std::find(batch_.begin(), batch_.end(), request) != batch_.end();
-    if (!inBatch)
+    if (!inBatch) {
+      done_.erase(request);
       return {request}; // failed before its batch started
+    }
     for (uint64_t member : batch_)
       if (!done_.count(member))
         return {};

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CellGraph.h"
+#include "UnfolderGuard.h"
 
 #include "../backend/cpu/ElementIO.h"
 
@@ -178,7 +179,9 @@ ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
 Result<std::vector<ReadySubgraph>> CellGraph::start() {
   if (structure_.kind == cellpack::Structure::Custom) {
     unfolder_ = structure_.makeUnfolder();
-    if (Status status = unfolder_->start(*request_.json, *this); !status.isOk())
+    if (Status status = callUnfolder(
+            [&] { return unfolder_->start(*request_.json, *this); });
+        !status.isOk())
       return Status(status.code(),
                     "request " + request_.id + ": " + status.message());
     return std::move(handedOver_);
@@ -354,7 +357,8 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
   case cellpack::Structure::Custom: {
     handedOver_.clear();
     reader_ = &read;
-    Status status = unfolder_->nodeDone(node, *this);
+    Status status =
+        callUnfolder([&] { return unfolder_->nodeDone(node, *this); });
     reader_ = nullptr;
     if (!status.isOk())
       return Status(status.code(),
@@ -365,7 +369,7 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
   return Status(StatusCode::Internal, "unknown structure");
 }
 
-std::vector<CellGraph::RowNeed>
+Result<std::vector<CellGraph::RowNeed>>
 CellGraph::peakRows(uint32_t nodesInFlight) const {
   // A chain holds the outputs of the node before the nodes in flight and
   // of every node in flight, and one data row per node in flight.
@@ -403,8 +407,15 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
   case cellpack::Structure::Custom: {
     // The unfolder bounds the nodes whose outputs are alive at once; each
     // of them may head a chain with nodesInFlight nodes bound ahead.
-    uint32_t peak = std::max<uint32_t>(
-        1, structure_.makeUnfolder()->peakNodes(*request_.json));
+    uint32_t declared = 0;
+    if (Status status = callUnfolder([&] {
+          declared = structure_.makeUnfolder()->peakNodes(*request_.json);
+          return Status::ok();
+        });
+        !status.isOk())
+      return Status(status.code(),
+                    "request " + request_.id + ": " + status.message());
+    uint32_t peak = std::max<uint32_t>(1, declared);
     for (uint32_t part = 0; part < structure_.cells.size(); ++part)
       addPart(part, peak * generations, peak * nodesInFlight);
     break;

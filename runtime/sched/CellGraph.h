@@ -106,7 +106,7 @@ public:
     bool isOutput;
     uint32_t rows;
   };
-  std::vector<RowNeed> peakRows(uint32_t nodesInFlight) const;
+  Result<std::vector<RowNeed>> peakRows(uint32_t nodesInFlight) const;
 
   // GraphBuilder, for custom unfolders (CellGraphBuilder.cpp).
   Result<uint32_t> addNode(std::string_view cell) override;

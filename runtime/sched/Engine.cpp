@@ -180,8 +180,10 @@ void EngineWorker::workerLoop() {
                !entries_.empty() || !pending_.empty();
       });
       if (admission_->stopping && admission_->waiting.empty() &&
-          entries_.empty() && pending_.empty())
+          entries_.empty() && pending_.empty()) {
+        exited_ = true;
         return;
+      }
     }
     if (runOnce()) {
       idleRounds = 0;
@@ -263,10 +265,20 @@ Status Engine::submit(Request request, Callback done) {
   }
   auto entry = std::make_unique<EngineWorker::Entry>();
   entry->done = std::move(done);
-  uint32_t window = std::max(1u, options().maxTasksToSubmit);
-  entry->graph = std::make_unique<CellGraph>(parser.structure(),
-                                             std::move(request), window);
+  // Decoder steps issued ahead: as many as may be in flight.
+  EngineWorker &worker = *impl_->workers[0];
+  entry->graph = std::make_unique<CellGraph>(
+      parser.structure(), std::move(request), worker.nodesInFlight_);
   entry->graph->arrival = Clock::now();
+  // The rows it may hold at once (every worker's pools are alike); a
+  // request that can never fit is refused now.
+  auto need = worker.needOf(*entry->graph);
+  if (!need.ok()) {
+    std::lock_guard<std::mutex> lock(admission.mutex);
+    ++admission.rejected;
+    return need.status();
+  }
+  entry->need = std::move(need).value();
   uint64_t deadline = entry->graph->deadline();
   {
     std::lock_guard<std::mutex> lock(admission.mutex);

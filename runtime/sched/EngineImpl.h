@@ -42,9 +42,10 @@ public:
     uint64_t key = 0;
     std::unique_ptr<CellGraph> graph;
     Callback done;
-    /// Per pool id: rows reserved at admission, and rows held now (never
-    /// more: a request cannot take rows reserved for others).
-    std::vector<uint32_t> reservation, held;
+    /// Per pool id: the rows it may hold at once (found at submission),
+    /// those reserved at admission, and those held now (never more than
+    /// reserved: a request cannot take rows reserved for others).
+    std::vector<uint32_t> need, reservation, held;
     bool admitted = false;
     bool complete = false;
     /// Set when a task could not bind one of its nodes: the request fails
@@ -58,6 +59,9 @@ public:
                     const EngineOptions &options, uint32_t index,
                     AdmissionQueue *admission);
   bool runOnce();
+  /// The rows `graph` may hold at once, per pool id; an error when they
+  /// can never fit (or a custom unfolder fails).
+  Result<std::vector<uint32_t>> needOf(const CellGraph &graph) const;
   void drain();
   void workerLoop();
   void stop();
@@ -97,9 +101,8 @@ public:
   mutable std::mutex mutex_;
   EngineStats stats_;
   std::thread worker_;
-  /// The share of its tightest pool not reserved, in millionths (read by
-  /// the other workers: the head of the queue goes to the roomiest).
-  std::atomic<uint32_t> room_{1000000};
+  /// The worker thread has returned (it admits nothing any more).
+  std::atomic<bool> exited_{false};
 
 private:
   /// A row the host reads back with a task: output `output` of task row
@@ -130,14 +133,16 @@ private:
     Status status;
   };
 
-  /// Admits waiting requests while their rows fit here and no other worker
-  /// has more room; true when it took one (admitted or refused).
+  /// Admits waiting requests while they fit here and this worker is the
+  /// one to take them; true when it took one.
   bool admit();
-  /// Updates room_ after the reservations changed.
-  void publishRoom();
-  /// No other worker has more room than this one (ties to the lower index).
-  bool roomiest() const;
-  Status reserveFor(Entry &entry, bool &fits);
+  // Reservations: read and written only under the admission mutex (other
+  // workers compare their room with this worker's).
+  bool fits(const std::vector<uint32_t> &need) const;
+  double room() const; // the free share of the tightest pool
+  /// This worker takes the head of the queue: it fits here and no other
+  /// running worker it fits has more room (an idle worker takes it).
+  bool takesHead(const Entry &head) const;
   void startRequest(Entry &entry);
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
@@ -169,10 +174,11 @@ private:
 };
 
 /// Requests waiting for admission, shared by the workers: earliest
-/// deadline first, then arrival order. The worker with the most room
-/// admits the first when it fits there (late binding: a request is placed
-/// on a device only when it can start there), so no request waits behind a
-/// busy device while another is idle. Workers sleep on `wake`.
+/// deadline first, then arrival order. Among the workers the first fits,
+/// the one with the most room admits it, or any that is idle (late
+/// binding: a request is placed on a device only when it can start there),
+/// so no request waits behind a busy device while another has room. The
+/// mutex also guards every worker's reservations. Workers sleep on `wake`.
 struct AdmissionQueue {
   std::mutex mutex;
   std::condition_variable wake;

@@ -60,8 +60,8 @@ void EngineWorker::releaseFor(uint64_t request, uint32_t pool, int32_t row) {
   if (found != entries_.end() && !found->second->complete)
     --found->second->held[pool];
   else {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
     --pools_[pool].reserved; // the ended request's rows in flight
-    publishRoom();
   }
 }
 

@@ -1,7 +1,7 @@
 //===- EngineRequests.cpp - Admission and the end of requests -------------===//
 //
-// A request waits until the rows it may hold at once fit the pools'
-// budget (earliest deadline first, then arrival order; the first that does
+// A request waits until the rows it may hold at once fit some worker's
+// pools (earliest deadline first, then arrival order; the first that does
 // not fit blocks those behind it, so a large request is not overtaken
 // forever by small ones), is unfolded when admitted, and is returned the
 // moment it completes or fails, with its rows and reservation given back.
@@ -17,46 +17,52 @@ static double microsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
 
-Status EngineWorker::reserveFor(Entry &entry, bool &fits) {
+Result<std::vector<uint32_t>>
+EngineWorker::needOf(const CellGraph &graph) const {
+  auto rows = graph.peakRows(nodesInFlight_);
+  if (!rows.ok())
+    return rows.status();
   std::vector<uint32_t> need(pools_.size(), 0);
-  for (const CellGraph::RowNeed &rows : entry.graph->peakRows(nodesInFlight_))
-    need[poolId(rows.part, rows.isOutput, rows.index)] += rows.rows;
-  fits = true;
-  for (uint32_t pool = 0; pool < pools_.size(); ++pool) {
-    const PoolState &state = pools_[pool];
-    if (need[pool] > state.budget)
-      return Status(StatusCode::ResourceExhausted,
-                    "request " + entry.graph->request().id + " needs " +
-                        std::to_string(need[pool]) + " rows of " +
-                        std::to_string(state.pool->rowBytes()) +
-                        "-byte state at once; the pool has " +
-                        std::to_string(state.budget) +
-                        " (raise the pool size)");
-    fits &= state.reserved + need[pool] <= state.budget;
-  }
-  if (!fits)
-    return Status::ok();
+  for (const CellGraph::RowNeed &row : rows.value())
+    need[poolId(row.part, row.isOutput, row.index)] += row.rows;
   for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-    pools_[pool].reserved += need[pool];
-  entry.reservation = std::move(need);
-  entry.held.assign(pools_.size(), 0);
-  publishRoom();
-  return Status::ok();
+    if (need[pool] > pools_[pool].budget)
+      return Status(StatusCode::ResourceExhausted,
+                    "request " + graph.request().id + " needs " +
+                        std::to_string(need[pool]) + " rows of " +
+                        std::to_string(pools_[pool].pool->rowBytes()) +
+                        "-byte state at once; the pool has " +
+                        std::to_string(pools_[pool].budget) +
+                        " (raise the pool size)");
+  return need;
 }
 
-void EngineWorker::publishRoom() {
+bool EngineWorker::fits(const std::vector<uint32_t> &need) const {
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    if (pools_[pool].reserved + need[pool] > pools_[pool].budget)
+      return false;
+  return true;
+}
+
+double EngineWorker::room() const {
   double room = 1;
   for (const PoolState &state : pools_)
     if (state.budget > 0)
       room = std::min(room, double(state.budget - state.reserved) /
                                 double(state.budget));
-  room_.store(static_cast<uint32_t>(room * 1e6), std::memory_order_relaxed);
+  return room;
 }
 
-bool EngineWorker::roomiest() const {
-  uint32_t mine = room_.load(std::memory_order_relaxed);
+bool EngineWorker::takesHead(const Entry &head) const {
+  if (!fits(head.need))
+    return false;
+  if (entries_.empty())
+    return true; // idle: nothing to wait for here
+  double mine = room();
   for (const EngineWorker *other : admission_->workers) {
-    uint32_t theirs = other->room_.load(std::memory_order_relaxed);
+    if (other == this || other->exited_ || !other->fits(head.need))
+      continue;
+    double theirs = other->room();
     if (theirs > mine || (theirs == mine && other->index_ < index_))
       return false;
   }
@@ -67,29 +73,24 @@ bool EngineWorker::admit() {
   bool took = false;
   while (true) {
     std::unique_ptr<Entry> entry;
-    Status status;
     {
       std::lock_guard<std::mutex> lock(admission_->mutex);
-      if (admission_->waiting.empty())
-        break;
-      // The first waiting request, if no worker has more room and its rows
-      // fit here; it blocks those behind it until then.
-      if (admission_->workers.size() > 1 && !roomiest())
-        break;
-      bool fits = false;
-      status = reserveFor(*admission_->waiting.front(), fits);
-      if (status.isOk() && !fits)
+      // The first waiting request blocks those behind it until some
+      // worker takes it.
+      if (admission_->waiting.empty() ||
+          !takesHead(*admission_->waiting.front()))
         break;
       entry = std::move(admission_->waiting.front());
       admission_->waiting.pop_front();
+      for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+        pools_[pool].reserved += entry->need[pool];
+      entry->reservation = entry->need;
+      entry->held.assign(pools_.size(), 0);
     }
     took = true;
     Entry &admitted = *entry;
     entries_[admitted.key] = std::move(entry);
-    if (!status.isOk())
-      finishRequest(admitted, status);
-    else
-      startRequest(admitted);
+    startRequest(admitted);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
@@ -117,10 +118,10 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
     for (uint32_t n = 0; n < graph.nodes().size(); ++n)
       releaseOutputs(entry, n);
     // What tasks in flight still hold stays reserved until they finish.
+    std::lock_guard<std::mutex> lock(admission_->mutex);
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       pools_[pool].reserved -= entry.reservation[pool] - entry.held[pool];
     entry.reservation.clear();
-    publishRoom();
   }
   entry.complete = true;
   RequestResult &result = graph.result();
@@ -145,6 +146,7 @@ void EngineWorker::deliver(uint64_t key) {
   CellGraph &graph = *entry->graph;
   RequestResult result = std::move(graph.result());
   Clock::time_point now = Clock::now();
+  size_t running = entries_.size();
   Clock::time_point start = graph.started ? graph.firstStart : now;
   result.queueMicros = microsBetween(graph.arrival, start);
   result.computeMicros = microsBetween(start, now);
@@ -153,6 +155,7 @@ void EngineWorker::deliver(uint64_t key) {
       deadline > 0 && microsBetween(graph.arrival, now) > deadline;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    stats_.running = static_cast<uint32_t>(running);
     if (result.status.isOk())
       ++stats_.completed;
     else

@@ -1,5 +1,6 @@
 //===- RequestParser.cpp - Requests from JSON, checked --------------------===//
 #include "cellrun/RequestParser.h"
+#include "UnfolderGuard.h"
 
 #include "ModelStructure.h"
 
@@ -381,7 +382,8 @@ Status RequestParser::check(const Request &request) const {
   if (structure_->kind == cellpack::Structure::Custom) {
     if (!request.json)
       return bad(where, "a request of a custom model carries its JSON");
-    Status status = checker_->check(*request.json);
+    Status status =
+        callUnfolder([&] { return checker_->check(*request.json); });
     return status.isOk() ? status : bad(where, status.message());
   }
   if (structure_->kind == cellpack::Structure::Tree)

@@ -273,17 +273,20 @@ TEST(RequestTest, AFullQueueRefusesAtOnce) {
 TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
   // 30 rows a pool: one zero row, so 29 for requests. A chain may have six
   // generations of its two 64-float states bound at once (the node before
-  // a round and up to five in it), 12 rows of that pool: two run at a time.
+  // a round and up to five in it), 12 rows of that pool: two run at a time
+  // (and are still running after one round of five of their eight steps).
   auto engine = manualEngine("lstm", /*poolRows=*/30);
   ASSERT_TRUE(engine);
   std::vector<std::future<RequestResult>> futures;
   for (int i = 0; i < 10; ++i)
     futures.push_back(engine->submit(
         engine->parser()
-            .parse(R"({"tokens": [5, 6, 7, 8]})", "p" + std::to_string(i))
+            .parse(R"({"tokens": [5, 6, 7, 8, 9, 10, 11, 12]})",
+                   "p" + std::to_string(i))
             .value()));
   engine->runOnce();
   EXPECT_EQ(engine->stats().running, 2u);
+  EXPECT_EQ(engine->stats().waiting, 8u);
   engine->drain();
   for (auto &future : futures)
     EXPECT_TRUE(future.get().status.isOk());

@@ -184,6 +184,8 @@ uint64_t CudaBackend::completed() const {
 }
 
 Status CudaBackend::wait(uint64_t ticket) {
+  if (!failure_.isOk())
+    return failure_;
   if (ticket >= nextTicket_)
     return Status(StatusCode::InvalidArgument,
                   "ticket " + std::to_string(ticket) + " was never issued");
@@ -194,16 +196,25 @@ Status CudaBackend::wait(uint64_t ticket) {
     if (completed() >= ticket)
       break;
     cudaError_t state = cudaStreamQuery(stream_);
-    if (state == cudaSuccess) {
-      if (completed() >= ticket)
-        break;
-      return Status(StatusCode::Internal, "the stream is idle but ticket " +
-                                              std::to_string(ticket) +
-                                              " never completed");
+    if (state == cudaSuccess && completed() >= ticket)
+      break;
+    if (state == cudaErrorNotReady) {
+      std::this_thread::yield();
+      continue;
     }
-    if (state != cudaErrorNotReady)
-      return cudaFailure(state, "a task on the stream", __FILE__, __LINE__);
-    std::this_thread::yield();
+    // The stream failed (or went idle short of the ticket): no task after
+    // the last one seen finished can be trusted, and their callers' read
+    // destinations may go away, so nothing more is delivered.
+    failure_ =
+        state == cudaSuccess
+            ? Status(StatusCode::Internal, "the stream is idle but ticket " +
+                                               std::to_string(ticket) +
+                                               " never completed")
+            : cudaFailure(state, "a task on the stream", __FILE__, __LINE__);
+    deliverFinished();
+    for (Slot &slot : slots_)
+      slot.deliveries.clear();
+    return failure_;
   }
   deliverFinished();
   return Status::ok();

@@ -93,8 +93,9 @@ public:
          const TaskTransfers &transfers = {});
   /// The last finished ticket (tickets start at 1).
   uint64_t completed() const;
-  /// Waits until `ticket` has finished, or the stream reports an error;
-  /// the reads of every finished task are then in their destinations.
+  /// Waits until `ticket` has finished, or the stream reports an error
+  /// (which every later call then returns); the reads of every finished
+  /// task are then in their destinations.
   Status wait(uint64_t ticket);
   /// Waits for every task submitted so far.
   Status waitAll() {
@@ -144,6 +145,8 @@ private:
   PinnedBuffer counter_; // one uint64_t: the last finished ticket
   uint64_t nextTicket_ = 1;
   uint64_t delivered_ = 0; // the last ticket whose reads were copied
+  /// Set when the stream failed: every later wait and submit returns it.
+  Status failure_;
   std::vector<DeviceBuffer> devicePools_;
   std::vector<PinnedBuffer> hostPools_;
   std::unordered_map<const cellpack::CellType *, std::unique_ptr<CudaCell>>

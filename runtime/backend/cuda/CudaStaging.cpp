@@ -86,6 +86,8 @@ CudaBackend::submit(const cellpack::CellType &cell,
                     const std::vector<void *> &outputPools,
                     const std::vector<const std::vector<int32_t> *> &rowIndices,
                     const TaskTransfers &transfers) {
+  if (!failure_.isOk())
+    return failure_;
   auto prepared = runner(cell, plan);
   if (!prepared.ok())
     return prepared.status();
