@@ -4,9 +4,10 @@
 // lstm-bidirectional.yaml) whose behaviour each request picks: a chain over
 // its tokens, honestly declared; a chain with a peakNodes that lies; a
 // request finished in start() without a node; a request whose nodeDone
-// never finishes it. The honest requests, submitted among the faulty ones,
-// must all return their chain's result; each faulty one returns (never
-// hangs) with a precise error or its result; every row comes back.
+// never finishes it; one whose nodeDone throws. The honest requests, submitted
+// among the faulty ones, must all return their chain's result; each faulty one
+// returns (never hangs) with a precise error or its result; every row comes
+// back.
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 using namespace cellrun;
 
@@ -79,6 +81,8 @@ public:
   }
 
   Status nodeDone(uint32_t node, GraphBuilder &graph) override {
+    if (fault_ == "throw")
+      throw std::runtime_error("out of ideas");
     if (node != last_ || fault_ == "never-finish")
       return Status::ok();
     std::vector<uint8_t> row;
@@ -120,12 +124,13 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
   auto reference = Engine::create(std::move(chain).value(), options).value();
   uint32_t idle = engine->executor().rowsInUse();
 
-  const char *faults[] = {"", "lie", "finish-at-start", "never-finish"};
+  const char *faults[] = {"", "lie", "finish-at-start", "never-finish",
+                          "throw"};
   std::vector<std::string> kinds;
   std::vector<std::string> tokens;
   std::vector<std::future<RequestResult>> results;
   for (int i = 0; i < 40; ++i) {
-    std::string fault = faults[i % 4];
+    std::string fault = faults[i % 5];
     std::string list = "[";
     for (int t = 0; t < 3 + i % 11; ++t)
       list += (t ? ", " : "") + std::to_string((37 * i + 11 * t) % 1000);
@@ -170,6 +175,12 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
       ASSERT_TRUE(result.status.isOk()) << result.status.toString();
       ASSERT_NE(result.find("answer"), nullptr);
       EXPECT_EQ(result.find("answer")->integers[0], 42);
+    } else if (kind == "throw") {
+      EXPECT_EQ(result.status.code(), StatusCode::Internal);
+      EXPECT_NE(
+          result.status.message().find("the unfolder threw: out of ideas"),
+          std::string::npos)
+          << result.status.message();
     } else {
       EXPECT_EQ(result.status.code(), StatusCode::InvalidArgument);
       EXPECT_NE(result.status.message().find("left nothing to run"),
