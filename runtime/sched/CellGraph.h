@@ -125,7 +125,6 @@ public:
   Clock::time_point arrival;
   Clock::time_point firstStart;
   bool started = false;
-  bool failed = false;
 
 private:
   uint32_t addNode(uint32_t part);

@@ -42,11 +42,10 @@ public:
     uint64_t key = 0;
     std::unique_ptr<CellGraph> graph;
     Callback done;
-    /// Per pool id: the rows it may hold at once (found at submission),
-    /// those reserved at admission, and those held now (never more than
+    /// Per pool id: the rows it may hold at once (found at submission and
+    /// reserved at admission), and those held now (never more than
     /// reserved: a request cannot take rows reserved for others).
-    std::vector<uint32_t> need, reservation, held;
-    bool admitted = false;
+    std::vector<uint32_t> need, held;
     bool complete = false;
     /// Set when a task could not bind one of its nodes: the request fails
     /// once the tasks holding its other nodes have finished.

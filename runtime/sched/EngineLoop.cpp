@@ -38,10 +38,10 @@ bool EngineWorker::runOnce() {
 
 Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
   PoolState &state = pools_[pool];
-  if (entry.held[pool] >= entry.reservation[pool])
+  if (entry.held[pool] >= entry.need[pool])
     return Status(StatusCode::ResourceExhausted,
                   "request " + entry.graph->request().id + " needs more than " +
-                      std::to_string(entry.reservation[pool]) + " rows of " +
+                      std::to_string(entry.need[pool]) + " rows of " +
                       std::to_string(state.pool->rowBytes()) +
                       "-byte state at once, what it reserved" +
                       (parser_->structure().kind == cellpack::Structure::Custom

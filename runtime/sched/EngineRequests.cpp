@@ -84,7 +84,6 @@ bool EngineWorker::admit() {
       admission_->waiting.pop_front();
       for (uint32_t pool = 0; pool < pools_.size(); ++pool)
         pools_[pool].reserved += entry->need[pool];
-      entry->reservation = entry->need;
       entry->held.assign(pools_.size(), 0);
     }
     took = true;
@@ -98,7 +97,6 @@ bool EngineWorker::admit() {
 }
 
 void EngineWorker::startRequest(Entry &entry) {
-  entry.admitted = true;
   const Request &request = entry.graph->request();
   uint32_t length = static_cast<uint32_t>(
       request.tree.empty() ? request.steps.size() : request.tree.size());
@@ -113,15 +111,13 @@ void EngineWorker::startRequest(Entry &entry) {
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
-  graph.failed = !status.isOk();
-  if (!entry.reservation.empty()) {
-    for (uint32_t n = 0; n < graph.nodes().size(); ++n)
-      releaseOutputs(entry, n);
+  for (uint32_t n = 0; n < graph.nodes().size(); ++n)
+    releaseOutputs(entry, n);
+  {
     // What tasks in flight still hold stays reserved until they finish.
     std::lock_guard<std::mutex> lock(admission_->mutex);
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-      pools_[pool].reserved -= entry.reservation[pool] - entry.held[pool];
-    entry.reservation.clear();
+      pools_[pool].reserved -= entry.need[pool] - entry.held[pool];
   }
   entry.complete = true;
   RequestResult &result = graph.result();
@@ -130,10 +126,7 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
     result.outputs.clear();
     result.stopReason.clear();
   }
-  std::vector<uint64_t> returned = {entry.key};
-  if (entry.admitted)
-    returned = policy_->requestDone(entry.key);
-  for (uint64_t key : returned)
+  for (uint64_t key : policy_->requestDone(entry.key))
     deliver(key);
 }
 
