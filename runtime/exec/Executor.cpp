@@ -266,7 +266,7 @@ Result<uint64_t> Executor::submitCuda(
   cuda::TaskTransfers transfers;
   auto row = [&](SlotPool &pool, int32_t index, void *host) {
     cuda::TaskTransfers::Row moved;
-    moved.pool = {pool.data(), pool.hostData()};
+    moved.pool = pool.data();
     moved.rowBytes = pool.rowBytes();
     moved.row = index;
     moved.host = host;

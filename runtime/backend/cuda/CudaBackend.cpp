@@ -10,10 +10,7 @@
 using namespace cellrun;
 using namespace cellrun::cuda;
 
-static constexpr size_t kTicketBytes = 16; // the ticket, then the row blocks
 static constexpr size_t kSlotAlignment = 256;
-
-static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 Result<std::unique_ptr<CudaBackend>>
 CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,

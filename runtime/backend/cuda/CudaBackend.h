@@ -49,7 +49,7 @@ struct PoolMemory {
 /// The rows a task moves between the host and its pools.
 struct TaskTransfers {
   struct Row {
-    PoolMemory pool;
+    void *pool = nullptr; // the pool's device address
     size_t rowBytes = 0;
     int32_t row = 0; // in the pool
     /// Write: the bytes to put there (copied at submission); read: where
@@ -62,6 +62,11 @@ struct TaskTransfers {
 
 class CudaBackend {
 public:
+  /// A slot's host-to-device area starts with the ticket; its blocks are
+  /// 16-byte aligned (the row-copy kernel's widest unit).
+  static constexpr size_t kTicketBytes = 16;
+  static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
   /// Unavailable "no CUDA device: ..." when there is no usable device.
   static Result<std::unique_ptr<CudaBackend>>
   create(std::shared_ptr<const LoadedArtifact> artifact,

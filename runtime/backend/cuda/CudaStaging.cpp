@@ -22,14 +22,10 @@
 using namespace cellrun;
 using namespace cellrun::cuda;
 
-static constexpr size_t kTicketBytes = 16;
-
-static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
-
 namespace {
 /// Rows of one pool a task moves.
 struct PoolGroup {
-  PoolMemory pool;
+  void *pool = nullptr;
   size_t rowBytes = 0;
   std::vector<const TaskTransfers::Row *> rows;
   size_t indices = 0; // offset of the pool-row indices in the slot
@@ -42,9 +38,8 @@ std::vector<PoolGroup>
 groupByPool(const std::vector<TaskTransfers::Row> &rows) {
   std::vector<PoolGroup> groups;
   for (const TaskTransfers::Row &row : rows) {
-    auto group = std::find_if(groups.begin(), groups.end(), [&](auto &g) {
-      return g.pool.device == row.pool.device;
-    });
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](auto &g) { return g.pool == row.pool; });
     if (group == groups.end()) {
       groups.push_back({row.pool, row.rowBytes, {}, 0, 0});
       group = groups.end() - 1;
@@ -182,7 +177,7 @@ Status CudaBackend::enqueueTask(
   CELL_CUDA_TRY(
       cudaMemcpyAsync(device, host, at, cudaMemcpyHostToDevice, stream_));
   for (const PoolGroup &group : writes)
-    CELL_TRY(copyRows(cell, device + group.data, nullptr, group.pool.device,
+    CELL_TRY(copyRows(cell, device + group.data, nullptr, group.pool,
                       reinterpret_cast<const int32_t *>(device + group.indices),
                       group.rowBytes,
                       static_cast<uint32_t>(group.rows.size())));
@@ -194,7 +189,7 @@ Status CudaBackend::enqueueTask(
   views.outputRows = deviceRows + inputPools.size() * batch;
   CELL_TRY(runner.enqueue(rows, views, stream_));
   for (const PoolGroup &group : reads)
-    CELL_TRY(copyRows(cell, group.pool.device,
+    CELL_TRY(copyRows(cell, group.pool,
                       reinterpret_cast<const int32_t *>(device + group.indices),
                       deviceBack + group.data, nullptr, group.rowBytes,
                       static_cast<uint32_t>(group.rows.size())));
