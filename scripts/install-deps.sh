@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libopenblas0-pthread libopenblas-dev
   python3-onnx python3-numpy python3-torch python3-yaml
+  libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgrpc++-dev protobuf-compiler-grpc python3-prometheus-client
 )
 
 missing=()

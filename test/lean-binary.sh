@@ -5,7 +5,23 @@
 # toolkit. libgcc_s may appear only because a CUDA library (cuBLASLt) needs
 # it, never as a dependency of the binary itself.
 #   lean-binary.sh BINARY...
+# With --front-end, checks a front end (cellrun, which links HTTP/gRPC
+# libraries) instead: none of LLVM, MLIR, ONNX, a BLAS or the driver stub.
+#   lean-binary.sh --front-end BINARY...
 set -euo pipefail
+if [ "${1:-}" = "--front-end" ]; then
+  shift
+  status=0
+  for binary in "$@"; do
+    if ldd "$binary" | grep -E 'libLLVM|libMLIR|libonnx|libopenblas|libblas|libcuda\.so' >&2; then
+      echo "lean-binary: $binary depends on the libraries above" >&2
+      status=1
+    else
+      echo "lean-binary: $(basename "$binary") links no compiler, ONNX, BLAS or driver library"
+    fi
+  done
+  exit "$status"
+fi
 allowed='^(linux-vdso\.so|libc\.so|libm\.so|ld-linux-x86-64\.so|libpthread\.so|libdl\.so|librt\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libnvrtc\.so)'
 status=0
 for binary in "$@"; do

@@ -84,6 +84,18 @@ Status Executor::createPools(uint32_t rowsPerPool) {
   return Status::ok();
 }
 
+size_t Executor::bytesPerPoolRow(const LoadedArtifact &artifact) {
+  std::map<std::pair<int, size_t>, bool> types;
+  for (const cellpack::CellType *cell : artifact.cells())
+    for (const auto *specs : {cell->inputs(), cell->outputs()})
+      for (uint32_t i = 0; specs && i < specs->size(); ++i)
+        types[rowType(*specs->Get(i))] = true;
+  size_t bytes = 0;
+  for (const auto &[type, unused] : types)
+    bytes += type.second;
+  return bytes;
+}
+
 Executor::Executor(std::shared_ptr<const LoadedArtifact> artifact)
     : artifact_(std::move(artifact)) {}
 

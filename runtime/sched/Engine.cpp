@@ -343,6 +343,13 @@ EngineStats Engine::stats() const {
     total.submitted = impl_->admission.submitted;
     total.rejected = impl_->admission.rejected;
     total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size());
+    // Reservations are guarded by the admission mutex.
+    for (auto &worker : impl_->workers)
+      for (const EngineWorker::PoolState &state : worker->pools_) {
+        uint64_t rowBytes = state.pool->rowBytes();
+        total.poolBytesBudget += rowBytes * state.budget;
+        total.poolBytesReserved += rowBytes * state.reserved;
+      }
   }
   for (auto &worker : impl_->workers) {
     std::lock_guard<std::mutex> lock(worker->mutex_);

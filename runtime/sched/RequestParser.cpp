@@ -36,6 +36,7 @@ RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
                         "(registerUnfolder)");
     parser->checker_ = resolved.makeUnfolder();
   }
+  parser->signature_ = parser->makeSignature();
   return parser;
 }
 

@@ -1,7 +1,7 @@
 //===- cellrun.cpp - The runtime's command line ---------------------------===//
 //
 // cellrun SUBCOMMAND ARGS...: dispatches to the subcommands in kSubcommands
-// (`inspect`, `devices`, `run`).
+// (`inspect`, `devices`, `run`, `serve`).
 // Exit codes: 0 success, 1 the command failed, 2 a wrong command line.
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,7 @@
 #include "Devices.h"
 #include "Inspect.h"
 #include "Run.h"
+#include "Serve.h"
 
 #include "Checksum.h"
 
@@ -26,6 +27,8 @@ const Subcommand kSubcommands[] = {
     {"devices", "say which backend --device cuda|cpu|auto uses here",
      runDevices},
     {"run", "serve a file of requests offline and print a summary", runRun},
+    {"serve", "serve the model over KServe v2 HTTP/gRPC with metrics",
+     runServe},
 };
 
 void printHelp(std::ostream &out) {

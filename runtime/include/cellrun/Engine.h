@@ -94,6 +94,9 @@ struct EngineStats {
   uint64_t submitted = 0, completed = 0, failed = 0, rejected = 0;
   uint64_t deadlineMisses = 0;
   uint32_t waiting = 0, running = 0;
+  /// State memory, over every worker's pools: bytes requests may reserve
+  /// (the budget) and bytes reserved by admitted requests now.
+  uint64_t poolBytesBudget = 0, poolBytesReserved = 0;
   std::vector<CellTypeStats> cells;  // summed over the workers
   std::vector<uint64_t> workerTasks; // tasks each worker ran
 };

@@ -56,6 +56,10 @@ public:
          unsigned threads = 1);
   ~Executor();
 
+  /// Bytes one row of every pool of `artifact` takes together: the memory
+  /// `rowsPerPool` rows cost is rowsPerPool times this.
+  static size_t bytesPerPoolRow(const LoadedArtifact &artifact);
+
   const LoadedArtifact &artifact() const { return *artifact_; }
   DeviceKind device() const { return device_; }
   /// "cpu (1 thread)" or the CUDA device's description.

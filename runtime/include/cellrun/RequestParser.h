@@ -22,6 +22,7 @@
 
 #include "cellrun/JsonValue.h"
 #include "cellrun/Request.h"
+#include "cellrun/Tensors.h"
 #include "cellrun/Unfolder.h"
 
 #include <memory>
@@ -52,6 +53,14 @@ public:
   /// The checks of parse for a request built in C++.
   Status check(const Request &request) const;
 
+  /// The model's inputs and outputs as named tensors (Tensors.h); empty
+  /// for custom models, whose requests are JSON only.
+  const ModelSignature &signature() const { return signature_; }
+  /// A request from named tensors (Tensors.h), with every check of parse;
+  /// messages name the tensor, step or node at fault.
+  Result<Request> fromTensors(const std::vector<NamedTensor> &tensors,
+                              const TensorRequestOptions &options) const;
+
   const ModelStructure &structure() const { return *structure_; }
   const RequestLimits &limits() const { return limits_; }
 
@@ -62,11 +71,15 @@ private:
   Status checkNode(const NodeData &data, uint32_t cell,
                    const std::string &where) const;
   Status checkTree(const Request &request) const;
+  ModelSignature makeSignature() const;
+  Result<Request> treeFromTensors(const std::vector<const NamedTensor *> &found,
+                                  Request request) const;
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   std::unique_ptr<ModelStructure> structure_;
   RequestLimits limits_;
   std::unique_ptr<Unfolder> checker_; // custom models
+  ModelSignature signature_;
 };
 
 } // namespace cellrun

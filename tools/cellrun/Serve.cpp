@@ -1,0 +1,228 @@
+//===- Serve.cpp - `cellrun serve`: the KServe v2 inference server --------===//
+//
+// Loads one artifact, starts the engine and the HTTP, gRPC and metrics
+// front ends, logs a start-up summary, and on SIGTERM or SIGINT stops
+// taking requests (503 / UNAVAILABLE), answers every accepted one, closes
+// the ports and exits 0. Built only on the public runtime API.
+//
+//===----------------------------------------------------------------------===//
+#include "Serve.h"
+
+#include "serve/GrpcServer.h"
+#include "serve/HttpServer.h"
+
+#include "cellrun/Device.h"
+#include "cellrun/Executor.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <pthread.h>
+
+namespace cellrun::tool {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "0.0.0.0";
+  int httpPort = 8000, grpcPort = 8001, metricsPort = 8002;
+  std::string device = "auto", policy = "cellular", logLevel = "info";
+  uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 1;
+  uint64_t memoryBudget = 0;
+  uint64_t maxBodyBytes = 64u << 20;
+  unsigned httpThreads = 64;
+};
+
+void addOptions(CLI::App &app, ServeArgs &args) {
+  app.add_option("model", args.model, "the compiled model (.cellpack)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--host", args.host, "address to listen on")
+      ->capture_default_str();
+  app.add_option("--http-port", args.httpPort,
+                 "KServe v2 REST port (0: no REST endpoint)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--grpc-port", args.grpcPort,
+                 "KServe v2 gRPC port (0: no gRPC endpoint)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-port", args.metricsPort,
+                 "Prometheus GET /metrics port (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--device", args.device, "backend")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--policy", args.policy, "batching policy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cellular", "padded", "graph"}));
+  app.add_option("--max-queue", args.maxQueue,
+                 "requests waiting for admission; beyond it: 429 at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 24));
+  app.add_option("--pool-rows", args.poolRows,
+                 "rows of every state pool (the memory budget in rows)")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 1u << 28));
+  app.add_option("--memory-budget", args.memoryBudget,
+                 "state memory for requests, e.g. 512MB (overrides "
+                 "--pool-rows)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--workers", args.workers, "workers, one per device")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--threads", args.threads,
+                 "cpu backend: threads a kernel step")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--max-body-bytes", args.maxBodyBytes,
+                 "largest HTTP request body (larger: 413)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--http-threads", args.httpThreads,
+                 "HTTP connections served at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  app.add_option("--log-level", args.logLevel, "log level")
+      ->capture_default_str()
+      ->check(CLI::IsMember(
+          {"trace", "debug", "info", "warn", "error", "critical", "off"}));
+}
+
+std::string batchSizesText(const LoadedArtifact &artifact) {
+  std::string text;
+  for (const cellpack::CellType *cell : artifact.cells()) {
+    text += (text.empty() ? "" : "; ") + cell->name()->str() + " ";
+    std::string sizes;
+    for (uint32_t size : artifact.batchSizes(*cell))
+      sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    text += sizes;
+  }
+  return text;
+}
+
+int serveModel(const ServeArgs &args) {
+  spdlog::set_level(spdlog::level::from_str(args.logLevel));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  // Every thread started from here on inherits the blocked signals; the
+  // main thread takes them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto artifact = loadArtifact(args.model);
+  if (!artifact.ok()) {
+    spdlog::error("{}", artifact.status().message());
+    return kExitFailure;
+  }
+  std::string note;
+  auto kind = resolveDevice(parseDeviceChoice(args.device).value(), note);
+  if (!kind.ok()) {
+    spdlog::error("{}", kind.status().message());
+    return kExitFailure;
+  }
+  if (!note.empty())
+    spdlog::warn("{}", note);
+  EngineOptions options;
+  options.policy = parsePolicy(args.policy).value();
+  options.executor.device = kind.value();
+  options.executor.threads = args.threads;
+  options.workers = args.workers;
+  options.maxQueue = args.maxQueue;
+  options.poolRows = args.poolRows;
+  size_t rowBytes = Executor::bytesPerPoolRow(*artifact.value());
+  if (args.memoryBudget > 0) {
+    uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);
+    if (rows < 2) {
+      spdlog::error("--memory-budget {} bytes is less than two rows of the "
+                    "model's state ({} bytes a row)",
+                    args.memoryBudget, rowBytes);
+      return kExitFailure;
+    }
+    options.poolRows =
+        static_cast<uint32_t>(std::min<uint64_t>(rows, 1u << 28));
+  }
+  auto service = serve::InferenceService::create(artifact.value(), options);
+  if (!service.ok()) {
+    spdlog::error("{}", service.status().message());
+    return kExitFailure;
+  }
+  serve::InferenceService &model = *service.value();
+  spdlog::info("model '{}' ({}, {} cells: {}) from {}", model.modelName(),
+               model.structureName(), artifact.value()->cells().size(),
+               batchSizesText(*artifact.value()), args.model);
+  spdlog::info(
+      "{} batching on {}{}; state pools {} rows ({:.1f} MB), "
+      "queue {}",
+      args.policy, model.engine().executor().describe(),
+      args.workers > 1 ? " and " + std::to_string(args.workers - 1) + " more"
+                       : std::string(),
+      options.poolRows,
+      double(rowBytes) * options.poolRows * args.workers / 1e6, args.maxQueue);
+
+  serve::HttpServer http(model);
+  serve::HttpOptions httpOptions;
+  httpOptions.host = args.host;
+  httpOptions.port = args.httpPort;
+  httpOptions.metricsPort = args.metricsPort;
+  httpOptions.maxBodyBytes = args.maxBodyBytes;
+  httpOptions.threads = args.httpThreads;
+  if (Status status = http.start(httpOptions); !status.isOk()) {
+    spdlog::error("{}", status.message());
+    return kExitFailure;
+  }
+  serve::GrpcServer grpc(model);
+  if (args.grpcPort > 0)
+    if (Status status = grpc.start(args.host, args.grpcPort); !status.isOk()) {
+      spdlog::error("{}", status.message());
+      http.stop();
+      return kExitFailure;
+    }
+  spdlog::info("serving: HTTP {}, gRPC {}, metrics {} on {}",
+               args.httpPort ? std::to_string(args.httpPort) : "off",
+               args.grpcPort ? std::to_string(args.grpcPort) : "off",
+               args.metricsPort ? std::to_string(args.metricsPort) : "off",
+               args.host);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("{}: no new requests; answering the {} in flight",
+               received == SIGTERM ? "SIGTERM" : "SIGINT", model.inFlight());
+  model.stopAccepting();
+  model.waitIdle();
+  grpc.stop();
+  http.stop();
+  EngineStats stats = model.engine().stats();
+  spdlog::info("stopped: {} requests completed, {} failed, {} refused",
+               stats.completed, stats.failed, stats.rejected);
+  return kExitOk;
+}
+
+} // namespace
+
+int runServe(const std::vector<std::string> &arguments) {
+  CLI::App app("Serves one compiled model over the KServe v2 protocol "
+               "(HTTP/REST and gRPC) with Prometheus metrics; SIGTERM or "
+               "SIGINT stops it gracefully.",
+               "cellrun serve");
+  ServeArgs args;
+  addOptions(app, args);
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp &) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError &error) {
+    std::cerr << "cellrun serve: " << error.what()
+              << " (cellrun serve --help)\n";
+    return kExitUsage;
+  }
+  return serveModel(args);
+}
+
+} // namespace cellrun::tool

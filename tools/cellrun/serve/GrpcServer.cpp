@@ -1,0 +1,227 @@
+//===- GrpcServer.cpp - The KServe v2 gRPC front end ----------------------===//
+#include "GrpcServer.h"
+#include "GrpcCodec.h"
+#include "ServerInfo.h"
+
+#include "grpc_service.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+using namespace cellrun;
+using namespace cellrun::serve;
+using grpc::ServerContext;
+
+namespace {
+
+grpc::StatusCode grpcCodeOf(Outcome outcome) {
+  switch (outcome) {
+  case Outcome::Success:
+    return grpc::StatusCode::OK;
+  case Outcome::Invalid:
+    return grpc::StatusCode::INVALID_ARGUMENT;
+  case Outcome::NotFound:
+    return grpc::StatusCode::NOT_FOUND;
+  case Outcome::Overload:
+    return grpc::StatusCode::RESOURCE_EXHAUSTED;
+  case Outcome::Unavailable:
+    return grpc::StatusCode::UNAVAILABLE;
+  case Outcome::Failed:
+    return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+grpc::Status grpcStatusOf(const Status &status) {
+  if (status.isOk())
+    return grpc::Status::OK;
+  return grpc::Status(grpcCodeOf(outcomeOf(status)), status.message());
+}
+
+void describe(const std::vector<TensorDescription> &tensors,
+              google::protobuf::RepeatedPtrField<
+                  inference::ModelMetadataResponse::TensorMetadata> &out) {
+  for (const TensorDescription &tensor : tensors) {
+    auto *entry = out.Add();
+    entry->set_name(tensor.name);
+    entry->set_datatype(tensorTypeName(tensor.type));
+    for (int64_t extent : tensor.shape)
+      entry->add_shape(extent);
+  }
+}
+
+} // namespace
+
+class GrpcServer::Impl final : public inference::GRPCInferenceService::Service {
+public:
+  explicit Impl(InferenceService &service) : service_(service) {}
+
+  grpc::Status ServerLive(ServerContext *, const inference::ServerLiveRequest *,
+                          inference::ServerLiveResponse *out) override {
+    out->set_live(service_.live());
+    return grpc::Status::OK;
+  }
+  grpc::Status ServerReady(ServerContext *,
+                           const inference::ServerReadyRequest *,
+                           inference::ServerReadyResponse *out) override {
+    out->set_ready(service_.ready());
+    return grpc::Status::OK;
+  }
+  grpc::Status ModelReady(ServerContext *,
+                          const inference::ModelReadyRequest *in,
+                          inference::ModelReadyResponse *out) override {
+    if (Status status = service_.checkModel(in->name(), in->version());
+        !status.isOk())
+      return grpcStatusOf(status);
+    out->set_ready(service_.ready());
+    return grpc::Status::OK;
+  }
+  grpc::Status ServerMetadata(ServerContext *,
+                              const inference::ServerMetadataRequest *,
+                              inference::ServerMetadataResponse *out) override {
+    out->set_name(kServerName);
+    out->set_version(kServerVersion);
+    for (const std::string &extension : serverExtensions())
+      out->add_extensions(extension);
+    return grpc::Status::OK;
+  }
+  grpc::Status ModelMetadata(ServerContext *,
+                             const inference::ModelMetadataRequest *in,
+                             inference::ModelMetadataResponse *out) override {
+    if (Status status = service_.checkModel(in->name(), in->version());
+        !status.isOk())
+      return grpcStatusOf(status);
+    out->set_name(service_.modelName());
+    out->add_versions(service_.modelVersion());
+    out->set_platform(kPlatform);
+    describe(service_.signature().inputs, *out->mutable_inputs());
+    describe(service_.signature().outputs, *out->mutable_outputs());
+    return grpc::Status::OK;
+  }
+
+  /// Runs one request; `done` gets the reply (on the engine's thread).
+  void run(const inference::ModelInferRequest &in,
+           InferenceService::ReplyCallback done) {
+    auto call = decodeInferRequest(in);
+    if (!call.ok()) {
+      service_.metrics().countRequest(Outcome::Invalid);
+      InferReply reply;
+      reply.id = in.id();
+      reply.status = call.status();
+      reply.outcome = Outcome::Invalid;
+      return done(std::move(reply));
+    }
+    service_.infer(std::move(call).value(), std::move(done));
+  }
+
+  grpc::Status ModelInfer(ServerContext *,
+                          const inference::ModelInferRequest *in,
+                          inference::ModelInferResponse *out) override {
+    std::promise<InferReply> promise;
+    std::future<InferReply> future = promise.get_future();
+    run(*in,
+        [&promise](InferReply reply) { promise.set_value(std::move(reply)); });
+    InferReply reply = future.get();
+    if (!reply.status.isOk())
+      return grpc::Status(grpcCodeOf(reply.outcome), reply.status.message());
+    encodeInferReply(reply, service_.signature(), service_.modelName(),
+                     service_.modelVersion(), *out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ModelStreamInfer(
+      ServerContext *,
+      grpc::ServerReaderWriter<inference::ModelStreamInferResponse,
+                               inference::ModelInferRequest> *stream) override {
+    // Replies arrive on the engine's thread; this thread alone writes, so
+    // a slow client never holds up the engine.
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<InferReply> replies;
+    size_t outstanding = 0;
+    bool reading = true;
+    std::thread reader([&] {
+      inference::ModelInferRequest in;
+      while (stream->Read(&in)) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          ++outstanding;
+        }
+        run(in, [&](InferReply reply) {
+          std::lock_guard<std::mutex> lock(mutex);
+          replies.push_back(std::move(reply));
+          changed.notify_all();
+        });
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      reading = false;
+      changed.notify_all();
+    });
+    bool writable = true;
+    while (true) {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] {
+        return !replies.empty() || (!reading && outstanding == 0);
+      });
+      if (replies.empty())
+        break;
+      InferReply reply = std::move(replies.front());
+      replies.pop_front();
+      --outstanding;
+      lock.unlock();
+      inference::ModelStreamInferResponse out;
+      if (reply.status.isOk())
+        encodeInferReply(reply, service_.signature(), service_.modelName(),
+                         service_.modelVersion(),
+                         *out.mutable_infer_response());
+      else {
+        out.set_error_message(reply.status.message());
+        out.mutable_infer_response()->set_id(reply.id);
+      }
+      // A client that went away: keep draining its replies, write no more.
+      if (writable)
+        writable = stream->Write(out);
+    }
+    reader.join();
+    return grpc::Status::OK;
+  }
+
+  InferenceService &service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+GrpcServer::GrpcServer(InferenceService &service)
+    : impl_(std::make_unique<Impl>(service)) {}
+
+GrpcServer::~GrpcServer() { stop(); }
+
+Status GrpcServer::start(const std::string &host, int port) {
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort(host + ":" + std::to_string(port),
+                           grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(impl_.get());
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  impl_->server_ = builder.BuildAndStart();
+  if (!impl_->server_ || bound == 0) {
+    impl_->server_.reset();
+    return Status(StatusCode::Unavailable,
+                  "cannot listen on " + host + ":" + std::to_string(port) +
+                      " for gRPC (in use, or not allowed)");
+  }
+  return Status::ok();
+}
+
+void GrpcServer::stop() {
+  if (impl_->server_) {
+    impl_->server_->Shutdown();
+    impl_->server_->Wait();
+    impl_->server_.reset();
+  }
+}

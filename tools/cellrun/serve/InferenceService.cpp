@@ -1,0 +1,197 @@
+//===- InferenceService.cpp - One model behind the inference protocol -----===//
+#include "InferenceService.h"
+
+#include "cellrun/RequestParser.h"
+
+using namespace cellrun;
+using namespace cellrun::serve;
+
+Outcome serve::outcomeOf(const Status &status) {
+  switch (status.code()) {
+  case StatusCode::Ok:
+    return Outcome::Success;
+  case StatusCode::InvalidArgument:
+  case StatusCode::OutOfRange:
+  case StatusCode::Unsupported:
+    return Outcome::Invalid;
+  case StatusCode::NotFound:
+    return Outcome::NotFound;
+  case StatusCode::ResourceExhausted:
+    return Outcome::Overload;
+  case StatusCode::Unavailable:
+    return Outcome::Unavailable;
+  default:
+    return Outcome::Failed;
+  }
+}
+
+int serve::httpStatusOf(Outcome outcome) {
+  switch (outcome) {
+  case Outcome::Success:
+    return 200;
+  case Outcome::Invalid:
+    return 400;
+  case Outcome::NotFound:
+    return 404;
+  case Outcome::Overload:
+    return 429;
+  case Outcome::Unavailable:
+    return 503;
+  case Outcome::Failed:
+    return 500;
+  }
+  return 500;
+}
+
+static const char *structureName(cellpack::Structure structure) {
+  switch (structure) {
+  case cellpack::Structure::Chain:
+    return "chain";
+  case cellpack::Structure::Seq2Seq:
+    return "seq2seq";
+  case cellpack::Structure::Tree:
+    return "tree";
+  case cellpack::Structure::Custom:
+    return "custom";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<InferenceService>>
+InferenceService::create(std::shared_ptr<const LoadedArtifact> artifact,
+                         EngineOptions options) {
+  std::unique_ptr<InferenceService> service(new InferenceService());
+  InferenceService *self = service.get();
+  options.onTask = [self](const TaskRecord &task) {
+    self->metrics_->observeTask(task.cellType, task.nodes);
+  };
+  auto engine = Engine::create(artifact, options);
+  if (!engine.ok())
+    return engine.status();
+  service->engine_ = std::move(engine).value();
+  service->artifact_ = std::move(artifact);
+  const cellpack::Model &model = service->artifact_->model();
+  service->modelName_ = model.model_name() ? model.model_name()->str() : "";
+  if (service->modelName_.empty())
+    service->modelName_ = "model";
+  service->structureName_ = ::structureName(model.unfolding()->structure());
+  service->signature_ = service->engine_->parser().signature();
+  std::vector<std::string> cells;
+  for (const CellTypeStats &cell : service->engine_->stats().cells)
+    cells.push_back(cell.name);
+  service->metrics_ = std::make_unique<ServerMetrics>(std::move(cells));
+  // Every plan is prepared when the engine is created (kernels, weights,
+  // the GEMM algorithm choice on a GPU): ready from here on.
+  service->ready_ = true;
+  return service;
+}
+
+InferenceService::~InferenceService() {
+  stopAccepting();
+  waitIdle();
+}
+
+Status InferenceService::checkModel(const std::string &name,
+                                    const std::string &version) const {
+  if (name != modelName_)
+    return Status(StatusCode::NotFound, "unknown model '" + name +
+                                            "' (this server serves '" +
+                                            modelName_ + "')");
+  if (!version.empty() && version != modelVersion_)
+    return Status(StatusCode::NotFound,
+                  "unknown version '" + version + "' of model '" + name +
+                      "' (it has version " + modelVersion_ + ")");
+  return Status::ok();
+}
+
+void InferenceService::finish(InferReply &reply, const ReplyCallback &done) {
+  reply.outcome = outcomeOf(reply.status);
+  metrics_->countRequest(reply.outcome);
+  if (reply.outcome == Outcome::Success)
+    metrics_->observeRequest(reply.queueMicros * 1e-6,
+                             reply.computeMicros * 1e-6);
+  done(std::move(reply));
+}
+
+void InferenceService::infer(InferCall call, ReplyCallback done) {
+  InferReply reply;
+  reply.id = call.id;
+  ++inFlight_;
+  auto leave = [this] {
+    if (--inFlight_ == 0) {
+      std::lock_guard<std::mutex> lock(idleMutex_);
+      idle_.notify_all();
+    }
+  };
+  if (stopping_) {
+    reply.status = Status(StatusCode::Unavailable,
+                          "the server is shutting down and takes no new "
+                          "requests");
+    finish(reply, done);
+    leave();
+    return;
+  }
+  reply.status = checkModel(call.modelName, call.modelVersion);
+  // Every requested output must exist.
+  std::vector<std::string> wanted = call.outputs;
+  for (size_t w = 0; reply.status.isOk() && w < wanted.size(); ++w) {
+    bool known = false;
+    for (const TensorDescription &output : signature_.outputs)
+      known |= output.name == wanted[w];
+    for (size_t v = 0; v < w; ++v)
+      known &= wanted[v] != wanted[w];
+    if (!known)
+      reply.status =
+          Status(StatusCode::InvalidArgument,
+                 "request " + call.id + ": output '" + wanted[w] +
+                     "' is unknown or asked for twice (the model has " +
+                     std::to_string(signature_.outputs.size()) + " outputs)");
+  }
+  if (wanted.empty())
+    for (const TensorDescription &output : signature_.outputs)
+      wanted.push_back(output.name);
+  Result<Request> request = Status(StatusCode::Internal, "not parsed");
+  if (reply.status.isOk()) {
+    call.options.id = call.id;
+    request = engine_->parser().fromTensors(call.inputs, call.options);
+    reply.status = request.status();
+  }
+  if (!reply.status.isOk()) {
+    finish(reply, done);
+    leave();
+    return;
+  }
+  auto callback = std::make_shared<ReplyCallback>(std::move(done));
+  Status submitted =
+      engine_->submit(std::move(request).value(),
+                      [this, callback, wanted, leave](RequestResult result) {
+                        InferReply answer;
+                        answer.id = result.id;
+                        answer.status = result.status;
+                        answer.stopReason = result.stopReason;
+                        answer.queueMicros = result.queueMicros;
+                        answer.computeMicros = result.computeMicros;
+                        if (result.status.isOk())
+                          for (const std::string &name : wanted)
+                            if (const OutputTensor *tensor = result.find(name))
+                              answer.outputs.push_back(*tensor);
+                        finish(answer, *callback);
+                        leave();
+                      });
+  if (!submitted.isOk()) {
+    reply.status = submitted;
+    finish(reply, *callback);
+    leave();
+  }
+}
+
+void InferenceService::stopAccepting() { stopping_ = true; }
+
+void InferenceService::waitIdle() {
+  std::unique_lock<std::mutex> lock(idleMutex_);
+  idle_.wait(lock, [this] { return inFlight_ == 0; });
+}
+
+std::string InferenceService::renderMetrics() const {
+  return metrics_->render(engine_->stats(), inFlight_, 0);
+}

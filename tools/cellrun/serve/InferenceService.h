@@ -1,0 +1,106 @@
+//===- InferenceService.h - One model behind the inference protocol -*- C++
+//-*-===//
+//
+// What the HTTP and gRPC front ends share: the model's name, version and
+// tensor signature, readiness, the engine (built only on the public Engine
+// API), the mapping of runtime errors to protocol outcomes, metrics and the
+// count of requests in flight for a graceful shutdown. A front end decodes
+// its wire format into an InferCall, calls infer() and encodes the
+// InferReply it gets back (exactly once, on any thread).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_TOOLS_SERVE_INFERENCESERVICE_H
+#define CELLRUN_TOOLS_SERVE_INFERENCESERVICE_H
+
+#include "Metrics.h"
+
+#include "cellrun/Artifact.h"
+#include "cellrun/Engine.h"
+#include "cellrun/Tensors.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cellrun::serve {
+
+/// A decoded inference request.
+struct InferCall {
+  std::string modelName, modelVersion; // version may be empty
+  std::string id;
+  std::vector<NamedTensor> inputs;
+  /// Outputs to return, by name; empty: every output of the signature.
+  std::vector<std::string> outputs;
+  TensorRequestOptions options;
+};
+
+struct InferReply {
+  Outcome outcome = Outcome::Success;
+  Status status;
+  std::string id;
+  /// The requested outputs, in the order asked for (or the signature's).
+  std::vector<OutputTensor> outputs;
+  std::string stopReason; // seq2seq: "eos" or "limit"
+  double queueMicros = 0, computeMicros = 0;
+};
+
+/// The outcome a failed Status maps to (InvalidArgument: Invalid, ...).
+Outcome outcomeOf(const Status &status);
+/// The HTTP status of an outcome (200, 400, 404, 429, 503, 500).
+int httpStatusOf(Outcome outcome);
+
+class InferenceService {
+public:
+  using ReplyCallback = std::function<void(InferReply)>;
+
+  static Result<std::unique_ptr<InferenceService>>
+  create(std::shared_ptr<const LoadedArtifact> artifact, EngineOptions options);
+  ~InferenceService();
+
+  const std::string &modelName() const { return modelName_; }
+  const std::string &modelVersion() const { return modelVersion_; }
+  const ModelSignature &signature() const { return signature_; }
+  const std::string &structureName() const { return structureName_; }
+  const Engine &engine() const { return *engine_; }
+
+  bool live() const { return true; }
+  bool ready() const { return ready_ && !stopping_; }
+  /// NotFound when `name` (and `version`, when not empty) is not ours.
+  Status checkModel(const std::string &name, const std::string &version) const;
+
+  /// Runs `call`; `done` is called exactly once (inline when the request is
+  /// refused before it reaches the engine).
+  void infer(InferCall call, ReplyCallback done);
+
+  /// Refuses new requests from now on (503) and marks the server not ready.
+  void stopAccepting();
+  /// Waits until every accepted request has been answered.
+  void waitIdle();
+  uint64_t inFlight() const { return inFlight_; }
+
+  /// The Prometheus exposition of the server and engine metrics.
+  std::string renderMetrics() const;
+  ServerMetrics &metrics() { return *metrics_; }
+
+private:
+  InferenceService() = default;
+  void finish(InferReply &reply, const ReplyCallback &done);
+
+  std::shared_ptr<const LoadedArtifact> artifact_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::string modelName_, modelVersion_ = "1", structureName_;
+  ModelSignature signature_;
+  std::atomic<bool> ready_{false}, stopping_{false};
+  std::atomic<uint64_t> inFlight_{0};
+  std::mutex idleMutex_;
+  std::condition_variable idle_;
+};
+
+} // namespace cellrun::serve
+
+#endif // CELLRUN_TOOLS_SERVE_INFERENCESERVICE_H
