@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the dependencies (scripts/install-deps.sh), then configures and
+# Installs the dependencies (scripts/install-deps.sh) and the server tests'
+# Python environment (scripts/python-test-env.sh), then configures and
 # builds cellc in ./build (override with BUILD_DIR) with Ninja and ccache.
 # Extra arguments are passed to `ninja` (targets).
 set -euo pipefail
@@ -8,6 +9,7 @@ build="${BUILD_DIR:-$root/build}"
 jobs="${JOBS:-$(nproc)}"
 
 "$root/scripts/install-deps.sh"
+"$root/scripts/python-test-env.sh" "$build/venv"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi

@@ -1,0 +1,259 @@
+"""End-to-end test of `cellrun serve` on one example model: every endpoint,
+valid requests over HTTP (JSON and binary tensor data, raw and through
+tritonclient) and gRPC (tritonclient) equal to `cellrun run`'s results,
+bad requests answered with the right 4xx and a precise message while valid
+requests run concurrently, and /metrics parsed by prometheus_client with
+counters equal to what was sent.
+
+  serve_protocol_test.py CELLRUN MODEL.cellpack REQUESTS.jsonl"""
+import json
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from prometheus_client.parser import text_string_to_metric_families
+
+from kserve_client import (Server, check_outputs, decode_reply, json_body,
+                           load_lines, reference_results, to_tensors)
+
+cellrun, model, requests_path = sys.argv[1:4]
+requests = load_lines(requests_path, 24)
+workdir = tempfile.mkdtemp()
+reference = reference_results(cellrun, model, requests, workdir)
+server = Server(cellrun, model, "--max-body-bytes", "1MB")
+sent = {"success": 0, "invalid": 0, "not_found": 0}
+lock = threading.Lock()
+
+
+def count(outcome):
+    with lock:
+        sent[outcome] += 1
+
+
+def check(condition, message):
+    if not condition:
+        print("FAIL:", message)
+        print(server.read_log())
+        server.stop()
+        sys.exit(1)
+
+
+# Endpoints.
+status, _, body = server.request("GET", "/v2")
+meta = json.loads(body)
+check(status == 200 and meta["name"] == "cellrun"
+      and "binary_tensor_data" in meta["extensions"], f"/v2: {body}")
+for path in ("/v2/health/live", "/v2/health/ready"):
+    status, _, body = server.request("GET", path)
+    check(status == 200, f"{path}: {status} {body}")
+status, _, body = server.request("GET", "/v2/models/nope")
+check(status == 404, f"unknown model metadata: {status}")
+status, _, body = server.request("GET", "/v2/health/ready")
+model_name = None
+for candidate in ("lstm_lm", "gru", "seq2seq", "treelstm"):
+    status, _, body = server.request("GET", f"/v2/models/{candidate}")
+    if status == 200:
+        model_name = candidate
+        metadata = json.loads(body)
+check(model_name is not None, "no example model name answered")
+check(metadata["versions"] == ["1"] and metadata["inputs"] and metadata["outputs"],
+      f"metadata: {metadata}")
+for path in (f"/v2/models/{model_name}/versions/1",
+             f"/v2/models/{model_name}/ready",
+             f"/v2/models/{model_name}/versions/1/ready"):
+    status, _, body = server.request("GET", path)
+    check(status == 200, f"{path}: {status} {body}")
+for path in (f"/v2/models/{model_name}/versions/2",
+             f"/v2/models/{model_name}/versions/2/ready",
+             "/v2/models/nope/ready"):
+    status, _, body = server.request("GET", path)
+    check(status == 404 and b"error" in body, f"{path}: {status} {body}")
+status, _, body = server.request("GET", "/metrics", port=server.metrics)
+check(status == 200, "/metrics")
+infer_path = f"/v2/models/{model_name}/infer"
+
+
+def infer_raw(request, binary):
+    tensors, parameters = to_tensors(request, metadata)
+    body, headers = json_body(request["id"], tensors, parameters,
+                              binary_inputs=binary, binary_outputs=binary)
+    status, reply_headers, reply = server.request("POST", infer_path, body, headers)
+    check(status == 200, f"{request['id']} ({'binary' if binary else 'json'}): "
+          f"{status} {reply[:300]}")
+    header, arrays = decode_reply(reply_headers, reply)
+    check(header["id"] == request["id"] and header["model_name"] == model_name,
+          f"reply header {header}")
+    check_outputs(arrays, reference[request["id"]], request["id"])
+    if "max_decode_length" in request or "tokens" in arrays:
+        stop = header["parameters"].get("stop_reason")
+        check(stop == reference[request["id"]].get("stop"),
+              f"{request['id']}: stop {stop}")
+    count("success")
+
+
+# Bad requests, each with its status and a piece of its message.
+first = requests[0]
+tensors, parameters = to_tensors(first, metadata)
+good_body, good_headers = json_body("bad", tensors, parameters)
+bad_cases = []
+
+
+def bad_case(name, body, headers, status, fragment, path=None, outcome="invalid"):
+    bad_cases.append((name, body, headers, status, fragment, path or infer_path,
+                      outcome))
+
+
+def edited(edit):
+    header = json.loads(good_body)
+    edit(header)
+    return json.dumps(header).encode()
+
+
+bad_case("malformed JSON", good_body[:-5], good_headers, 400, "not valid JSON")
+bad_case("not an object", b"[1, 2]", good_headers, 400, "JSON object")
+bad_case("wrong datatype",
+         edited(lambda h: h["inputs"][-1].update(datatype="FP64")),
+         good_headers, 400, "datatype FP64 is not accepted")
+bad_case("unknown datatype",
+         edited(lambda h: h["inputs"][-1].update(datatype="FLOAT")),
+         good_headers, 400, "unknown datatype")
+bad_case("wrong shape",
+         edited(lambda h: h["inputs"][-1].update(
+             shape=h["inputs"][-1]["shape"] + [1, 2])),
+         good_headers, 400, "shape")
+bad_case("data count",
+         edited(lambda h: h["inputs"][-1].update(data=h["inputs"][-1]["data"][:-1])),
+         good_headers, 400, "values; the shape needs")
+bad_case("missing input", edited(lambda h: h.update(inputs=h["inputs"][:-1])),
+         good_headers, 400, "is missing")
+bad_case("unknown input",
+         edited(lambda h: h["inputs"].append(dict(h["inputs"][-1], name="zzz"))),
+         good_headers, 400, "unknown input 'zzz'")
+bad_case("unknown output",
+         edited(lambda h: h.update(outputs=[{"name": "zzz"}])),
+         good_headers, 400, "output 'zzz'")
+bad_case("unknown model", good_body, good_headers, 404, "unknown model 'nope'",
+         path="/v2/models/nope/infer", outcome="not_found")
+bad_case("unknown version", good_body, good_headers, 404, "unknown version '7'",
+         path=f"/v2/models/{model_name}/versions/7/infer", outcome="not_found")
+bad_case("bad binary header", good_body,
+         dict(good_headers, **{"Inference-Header-Content-Length": "99999999"}),
+         400, "Inference-Header-Content-Length")
+bad_case("binary size past the end",
+         edited(lambda h: h["inputs"][-1].update(
+             data=None, parameters={"binary_data_size": 4096}) or
+             h["inputs"][-1].pop("data")),
+         good_headers, 400, "past the end of the binary data")
+bad_case("oversize body", b"{" + b" " * (2 << 20) + b"}", good_headers, 413,
+         "larger than the server's limit", outcome=None)
+bad_case("unknown sequence_id",
+         edited(lambda h: h.update(parameters={"sequence_id": 12345})),
+         good_headers, 400, "sequence_id")
+token_inputs = [i for i in metadata["inputs"] if i["datatype"] == "INT64"
+                and i["name"] != "children"]
+if token_inputs:
+    name = token_inputs[0]["name"]
+    bad_case("token outside the vocabulary",
+             edited(lambda h: [t.update(data=[10 ** 9] * len(t["data"]))
+                               for t in h["inputs"] if t["name"] == name]),
+             good_headers, 400, "outside the vocabulary")
+if "nodes" in first:
+    def cycle(h):
+        children = h["inputs"][0]
+        flat = children["data"]
+        # The root reads itself.
+        n = len(flat) // 2
+        flat[2 * (n - 1)] = n - 1
+    bad_case("broken tree (cycle)", edited(cycle), good_headers, 400, "cycle")
+
+    def duplicate(h):
+        flat = h["inputs"][0]["data"]
+        n = len(flat) // 2
+        flat[2 * (n - 1) + 1] = flat[2 * (n - 1)]
+    bad_case("broken tree (duplicate child)", edited(duplicate), good_headers,
+             400, "duplicate child")
+
+
+def run_bad_case(case):
+    name, body, headers, status, fragment, path, outcome = case
+    got, _, reply = server.request("POST", path, body, headers)
+    message = json.loads(reply).get("error", "") if reply.startswith(b"{") else ""
+    check(got == status and fragment in message,
+          f"{name}: expected {status} with '{fragment}', got {got}: {reply[:300]}")
+    if outcome:
+        count(outcome)
+
+
+# Valid requests (JSON and binary) and the bad ones, all at once.
+with ThreadPoolExecutor(max_workers=8) as pool:
+    jobs = [pool.submit(infer_raw, r, b) for r in requests for b in (False, True)]
+    jobs += [pool.submit(run_bad_case, case) for case in bad_cases]
+    for job in jobs:
+        job.result()
+
+# tritonclient over HTTP (binary data) and gRPC.
+http = httpclient.InferenceServerClient(f"127.0.0.1:{server.http}")
+grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
+check(http.is_server_live() and http.is_server_ready()
+      and http.is_model_ready(model_name), "tritonclient http health")
+check(grpc.is_server_live() and grpc.is_server_ready()
+      and grpc.is_model_ready(model_name), "tritonclient grpc health")
+grpc_meta = grpc.get_model_metadata(model_name, as_json=True)
+check([i["name"] for i in grpc_meta["inputs"]]
+      == [i["name"] for i in metadata["inputs"]], f"grpc metadata {grpc_meta}")
+try:
+    grpc.get_model_metadata("nope")
+    check(False, "grpc metadata of an unknown model")
+except Exception as error:  # InferenceServerException
+    check("unknown model" in str(error), f"grpc unknown model: {error}")
+for client, module in ((http, httpclient), (grpc, grpcclient)):
+    for request in requests[:12]:
+        tensors, parameters = to_tensors(request, metadata)
+        inputs = []
+        for name, datatype, array in tensors:
+            tensor = module.InferInput(name, list(array.shape), datatype)
+            tensor.set_data_from_numpy(array)
+            inputs.append(tensor)
+        result = client.infer(model_name, inputs, request_id=request["id"],
+                              parameters=parameters or None)
+        arrays = {name: result.as_numpy(name)
+                  for name in reference[request["id"]]["outputs"]}
+        check_outputs(arrays, reference[request["id"]],
+                      f"tritonclient {module.__name__} {request['id']}")
+        count("success")
+    try:
+        tensors, parameters = to_tensors(first, metadata)
+        name, datatype, array = tensors[-1]
+        tensor = module.InferInput(name, list(array.shape), "FP64")
+        tensor.set_data_from_numpy(array.astype(np.float64))
+        client.infer(model_name, [tensor], request_id="bad-type")
+        check(False, f"{module.__name__}: FP64 accepted")
+    except Exception as error:
+        check("not accepted" in str(error),
+              f"{module.__name__} bad datatype: {error}")
+        count("invalid")
+
+# /metrics: parsed by prometheus_client, counters equal to what was sent.
+status, _, body = server.request("GET", "/metrics", port=server.metrics)
+families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+outcomes = {s.labels["outcome"]: s.value
+            for s in families["cellrun_requests"].samples
+            if s.name == "cellrun_requests_total"}
+for outcome, expected in sent.items():
+    check(outcomes.get(outcome) == expected,
+          f"metrics: {outcome} {outcomes.get(outcome)} != {expected} sent")
+queue = [s for s in families["cellrun_request_queue_seconds"].samples
+         if s.name.endswith("_count")]
+check(queue and queue[0].value == sent["success"], f"queue histogram {queue}")
+tasks = sum(s.value for s in families["cellrun_tasks"].samples)
+check(tasks > 0, "no tasks counted")
+
+code, log = server.stop()
+check(code == 0 and "stopped" in log, f"exit code {code}: {log}")
+print(f"serve protocol test: {model_name}: {sent['success']} valid, "
+      f"{sent['invalid']} invalid, {sent['not_found']} unknown model/version: "
+      f"all answered as expected")
