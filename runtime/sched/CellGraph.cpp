@@ -201,6 +201,13 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
       linkState(node, node - 1);
     chain.nodes.push_back(node);
   }
+  for (const auto &[input, row] : initialState_) {
+    NodeSource &source = nodes_[chain.nodes[0]].inputs[input];
+    source.kind = NodeSource::Kind::Pinned;
+    source.row = row;
+  }
+  if (keepsFinalState())
+    ++nodes_[chain.nodes.back()].consumers; // released by the engine
   lastEncoder_ = chain.nodes.back();
   return handOver({std::move(chain)});
 }

@@ -34,11 +34,13 @@
 namespace cellrun {
 
 struct NodeSource {
-  enum class Kind : uint8_t { Zero, Data, Output };
+  /// Pinned: a pool row the request did not produce (a session's state).
+  enum class Kind : uint8_t { Zero, Data, Output, Pinned };
   Kind kind = Kind::Zero;
   uint32_t node = 0;                          // Output: the producing node
   uint32_t output = 0;                        // Output: its output index
   const std::vector<uint8_t> *data = nullptr; // Data: the row
+  int32_t row = -1;                           // Pinned: the pool row
 };
 
 struct GraphNode {
@@ -82,6 +84,16 @@ public:
 
   /// The ready subgraphs at the start (a custom unfolder may refuse).
   Result<std::vector<ReadySubgraph>> start();
+  /// Chain sessions, before start(): the first node's state input `input`
+  /// reads pool row `row` (the state the session's last chunk ended with).
+  void continueFrom(std::vector<std::pair<uint32_t, int32_t>> stateRows) {
+    initialState_ = std::move(stateRows);
+  }
+  /// A session chunk that does not end it keeps its last node's outputs
+  /// (the engine parks the state rows for the next chunk).
+  bool keepsFinalState() const {
+    return request_.session.id != 0 && !request_.session.end;
+  }
 
   /// The outputs of `node` the host reads when it has run (so a backend
   /// can copy them back with the task); a custom unfolder may read others.
@@ -161,6 +173,7 @@ private:
   std::unique_ptr<Unfolder> unfolder_;
   std::vector<ReadySubgraph> handedOver_;
   std::vector<uint8_t> inChain_; // per node: handed to the scheduler
+  std::vector<std::pair<uint32_t, int32_t>> initialState_; // sessions
   const RowReader *reader_ = nullptr;
 };
 

@@ -174,8 +174,9 @@ void EngineWorker::workerLoop() {
   uint32_t idleRounds = 0;
   while (true) {
     {
+      // Woken at least every 100 ms to close idle sessions.
       std::unique_lock<std::mutex> lock(admission_->mutex);
-      admission_->wake.wait(lock, [&] {
+      admission_->wake.wait_for(lock, std::chrono::milliseconds(100), [&] {
         return admission_->stopping || !admission_->waiting.empty() ||
                !entries_.empty() || !pending_.empty();
       });
@@ -290,8 +291,40 @@ Status Engine::submit(Request request, Callback done) {
                         " requests are waiting (the limit is " +
                         std::to_string(admission.limit) + ")");
     }
+    SessionState *session = nullptr;
+    if (const SessionChunk &chunk = entry->graph->request().session;
+        chunk.id != 0) {
+      auto found = admission.sessions.find(chunk.id);
+      std::string where = "request " + entry->graph->request().id +
+                          ": sequence_id " + std::to_string(chunk.id);
+      if (chunk.start && found != admission.sessions.end()) {
+        ++admission.rejected;
+        return Status(StatusCode::InvalidArgument,
+                      where + " is already open (end it with sequence_end "
+                              "before starting it again)");
+      }
+      if (!chunk.start && found == admission.sessions.end()) {
+        ++admission.rejected;
+        return Status(StatusCode::InvalidArgument,
+                      where + " is not an open session (start one with "
+                              "sequence_start; idle sessions close after the "
+                              "session timeout)");
+      }
+      if (chunk.start)
+        found = admission.sessions.emplace(chunk.id, SessionState()).first;
+      session = &found->second;
+      entry->pinnedWorker = session->worker;
+    }
     entry->key = admission.nextKey++;
     ++admission.submitted;
+    if (session) {
+      // One chunk of a session at a time: later ones wait for it.
+      if (session->busy) {
+        session->pending.push_back(std::move(entry));
+        return Status::ok();
+      }
+      session->busy = true;
+    }
     // Earliest deadline first, then arrival order.
     auto at = std::upper_bound(
         waiting.begin(), waiting.end(), deadline,
@@ -343,6 +376,8 @@ EngineStats Engine::stats() const {
     total.submitted = impl_->admission.submitted;
     total.rejected = impl_->admission.rejected;
     total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size());
+    total.sessionsOpen = impl_->admission.sessions.size();
+    total.sessionsExpired = impl_->admission.sessionsExpired;
     // Reservations are guarded by the admission mutex.
     for (auto &worker : impl_->workers)
       for (const EngineWorker::PoolState &state : worker->pools_) {

@@ -50,6 +50,8 @@ public:
     /// Set when a task could not bind one of its nodes: the request fails
     /// once the tasks holding its other nodes have finished.
     Status failure;
+    /// A chunk of a session runs on the worker that holds its state.
+    int32_t pinnedWorker = -1;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);
@@ -160,6 +162,12 @@ private:
   void addReady(Entry &entry, std::vector<ReadySubgraph> ready);
   void releaseOutputs(Entry &entry, uint32_t node);
   void finishRequest(Entry &entry, Status status);
+  /// A session chunk has ended: parks the state it ends with for the next
+  /// chunk, or closes the session (the chunk ended it, or failed).
+  void endChunk(Entry &entry, const Status &status);
+  /// Frees the state of this worker's sessions idle past the timeout.
+  void expireSessions();
+  void releasePinned(GraphNode &node, uint32_t part);
   void deliver(uint64_t key);
   void failStuck();
   uint32_t poolId(uint32_t part, bool isOutput, uint32_t index) const;
@@ -170,6 +178,21 @@ private:
   /// The round submitted last and not yet completed (asynchronous
   /// executors only).
   std::vector<InFlight> pending_;
+};
+
+/// An open streaming session: where its state is parked between chunks,
+/// and the chunks waiting for the one running to finish.
+struct SessionState {
+  int32_t worker = -1; // the worker whose pools hold its state
+  bool busy = false;   // a chunk is queued or running
+  /// (state input of the cell, pool id, row) of the state to continue from.
+  struct ParkedRow {
+    uint32_t input, pool;
+    int32_t row;
+  };
+  std::vector<ParkedRow> parked;
+  std::deque<std::unique_ptr<EngineWorker::Entry>> pending;
+  Clock::time_point lastActive;
 };
 
 /// Requests waiting for admission, shared by the workers: earliest
@@ -187,6 +210,9 @@ struct AdmissionQueue {
   uint64_t nextKey = 1;
   uint64_t submitted = 0, rejected = 0;
   bool stopping = false;
+  /// Open sessions by id (guarded by the mutex, like the queue).
+  std::unordered_map<uint64_t, SessionState> sessions;
+  uint64_t sessionsExpired = 0;
 };
 
 class Engine::Impl {

@@ -14,6 +14,7 @@
 using namespace cellrun;
 
 bool EngineWorker::runOnce() {
+  expireSessions();
   bool admitted = admit();
   std::vector<PlannedTask> planned = policy_->next();
   std::vector<InFlight> round;
@@ -88,6 +89,9 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
     switch (source.kind) {
     case NodeSource::Kind::Zero:
       inputRows[i][row] = pools_[pool].zeroRow;
+      break;
+    case NodeSource::Kind::Pinned:
+      inputRows[i][row] = source.row;
       break;
     case NodeSource::Kind::Data: {
       auto acquired = acquireFor(entry, pool);
@@ -281,7 +285,9 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
     finishRequest(entry, ready.status());
     return;
   }
-  // The node has read its inputs: producers with no reader left free rows.
+  // The node has read its inputs: producers with no reader left free rows,
+  // and so does a session's state it started from.
+  releasePinned(graph.nodes()[node], graph.nodes()[node].part);
   for (const NodeSource &source : graph.nodes()[node].inputs)
     if (source.kind == NodeSource::Kind::Output) {
       GraphNode &producer = graph.nodes()[source.node];

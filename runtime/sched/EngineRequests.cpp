@@ -54,6 +54,8 @@ double EngineWorker::room() const {
 }
 
 bool EngineWorker::takesHead(const Entry &head) const {
+  if (head.pinnedWorker >= 0)
+    return head.pinnedWorker == static_cast<int32_t>(index_) && fits(head.need);
   if (!fits(head.need))
     return false;
   if (entries_.empty())
@@ -101,6 +103,18 @@ void EngineWorker::startRequest(Entry &entry) {
   uint32_t length = static_cast<uint32_t>(
       request.tree.empty() ? request.steps.size() : request.tree.size());
   policy_->admitted(entry.key, length);
+  if (uint64_t session = request.session.id) {
+    std::vector<std::pair<uint32_t, int32_t>> state;
+    {
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      SessionState &open = admission_->sessions.at(session);
+      open.worker = static_cast<int32_t>(index_);
+      for (const SessionState::ParkedRow &parked : open.parked)
+        state.push_back({parked.input, parked.row});
+      open.parked.clear();
+    }
+    entry.graph->continueFrom(std::move(state));
+  }
   auto ready = entry.graph->start();
   if (!ready.ok()) {
     finishRequest(entry, ready.status());
@@ -111,6 +125,10 @@ void EngineWorker::startRequest(Entry &entry) {
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
+  for (GraphNode &node : graph.nodes())
+    releasePinned(node, node.part);
+  if (graph.request().session.id != 0)
+    endChunk(entry, status);
   for (uint32_t n = 0; n < graph.nodes().size(); ++n)
     releaseOutputs(entry, n);
   {

@@ -387,6 +387,9 @@ Status RequestParser::check(const Request &request) const {
         callUnfolder([&] { return checker_->check(*request.json); });
     return status.isOk() ? status : bad(where, status.message());
   }
+  if (request.session.id != 0 &&
+      structure_->kind != cellpack::Structure::Chain)
+    return bad(where, "streaming sessions (sequence_id) need a chain model");
   if (structure_->kind == cellpack::Structure::Tree)
     return checkTree(request);
   if (request.steps.empty())

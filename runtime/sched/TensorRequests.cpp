@@ -218,6 +218,7 @@ RequestParser::fromTensors(const std::vector<NamedTensor> &tensors,
   if (options.maxDecodeLength < 0)
     return bad(where, "max_decode_length must be at least 1");
   request.maxDecodeLength = options.maxDecodeLength;
+  request.session = options.session;
 
   // Every tensor matched to one of the signature's inputs, once.
   std::vector<const NamedTensor *> found(signature_.inputs.size(), nullptr);

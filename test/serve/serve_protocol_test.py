@@ -152,7 +152,10 @@ bad_case("oversize body", b"{" + b" " * (2 << 20) + b"}", good_headers, 413,
          "larger than the server's limit", outcome=None)
 bad_case("unknown sequence_id",
          edited(lambda h: h.update(parameters={"sequence_id": 12345})),
-         good_headers, 400, "sequence_id")
+         good_headers, 400,
+         "sequence_id 12345 is not an open session"
+         if metadata["parameters"]["structure"] == "chain"
+         else "streaming sessions (sequence_id) need a chain model")
 token_inputs = [i for i in metadata["inputs"] if i["datatype"] == "INT64"
                 and i["name"] != "children"]
 if token_inputs:
@@ -235,6 +238,78 @@ for client, module in ((http, httpclient), (grpc, grpcclient)):
     except Exception as error:
         check("not accepted" in str(error),
               f"{module.__name__} bad datatype: {error}")
+        count("invalid")
+
+# Streaming sessions (chain models): a sequence sent in chunks under one
+# sequence_id gives exactly what it gives sent at once; over HTTP and over
+# gRPC's ModelStreamInfer. Other models refuse sequence parameters.
+structure = metadata["parameters"]["structure"]
+whole = requests[1]
+tensors, _ = to_tensors(whole, metadata)
+steps = tensors[0][2].shape[0]
+cuts = [0, 1, max(2, steps // 2), steps] if steps >= 3 else [0, steps]
+
+
+def chunk_inputs(module, start, stop):
+    inputs = []
+    for name, datatype, array in tensors:
+        tensor = module.InferInput(name, list(array[start:stop].shape), datatype)
+        tensor.set_data_from_numpy(array[start:stop])
+        inputs.append(tensor)
+    return inputs
+
+
+if structure == "chain":
+    alone = http.infer(model_name, chunk_inputs(httpclient, 0, steps))
+    emitted = [o["name"] for o in metadata["outputs"]
+               if o["shape"] and o["shape"][0] == -1]
+    finals = [o["name"] for o in metadata["outputs"] if o["name"] not in emitted]
+    # HTTP: one chunk per call.
+    pieces = []
+    for k in range(len(cuts) - 1):
+        result = http.infer(model_name, chunk_inputs(httpclient, cuts[k], cuts[k + 1]),
+                            sequence_id=4242, sequence_start=k == 0,
+                            sequence_end=k == len(cuts) - 2)
+        pieces.append(result)
+        count("success")
+    for name in emitted:
+        joined = np.concatenate([p.as_numpy(name) for p in pieces])
+        check(np.array_equal(joined, alone.as_numpy(name)),
+              f"HTTP session: {name} differs from the whole sequence")
+    for name in finals:
+        check(np.array_equal(pieces[-1].as_numpy(name), alone.as_numpy(name)),
+              f"HTTP session: {name} differs from the whole sequence")
+    # gRPC stream: every chunk sent at once, answered in order.
+    answers, errors = [], []
+    grpc.start_stream(callback=lambda result, error: (
+        errors.append(error) if error else answers.append(result)))
+    for k in range(len(cuts) - 1):
+        grpc.async_stream_infer(model_name, chunk_inputs(grpcclient, cuts[k], cuts[k + 1]),
+                                request_id=f"chunk{k}", sequence_id=4343,
+                                sequence_start=k == 0,
+                                sequence_end=k == len(cuts) - 2)
+    grpc.async_stream_infer(model_name, chunk_inputs(grpcclient, 0, 1),
+                            request_id="stray", sequence_id=999)
+    grpc.stop_stream()
+    check(len(answers) == len(cuts) - 1 and len(errors) == 1,
+          f"gRPC stream: {len(answers)} answers, errors {errors}")
+    check("sequence_id 999 is not an open session" in str(errors[0]),
+          f"gRPC stream error: {errors[0]}")
+    answers.sort(key=lambda r: r.get_response().id)
+    for name in emitted:
+        joined = np.concatenate([a.as_numpy(name) for a in answers])
+        check(np.array_equal(joined, alone.as_numpy(name)),
+              f"gRPC session: {name} differs from the whole sequence")
+    count("success")  # the whole sequence
+    sent["success"] += len(cuts) - 1
+    sent["invalid"] += 1
+else:
+    try:
+        http.infer(model_name, chunk_inputs(httpclient, 0, steps),
+                   sequence_id=7, sequence_start=True)
+        check(False, "a session on a non-chain model was accepted")
+    except Exception as error:
+        check("need a chain model" in str(error), f"session refusal: {error}")
         count("invalid")
 
 # /metrics: parsed by prometheus_client, counters equal to what was sent.

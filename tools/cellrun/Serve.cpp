@@ -32,6 +32,7 @@ struct ServeArgs {
   uint64_t memoryBudget = 0;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 64;
+  double sessionTimeout = 60;
 };
 
 void addOptions(CLI::App &app, ServeArgs &args) {
@@ -85,6 +86,11 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "HTTP connections served at once")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
+  app.add_option("--session-timeout", args.sessionTimeout,
+                 "seconds a streaming session may stay idle before its state "
+                 "is freed (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--log-level", args.logLevel, "log level")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -134,6 +140,7 @@ int serveModel(const ServeArgs &args) {
   options.workers = args.workers;
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
+  options.sessionTimeoutSeconds = args.sessionTimeout;
   size_t rowBytes = Executor::bytesPerPoolRow(*artifact.value());
   if (args.memoryBudget > 0) {
     uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);

@@ -74,6 +74,9 @@ struct EngineOptions {
   /// On forces it on the cpu backend too (tests of the bookkeeping).
   enum class Overlap { Auto, On, Off };
   Overlap overlapRounds = Overlap::Auto;
+  /// Streaming sessions (Request::session) idle for longer than this many
+  /// seconds are closed and their state freed; 0: never.
+  double sessionTimeoutSeconds = 0;
   /// Called on the worker for every task once it has finished (a task log,
   /// metrics); keep it short.
   std::function<void(const TaskRecord &)> onTask;
@@ -97,6 +100,8 @@ struct EngineStats {
   /// State memory, over every worker's pools: bytes requests may reserve
   /// (the budget) and bytes reserved by admitted requests now.
   uint64_t poolBytesBudget = 0, poolBytesReserved = 0;
+  /// Streaming sessions open now, and closed by the idle timeout so far.
+  uint64_t sessionsOpen = 0, sessionsExpired = 0;
   std::vector<CellTypeStats> cells;  // summed over the workers
   std::vector<uint64_t> workerTasks; // tasks each worker ran
 };

@@ -35,6 +35,15 @@ struct TreeNode {
   std::vector<int32_t> children; // internal nodes
 };
 
+/// A chunk of a streaming session (chain models): the state the chunk ends
+/// with stays in the engine's pools and is where the next chunk of the same
+/// session starts. Chunks of one session run in the order submitted.
+struct SessionChunk {
+  uint64_t id = 0;    // 0: not part of a session
+  bool start = false; // opens the session (from zero state)
+  bool end = false;   // closes it when this chunk is done
+};
+
 struct Request {
   std::string id;
   std::vector<NodeData> steps; // chain, seq2seq encoder
@@ -43,6 +52,7 @@ struct Request {
   int64_t maxDecodeLength = 0; // seq2seq; 0: the artifact's limit
   std::shared_ptr<const class JsonValue> json; // custom: the whole request
   double deadlineMicros = 0;                   // latency goal; 0: none
+  SessionChunk session;
 };
 
 /// One named output: float values or integer values, with its shape.

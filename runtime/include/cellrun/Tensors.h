@@ -84,6 +84,7 @@ struct TensorRequestOptions {
   std::string id;
   int64_t maxDecodeLength = 0; // seq2seq; 0: the model's limit
   double deadlineMicros = 0;   // 0: none
+  SessionChunk session;        // chain models
 };
 
 } // namespace cellrun

@@ -95,11 +95,33 @@ serve::decodeInferRequest(const inference::ModelInferRequest &in) {
       if (value < 0)
         return bad(where + ": deadline_ms must be a number >= 0");
       call.options.deadlineMicros = value * 1000;
+    } else if (key == "sequence_id") {
+      int64_t id = parameter.parameter_choice_case() ==
+                           inference::InferParameter::kInt64Param
+                       ? parameter.int64_param()
+                   : parameter.parameter_choice_case() ==
+                           inference::InferParameter::kUint64Param
+                       ? static_cast<int64_t>(parameter.uint64_param())
+                       : -1;
+      if (id < 1)
+        return bad(where + ": sequence_id must be an integer >= 1");
+      call.options.session.id = static_cast<uint64_t>(id);
+    } else if (key == "sequence_start" || key == "sequence_end") {
+      if (parameter.parameter_choice_case() !=
+          inference::InferParameter::kBoolParam)
+        return bad(where + ": " + key + " must be a bool");
+      (key == "sequence_start" ? call.options.session.start
+                               : call.options.session.end) =
+          parameter.bool_param();
     } else {
       return bad(where + ": unknown parameter \"" + key +
-                 "\" (known: max_decode_length, deadline_ms)");
+                 "\" (known: max_decode_length, deadline_ms, sequence_id, "
+                 "sequence_start, sequence_end)");
     }
   }
+  if (call.options.session.id == 0 &&
+      (call.options.session.start || call.options.session.end))
+    return bad(where + ": sequence_start and sequence_end need a sequence_id");
   bool raw = in.raw_input_contents_size() > 0;
   if (raw && in.raw_input_contents_size() != in.inputs_size())
     return bad(where + ": " + std::to_string(in.raw_input_contents_size()) +

@@ -243,10 +243,26 @@ serve::decodeInferRequest(std::string_view body,
     call.id = id->get<std::string>();
   }
   std::string where = "request" + (call.id.empty() ? "" : " " + call.id);
-  auto parameters = parametersOf(
-      root, where, {"max_decode_length", "deadline_ms", "binary_data_output"});
+  auto parameters =
+      parametersOf(root, where,
+                   {"max_decode_length", "deadline_ms", "binary_data_output",
+                    "sequence_id", "sequence_start", "sequence_end"});
   if (!parameters.ok())
     return parameters.status();
+  SessionChunk &session = call.options.session;
+  if (auto id = parameters->find("sequence_id"); id != parameters->end()) {
+    if (!id->is_number_integer() || id->get<int64_t>() < 1)
+      return bad(where + ": sequence_id must be an integer >= 1");
+    session.id = id->get<uint64_t>();
+  }
+  auto start = boolParameter(*parameters, "sequence_start", where);
+  auto end = boolParameter(*parameters, "sequence_end", where);
+  if (!start.ok() || !end.ok())
+    return start.ok() ? end.status() : start.status();
+  session.start = start.value();
+  session.end = end.value();
+  if (session.id == 0 && (session.start || session.end))
+    return bad(where + ": sequence_start and sequence_end need a sequence_id");
   if (auto limit = parameters->find("max_decode_length");
       limit != parameters->end()) {
     if (!limit->is_number_integer() || limit->get<int64_t>() < 1)

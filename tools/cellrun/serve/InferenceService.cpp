@@ -152,7 +152,9 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
       wanted.push_back(output.name);
   Result<Request> request = Status(StatusCode::Internal, "not parsed");
   if (reply.status.isOk()) {
-    call.options.id = call.id;
+    // Messages name the request by its id, or by its arrival number.
+    call.options.id =
+        call.id.empty() ? "#" + std::to_string(++unnamed_) : call.id;
     request = engine_->parser().fromTensors(call.inputs, call.options);
     reply.status = request.status();
   }
@@ -162,22 +164,22 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
     return;
   }
   auto callback = std::make_shared<ReplyCallback>(std::move(done));
-  Status submitted =
-      engine_->submit(std::move(request).value(),
-                      [this, callback, wanted, leave](RequestResult result) {
-                        InferReply answer;
-                        answer.id = result.id;
-                        answer.status = result.status;
-                        answer.stopReason = result.stopReason;
-                        answer.queueMicros = result.queueMicros;
-                        answer.computeMicros = result.computeMicros;
-                        if (result.status.isOk())
-                          for (const std::string &name : wanted)
-                            if (const OutputTensor *tensor = result.find(name))
-                              answer.outputs.push_back(*tensor);
-                        finish(answer, *callback);
-                        leave();
-                      });
+  Status submitted = engine_->submit(
+      std::move(request).value(),
+      [this, callback, wanted, leave, id = call.id](RequestResult result) {
+        InferReply answer;
+        answer.id = id;
+        answer.status = result.status;
+        answer.stopReason = result.stopReason;
+        answer.queueMicros = result.queueMicros;
+        answer.computeMicros = result.computeMicros;
+        if (result.status.isOk())
+          for (const std::string &name : wanted)
+            if (const OutputTensor *tensor = result.find(name))
+              answer.outputs.push_back(*tensor);
+        finish(answer, *callback);
+        leave();
+      });
   if (!submitted.isOk()) {
     reply.status = submitted;
     finish(reply, *callback);
@@ -193,5 +195,5 @@ void InferenceService::waitIdle() {
 }
 
 std::string InferenceService::renderMetrics() const {
-  return metrics_->render(engine_->stats(), inFlight_, 0);
+  return metrics_->render(engine_->stats(), inFlight_);
 }

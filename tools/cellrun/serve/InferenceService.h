@@ -97,6 +97,7 @@ private:
   ModelSignature signature_;
   std::atomic<bool> ready_{false}, stopping_{false};
   std::atomic<uint64_t> inFlight_{0};
+  std::atomic<uint64_t> unnamed_{0}; // requests without an id, numbered
   std::mutex idleMutex_;
   std::condition_variable idle_;
 };

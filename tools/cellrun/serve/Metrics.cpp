@@ -114,13 +114,8 @@ void ServerMetrics::observeTask(uint32_t cell, uint32_t rows) {
     batchRows_[cell].observe(rows);
 }
 
-void ServerMetrics::countExpiredSession() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++expiredSessions_;
-}
-
-std::string ServerMetrics::render(const EngineStats &engine, uint64_t inFlight,
-                                  uint64_t sessions) const {
+std::string ServerMetrics::render(const EngineStats &engine,
+                                  uint64_t inFlight) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mutex_);
   header(out, "cellrun_requests_total", "counter",
@@ -157,11 +152,11 @@ std::string ServerMetrics::render(const EngineStats &engine, uint64_t inFlight,
   sample(out, "cellrun_running_requests", "",
          static_cast<double>(engine.running));
   header(out, "cellrun_sessions", "gauge", "Open streaming sessions.");
-  sample(out, "cellrun_sessions", "", static_cast<double>(sessions));
+  sample(out, "cellrun_sessions", "", static_cast<double>(engine.sessionsOpen));
   header(out, "cellrun_sessions_expired_total", "counter",
          "Sessions freed after --session-timeout without a chunk.");
   sample(out, "cellrun_sessions_expired_total", "",
-         static_cast<double>(expiredSessions_));
+         static_cast<double>(engine.sessionsExpired));
   header(out, "cellrun_pool_bytes_reserved", "gauge",
          "State pool memory reserved by admitted requests.");
   sample(out, "cellrun_pool_bytes_reserved", "",

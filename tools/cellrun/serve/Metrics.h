@@ -56,11 +56,9 @@ public:
   void observeRequest(double queueSeconds, double computeSeconds);
   /// A task of cell type `cell` with `rows` request rows.
   void observeTask(uint32_t cell, uint32_t rows);
-  void countExpiredSession();
 
   /// The whole exposition: our counters, then the engine's state.
-  std::string render(const EngineStats &engine, uint64_t inFlight,
-                     uint64_t sessions) const;
+  std::string render(const EngineStats &engine, uint64_t inFlight) const;
 
 private:
   mutable std::mutex mutex_;
@@ -68,7 +66,6 @@ private:
   std::array<uint64_t, kOutcomes> requests_{};
   Histogram queueSeconds_, computeSeconds_;
   std::vector<Histogram> batchRows_; // per cell type
-  uint64_t expiredSessions_ = 0;
 };
 
 } // namespace cellrun::serve

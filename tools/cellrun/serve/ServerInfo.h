@@ -18,7 +18,7 @@ inline constexpr const char *kServerVersion = CELLRUN_VERSION;
 inline constexpr const char *kPlatform = "cellrun_cellpack";
 
 inline std::vector<std::string> serverExtensions() {
-  return {"binary_tensor_data"};
+  return {"binary_tensor_data", "sequence", "metrics"};
 }
 
 } // namespace cellrun::serve

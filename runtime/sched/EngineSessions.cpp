@@ -1,0 +1,115 @@
+//===- EngineSessions.cpp - Streaming sessions of chain models ------------===//
+//
+// A session's state lives in pool rows between its chunks: when a chunk
+// that does not end the session is done, the rows its last node wrote for
+// the state outputs are parked (they stay reserved, as rows of an ended
+// request still in use do) and the next chunk's first node reads them in
+// place; once that node has run they go back to the pool. Chunks of one
+// session run one after the other on the worker that holds the state. A
+// chunk that fails, or ends the session, closes it; chunks still waiting
+// behind it fail. Sessions idle past the timeout are closed and their rows
+// freed.
+//
+//===----------------------------------------------------------------------===//
+#include "EngineImpl.h"
+
+using namespace cellrun;
+
+void EngineWorker::releasePinned(GraphNode &node, uint32_t part) {
+  for (uint32_t i = 0; i < node.inputs.size(); ++i) {
+    NodeSource &source = node.inputs[i];
+    if (source.kind != NodeSource::Kind::Pinned)
+      continue;
+    // Key 0 is no request's: the row comes off the pool's reservations.
+    releaseFor(0, poolId(part, false, i), source.row);
+    source.kind = NodeSource::Kind::Zero;
+    source.row = -1;
+  }
+}
+
+void EngineWorker::endChunk(Entry &entry, const Status &status) {
+  CellGraph &graph = *entry.graph;
+  const SessionChunk &chunk = graph.request().session;
+  bool keep = status.isOk() && !chunk.end && !graph.nodes().empty();
+  std::vector<SessionState::ParkedRow> parked;
+  if (keep) {
+    GraphNode &last = graph.nodes().back();
+    const CellRoles &roles = parser_->structure().cells[0];
+    for (uint32_t input = 0; input < roles.updatedBy.size(); ++input) {
+      int32_t output = roles.updatedBy[input];
+      if (output < 0 || last.outputRows[output] < 0)
+        continue;
+      parked.push_back({input, poolId(0, true, static_cast<uint32_t>(output)),
+                        last.outputRows[output]});
+      // The entry keeps holding the row: it stays reserved once the
+      // request has ended, until the next chunk has read it.
+      last.outputRows[output] = -1;
+    }
+  }
+  std::deque<std::unique_ptr<Entry>> orphans;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    auto found = admission_->sessions.find(chunk.id);
+    if (found == admission_->sessions.end())
+      return;
+    SessionState &session = found->second;
+    if (keep) {
+      session.parked = std::move(parked);
+      session.busy = false;
+      session.lastActive = Clock::now();
+      if (!session.pending.empty()) {
+        std::unique_ptr<Entry> next = std::move(session.pending.front());
+        session.pending.pop_front();
+        next->pinnedWorker = static_cast<int32_t>(index_);
+        session.busy = true;
+        admission_->waiting.push_front(std::move(next));
+        admission_->wake.notify_all();
+      }
+    } else {
+      orphans = std::move(session.pending);
+      admission_->sessions.erase(found);
+    }
+  }
+  for (std::unique_ptr<Entry> &orphan : orphans) {
+    RequestResult result;
+    result.id = orphan->graph->request().id;
+    result.status = Status(
+        StatusCode::InvalidArgument,
+        "request " + result.id + ": sequence_id " + std::to_string(chunk.id) +
+            (status.isOk() ? " was ended by an earlier chunk"
+                           : " was closed when an earlier chunk failed: " +
+                                 status.message()));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.failed;
+    }
+    if (orphan->done)
+      orphan->done(std::move(result));
+  }
+}
+
+void EngineWorker::expireSessions() {
+  if (options_.sessionTimeoutSeconds <= 0)
+    return;
+  auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.sessionTimeoutSeconds));
+  Clock::time_point now = Clock::now();
+  std::vector<SessionState::ParkedRow> freed;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    auto &sessions = admission_->sessions;
+    for (auto at = sessions.begin(); at != sessions.end();) {
+      SessionState &session = at->second;
+      if (session.busy || session.worker != static_cast<int32_t>(index_) ||
+          now - session.lastActive < timeout) {
+        ++at;
+        continue;
+      }
+      freed.insert(freed.end(), session.parked.begin(), session.parked.end());
+      at = sessions.erase(at);
+      ++admission_->sessionsExpired;
+    }
+  }
+  for (const SessionState::ParkedRow &row : freed)
+    releaseFor(0, row.pool, row.row);
+}
