@@ -66,6 +66,7 @@ public:
   const ModelSignature &signature() const { return signature_; }
   const std::string &structureName() const { return structureName_; }
   const Engine &engine() const { return *engine_; }
+  Engine &engine() { return *engine_; }
 
   bool live() const { return true; }
   bool ready() const { return ready_ && !stopping_; }
