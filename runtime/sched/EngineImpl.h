@@ -167,6 +167,7 @@ private:
   void endChunk(Entry &entry, const Status &status);
   /// Frees the state of this worker's sessions idle past the timeout.
   void expireSessions();
+  Clock::time_point lastSessionSweep_;
   void releasePinned(GraphNode &node, uint32_t part);
   void deliver(uint64_t key);
   void failStuck();

@@ -7,6 +7,7 @@
 // sessions end or time out; misuse is refused precisely.
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
@@ -20,10 +21,7 @@ using namespace cellrun;
 namespace {
 
 std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
-  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                             model + "/model.cellpack");
-  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
-  return loaded.ok() ? std::move(loaded).value() : nullptr;
+  return cellc::testing::loadExampleArtifact(model);
 }
 
 std::unique_ptr<Engine> makeEngine(const std::string &model, double timeout = 0,

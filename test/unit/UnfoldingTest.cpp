@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
+#include "ExampleArtifacts.h"
 
 #include "../../runtime/backend/cpu/ElementIO.h"
 
@@ -25,10 +26,7 @@ using namespace cellrun;
 namespace {
 
 std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
-  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                             model + "/model.cellpack");
-  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
-  return loaded.ok() ? std::move(loaded).value() : nullptr;
+  return cellc::testing::loadExampleArtifact(model);
 }
 
 /// Runs cells one at a time; every value lives in its own pool row.

@@ -52,7 +52,7 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::addRoutes() {
   InferenceService &service = service_;
   httplib::Server &api = *api_;
-  api.Get("/v2", [&service](const httplib::Request &, httplib::Response &res) {
+  api.Get("/v2", [](const httplib::Request &, httplib::Response &res) {
     sendJson(res, 200,
              {{"name", kServerName},
               {"version", kServerVersion},
