@@ -21,6 +21,8 @@
 
 #include "../runtime/backend/cuda/CudaBackend.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cublas_v2.h>
 
 #include <cstdio>
@@ -137,24 +139,19 @@ size_t weightReadBytes(const cellpack::CellType &cell,
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: cuda_task_bench MODEL.cellpack [--cell NAME] "
-                         "[--csv FILE] [--device N]\n");
-    return 2;
-  }
-  std::string cellName, csvPath;
+  CLI::App app("One GPU task per batch size next to a bare cuBLAS GEMM and the "
+               "weight-read time.",
+               "cuda_task_bench");
+  std::string modelPath, cellName, csvPath;
   cuda::CudaBackendOptions options;
   options.tasksInFlight = 8;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string option = argv[i];
-    if (option == "--cell")
-      cellName = argv[i + 1];
-    else if (option == "--csv")
-      csvPath = argv[i + 1];
-    else if (option == "--device")
-      options.device = std::stoi(argv[i + 1]);
-  }
-  auto loaded = loadArtifact(argv[1]);
+  app.add_option("model", modelPath, "the compiled model")->required();
+  app.add_option("--cell", cellName, "the cell (default: the first)");
+  app.add_option("--csv", csvPath, "write the rows here");
+  app.add_option("--device", options.device, "CUDA device index")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  auto loaded = loadArtifact(modelPath);
   if (!loaded.ok())
     return fail(loaded.status().toString());
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
@@ -174,7 +171,7 @@ int main(int argc, char **argv) {
   bool tf32 = artifact->model().precision() == cellpack::Precision::TF32;
   std::printf("cell %s of %s on %s; precision %s; device bandwidth %.0f GB/s "
               "(device-to-device copy)\n",
-              cell->name()->c_str(), argv[1],
+              cell->name()->c_str(), modelPath.c_str(),
               backend.device().describe().c_str(),
               cellpack::EnumNamePrecision(artifact->model().precision()),
               bandwidth / 1e9);

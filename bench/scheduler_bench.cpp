@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Scheduler.h"
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -71,18 +73,18 @@ Measurement measure(uint32_t batchSize, uint64_t requests, uint32_t maxLength,
 } // namespace
 
 int main(int argc, char **argv) {
+  CLI::App app("The scheduler's own cost per task and per request, with a "
+               "zero-cost executor.",
+               "scheduler_bench");
   uint64_t requests = 200000;
   uint32_t maxLength = 50;
   std::string csvPath;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string option = argv[i];
-    if (option == "--requests")
-      requests = std::stoull(argv[i + 1]);
-    else if (option == "--max-length")
-      maxLength = static_cast<uint32_t>(std::stoul(argv[i + 1]));
-    else if (option == "--csv")
-      csvPath = argv[i + 1];
-  }
+  app.add_option("--requests", requests, "requests")->capture_default_str();
+  app.add_option("--max-length", maxLength, "longest request (nodes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--csv", csvPath, "write the rows here");
+  CLI11_PARSE(app, argc, argv);
   std::printf("Scheduler (Algorithm 1) with a zero-cost executor: %llu "
               "requests of 1..%u nodes, ~3 batches in flight\n",
               (unsigned long long)requests, maxLength);

@@ -14,6 +14,8 @@
 
 #include "../runtime/backend/cpu/CpuTaskRunner.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -29,26 +31,22 @@ using namespace cellrun;
 using namespace cellbench;
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: task_bench MODEL.cellpack [--cell NAME] "
-                         "[--csv FILE] [--min-seconds S]\n");
-    return 2;
-  }
-  std::string cellName, csvPath;
+  CLI::App app("One CPU task per batch size next to a bare sgemm of the same "
+               "shape.",
+               "task_bench");
+  std::string modelPath, cellName, csvPath;
   double minSeconds = 0.2;
   unsigned threads = 1; // as the executor: see bench/results
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string option = argv[i];
-    if (option == "--cell")
-      cellName = argv[i + 1];
-    else if (option == "--csv")
-      csvPath = argv[i + 1];
-    else if (option == "--min-seconds")
-      minSeconds = std::stod(argv[i + 1]);
-    else if (option == "--threads")
-      threads = static_cast<unsigned>(std::max(1, std::stoi(argv[i + 1])));
-  }
-  auto artifact = loadArtifact(argv[1]);
+  app.add_option("model", modelPath, "the compiled model")->required();
+  app.add_option("--cell", cellName, "the cell (default: the first)");
+  app.add_option("--csv", csvPath, "write the rows here");
+  app.add_option("--min-seconds", minSeconds, "time per measurement")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "threads a kernel step")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  CLI11_PARSE(app, argc, argv);
+  auto artifact = loadArtifact(modelPath);
   if (!artifact.ok()) {
     std::fprintf(stderr, "task_bench: %s\n",
                  artifact.status().toString().c_str());
@@ -69,7 +67,8 @@ int main(int argc, char **argv) {
 
   cpu::ThreadPool pool(threads);
   std::printf("cell %s of %s; CPU backend with %u thread(s); %s\n",
-              cell->name()->c_str(), argv[1], threads, openblas_get_config());
+              cell->name()->c_str(), modelPath.c_str(), threads,
+              openblas_get_config());
   std::printf("%6s %14s %22s %12s %8s\n", "batch", "largest GEMM",
               "cpu task (us)", "BLAS (us)", "ratio");
   std::ofstream csv;

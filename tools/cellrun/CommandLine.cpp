@@ -1,64 +1,25 @@
-//===- CommandLine.cpp - The tiny argument parser of cellrun --------------===//
+//===- CommandLine.cpp - Subcommands and their command lines --------------===//
 #include "CommandLine.h"
 
-#include <algorithm>
+#include <iostream>
 
 namespace cellrun::tool {
 
-Result<ParsedArgs> parseArgs(const std::vector<std::string> &args,
-                             const std::vector<OptionSpec> &specs) {
-  ParsedArgs parsed;
-  bool optionsEnded = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &arg = args[i];
-    if (optionsEnded || arg.size() < 2 || arg.compare(0, 2, "--") != 0 ||
-        arg == "-") {
-      parsed.positionals.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      optionsEnded = true;
-      continue;
-    }
-    size_t equals = arg.find('=');
-    std::string name = arg.substr(
-        2, equals == std::string::npos ? std::string::npos : equals - 2);
-    auto spec =
-        std::find_if(specs.begin(), specs.end(),
-                     [&](const OptionSpec &s) { return s.name == name; });
-    if (spec == specs.end())
-      return Status(StatusCode::InvalidArgument,
-                    "unknown option '--" + name + "'");
-    if (!spec->takesValue) {
-      if (equals != std::string::npos)
-        return Status(StatusCode::InvalidArgument,
-                      "option '--" + name + "' takes no value");
-      parsed.options[name] = "";
-    } else if (equals != std::string::npos) {
-      parsed.options[name] = arg.substr(equals + 1);
-    } else if (i + 1 < args.size()) {
-      parsed.options[name] = args[++i];
-    } else {
-      return Status(StatusCode::InvalidArgument,
-                    "option '--" + name + "' needs a value");
-    }
+std::optional<int> parseCommandLine(CLI::App &app,
+                                    const std::vector<std::string> &args) {
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp &) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError &error) {
+    std::cerr << app.get_name() << ": " << error.what() << " ("
+              << app.get_name() << " --help)\n";
+    return kExitUsage;
   }
-  return parsed;
-}
-
-std::string formatOptions(const std::vector<OptionSpec> &specs) {
-  std::vector<std::string> heads;
-  size_t width = 0;
-  for (const OptionSpec &spec : specs) {
-    heads.push_back("--" + spec.name +
-                    (spec.takesValue ? "=" + spec.valueName : ""));
-    width = std::max(width, heads.back().size());
-  }
-  std::string text;
-  for (size_t i = 0; i < specs.size(); ++i)
-    text += "  " + heads[i] + std::string(width - heads[i].size() + 2, ' ') +
-            specs[i].help + "\n";
-  return text;
+  return std::nullopt;
 }
 
 } // namespace cellrun::tool

@@ -1,16 +1,16 @@
-//===- CommandLine.h - The tiny argument parser of cellrun ------*- C++ -*-===//
+//===- CommandLine.h - Subcommands and their command lines ------*- C++ -*-===//
 //
-// Each subcommand lists its options (name, whether it takes a value, help
-// line); parseArgs splits its arguments into options and positionals:
-// `--name`, `--name=value`, `--name value`, and `--` to end the options.
+// Every subcommand of cellrun describes its options with CLI11 and parses
+// them through parseCommandLine: `--help` prints the help, an unknown
+// option, a missing value or a bad value is an error with exit code 2.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_COMMANDLINE_H
 #define CELLRUN_TOOLS_COMMANDLINE_H
 
-#include "cellrun/Status.h"
+#include <CLI/CLI.hpp>
 
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,27 +21,11 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1; // the command ran and failed (bad artifact)
 constexpr int kExitUsage = 2;   // the command line is wrong
 
-struct OptionSpec {
-  std::string name; // without the leading "--"
-  bool takesValue;
-  std::string valueName; // shown in the help, e.g. "N"
-  std::string help;
-};
-
-struct ParsedArgs {
-  std::map<std::string, std::string> options; // a flag maps to ""
-  std::vector<std::string> positionals;
-
-  bool has(const std::string &name) const { return options.count(name); }
-};
-
-/// InvalidArgument naming the offending argument for an unknown option, a
-/// missing value or a value given to a flag.
-Result<ParsedArgs> parseArgs(const std::vector<std::string> &args,
-                             const std::vector<OptionSpec> &specs);
-
-/// The options as help lines, two-space indented and aligned.
-std::string formatOptions(const std::vector<OptionSpec> &specs);
+/// Parses `args` (the subcommand's arguments) with `app`. Returns nothing
+/// to go on, or the exit code to return at once: 0 after printing the help,
+/// 2 after printing "cellrun NAME: <what is wrong>".
+std::optional<int> parseCommandLine(CLI::App &app,
+                                    const std::vector<std::string> &args);
 
 /// One subcommand of cellrun: `cellrun <name> ARGS...`.
 struct Subcommand {

@@ -11,32 +11,15 @@
 #include <iostream>
 
 namespace cellrun::tool {
-namespace {
-const std::vector<OptionSpec> kDevicesOptions = {
-    {"device", true, "cuda|cpu|auto", "the choice to resolve (default auto)"},
-    {"help", false, "", "show this help"},
-};
-} // namespace
 
 int runDevices(const std::vector<std::string> &args) {
-  Result<ParsedArgs> parsed = parseArgs(args, kDevicesOptions);
-  if (!parsed.ok() || !parsed.value().positionals.empty()) {
-    std::cerr << "cellrun devices: "
-              << (parsed.ok() ? "takes no arguments"
-                              : parsed.status().message())
-              << "\n";
-    return kExitUsage;
-  }
-  if (parsed.value().has("help")) {
-    std::cout << "Usage: cellrun devices [--device cuda|cpu|auto]\n\n"
-                 "Prints the backend the device choice resolves to here.\n\n"
-                 "Options:\n"
-              << formatOptions(kDevicesOptions);
-    return kExitOk;
-  }
-  std::string text = parsed.value().has("device")
-                         ? parsed.value().options.at("device")
-                         : "auto";
+  CLI::App app("Prints the backend the device choice resolves to here.",
+               "cellrun devices");
+  std::string text = "auto";
+  app.add_option("--device", text, "the choice to resolve: cuda, cpu or auto")
+      ->capture_default_str();
+  if (auto exit = parseCommandLine(app, args))
+    return *exit;
   Result<DeviceChoice> choice = parseDeviceChoice(text);
   if (!choice.ok()) {
     std::cerr << "cellrun devices: " << choice.status().message() << "\n";

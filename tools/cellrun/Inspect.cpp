@@ -17,18 +17,6 @@
 namespace cellrun::tool {
 namespace {
 
-const std::vector<OptionSpec> kInspectOptions = {
-    {"summary", false, "", "print a short table instead of JSON"},
-    {"help", false, "", "show this help"},
-};
-
-void printInspectHelp() {
-  std::cout << "Usage: cellrun inspect [--summary] MODEL.cellpack\n\n"
-               "Checks the artifact completely and prints it as JSON (weights "
-               "and kernel\nimages as sizes only).\n\nOptions:\n"
-            << formatOptions(kInspectOptions);
-}
-
 std::string megabytes(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", static_cast<double>(bytes) / 1e6);
@@ -98,28 +86,21 @@ void printSummary(const LoadedArtifact &artifact) {
 } // namespace
 
 int runInspect(const std::vector<std::string> &args) {
-  Result<ParsedArgs> parsed = parseArgs(args, kInspectOptions);
-  if (!parsed.ok()) {
-    std::cerr << "cellrun inspect: " << parsed.status().message()
-              << "\nrun 'cellrun inspect --help' for usage\n";
-    return kExitUsage;
-  }
-  if (parsed->has("help")) {
-    printInspectHelp();
-    return kExitOk;
-  }
-  if (parsed->positionals.size() != 1) {
-    std::cerr << "cellrun inspect: expected one artifact file, got "
-              << parsed->positionals.size()
-              << "\nrun 'cellrun inspect --help' for usage\n";
-    return kExitUsage;
-  }
-  auto artifact = loadArtifact(parsed->positionals[0]);
+  CLI::App app("Checks the artifact completely and prints it as JSON (weights "
+               "and kernel images as sizes only).",
+               "cellrun inspect");
+  std::string path;
+  bool summary = false;
+  app.add_option("model", path, "the artifact (.cellpack)")->required();
+  app.add_flag("--summary", summary, "print a short table instead of JSON");
+  if (auto exit = parseCommandLine(app, args))
+    return *exit;
+  auto artifact = loadArtifact(path);
   if (!artifact.ok()) {
     std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
     return kExitFailure;
   }
-  if (parsed->has("summary"))
+  if (summary)
     printSummary(**artifact);
   else
     writeArtifactJson(**artifact, std::cout);

@@ -25,91 +25,75 @@
 namespace cellrun::tool {
 namespace {
 
-const std::vector<OptionSpec> kRunOptions = {
-    {"input", true, "FILE", "requests, one JSON object a line (required)"},
-    {"output", true, "FILE", "results, one JSON object a line (default: none)"},
-    {"policy", true, "cellular|padded|graph",
-     "batching policy (default cellular)"},
-    {"device", true, "cuda|cpu|auto", "backend (default auto)"},
-    {"pool-rows", true, "N",
-     "rows of every state pool: the memory budget (default 4096)"},
-    {"max-queue", true, "N", "requests waiting for admission (default 1024)"},
-    {"batch-requests", true, "N",
-     "padded/graph: requests a batch (default: the largest batch size)"},
-    {"bucket-width", true, "N", "padded: lengths a bucket (default 8)"},
-    {"threads", true, "N", "cpu backend: threads a kernel step (default 1)"},
-    {"workers", true, "N",
-     "workers, one per device (cuda: devices 0..N-1; default 1)"},
-    {"task-log", true, "FILE",
-     "one CSV line per task: cell, nodes, batch size, times"},
-    {"quiet", false, "", "no progress bar"},
-    {"help", false, "", "show this help"},
+struct RunArgs {
+  std::string model, input, output, taskLog;
+  std::string policy = "cellular", device = "auto";
+  uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
+           threads = 1, workers = 1;
+  bool quiet = false;
 };
 
-Result<uint32_t> positive(const ParsedArgs &args, const std::string &name,
-                          uint32_t fallback) {
-  if (!args.has(name))
-    return fallback;
-  const std::string &text = args.options.at(name);
-  char *end = nullptr;
-  unsigned long value = std::strtoul(text.c_str(), &end, 10);
-  if (text.empty() || *end || value == 0 || value > 1u << 30)
-    return Status(StatusCode::InvalidArgument,
-                  "--" + name + " takes a positive integer, not '" + text +
-                      "'");
-  return static_cast<uint32_t>(value);
-}
-
-void printHelp() {
-  std::cout << "Usage: cellrun run MODEL.cellpack --input REQUESTS.jsonl "
-               "[--output RESULTS.jsonl] [options]\n\n"
-               "Serves a file of requests through the scheduler (cellular "
-               "batching unless --policy says otherwise) and prints a "
-               "summary.\n\nRequest lines (see docs/runtime.md):\n"
-               "  chain/seq2seq  {\"id\": \"r1\", \"tokens\": [5, 17, 3]}  or "
-               "{\"steps\": [{\"x\": [...]}, ...]}\n"
-               "  tree           {\"id\": \"t1\", \"nodes\": [{\"token\": 4}, "
-               "{\"token\": 9}, {\"children\": [0, 1]}]}\n\nOptions:\n"
-            << formatOptions(kRunOptions);
+void addOptions(CLI::App &app, RunArgs &args) {
+  app.footer("Request lines (see docs/runtime.md):\n"
+             "  chain/seq2seq  {\"id\": \"r1\", \"tokens\": [5, 17, 3]}  or "
+             "{\"steps\": [{\"x\": [...]}, ...]}\n"
+             "  tree           {\"id\": \"t1\", \"nodes\": [{\"token\": 4}, "
+             "{\"token\": 9}, {\"children\": [0, 1]}]}");
+  app.add_option("model", args.model, "the compiled model (.cellpack)")
+      ->required();
+  app.add_option("--input", args.input, "requests, one JSON object a line")
+      ->required();
+  app.add_option("--output", args.output, "results, one JSON object a line");
+  app.add_option("--policy", args.policy, "batching policy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cellular", "padded", "graph"}));
+  app.add_option("--device", args.device, "backend: cuda, cpu or auto")
+      ->capture_default_str();
+  auto positive = CLI::Range(1u, 1u << 30);
+  app.add_option("--pool-rows", args.poolRows,
+                 "rows of every state pool: the memory budget")
+      ->capture_default_str()
+      ->check(positive);
+  app.add_option("--max-queue", args.maxQueue, "requests waiting for admission")
+      ->capture_default_str()
+      ->check(positive);
+  app.add_option("--batch-requests", args.batchRequests,
+                 "padded/graph: requests a batch (default: the largest batch "
+                 "size)")
+      ->check(positive);
+  app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
+      ->capture_default_str()
+      ->check(positive);
+  app.add_option("--threads", args.threads,
+                 "cpu backend: threads a kernel step")
+      ->capture_default_str()
+      ->check(positive);
+  app.add_option("--workers", args.workers,
+                 "workers, one per device (cuda: devices 0..N-1)")
+      ->capture_default_str()
+      ->check(positive);
+  app.add_option("--task-log", args.taskLog,
+                 "one CSV line per task: cell, nodes, batch size, times");
+  app.add_flag("--quiet", args.quiet, "no progress bar");
 }
 
 } // namespace
 
-int runRun(const std::vector<std::string> &args) {
-  Result<ParsedArgs> parsed = parseArgs(args, kRunOptions);
-  if (!parsed.ok()) {
-    std::cerr << "cellrun run: " << parsed.status().message() << "\n";
-    return kExitUsage;
-  }
-  const ParsedArgs &options = parsed.value();
-  if (options.has("help")) {
-    printHelp();
-    return kExitOk;
-  }
-  if (options.positionals.size() != 1 || !options.has("input")) {
-    std::cerr << "cellrun run: give one MODEL.cellpack and --input FILE "
-                 "(cellrun run --help)\n";
-    return kExitUsage;
-  }
+int runRun(const std::vector<std::string> &arguments) {
+  CLI::App app("Serves a file of requests through the scheduler (cellular "
+               "batching unless --policy says otherwise) and prints a "
+               "summary.",
+               "cellrun run");
+  RunArgs args;
+  addOptions(app, args);
+  if (auto exit = parseCommandLine(app, arguments))
+    return *exit;
   EngineOptions engineOptions;
-  auto policy = parsePolicy(options.has("policy") ? options.options.at("policy")
-                                                  : "cellular");
-  auto device = parseDeviceChoice(
-      options.has("device") ? options.options.at("device") : "auto");
-  auto poolRows = positive(options, "pool-rows", 4096);
-  auto maxQueue = positive(options, "max-queue", 1024);
-  auto batchRequests = positive(options, "batch-requests", 1u << 30);
-  auto bucketWidth = positive(options, "bucket-width", 8);
-  auto threads = positive(options, "threads", 1);
-  auto workers = positive(options, "workers", 1);
-  for (const Status &status :
-       {policy.status(), device.status(), poolRows.status(), maxQueue.status(),
-        batchRequests.status(), bucketWidth.status(), threads.status(),
-        workers.status()})
-    if (!status.isOk()) {
-      std::cerr << "cellrun run: " << status.message() << "\n";
-      return kExitUsage;
-    }
+  auto device = parseDeviceChoice(args.device);
+  if (!device.ok()) {
+    std::cerr << "cellrun run: " << device.status().message() << "\n";
+    return kExitUsage;
+  }
   std::string note;
   auto kind = resolveDevice(device.value(), note);
   if (!kind.ok()) {
@@ -118,24 +102,23 @@ int runRun(const std::vector<std::string> &args) {
   }
   if (!note.empty())
     std::cerr << "cellrun: " << note << "\n";
-  engineOptions.policy = policy.value();
+  engineOptions.policy = parsePolicy(args.policy).value();
   engineOptions.executor.device = kind.value();
-  engineOptions.executor.threads = threads.value();
-  engineOptions.workers = workers.value();
-  engineOptions.poolRows = poolRows.value();
-  engineOptions.maxQueue = maxQueue.value();
-  engineOptions.batchRequests =
-      options.has("batch-requests") ? batchRequests.value() : 0;
-  engineOptions.bucketWidth = bucketWidth.value();
+  engineOptions.executor.threads = args.threads;
+  engineOptions.workers = args.workers;
+  engineOptions.poolRows = args.poolRows;
+  engineOptions.maxQueue = args.maxQueue;
+  engineOptions.batchRequests = args.batchRequests;
+  engineOptions.bucketWidth = args.bucketWidth;
 
-  auto artifact = loadArtifact(options.positionals[0]);
+  auto artifact = loadArtifact(args.model);
   if (!artifact.ok()) {
     std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
     return kExitFailure;
   }
   auto start = std::chrono::steady_clock::now();
   TaskLog taskLog(start);
-  bool logging = options.has("task-log");
+  bool logging = !args.taskLog.empty();
   if (logging)
     engineOptions.onTask = [&taskLog](const TaskRecord &record) {
       taskLog.add(record);
@@ -146,32 +129,31 @@ int runRun(const std::vector<std::string> &args) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
-  std::ifstream input(options.options.at("input"));
+  std::ifstream input(args.input);
   if (!input) {
-    std::cerr << "cellrun: error: cannot open " << options.options.at("input")
-              << "\n";
+    std::cerr << "cellrun: error: cannot open " << args.input << "\n";
     return kExitFailure;
   }
   std::ofstream output;
-  bool writing = options.has("output");
+  bool writing = !args.output.empty();
   if (writing) {
-    output.open(options.options.at("output"));
+    output.open(args.output);
     if (!output) {
-      std::cerr << "cellrun: error: cannot write "
-                << options.options.at("output") << "\n";
+      std::cerr << "cellrun: error: cannot write " << args.output << "\n";
       return kExitFailure;
     }
   }
 
   // Results come back on the engine's thread in any order; they are kept
   // by input line and the bar counts them as they arrive.
-  bool progress = !options.has("quiet") && isatty(STDERR_FILENO);
+  bool progress = !args.quiet && isatty(STDERR_FILENO);
   std::vector<std::shared_ptr<RequestResult>> results;
   std::atomic<size_t> done{0};
   auto lastDraw = std::chrono::steady_clock::now();
   auto redraw = [&](bool force) {
     auto now = std::chrono::steady_clock::now();
-    if (progress && (force || now - lastDraw > std::chrono::milliseconds(100))) {
+    if (progress &&
+        (force || now - lastDraw > std::chrono::milliseconds(100))) {
       drawProgress(done.load(), results.size());
       lastDraw = now;
     }
@@ -243,10 +225,9 @@ int runRun(const std::vector<std::string> &args) {
   }
   EngineStats stats = engine.stats();
   if (logging) {
-    std::ofstream log(options.options.at("task-log"));
+    std::ofstream log(args.taskLog);
     if (!log) {
-      std::cerr << "cellrun: error: cannot write "
-                << options.options.at("task-log") << "\n";
+      std::cerr << "cellrun: error: cannot write " << args.taskLog << "\n";
       return kExitFailure;
     }
     taskLog.write(log, stats);

@@ -14,7 +14,6 @@
 #include "cellrun/Device.h"
 #include "cellrun/Executor.h"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -37,8 +36,7 @@ struct ServeArgs {
 
 void addOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("model", args.model, "the compiled model (.cellpack)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   app.add_option("--host", args.host, "address to listen on")
       ->capture_default_str();
   app.add_option("--http-port", args.httpPort,
@@ -218,17 +216,8 @@ int runServe(const std::vector<std::string> &arguments) {
                "cellrun serve");
   ServeArgs args;
   addOptions(app, args);
-  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp &) {
-    std::cout << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError &error) {
-    std::cerr << "cellrun serve: " << error.what()
-              << " (cellrun serve --help)\n";
-    return kExitUsage;
-  }
+  if (auto exit = parseCommandLine(app, arguments))
+    return *exit;
   return serveModel(args);
 }
 
