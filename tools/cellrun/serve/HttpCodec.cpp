@@ -10,6 +10,11 @@
 using namespace cellrun;
 using namespace cellrun::serve;
 using json = nlohmann::json;
+/// Replies keep float values as float, so each is written with the 9
+/// digits that round-trip a float rather than a double's 17.
+using OutputJson =
+    nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t,
+                         std::uint64_t, float>;
 
 namespace {
 
@@ -334,26 +339,27 @@ HttpReply serve::encodeInferReply(const InferReply &reply,
                                   const std::string &modelVersion) {
   if (!reply.status.isOk())
     return errorReply(httpStatusOf(reply.outcome), reply.status.message());
-  json root = {{"model_name", modelName}, {"model_version", modelVersion}};
+  OutputJson root = {{"model_name", modelName},
+                     {"model_version", modelVersion}};
   if (!reply.id.empty())
     root["id"] = reply.id;
-  json parameters = {{"queue_us", reply.queueMicros},
-                     {"compute_us", reply.computeMicros}};
+  OutputJson parameters = {{"queue_us", reply.queueMicros},
+                           {"compute_us", reply.computeMicros}};
   if (!reply.stopReason.empty())
     parameters["stop_reason"] = reply.stopReason;
   root["parameters"] = parameters;
   std::string binary;
   bool anyBinary = false;
-  json outputs = json::array();
+  OutputJson outputs = OutputJson::array();
   for (size_t o = 0; o < reply.outputs.size(); ++o) {
     const OutputTensor &tensor = reply.outputs[o];
     bool isFloat = true;
     for (const TensorDescription &description : signature.outputs)
       if (description.name == tensor.name)
         isFloat = isFloatTensorType(description.type);
-    json output = {{"name", tensor.name},
-                   {"datatype", isFloat ? "FP32" : "INT64"},
-                   {"shape", tensor.shape}};
+    OutputJson output = {{"name", tensor.name},
+                         {"datatype", isFloat ? "FP32" : "INT64"},
+                         {"shape", tensor.shape}};
     bool asBinary = o < request.binaryOutputs.size() ? request.binaryOutputs[o]
                                                      : request.binaryByDefault;
     if (asBinary) {
