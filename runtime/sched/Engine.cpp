@@ -155,18 +155,18 @@ uint32_t EngineWorker::poolId(uint32_t part, bool isOutput,
   return (isOutput ? pools.outputs : pools.inputs)[index];
 }
 
-void EngineWorker::drain() {
+bool EngineWorker::drain() {
+  bool progressed = false;
   while (true) {
-    bool waiting;
-    {
-      std::lock_guard<std::mutex> lock(admission_->mutex);
-      waiting = !admission_->waiting.empty();
+    if (runOnce()) {
+      progressed = true;
+      continue;
     }
-    if (!waiting && entries_.empty() && pending_.empty())
-      return;
     // Nothing ran though requests are admitted: only a bug gets here.
-    if (!runOnce() && !entries_.empty())
-      failStuck();
+    if (entries_.empty())
+      return progressed; // what waits, waits for another worker
+    failStuck();
+    progressed = true;
   }
 }
 
@@ -216,9 +216,12 @@ void EngineWorker::stop() {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Engine::~Engine() {
-  if (impl_)
-    for (auto &worker : impl_->workers)
-      worker->stop();
+  if (!impl_)
+    return;
+  if (!impl_->workers.empty() && !impl_->workers[0]->worker_.joinable())
+    drain(); // no worker threads: answer what is waiting first
+  for (auto &worker : impl_->workers)
+    worker->stop();
 }
 
 Result<std::unique_ptr<Engine>>
@@ -284,12 +287,14 @@ Status Engine::submit(Request request, Callback done) {
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
     auto &waiting = admission.waiting;
-    if (waiting.size() >= admission.limit) {
+    if (waiting.size() + admission.chunksPending >= admission.limit) {
       ++admission.rejected;
-      return Status(StatusCode::ResourceExhausted,
-                    "overloaded: " + std::to_string(waiting.size()) +
-                        " requests are waiting (the limit is " +
-                        std::to_string(admission.limit) + ")");
+      return Status(
+          StatusCode::ResourceExhausted,
+          "overloaded: " +
+              std::to_string(waiting.size() + admission.chunksPending) +
+              " requests are waiting (the limit is " +
+              std::to_string(admission.limit) + ")");
     }
     SessionState *session = nullptr;
     if (const SessionChunk &chunk = entry->graph->request().session;
@@ -297,7 +302,10 @@ Status Engine::submit(Request request, Callback done) {
       auto found = admission.sessions.find(chunk.id);
       std::string where = "request " + entry->graph->request().id +
                           ": sequence_id " + std::to_string(chunk.id);
-      if (chunk.start && found != admission.sessions.end()) {
+      // A start after a chunk that ends the id opens it anew once that
+      // chunk is done (it waits behind it).
+      if (chunk.start && found != admission.sessions.end() &&
+          !found->second.ending) {
         ++admission.rejected;
         return Status(StatusCode::InvalidArgument,
                       where + " is already open (end it with sequence_end "
@@ -314,6 +322,9 @@ Status Engine::submit(Request request, Callback done) {
         found = admission.sessions.emplace(chunk.id, SessionState()).first;
       session = &found->second;
       entry->pinnedWorker = session->worker;
+      if (chunk.start)
+        session->ending = false; // the chunks after it are the new one's
+      session->ending |= chunk.end;
     }
     entry->key = admission.nextKey++;
     ++admission.submitted;
@@ -321,6 +332,7 @@ Status Engine::submit(Request request, Callback done) {
       // One chunk of a session at a time: later ones wait for it.
       if (session->busy) {
         session->pending.push_back(std::move(entry));
+        ++admission.chunksPending;
         return Status::ok();
       }
       session->busy = true;
@@ -361,8 +373,17 @@ bool Engine::runOnce() {
 }
 
 void Engine::drain() {
-  for (auto &worker : impl_->workers)
-    worker->drain();
+  // Round-robin: a session's chunk waits for its worker, which may wait for
+  // rows another worker frees. Once every worker is idle, the head of the
+  // queue is taken or refused, so each pass makes progress.
+  while (true) {
+    bool progressed = false;
+    for (auto &worker : impl_->workers)
+      progressed |= worker->drain();
+    std::lock_guard<std::mutex> lock(impl_->admission.mutex);
+    if (impl_->admission.waiting.empty() || !progressed)
+      return;
+  }
 }
 
 uint32_t Engine::workers() const {
@@ -375,7 +396,8 @@ EngineStats Engine::stats() const {
     std::lock_guard<std::mutex> lock(impl_->admission.mutex);
     total.submitted = impl_->admission.submitted;
     total.rejected = impl_->admission.rejected;
-    total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size());
+    total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size() +
+                                          impl_->admission.chunksPending);
     total.sessionsOpen = impl_->admission.sessions.size();
     total.sessionsExpired = impl_->admission.sessionsExpired;
     // Reservations are guarded by the admission mutex.

@@ -63,7 +63,9 @@ public:
   /// The rows `graph` may hold at once, per pool id; an error when they
   /// can never fit (or a custom unfolder fails).
   Result<std::vector<uint32_t>> needOf(const CellGraph &graph) const;
-  void drain();
+  /// Runs rounds until this worker has nothing admitted and can take
+  /// nothing more; true when something ran or was taken.
+  bool drain();
   void workerLoop();
   void stop();
 
@@ -104,6 +106,10 @@ public:
   std::thread worker_;
   /// The worker thread has returned (it admits nothing any more).
   std::atomic<bool> exited_{false};
+  /// Nothing admitted and nothing in flight: its reservations are only the
+  /// state of parked sessions. Set true by the worker after a round, false
+  /// under the admission mutex when it admits.
+  std::atomic<bool> idle_{true};
 
 private:
   /// A row the host reads back with a task: output `output` of task row
@@ -140,10 +146,23 @@ private:
   // Reservations: read and written only under the admission mutex (other
   // workers compare their room with this worker's).
   bool fits(const std::vector<uint32_t> &need) const;
+  bool fits(const Entry &entry) const;
   double room() const; // the free share of the tightest pool
   /// This worker takes the head of the queue: it fits here and no other
   /// running worker it fits has more room (an idle worker takes it).
   bool takesHead(const Entry &head) const;
+  /// The first waiting request this worker may take: chunks of sessions
+  /// held by other workers are passed over (they wait for their worker).
+  std::deque<std::unique_ptr<Entry>>::iterator headForMe();
+  /// The head can never start while things stay as they are: the workers
+  /// it may run on are idle and it does not fit beside the state that open
+  /// sessions hold there (only a session's end or time-out could free it).
+  bool neverStarts(const Entry &head) const;
+  /// Answers a request that is not admitted (closing its session).
+  void refuse(std::unique_ptr<Entry> entry);
+  /// Fails the chunks that waited behind a session that closed.
+  void failOrphans(std::deque<std::unique_ptr<Entry>> orphans, uint64_t session,
+                   const Status &cause);
   void startRequest(Entry &entry);
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
@@ -168,7 +187,12 @@ private:
   /// Frees the state of this worker's sessions idle past the timeout.
   void expireSessions();
   Clock::time_point lastSessionSweep_;
-  void releasePinned(GraphNode &node, uint32_t part);
+  /// Gives back the session state `node` read (the entry holds it).
+  void releasePinned(Entry &entry, GraphNode &node);
+  /// Per pool id, the rows of session state parked here for `entry`, the
+  /// chunk that continues the session (under the admission mutex): they
+  /// count towards its need, as the outputs of the node before its first.
+  std::vector<uint32_t> parkedFor(const Entry &entry) const;
   void deliver(uint64_t key);
   void failStuck();
   uint32_t poolId(uint32_t part, bool isOutput, uint32_t index) const;
@@ -186,6 +210,7 @@ private:
 struct SessionState {
   int32_t worker = -1; // the worker whose pools hold its state
   bool busy = false;   // a chunk is queued or running
+  bool ending = false; // a chunk that ends it is queued or running
   /// (state input of the cell, pool id, row) of the state to continue from.
   struct ParkedRow {
     uint32_t input, pool;
@@ -214,6 +239,14 @@ struct AdmissionQueue {
   /// Open sessions by id (guarded by the mutex, like the queue).
   std::unordered_map<uint64_t, SessionState> sessions;
   uint64_t sessionsExpired = 0;
+  /// Chunks waiting behind their session's running chunk: they count
+  /// against the queue limit like waiting requests.
+  uint64_t chunksPending = 0;
+  /// Closes `session` (under the mutex): returns the chunks that waited
+  /// behind it up to the first that starts the id anew, which reopens it
+  /// (queued for admission, with the chunks after it waiting behind).
+  std::deque<std::unique_ptr<EngineWorker::Entry>>
+  closeSession(std::unordered_map<uint64_t, SessionState>::iterator session);
 };
 
 class Engine::Impl {

@@ -34,13 +34,17 @@ bool EngineWorker::runOnce() {
     for (InFlight &flight : round)
       complete(flight);
   }
+  if (entries_.empty() && pending_.empty())
+    idle_ = true; // set false again under the admission mutex
   return worked;
 }
 
 Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
   PoolState &state = pools_[pool];
+  // Reservations are the engine's (or a custom unfolder's) promise: a
+  // request that outgrows its own is a server-side fault, not load.
   if (entry.held[pool] >= entry.need[pool])
-    return Status(StatusCode::ResourceExhausted,
+    return Status(StatusCode::Internal,
                   "request " + entry.graph->request().id + " needs more than " +
                       std::to_string(entry.need[pool]) + " rows of " +
                       std::to_string(state.pool->rowBytes()) +
@@ -50,7 +54,8 @@ Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
                            : ""));
   auto acquired = state.pool->acquire();
   if (!acquired.ok())
-    return acquired.status();
+    return Status(StatusCode::Internal, "request " + entry.graph->request().id +
+                                            ": " + acquired.status().message());
   ++entry.held[pool];
   return static_cast<int32_t>(acquired.value());
 }
@@ -287,7 +292,7 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
   }
   // The node has read its inputs: producers with no reader left free rows,
   // and so does a session's state it started from.
-  releasePinned(graph.nodes()[node], graph.nodes()[node].part);
+  releasePinned(entry, graph.nodes()[node]);
   for (const NodeSource &source : graph.nodes()[node].inputs)
     if (source.kind == NodeSource::Kind::Output) {
       GraphNode &producer = graph.nodes()[source.node];

@@ -26,8 +26,8 @@ EngineWorker::needOf(const CellGraph &graph) const {
   for (const CellGraph::RowNeed &row : rows.value())
     need[poolId(row.part, row.isOutput, row.index)] += row.rows;
   for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-    if (need[pool] > pools_[pool].budget)
-      return Status(StatusCode::ResourceExhausted,
+    if (need[pool] > pools_[pool].budget) // never: not a matter of load
+      return Status(StatusCode::OutOfRange,
                     "request " + graph.request().id + " needs " +
                         std::to_string(need[pool]) + " rows of " +
                         std::to_string(pools_[pool].pool->rowBytes()) +
@@ -35,6 +35,15 @@ EngineWorker::needOf(const CellGraph &graph) const {
                         std::to_string(pools_[pool].budget) +
                         " (raise the pool size)");
   return need;
+}
+
+bool EngineWorker::fits(const Entry &entry) const {
+  std::vector<uint32_t> parked = parkedFor(entry);
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    if (pools_[pool].reserved - parked[pool] + entry.need[pool] >
+        pools_[pool].budget)
+      return false;
+  return true;
 }
 
 bool EngineWorker::fits(const std::vector<uint32_t> &need) const {
@@ -54,8 +63,8 @@ double EngineWorker::room() const {
 }
 
 bool EngineWorker::takesHead(const Entry &head) const {
-  if (head.pinnedWorker >= 0)
-    return head.pinnedWorker == static_cast<int32_t>(index_) && fits(head.need);
+  if (head.pinnedWorker >= 0) // headForMe() passed over others' chunks
+    return fits(head);
   if (!fits(head.need))
     return false;
   if (entries_.empty())
@@ -71,24 +80,59 @@ bool EngineWorker::takesHead(const Entry &head) const {
   return true;
 }
 
+std::deque<std::unique_ptr<EngineWorker::Entry>>::iterator
+EngineWorker::headForMe() {
+  auto &waiting = admission_->waiting;
+  return std::find_if(waiting.begin(), waiting.end(), [&](const auto &entry) {
+    return entry->pinnedWorker < 0 ||
+           entry->pinnedWorker == static_cast<int32_t>(index_);
+  });
+}
+
+bool EngineWorker::neverStarts(const Entry &head) const {
+  // This worker is the one calling: its own state is read directly.
+  if (!entries_.empty() || !pending_.empty() || fits(head))
+    return false;
+  if (head.pinnedWorker >= 0)
+    return true; // only this worker can run it
+  for (const EngineWorker *other : admission_->workers)
+    if (other != this && !other->exited_ &&
+        (!other->idle_ || other->fits(head.need)))
+      return false;
+  return true;
+}
+
 bool EngineWorker::admit() {
   bool took = false;
   while (true) {
-    std::unique_ptr<Entry> entry;
+    std::unique_ptr<Entry> entry, refused;
     {
       std::lock_guard<std::mutex> lock(admission_->mutex);
       // The first waiting request blocks those behind it until some
-      // worker takes it.
-      if (admission_->waiting.empty() ||
-          !takesHead(*admission_->waiting.front()))
+      // worker takes it (or it is refused).
+      auto head = headForMe();
+      if (head == admission_->waiting.end())
         break;
-      entry = std::move(admission_->waiting.front());
-      admission_->waiting.pop_front();
-      for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-        pools_[pool].reserved += entry->need[pool];
-      entry->held.assign(pools_.size(), 0);
+      if (takesHead(**head)) {
+        entry = std::move(*head);
+        admission_->waiting.erase(head);
+        // A continuing chunk holds its session's state from now on.
+        entry->held = parkedFor(*entry);
+        for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+          pools_[pool].reserved += entry->need[pool] - entry->held[pool];
+        idle_ = false;
+      } else if (neverStarts(**head)) {
+        refused = std::move(*head);
+        admission_->waiting.erase(head);
+      } else {
+        break;
+      }
     }
     took = true;
+    if (refused) {
+      refuse(std::move(refused));
+      continue;
+    }
     Entry &admitted = *entry;
     entries_[admitted.key] = std::move(entry);
     startRequest(admitted);
@@ -96,6 +140,56 @@ bool EngineWorker::admit() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
   return took;
+}
+
+void EngineWorker::refuse(std::unique_ptr<Entry> entry) {
+  const Request &request = entry->graph->request();
+  std::string tightest;
+  size_t sessions = 0;
+  std::vector<SessionState::ParkedRow> freed;
+  std::deque<std::unique_ptr<Entry>> orphans;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    sessions = admission_->sessions.size();
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      if (pools_[pool].reserved + entry->need[pool] > pools_[pool].budget) {
+        tightest = std::to_string(entry->need[pool]) + " rows of " +
+                   std::to_string(pools_[pool].pool->rowBytes()) +
+                   "-byte state beside the " +
+                   std::to_string(pools_[pool].reserved) +
+                   " rows that open sessions hold (the budget is " +
+                   std::to_string(pools_[pool].budget) + " rows)";
+        break;
+      }
+    // Its session closes: the state it parked here goes back.
+    if (uint64_t id = request.session.id) {
+      auto found = admission_->sessions.find(id);
+      if (found != admission_->sessions.end()) {
+        if (found->second.worker == static_cast<int32_t>(index_))
+          freed = std::move(found->second.parked);
+        orphans = admission_->closeSession(found);
+      }
+    }
+  }
+  for (const SessionState::ParkedRow &row : freed)
+    releaseFor(0, row.pool, row.row);
+  RequestResult result;
+  result.id = request.id;
+  result.status =
+      Status(StatusCode::ResourceExhausted,
+             "out of memory: request " + request.id + " needs " + tightest +
+                 " (" + std::to_string(sessions) +
+                 " sessions are open; end sessions, shorten the session "
+                 "timeout or raise the memory budget)");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.failed;
+  }
+  uint64_t session = request.session.id;
+  Status cause = result.status;
+  if (entry->done)
+    entry->done(std::move(result));
+  failOrphans(std::move(orphans), session, cause);
 }
 
 void EngineWorker::startRequest(Entry &entry) {
@@ -126,7 +220,7 @@ void EngineWorker::startRequest(Entry &entry) {
 void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
   for (GraphNode &node : graph.nodes())
-    releasePinned(node, node.part);
+    releasePinned(entry, node);
   if (graph.request().session.id != 0)
     endChunk(entry, status);
   for (uint32_t n = 0; n < graph.nodes().size(); ++n)

@@ -4,8 +4,12 @@
 // that does not end the session is done, the rows its last node wrote for
 // the state outputs are parked (they stay reserved, as rows of an ended
 // request still in use do) and the next chunk's first node reads them in
-// place; once that node has run they go back to the pool. Chunks of one
-// session run one after the other on the worker that holds the state. A
+// place; once that node has run they go back to the pool. The next chunk
+// is admitted holding them: they are the outputs of "the node before its
+// first" that a chain's need counts anyway, so a session's own state never
+// keeps its next chunk out (and sessions cannot lock each other out: a
+// session starts only when its chunk fits beside every parked state). Chunks of
+// one session run one after the other on the worker that holds the state. A
 // chunk that fails, or ends the session, closes it; chunks still waiting
 // behind it fail. Sessions idle past the timeout are closed and their rows
 // freed.
@@ -15,13 +19,25 @@
 
 using namespace cellrun;
 
-void EngineWorker::releasePinned(GraphNode &node, uint32_t part) {
+std::vector<uint32_t> EngineWorker::parkedFor(const Entry &entry) const {
+  std::vector<uint32_t> rows(pools_.size(), 0);
+  uint64_t id = entry.graph->request().session.id;
+  if (id == 0 || entry.pinnedWorker != static_cast<int32_t>(index_))
+    return rows;
+  auto found = admission_->sessions.find(id);
+  if (found != admission_->sessions.end())
+    for (const SessionState::ParkedRow &parked : found->second.parked)
+      ++rows[parked.pool];
+  return rows;
+}
+
+void EngineWorker::releasePinned(Entry &entry, GraphNode &node) {
   for (uint32_t i = 0; i < node.inputs.size(); ++i) {
     NodeSource &source = node.inputs[i];
     if (source.kind != NodeSource::Kind::Pinned)
       continue;
-    // Key 0 is no request's: the row comes off the pool's reservations.
-    releaseFor(0, poolId(part, false, i), source.row);
+    // Held by the chunk since its admission.
+    releaseFor(entry.key, poolId(node.part, false, i), source.row);
     source.kind = NodeSource::Kind::Zero;
     source.row = -1;
   }
@@ -60,25 +76,62 @@ void EngineWorker::endChunk(Entry &entry, const Status &status) {
       if (!session.pending.empty()) {
         std::unique_ptr<Entry> next = std::move(session.pending.front());
         session.pending.pop_front();
+        --admission_->chunksPending;
         next->pinnedWorker = static_cast<int32_t>(index_);
         session.busy = true;
         admission_->waiting.push_front(std::move(next));
         admission_->wake.notify_all();
       }
     } else {
-      orphans = std::move(session.pending);
-      admission_->sessions.erase(found);
+      orphans = admission_->closeSession(found);
     }
   }
+  failOrphans(std::move(orphans), chunk.id, status);
+}
+
+std::deque<std::unique_ptr<EngineWorker::Entry>> AdmissionQueue::closeSession(
+    std::unordered_map<uint64_t, SessionState>::iterator found) {
+  SessionState &session = found->second;
+  std::deque<std::unique_ptr<EngineWorker::Entry>> orphans;
+  while (!session.pending.empty() &&
+         !session.pending.front()->graph->request().session.start) {
+    orphans.push_back(std::move(session.pending.front()));
+    session.pending.pop_front();
+  }
+  chunksPending -= orphans.size();
+  if (session.pending.empty()) {
+    sessions.erase(found);
+    return orphans;
+  }
+  // The id starts anew: a fresh session, its first chunk queued first.
+  std::unique_ptr<EngineWorker::Entry> start =
+      std::move(session.pending.front());
+  session.pending.pop_front();
+  --chunksPending;
+  SessionState fresh;
+  fresh.busy = true;
+  fresh.pending = std::move(session.pending);
+  for (const auto &chunk : fresh.pending)
+    fresh.ending |= chunk->graph->request().session.end;
+  session = std::move(fresh);
+  start->pinnedWorker = -1;
+  waiting.push_front(std::move(start));
+  wake.notify_all();
+  return orphans;
+}
+
+void EngineWorker::failOrphans(std::deque<std::unique_ptr<Entry>> orphans,
+                               uint64_t session, const Status &cause) {
   for (std::unique_ptr<Entry> &orphan : orphans) {
     RequestResult result;
     result.id = orphan->graph->request().id;
+    // Misuse is the client's; a failure keeps its own code (memory, ours).
     result.status = Status(
-        StatusCode::InvalidArgument,
-        "request " + result.id + ": sequence_id " + std::to_string(chunk.id) +
-            (status.isOk() ? " was ended by an earlier chunk"
-                           : " was closed when an earlier chunk failed: " +
-                                 status.message()));
+        cause.isOk() ? StatusCode::InvalidArgument : cause.code(),
+        "request " + result.id + ": sequence_id " + std::to_string(session) +
+            (cause.isOk() ? " was ended by an earlier chunk"
+                          : " was closed when an earlier chunk failed: " +
+                                cause.message()));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.failed;

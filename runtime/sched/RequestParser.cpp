@@ -6,6 +6,7 @@
 
 #include "../backend/cpu/ElementIO.h"
 
+#include <cmath>
 #include <set>
 
 using namespace cellrun;
@@ -380,6 +381,14 @@ Status RequestParser::checkTree(const Request &request) const {
 
 Status RequestParser::check(const Request &request) const {
   std::string where = "request " + request.id;
+  // A day at most: a latency goal, and a time the clock can hold.
+  constexpr double kMaxDeadlineMicros = 86400e6;
+  if (!(std::isfinite(request.deadlineMicros) && request.deadlineMicros >= 0 &&
+        request.deadlineMicros <= kMaxDeadlineMicros))
+    return bad(where, "deadline_ms must be a number from 0 to 86400000 "
+                      "(a day)");
+  if (request.session.id != 0 && structure_->kind != cellpack::Structure::Chain)
+    return bad(where, "streaming sessions (sequence_id) need a chain model");
   if (structure_->kind == cellpack::Structure::Custom) {
     if (!request.json)
       return bad(where, "a request of a custom model carries its JSON");
@@ -387,9 +396,6 @@ Status RequestParser::check(const Request &request) const {
         callUnfolder([&] { return checker_->check(*request.json); });
     return status.isOk() ? status : bad(where, status.message());
   }
-  if (request.session.id != 0 &&
-      structure_->kind != cellpack::Structure::Chain)
-    return bad(where, "streaming sessions (sequence_id) need a chain model");
   if (structure_->kind == cellpack::Structure::Tree)
     return checkTree(request);
   if (request.steps.empty())

@@ -4,7 +4,9 @@
     once; none is lost or wrong, and /metrics counts both;
  2. SIGTERM during load: every request the server accepted is answered
     (200 and correct), later ones get 503 or find the port closed, and the
-    server exits 0.
+    server exits 0;
+ 3. SIGTERM while a client keeps a gRPC stream open (its answers sent):
+    the server still exits 0, within seconds.
 
   serve_overload_test.py CELLRUN MODEL.cellpack REQUESTS.jsonl"""
 import http.client
@@ -15,6 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import tritonclient.grpc as grpcclient
 from prometheus_client.parser import text_string_to_metric_families
 
 from kserve_client import (Server, check_outputs, decode_reply, json_body,
@@ -147,3 +150,42 @@ if completed != answered[0]:
          f"{answered[0]} answers")
 print(f"SIGTERM under load: {answered[0]} answered and correct, {refused[0]} "
       f"refused with 503, {closed[0]} clients found the port closed; exit 0")
+
+# 3. SIGTERM with a gRPC stream left open.
+server = Server(cellrun, model)
+name = model_name(server)
+metadata = json.loads(server.request("GET", f"/v2/models/{name}")[2])
+tensors, parameters = to_tensors(requests[0], metadata)
+inputs = []
+for tensor_name, datatype, array in tensors:
+    tensor = grpcclient.InferInput(tensor_name, list(array.shape), datatype)
+    tensor.set_data_from_numpy(array)
+    inputs.append(tensor)
+client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc}")
+answers = []
+answered_once = threading.Event()
+
+
+def on_answer(result, error):
+    answers.append(error or result)
+    answered_once.set()
+
+
+client.start_stream(callback=on_answer)
+client.async_stream_infer(name, inputs, request_id="open-stream",
+                          parameters=parameters or None)
+if not answered_once.wait(60):
+    fail(server, "the stream's request was not answered")
+if not hasattr(answers[0], "as_numpy"):
+    fail(server, f"the stream's request failed: {answers[0]}")
+started = time.time()
+try:
+    code, log = server.stop(timeout=30)
+except Exception as error:  # subprocess.TimeoutExpired: the bug this catches
+    server.process.kill()
+    fail(server, f"the server did not exit with a stream open: {error}")
+seconds = time.time() - started
+client.stop_stream()
+if code != 0:
+    fail(server, f"exit code {code} with a stream open")
+print(f"SIGTERM with a gRPC stream open: exit 0 after {seconds:.1f} s")

@@ -148,6 +148,13 @@ bad_case("binary size past the end",
              data=None, parameters={"binary_data_size": 4096}) or
              h["inputs"][-1].pop("data")),
          good_headers, 400, "past the end of the binary data")
+bad_case("body not UTF-8", good_body.replace(b'"bad"', b'"b\xffd"', 1),
+         good_headers, 400, "not valid JSON")
+bad_case("model name not UTF-8", good_body, good_headers, 404, "unknown model",
+         path="/v2/models/%FF/infer", outcome="not_found")
+bad_case("deadline past a day",
+         edited(lambda h: h.setdefault("parameters", {}).update(deadline_ms=1e300)),
+         good_headers, 400, "deadline_ms must be a number from 0")
 bad_case("oversize body", b"{" + b" " * (2 << 20) + b"}", good_headers, 413,
          "larger than the server's limit", outcome=None)
 bad_case("unknown sequence_id",

@@ -26,8 +26,15 @@ std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
 
 std::unique_ptr<Engine> makeEngine(const std::string &model, double timeout = 0,
                                    bool overlap = false,
-                                   Policy policy = Policy::Cellular) {
+                                   Policy policy = Policy::Cellular,
+                                   uint32_t workers = 1, uint32_t poolRows = 0,
+                                   uint32_t maxQueue = 0) {
   EngineOptions options;
+  options.workers = workers;
+  if (maxQueue)
+    options.maxQueue = maxQueue;
+  if (poolRows)
+    options.poolRows = poolRows;
   options.policy = policy;
   options.startWorker = false;
   options.sessionTimeoutSeconds = timeout;
@@ -110,15 +117,23 @@ struct SessionCase {
   const char *model;
   bool overlap;
   Policy policy;
+  uint32_t workers = 1;
 };
 
 class SessionEquivalence : public ::testing::TestWithParam<SessionCase> {};
 
 TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
   const SessionCase &param = GetParam();
-  auto engine = makeEngine(param.model, 0, param.overlap, param.policy);
+  auto engine =
+      makeEngine(param.model, 0, param.overlap, param.policy, param.workers);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engine->executor().rowsInUse();
+  auto rowsInUse = [&] {
+    uint32_t rows = 0;
+    for (uint32_t w = 0; w < engine->workers(); ++w)
+      rows += engine->executor(w).rowsInUse();
+    return rows;
+  };
+  uint32_t idleRows = rowsInUse();
   std::mt19937 random(7);
   constexpr int kSessions = 12;
   std::vector<Request> wholes;
@@ -171,7 +186,11 @@ TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
   for (auto &future : others)
     EXPECT_TRUE(future.get().status.isOk());
   EXPECT_EQ(engine->stats().sessionsOpen, 0u);
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(rowsInUse(), idleRows);
+  if (param.workers > 1) { // sessions were spread over the workers
+    for (uint64_t tasks : engine->stats().workerTasks)
+      EXPECT_GT(tasks, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -180,11 +199,13 @@ INSTANTIATE_TEST_SUITE_P(
                       SessionCase{"lstm", true, Policy::Cellular},
                       SessionCase{"gru", false, Policy::Cellular},
                       SessionCase{"lstm", false, Policy::Graph},
-                      SessionCase{"gru", true, Policy::Padded}),
+                      SessionCase{"gru", true, Policy::Padded},
+                      SessionCase{"lstm", false, Policy::Cellular, 2}),
     [](const auto &info) {
       return std::string(info.param.model) + "_" +
              policyName(info.param.policy) +
-             (info.param.overlap ? "_overlapped" : "");
+             (info.param.overlap ? "_overlapped" : "") +
+             (info.param.workers > 1 ? "_two_workers" : "");
     });
 
 TEST(EngineSessions, MisuseIsRefusedPrecisely) {
@@ -220,6 +241,25 @@ TEST(EngineSessions, MisuseIsRefusedPrecisely) {
       << orphaned.status.message();
   EXPECT_EQ(engine->stats().sessionsOpen, 0u);
 
+  // The id starts anew right after the chunk that ends it (pipelined, as
+  // on a stream): the new session waits for the old one's end, and its
+  // chunks give the whole sequence's result again.
+  std::vector<std::future<RequestResult>> rounds[2];
+  for (auto &round : rounds)
+    for (const Request &part : parts)
+      round.push_back(engine->submit(part));
+  engine->drain();
+  auto alone = engine->submit(whole);
+  engine->drain();
+  RequestResult wholeResult = alone.get();
+  for (auto &round : rounds) {
+    std::vector<RequestResult> results;
+    for (auto &future : round)
+      results.push_back(future.get());
+    expectSameAsWhole(results, wholeResult, "reopened session");
+  }
+  EXPECT_EQ(engine->stats().sessionsOpen, 0u);
+
   auto seq2seq = makeEngine("seq2seq");
   ASSERT_TRUE(seq2seq);
   auto tokens = seq2seq->parser().parse("{\"tokens\": [3, 4]}", "t");
@@ -228,6 +268,78 @@ TEST(EngineSessions, MisuseIsRefusedPrecisely) {
   status = seq2seq->submit(tokens.value(), [](RequestResult) {});
   EXPECT_NE(status.message().find("need a chain model"), std::string::npos)
       << status.message();
+}
+
+// Parked state fills the pools: new sessions (and requests that do not fit
+// beside it) are refused at once as out of memory, while every open session
+// can still go on and end; then the rows are all back.
+TEST(EngineSessions, ParkedStateNeverLocksSessionsOut) {
+  auto engine = makeEngine("lstm", 0, false, Policy::Cellular, 1,
+                           /*poolRows=*/24);
+  ASSERT_TRUE(engine);
+  uint32_t idleRows = engine->executor().rowsInUse();
+  std::mt19937 random(11);
+  std::vector<std::vector<Request>> open;
+  std::vector<Request> wholes;
+  RequestResult refused;
+  for (int s = 0; s < 20 && refused.status.isOk(); ++s) {
+    wholes.push_back(
+        sequence(*engine, "lstm", 6, random, "p" + std::to_string(s)));
+    auto parts = chunks(wholes.back(), {3, 3}, 500 + s);
+    auto first = engine->submit(parts[0]);
+    engine->drain();
+    RequestResult result = first.get();
+    if (result.status.isOk())
+      open.push_back(parts);
+    else
+      refused = result;
+  }
+  ASSERT_FALSE(refused.status.isOk()) << "the pools never filled up";
+  EXPECT_EQ(refused.status.code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(refused.status.message().find("sessions are open"),
+            std::string::npos)
+      << refused.status.message();
+  ASSERT_GE(open.size(), 2u);
+  EXPECT_EQ(engine->stats().sessionsOpen, open.size());
+  // Every open session's last chunk runs, all queued at once.
+  std::vector<std::future<RequestResult>> lasts;
+  for (const auto &parts : open)
+    lasts.push_back(engine->submit(parts[1]));
+  engine->drain();
+  for (auto &last : lasts) {
+    RequestResult result = last.get();
+    EXPECT_TRUE(result.status.isOk()) << result.status.toString();
+  }
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.sessionsOpen, 0u);
+  EXPECT_EQ(stats.poolBytesReserved, 0u);
+  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+}
+
+// Chunks waiting behind their session's running chunk count against the
+// queue limit: a client cannot queue without bound through one session.
+TEST(EngineSessions, WaitingChunksCountAgainstTheQueueLimit) {
+  auto engine = makeEngine("lstm", 0, false, Policy::Cellular, 1, 0,
+                           /*maxQueue=*/3);
+  ASSERT_TRUE(engine);
+  std::mt19937 random(13);
+  Request whole = sequence(*engine, "lstm", 10, random, "q");
+  auto parts = chunks(whole, {2, 2, 2, 2, 2}, 31);
+  std::vector<std::future<RequestResult>> futures;
+  for (const Request &part : parts)
+    futures.push_back(engine->submit(part));
+  // One queued for admission, two waiting behind it: the rest refused.
+  EXPECT_EQ(engine->stats().waiting, 3u);
+  for (size_t k = 3; k < parts.size(); ++k) {
+    RequestResult refused = futures[k].get();
+    EXPECT_EQ(refused.status.code(), StatusCode::ResourceExhausted);
+    EXPECT_NE(refused.status.message().find("overloaded: 3 requests"),
+              std::string::npos)
+        << refused.status.message();
+  }
+  engine->drain();
+  for (size_t k = 0; k < 3; ++k)
+    EXPECT_TRUE(futures[k].get().status.isOk());
 }
 
 TEST(EngineSessions, IdleSessionsTimeOutAndFreeTheirRows) {

@@ -220,7 +220,10 @@ Status GrpcServer::start(const std::string &host, int port) {
 
 void GrpcServer::stop() {
   if (impl_->server_) {
-    impl_->server_->Shutdown();
+    // Streams a client keeps open are cancelled after two seconds (their
+    // replies are written by then: the service is idle when this runs).
+    impl_->server_->Shutdown(std::chrono::system_clock::now() +
+                             std::chrono::seconds(2));
     impl_->server_->Wait();
     impl_->server_.reset();
   }

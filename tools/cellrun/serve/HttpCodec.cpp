@@ -325,10 +325,14 @@ serve::decodeInferRequest(std::string_view body,
   return decoded;
 }
 
+std::string serve::jsonText(const nlohmann::json &value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 HttpReply serve::errorReply(int status, const std::string &message) {
   HttpReply reply;
   reply.status = status;
-  reply.body = json{{"error", message}}.dump();
+  reply.body = jsonText(json{{"error", message}});
   return reply;
 }
 
@@ -380,7 +384,7 @@ HttpReply serve::encodeInferReply(const InferReply &reply,
   }
   root["outputs"] = std::move(outputs);
   HttpReply http;
-  http.body = root.dump();
+  http.body = jsonText(root);
   if (anyBinary) {
     http.headerLength = http.body.size();
     http.contentType = "application/octet-stream";

@@ -16,6 +16,8 @@
 
 #include "InferenceService.h"
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +51,10 @@ HttpReply encodeInferReply(const InferReply &reply,
                            const ModelSignature &signature,
                            const std::string &modelName,
                            const std::string &modelVersion);
+
+/// JSON text that never throws: bytes that are not UTF-8 (a model name
+/// from the URL, a parser's message quoting the body) become U+FFFD.
+std::string jsonText(const nlohmann::json &value);
 
 /// {"error": message} with `status`.
 HttpReply errorReply(int status, const std::string &message);

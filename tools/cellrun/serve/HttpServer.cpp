@@ -24,7 +24,7 @@ void send(httplib::Response &response, const HttpReply &reply) {
 
 void sendJson(httplib::Response &response, int status, const json &body) {
   response.status = status;
-  response.set_content(body.dump(), "application/json");
+  response.set_content(jsonText(body), "application/json");
 }
 
 json tensorList(const std::vector<TensorDescription> &tensors) {
@@ -121,7 +121,7 @@ void HttpServer::addRoutes() {
             ? "the request body is larger than the server's limit "
               "(--max-body-bytes)"
             : "HTTP error " + std::to_string(res.status);
-    res.set_content(json{{"error", message}}.dump(), "application/json");
+    res.set_content(jsonText(json{{"error", message}}), "application/json");
   });
 }
 

@@ -89,6 +89,8 @@ InferenceService::create(std::shared_ptr<const LoadedArtifact> artifact,
 InferenceService::~InferenceService() {
   stopAccepting();
   waitIdle();
+  // The engine's threads end before the members its callbacks touch go.
+  engine_.reset();
 }
 
 Status InferenceService::checkModel(const std::string &name,
@@ -117,11 +119,12 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
   InferReply reply;
   reply.id = call.id;
   ++inFlight_;
+  // Under the mutex: once waitIdle() has seen zero, no leave() is still
+  // about to touch the service.
   auto leave = [this] {
-    if (--inFlight_ == 0) {
-      std::lock_guard<std::mutex> lock(idleMutex_);
+    std::lock_guard<std::mutex> lock(idleMutex_);
+    if (--inFlight_ == 0)
       idle_.notify_all();
-    }
   };
   if (stopping_) {
     reply.status = Status(StatusCode::Unavailable,
