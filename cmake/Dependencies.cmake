@@ -19,5 +19,7 @@ set(LLVM_EXTERNAL_LIT /usr/lib/llvm-16/build/utils/lit/lit.py)
 find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED CONFIG)
 find_package(FlatBuffers REQUIRED CONFIG)
+# Header-only: the runtime reads requests and writes JSON with it.
+find_package(nlohmann_json 3 REQUIRED CONFIG)
 find_package(GTest REQUIRED)
 find_package(CUDAToolkit REQUIRED)

@@ -1,5 +1,6 @@
 //===- RequestParser.cpp - Requests from JSON, checked --------------------===//
 #include "cellrun/RequestParser.h"
+#include "RequestJson.h"
 #include "UnfolderGuard.h"
 
 #include "ModelStructure.h"
@@ -7,9 +8,11 @@
 #include "../backend/cpu/ElementIO.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 using namespace cellrun;
+using Json = nlohmann::json;
 
 static Status bad(const std::string &where, const std::string &what) {
   return Status(StatusCode::InvalidArgument, where + ": " + what);
@@ -45,34 +48,55 @@ RequestParser::~RequestParser() = default;
 
 Result<Request> RequestParser::parse(std::string_view text,
                                      const std::string &fallbackId) const {
-  auto json = parseJson(text);
+  auto json = parseRequestJson(text);
   if (!json.ok())
     return bad("request " + fallbackId,
                "not valid JSON: " + json.status().message());
-  return parse(json.value(), fallbackId);
+  return fromJson(json.value(), fallbackId);
 }
 
-Result<NodeData> RequestParser::parseNode(const JsonValue &json, uint32_t cell,
+/// The request's "id" as a name: a string, or an integer in decimal; none
+/// when it is anything else.
+static std::optional<std::string> idOf(const Json &id) {
+  if (id.is_string())
+    return id.get<std::string>();
+  if (auto integer = jsonInteger(id))
+    return std::to_string(*integer);
+  return std::nullopt;
+}
+
+std::string RequestParser::requestId(std::string_view text,
+                                     const std::string &fallbackId) {
+  auto json = parseRequestJson(text);
+  if (!json.ok() || !json->is_object())
+    return fallbackId;
+  auto id = json->find("id");
+  if (id == json->end())
+    return fallbackId;
+  return idOf(*id).value_or(fallbackId);
+}
+
+Result<NodeData> RequestParser::parseNode(const Json &json, uint32_t cell,
                                           const std::string &where) const {
   const CellRoles &roles = structure_->cells[cell];
-  if (!json.isObject())
+  if (!json.is_object())
     return bad(where, "expected an object of input values, found " +
-                          std::string(JsonValue::kindName(json.kind())));
+                          std::string(jsonKindName(json)));
   NodeData data;
   for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
     const cellpack::TensorSpec &spec =
         *roles.cell->inputs()->Get(roles.dataInputs[d]);
     std::string name = spec.name()->str();
-    const JsonValue *value = json.find(name);
-    if (!value)
+    auto value = json.find(name);
+    if (value == json.end())
       return bad(where, "no value for input '" + name + "'");
     size_t elements = roles.dataRowBytes[d] / cpu::elementSize(spec.dtype());
-    std::vector<const JsonValue *> numbers;
-    if (value->isArray())
-      for (const JsonValue &item : value->items())
+    std::vector<const Json *> numbers;
+    if (value->is_array())
+      for (const Json &item : *value)
         numbers.push_back(&item);
     else
-      numbers.push_back(value);
+      numbers.push_back(&*value);
     if (numbers.size() != elements)
       return bad(where, "input '" + name + "' takes " +
                             std::to_string(elements) + " value(s), found " +
@@ -80,52 +104,60 @@ Result<NodeData> RequestParser::parseNode(const JsonValue &json, uint32_t cell,
     std::vector<uint8_t> row(roles.dataRowBytes[d]);
     bool integral = !cpu::isFloatType(spec.dtype());
     for (size_t e = 0; e < elements; ++e) {
-      const JsonValue &number = *numbers[e];
-      if (integral ? !number.isInteger() : !number.isNumber())
+      const Json &number = *numbers[e];
+      std::optional<int64_t> integer = jsonInteger(number);
+      if (integral ? !integer : !number.is_number())
         return bad(where, "input '" + name + "' takes " +
                               (integral ? "integers" : "numbers") + ", found " +
-                              JsonValue::kindName(number.kind()));
+                              jsonKindName(number));
       if (integral)
-        cpu::storeInt(row.data(), spec.dtype(), e, number.integer());
+        cpu::storeInt(row.data(), spec.dtype(), e, *integer);
       else
         cpu::storeFloat(row.data(), spec.dtype(), e,
-                        static_cast<float>(number.number()));
+                        static_cast<float>(number.get<double>()));
     }
     data.push_back(std::move(row));
   }
-  for (const auto &[key, unused] : json.members()) {
+  for (const auto &member : json.items()) {
     bool known = false;
     for (uint32_t input : roles.dataInputs)
-      known |= roles.cell->inputs()->Get(input)->name()->str() == key;
+      known |= roles.cell->inputs()->Get(input)->name()->str() == member.key();
     if (!known)
       return bad(where, "the cell '" + roles.cell->name()->str() +
-                            "' has no request input '" + key + "'");
+                            "' has no request input '" + member.key() + "'");
   }
   return data;
 }
 
-Result<Request> RequestParser::parse(const JsonValue &json,
-                                     const std::string &fallbackId) const {
+/// "deadline_ms" into `request`, when there is one.
+static Status parseDeadline(const Json &json, const std::string &where,
+                            Request &request) {
+  auto deadline = json.find("deadline_ms");
+  if (deadline == json.end())
+    return Status::ok();
+  if (!deadline->is_number() || deadline->get<double>() < 0)
+    return bad(where, "\"deadline_ms\" must be a number >= 0");
+  request.deadlineMicros = deadline->get<double>() * 1000.0;
+  return Status::ok();
+}
+
+Result<Request> RequestParser::fromJson(const Json &json,
+                                        const std::string &fallbackId) const {
   Request request;
   request.id = fallbackId;
-  if (!json.isObject())
+  if (!json.is_object())
     return bad("request " + fallbackId, "expected a JSON object");
-  if (const JsonValue *id = json.find("id")) {
-    if (id->isString())
-      request.id = id->string();
-    else if (id->isInteger())
-      request.id = std::to_string(id->integer());
-    else
+  if (auto id = json.find("id"); id != json.end()) {
+    std::optional<std::string> name = idOf(*id);
+    if (!name)
       return bad("request " + fallbackId, "\"id\" must be a string or integer");
+    request.id = *name;
   }
   std::string where = "request " + request.id;
   if (structure_->kind == cellpack::Structure::Custom) {
-    if (const JsonValue *deadline = json.find("deadline_ms")) {
-      if (!deadline->isNumber() || deadline->number() < 0)
-        return bad(where, "\"deadline_ms\" must be a number >= 0");
-      request.deadlineMicros = deadline->number() * 1000.0;
-    }
-    request.json = std::make_shared<JsonValue>(json);
+    if (Status status = parseDeadline(json, where, request); !status.isOk())
+      return status;
+    request.json = std::make_shared<const Json>(json);
     if (Status status = check(request); !status.isOk())
       return status;
     return request;
@@ -138,22 +170,19 @@ Result<Request> RequestParser::parse(const JsonValue &json,
     allowed.insert({"nodes", "root"});
   if (structure_->kind == cellpack::Structure::Seq2Seq)
     allowed.insert("max_decode_length");
-  for (const auto &[key, unused] : json.members())
-    if (!allowed.count(key))
-      return bad(where, "unknown member \"" + key + "\"");
-  if (const JsonValue *deadline = json.find("deadline_ms")) {
-    if (!deadline->isNumber() || deadline->number() < 0)
-      return bad(where, "\"deadline_ms\" must be a number >= 0");
-    request.deadlineMicros = deadline->number() * 1000.0;
-  }
+  for (const auto &member : json.items())
+    if (!allowed.count(member.key()))
+      return bad(where, "unknown member \"" + member.key() + "\"");
+  if (Status status = parseDeadline(json, where, request); !status.isOk())
+    return status;
 
   if (sequence) {
     const CellRoles &roles = structure_->cells[0];
-    const JsonValue *tokens = json.find("tokens");
-    const JsonValue *steps = json.find("steps");
-    if ((tokens != nullptr) == (steps != nullptr))
+    auto tokens = json.find("tokens");
+    auto steps = json.find("steps");
+    if ((tokens != json.end()) == (steps != json.end()))
       return bad(where, "give either \"tokens\" or \"steps\"");
-    if (tokens) {
+    if (tokens != json.end()) {
       const cellpack::TensorSpec *spec =
           roles.dataInputs.size() == 1
               ? roles.cell->inputs()->Get(roles.dataInputs[0])
@@ -163,87 +192,87 @@ Result<Request> RequestParser::parse(const JsonValue &json,
         return bad(where, "the cell '" + roles.cell->name()->str() +
                               "' does not take one token a step; use "
                               "\"steps\"");
-      if (!tokens->isArray())
+      if (!tokens->is_array())
         return bad(where, "\"tokens\" must be an array of integers");
-      for (size_t s = 0; s < tokens->items().size(); ++s) {
-        const JsonValue &token = tokens->items()[s];
-        if (!token.isInteger())
+      for (size_t s = 0; s < tokens->size(); ++s) {
+        std::optional<int64_t> token = jsonInteger((*tokens)[s]);
+        if (!token)
           return bad(where,
                      "token " + std::to_string(s) + " is not an integer");
         std::vector<uint8_t> row(roles.dataRowBytes[0]);
-        cpu::storeInt(row.data(), spec->dtype(), 0, token.integer());
+        cpu::storeInt(row.data(), spec->dtype(), 0, *token);
         request.steps.push_back({std::move(row)});
       }
     } else {
-      if (!steps->isArray())
+      if (!steps->is_array())
         return bad(where, "\"steps\" must be an array of objects");
-      for (size_t s = 0; s < steps->items().size(); ++s) {
-        auto node = parseNode(steps->items()[s], 0,
-                              where + ", step " + std::to_string(s));
+      for (size_t s = 0; s < steps->size(); ++s) {
+        auto node =
+            parseNode((*steps)[s], 0, where + ", step " + std::to_string(s));
         if (!node.ok())
           return node.status();
         request.steps.push_back(std::move(node).value());
       }
     }
-    if (const JsonValue *limit = json.find("max_decode_length")) {
-      if (!limit->isInteger() || limit->integer() < 1 ||
-          limit->integer() > structure_->maxDecodeLength)
+    if (auto limit = json.find("max_decode_length"); limit != json.end()) {
+      std::optional<int64_t> length = jsonInteger(*limit);
+      if (!length || *length < 1 || *length > structure_->maxDecodeLength)
         return bad(where, "\"max_decode_length\" must be an integer from 1 "
                           "to the model's " +
                               std::to_string(structure_->maxDecodeLength));
-      request.maxDecodeLength = limit->integer();
+      request.maxDecodeLength = *length;
     }
   } else {
-    const JsonValue *nodes = json.find("nodes");
-    if (!nodes || !nodes->isArray())
+    auto nodes = json.find("nodes");
+    if (nodes == json.end() || !nodes->is_array())
       return bad(where, "a tree request needs \"nodes\", an array");
-    for (size_t n = 0; n < nodes->items().size(); ++n) {
-      const JsonValue &node = nodes->items()[n];
+    for (size_t n = 0; n < nodes->size(); ++n) {
+      const Json &node = (*nodes)[n];
       std::string at = where + ", node " + std::to_string(n);
-      if (!node.isObject())
+      if (!node.is_object())
         return bad(at, "expected an object");
       TreeNode parsed;
-      if (const JsonValue *children = node.find("children")) {
-        if (!children->isArray() || node.members().size() != 1)
+      if (auto children = node.find("children"); children != node.end()) {
+        if (!children->is_array() || node.size() != 1)
           return bad(at, "an internal node has only \"children\", an array "
                          "of node indices");
-        for (const JsonValue &child : children->items()) {
-          if (!child.isInteger() || child.integer() < 0 ||
-              child.integer() > INT32_MAX)
+        for (const Json &child : *children) {
+          std::optional<int64_t> index = jsonInteger(child);
+          if (!index || *index < 0 || *index > INT32_MAX)
             return bad(at, "children are node indices (integers >= 0)");
-          parsed.children.push_back(static_cast<int32_t>(child.integer()));
+          parsed.children.push_back(static_cast<int32_t>(*index));
         }
+      } else if (auto token = node.find("token"); token != node.end()) {
+        const CellRoles &leaf = structure_->cells[0];
+        const cellpack::TensorSpec *spec =
+            leaf.dataInputs.size() == 1
+                ? leaf.cell->inputs()->Get(leaf.dataInputs[0])
+                : nullptr;
+        if (!spec || cpu::isFloatType(spec->dtype()) ||
+            leaf.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
+            node.size() != 1)
+          return bad(at, "{\"token\": N} fits leaf cells with one integer "
+                         "request input only");
+        std::optional<int64_t> value = jsonInteger(*token);
+        if (!value)
+          return bad(at, "the token is not an integer");
+        std::vector<uint8_t> row(leaf.dataRowBytes[0]);
+        cpu::storeInt(row.data(), spec->dtype(), 0, *value);
+        parsed.data.push_back(std::move(row));
       } else {
-        if (const JsonValue *token = node.find("token")) {
-          const CellRoles &leaf = structure_->cells[0];
-          const cellpack::TensorSpec *spec =
-              leaf.dataInputs.size() == 1
-                  ? leaf.cell->inputs()->Get(leaf.dataInputs[0])
-                  : nullptr;
-          if (!spec || cpu::isFloatType(spec->dtype()) ||
-              leaf.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
-              node.members().size() != 1)
-            return bad(at, "{\"token\": N} fits leaf cells with one integer "
-                           "request input only");
-          if (!token->isInteger())
-            return bad(at, "the token is not an integer");
-          std::vector<uint8_t> row(leaf.dataRowBytes[0]);
-          cpu::storeInt(row.data(), spec->dtype(), 0, token->integer());
-          parsed.data.push_back(std::move(row));
-        } else {
-          auto parsedLeaf = parseNode(node, 0, at);
-          if (!parsedLeaf.ok())
-            return parsedLeaf.status();
-          parsed.data = std::move(parsedLeaf).value();
-        }
+        auto parsedLeaf = parseNode(node, 0, at);
+        if (!parsedLeaf.ok())
+          return parsedLeaf.status();
+        parsed.data = std::move(parsedLeaf).value();
       }
       request.tree.push_back(std::move(parsed));
     }
-    if (const JsonValue *root = json.find("root")) {
-      if (!root->isInteger() || root->integer() < 0 ||
-          root->integer() >= static_cast<int64_t>(request.tree.size()))
+    if (auto root = json.find("root"); root != json.end()) {
+      std::optional<int64_t> index = jsonInteger(*root);
+      if (!index || *index < 0 ||
+          *index >= static_cast<int64_t>(request.tree.size()))
         return bad(where, "\"root\" must be the index of a node");
-      request.root = static_cast<int32_t>(root->integer());
+      request.root = static_cast<int32_t>(*index);
     }
   }
   if (Status status = check(request); !status.isOk())

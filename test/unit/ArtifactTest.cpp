@@ -11,7 +11,6 @@
 #include "cellrun/Artifact.h"
 #include "cellrun/ArtifactJson.h"
 #include "cellrun/CodeSelection.h"
-#include "cellrun/JsonWriter.h"
 
 #include "Checksum.h"
 
@@ -546,71 +545,49 @@ TEST(Artifact, DamagedModelsWithValidChecksumsNeverCrash) {
   EXPECT_GT(loaded, 0); // some bytes (weights, names) are free to change
 }
 
-TEST(ArtifactJson, WriterEscapesAndIndents) {
-  std::ostringstream out;
-  JsonWriter json(out);
-  json.beginObject();
-  json.member("a", 1);
-  json.key("b");
-  json.beginInlineArray();
-  json.value(int64_t(-2));
-  json.value(0.25);
-  json.endArray();
-  json.key("c");
-  json.beginArray();
-  json.endArray();
-  json.key("d");
-  json.beginArray();
-  json.beginObject();
-  json.key("x");
-  json.null();
-  json.endObject();
-  json.endArray();
-  json.member("e", "q\"\\\n\x01");
-  json.member("f", 1.0f / 0.0f);
-  json.endObject();
-  json.finish();
-  EXPECT_EQ(out.str(), "{\n"
-                       "  \"a\": 1,\n"
-                       "  \"b\": [-2, 0.25],\n"
-                       "  \"c\": [],\n"
-                       "  \"d\": [\n"
-                       "    {\n"
-                       "      \"x\": null\n"
-                       "    }\n"
-                       "  ],\n"
-                       "  \"e\": \"q\\\"\\\\\\n\\u0001\",\n"
-                       "  \"f\": null\n"
-                       "}\n");
+/// `json` without line breaks and the indentation after them, so arrays
+/// read as on one line: "[4,8]".
+std::string withoutLineBreaks(const std::string &json) {
+  std::string flat;
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (json[i] != '\n') {
+      flat += json[i];
+      continue;
+    }
+    while (i + 1 < json.size() && json[i + 1] == ' ')
+      ++i;
+  }
+  return flat;
 }
 
 TEST(ArtifactJson, InspectOutputOfTheValidArtifact) {
   Spec spec;
-  spec.producer = "cellc \"test\"\n";
+  spec.producer = "cellc \"test\"\n\x01";
   auto artifact = loadValid(spec);
   ASSERT_TRUE(artifact);
   std::string json = artifactJson(*artifact);
   char checksum[40];
   std::snprintf(checksum, sizeof checksum, "\"checksum\": \"0x%016llx\",",
                 static_cast<unsigned long long>(artifact->checksum()));
+  // Every member and every array element on a line of its own, indented
+  // by two spaces a level; keys in schema order; floats with a float's
+  // shortest digits.
   for (const std::string &expected : {
            "{\n  \"format_version\": " + std::to_string(kFormatVersion) + ",\n",
            std::string(checksum),
-           std::string(R"("producer": "cellc \"test\"\n",)"),
+           std::string(R"("producer": "cellc \"test\"\n\u0001",)"),
            std::string(R"("model_name": "tiny",)"),
            std::string(R"("bos_token": 1,)"),
-           std::string(R"("row_shape": [8],)"
-                       "\n          "
-                       R"("updates": "h",)"
-                       "\n          "
-                       R"("emit": true)"),
+           std::string("\"row_shape\": [\n"
+                       "            8\n"
+                       "          ],\n"
+                       "          \"updates\": \"h\",\n"
+                       "          \"emit\": true\n"),
            std::string(R"("kind": "gemm",)"),
-           std::string(R"("alpha": 1,)"),
+           std::string(R"("alpha": 1.0,)"),
            std::string(R"("beta": 0.5,)"),
            std::string(R"("precision": "TF32",)"),
            std::string(R"("kind": "Workspace",)"),
-           std::string(R"("shape": [4, 8])"),
-           std::string(R"("ops": ["Add", "Tanh"])"),
            std::string(R"("access": "Gather")"),
            std::string("\"kind\": \"RowCount\"\n"),
            std::string("        \"cubins\": [\n"
@@ -620,10 +597,28 @@ TEST(ArtifactJson, InspectOutputOfTheValidArtifact) {
                        "          }\n"
                        "        ],\n"
                        "        \"ptx_arch\": \"compute_80\",\n"),
-           std::string(R"("kernel_names": ["lstm_b1_k0", "lstm_b8_k0"])"),
+           std::string("        \"kernel_names\": [\n"
+                       "          \"lstm_b1_k0\",\n"
+                       "          \"lstm_b8_k0\"\n"
+                       "        ]\n"),
        })
     EXPECT_NE(json.find(expected), std::string::npos) << expected;
+  std::string flat = withoutLineBreaks(json);
+  for (const char *expected : {R"("shape": [4,8])", R"("ops": ["Add","Tanh"])",
+                               R"("initial_state": [],)"})
+    EXPECT_NE(flat.find(expected), std::string::npos) << expected;
   EXPECT_EQ(json.substr(json.size() - 2), "}\n");
+}
+
+TEST(ArtifactJson, BytesThatAreNotUtf8AreReplaced) {
+  Spec spec;
+  spec.producer = "cellc \xff\xfe";
+  auto artifact = loadValid(spec);
+  ASSERT_TRUE(artifact);
+  std::string json = artifactJson(*artifact);
+  EXPECT_NE(json.find("\"producer\": \"cellc \xEF\xBF\xBD\xEF\xBF\xBD\","),
+            std::string::npos)
+      << json.substr(0, 200);
 }
 
 } // namespace

@@ -25,23 +25,23 @@ namespace {
 
 class Configurable final : public Unfolder {
 public:
-  Status check(const JsonValue &request) const override {
-    const JsonValue *tokens = request.find("tokens");
-    if (!tokens || !tokens->isArray() || tokens->items().empty())
+  Status check(const nlohmann::json &request) const override {
+    auto tokens = request.find("tokens");
+    if (tokens == request.end() || !tokens->is_array() || tokens->empty())
       return Status(StatusCode::InvalidArgument, "\"tokens\" are needed");
-    const JsonValue *fault = request.find("fault");
-    if (fault && !fault->isString())
+    auto fault = request.find("fault");
+    if (fault != request.end() && !fault->is_string())
       return Status(StatusCode::InvalidArgument, "\"fault\" is a string");
     return Status::ok();
   }
 
-  uint32_t peakNodes(const JsonValue &request) const override {
+  uint32_t peakNodes(const nlohmann::json &request) const override {
     // A chain holds its last node's outputs; "lie" claims nothing is held
     // and then runs two chains at once.
     return fault(request) == "lie" ? 0 : 2;
   }
 
-  Status start(const JsonValue &request, GraphBuilder &graph) override {
+  Status start(const nlohmann::json &request, GraphBuilder &graph) override {
     fault_ = fault(request);
     if (fault_ == "finish-at-start") {
       OutputTensor answer;
@@ -52,9 +52,7 @@ public:
       graph.finish();
       return Status::ok();
     }
-    std::vector<int64_t> tokens;
-    for (const JsonValue &token : request.find("tokens")->items())
-      tokens.push_back(token.integer());
+    auto tokens = request.at("tokens").get<std::vector<int64_t>>();
     int chains = fault_ == "lie" ? 2 : 1;
     for (int c = 0; c < chains; ++c) {
       std::vector<uint32_t> nodes;
@@ -99,9 +97,8 @@ public:
   }
 
 private:
-  static std::string fault(const JsonValue &request) {
-    const JsonValue *fault = request.find("fault");
-    return fault ? fault->string() : "";
+  static std::string fault(const nlohmann::json &request) {
+    return request.value("fault", "");
   }
 
   std::string fault_;

@@ -22,24 +22,23 @@ namespace {
 
 class Bidirectional final : public Unfolder {
 public:
-  Status check(const JsonValue &request) const override {
-    const JsonValue *tokens = request.find("tokens");
-    if (!tokens || !tokens->isArray() || tokens->items().empty())
+  Status check(const nlohmann::json &request) const override {
+    auto tokens = request.find("tokens");
+    if (tokens == request.end() || !tokens->is_array() || tokens->empty())
       return Status(StatusCode::InvalidArgument,
                     "\"tokens\" must be a non-empty array");
-    for (const JsonValue &token : tokens->items())
-      if (!token.isInteger() || token.integer() < 0 || token.integer() >= 1000)
+    for (const nlohmann::json &token : *tokens)
+      if (!token.is_number_integer() || token.get<int64_t>() < 0 ||
+          token.get<int64_t>() >= 1000)
         return Status(StatusCode::InvalidArgument,
                       "tokens are integers from 0 to 999");
     return Status::ok();
   }
 
-  uint32_t peakNodes(const JsonValue &) const override { return 4; }
+  uint32_t peakNodes(const nlohmann::json &) const override { return 4; }
 
-  Status start(const JsonValue &request, GraphBuilder &graph) override {
-    std::vector<int64_t> tokens;
-    for (const JsonValue &token : request.find("tokens")->items())
-      tokens.push_back(token.integer());
+  Status start(const nlohmann::json &request, GraphBuilder &graph) override {
+    auto tokens = request.at("tokens").get<std::vector<int64_t>>();
     auto forward = chain(tokens, graph);
     std::reverse(tokens.begin(), tokens.end());
     auto backward = chain(tokens, graph);

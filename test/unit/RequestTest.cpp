@@ -70,6 +70,60 @@ TEST(RequestTest, BadSequencesAreRefusedPrecisely) {
   EXPECT_EQ(parseError(*engine, R"({"id": "h", "tokens": [1, 2]})"), "");
 }
 
+TEST(RequestTest, JsonIsReadStrictlyAndNeverThrows) {
+  auto engine = manualEngine("lstm");
+  ASSERT_TRUE(engine);
+  // A number with no fraction is an integer however it is written.
+  auto integral = engine->parser().parse(
+      R"({"id": 7.0, "tokens": [3.0, 1e2, -0, 9223372036854775807]})", "x");
+  ASSERT_FALSE(integral.ok());
+  EXPECT_EQ(integral.status().message(),
+            "request 7, step 3: token 9223372036854775807 of input 'token' is "
+            "outside the vocabulary (0..999)");
+  EXPECT_EQ(parseError(*engine, R"({"tokens": [3.0, 1e2, -0]})"), "");
+  EXPECT_EQ(parseError(*engine, R"({"tokens": [9223372036854775808]})"),
+            "request line 1: token 0 is not an integer");
+  EXPECT_EQ(parseError(*engine, R"({"id": true, "tokens": [1]})"),
+            "request line 1: \"id\" must be a string or integer");
+  // Syntax errors name the offset of the byte at fault.
+  EXPECT_EQ(parseError(*engine, R"({"id": "g", "tokens": [1)"),
+            "request line 1: not valid JSON: at byte 24: syntax error while "
+            "parsing array - unexpected end of input; expected ']'");
+  EXPECT_EQ(parseError(*engine, "{\"id\": \"\xff\"}")
+                .rfind("request line 1: not valid JSON: at byte 8: ", 0),
+            0u);
+  EXPECT_NE(parseError(*engine, R"({"id": "\ud800", "tokens": [1]})")
+                .find("not valid JSON: at byte"),
+            std::string::npos);
+  EXPECT_EQ(parseError(*engine, R"({"tokens": [1e400]})"),
+            "request line 1: not valid JSON: number overflow parsing '1e400'");
+  // A member given twice, at any depth, is refused; siblings may share names.
+  EXPECT_EQ(parseError(*engine, R"({"id": "d", "tokens": [1], "tokens": [2]})"),
+            "request line 1: not valid JSON: duplicate member \"tokens\"");
+  EXPECT_EQ(parseError(*engine, R"({"steps": [{"token": 1, "token": 2}]})"),
+            "request line 1: not valid JSON: duplicate member \"token\"");
+  EXPECT_EQ(parseError(*engine, R"({"steps": [{"token": 1}, {"token": 2}]})"),
+            "");
+  // 256 levels below the whole text are read; one more is refused, and so
+  // is input deep enough to exhaust a recursive reader.
+  auto nested = [](int arrays) {
+    return R"({"tokens": )" + std::string(arrays, '[') + "1" +
+           std::string(arrays, ']') + "}";
+  };
+  EXPECT_EQ(parseError(*engine, nested(255)),
+            "request line 1: token 0 is not an integer");
+  EXPECT_EQ(parseError(*engine, nested(256)),
+            "request line 1: not valid JSON: nesting deeper than 256");
+  EXPECT_EQ(parseError(*engine, nested(1000000)),
+            "request line 1: not valid JSON: nesting deeper than 256");
+  // The id that names a refused request, as parse reads it.
+  EXPECT_EQ(RequestParser::requestId(R"({"id": 5.0, "tokens": []})", "f"), "5");
+  EXPECT_EQ(RequestParser::requestId(R"({"id": "a", "tokens": [})", "f"), "f");
+  EXPECT_EQ(RequestParser::requestId(R"({"id": "a", "id": "b"})", "f"), "f");
+  EXPECT_EQ(RequestParser::requestId(R"(["id"])", "f"), "f");
+  EXPECT_EQ(RequestParser::requestId(R"({"id": [1]})", "f"), "f");
+}
+
 TEST(RequestTest, BadTreesAreRefusedPrecisely) {
   auto engine = manualEngine("treelstm");
   ASSERT_TRUE(engine);

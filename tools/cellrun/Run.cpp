@@ -169,12 +169,7 @@ int runRun(const std::vector<std::string> &arguments) {
     std::string fallback = "line " + std::to_string(lineNumber);
     auto request = engine.parser().parse(line, fallback);
     if (!request.ok()) {
-      slot->id = fallback;
-      if (auto json = parseJson(line); json.ok() && json->isObject())
-        if (const JsonValue *id = json->find("id"))
-          slot->id = id->isString()    ? id->string()
-                     : id->isInteger() ? std::to_string(id->integer())
-                                       : fallback;
+      slot->id = RequestParser::requestId(line, fallback);
       slot->status = request.status();
       ++done;
       continue;

@@ -1,46 +1,52 @@
 //===- RunReport.cpp - What `cellrun run` writes and prints ---------------===//
 #include "RunReport.h"
 
-#include "cellrun/JsonWriter.h"
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <sstream>
 
 namespace cellrun::tool {
 
+/// Keys in the order they are set; output values are float, written with a
+/// float's shortest digits (0.1, not 0.10000000149011612).
+using ResultJson =
+    nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool,
+                         std::int64_t, std::uint64_t, float>;
+
+/// Microseconds to a tenth, as a float: written as that tenth up to about a
+/// second (2^20 us), to within a float's step (2 us at 16 s) beyond.
+static float tenths(double micros) {
+  return static_cast<float>(std::round(micros * 10) / 10);
+}
+
 std::string resultLine(const RequestResult &result) {
-  std::ostringstream text;
-  text << "{\"id\": " << jsonQuote(result.id);
+  ResultJson line;
+  line["id"] = result.id;
   if (!result.status.isOk()) {
-    text << ", \"error\": " << jsonQuote(result.status.message()) << "}";
-    return text.str();
-  }
-  text << ", \"outputs\": {";
-  for (size_t t = 0; t < result.outputs.size(); ++t) {
-    const OutputTensor &tensor = result.outputs[t];
-    text << (t ? ", " : "") << jsonQuote(tensor.name) << ": {\"shape\": [";
-    for (size_t d = 0; d < tensor.shape.size(); ++d)
-      text << (d ? ", " : "") << tensor.shape[d];
-    text << "], \"data\": [";
-    char number[32];
-    for (size_t i = 0; i < tensor.floats.size(); ++i) {
-      std::snprintf(number, sizeof number, "%.9g", tensor.floats[i]);
-      text << (i ? ", " : "") << number;
+    line["error"] = result.status.message();
+  } else {
+    ResultJson outputs = ResultJson::object();
+    for (const OutputTensor &tensor : result.outputs) {
+      ResultJson data = ResultJson::array();
+      for (float value : tensor.floats)
+        data.push_back(value);
+      for (int64_t value : tensor.integers)
+        data.push_back(value);
+      ResultJson &output = outputs[tensor.name];
+      output["shape"] = tensor.shape;
+      output["data"] = std::move(data);
     }
-    for (size_t i = 0; i < tensor.integers.size(); ++i)
-      text << (i ? ", " : "") << tensor.integers[i];
-    text << "]}";
+    line["outputs"] = std::move(outputs);
+    if (!result.stopReason.empty())
+      line["stop"] = result.stopReason;
+    line["queue_us"] = tenths(result.queueMicros);
+    line["compute_us"] = tenths(result.computeMicros);
   }
-  text << "}";
-  if (!result.stopReason.empty())
-    text << ", \"stop\": " << jsonQuote(result.stopReason);
-  char times[96];
-  std::snprintf(times, sizeof times,
-                ", \"queue_us\": %.1f, \"compute_us\": %.1f",
-                result.queueMicros, result.computeMicros);
-  text << times << "}";
-  return text.str();
+  // Messages can quote request bytes that are not UTF-8: those become
+  // U+FFFD rather than an exception.
+  return line.dump(-1, ' ', false, ResultJson::error_handler_t::replace);
 }
 
 static double percentile(std::vector<double> &sorted, double fraction) {

@@ -19,6 +19,8 @@
 
 #include "cellrun/Status.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,8 +52,8 @@ struct Request {
   std::vector<TreeNode> tree;  // tree
   int32_t root = -1;
   int64_t maxDecodeLength = 0; // seq2seq; 0: the artifact's limit
-  std::shared_ptr<const class JsonValue> json; // custom: the whole request
-  double deadlineMicros = 0;                   // latency goal; 0: none
+  std::shared_ptr<const nlohmann::json> json; // custom: the whole request
+  double deadlineMicros = 0;                  // latency goal; 0: none
   SessionChunk session;
 };
 

@@ -20,10 +20,11 @@
 #ifndef CELLRUN_REQUESTPARSER_H
 #define CELLRUN_REQUESTPARSER_H
 
-#include "cellrun/JsonValue.h"
 #include "cellrun/Request.h"
 #include "cellrun/Tensors.h"
 #include "cellrun/Unfolder.h"
+
+#include <nlohmann/json.hpp>
 
 #include <memory>
 
@@ -45,11 +46,21 @@ public:
          RequestLimits limits = {});
   ~RequestParser();
 
-  /// `fallbackId` names the request when it has no "id".
-  Result<Request> parse(const JsonValue &json,
-                        const std::string &fallbackId) const;
+  /// The request in JSON text; `fallbackId` names it when it has no "id".
+  /// Text that is not JSON (a syntax error, invalid UTF-8, a duplicate
+  /// member, nesting deeper than 256) is InvalidArgument "not valid JSON:
+  /// ...".
   Result<Request> parse(std::string_view text,
                         const std::string &fallbackId) const;
+  /// The same from JSON already read (named apart from parse, since a
+  /// string converts to either).
+  Result<Request> fromJson(const nlohmann::json &json,
+                           const std::string &fallbackId) const;
+  /// The id parse gives the request in `text` (its "id" when that is a
+  /// string or an integer), or `fallbackId` when the text has none or is
+  /// not a JSON object: what names a refused request.
+  static std::string requestId(std::string_view text,
+                               const std::string &fallbackId);
   /// The checks of parse for a request built in C++.
   Status check(const Request &request) const;
 
@@ -66,7 +77,7 @@ public:
 
 private:
   RequestParser() = default;
-  Result<NodeData> parseNode(const JsonValue &json, uint32_t cell,
+  Result<NodeData> parseNode(const nlohmann::json &json, uint32_t cell,
                              const std::string &where) const;
   Status checkNode(const NodeData &data, uint32_t cell,
                    const std::string &where) const;

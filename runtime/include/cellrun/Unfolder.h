@@ -7,6 +7,13 @@
 // what it needs, adds nodes and finally finishes the request. The engine
 // does everything else (batching with other requests, rows, admission).
 //
+// The JSON is an nlohmann::json (nlohmann-json 3, header-only), read with
+// duplicate member names and nesting deeper than 256 refused. Integers that
+// are not negative are number_unsigned, negative ones number_integer (both
+// is_number_integer()), numbers with a fraction or exponent number_float.
+// An exception thrown from an unfolder (such as json::at on a missing
+// member) fails its request only.
+//
 // Nodes are handed over in ready chains: nodes of one cell, each depending
 // at most on the node before it in the chain; every other input must come
 // from a node that has already run (or from data or zeros).
@@ -15,8 +22,9 @@
 #ifndef CELLRUN_UNFOLDER_H
 #define CELLRUN_UNFOLDER_H
 
-#include "cellrun/JsonValue.h"
 #include "cellrun/Request.h"
+
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <memory>
@@ -51,14 +59,14 @@ class Unfolder {
 public:
   virtual ~Unfolder() = default;
   /// InvalidArgument with a precise message when `request` is malformed.
-  virtual Status check(const JsonValue &request) const = 0;
+  virtual Status check(const nlohmann::json &request) const = 0;
   /// At most how many nodes' outputs the request holds at once when its
   /// nodes run one at a time (the engine reserves rows for that many, and
   /// for the nodes of their chains in flight, before admitting it). A
   /// request that would hold more fails alone.
-  virtual uint32_t peakNodes(const JsonValue &request) const = 0;
+  virtual uint32_t peakNodes(const nlohmann::json &request) const = 0;
   /// Builds the first nodes of a checked request (or finishes it).
-  virtual Status start(const JsonValue &request, GraphBuilder &graph) = 0;
+  virtual Status start(const nlohmann::json &request, GraphBuilder &graph) = 0;
   /// `node` has run. A request that has nothing left to run and is not
   /// finished fails.
   virtual Status nodeDone(uint32_t node, GraphBuilder &graph) = 0;
