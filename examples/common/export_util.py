@@ -547,6 +547,10 @@ def export_and_check(args, module, make_inputs, cell, input_names, output_names,
     ``reference_bad_rows``: see write_cell_reference.
     """
     path = os.path.join(args.out, cell + ".onnx")
+    # The module's weights as PyTorch keeps them, for the PyTorch peers of
+    # the benchmarks (bench/peers/): they run the same weights as the ONNX.
+    import torch
+    torch.save(module.state_dict(), os.path.join(args.out, cell + ".pt"))
     example = make_inputs(TRACE_BATCH)
     export_cell(module, example, path, input_names, output_names)
     model = check_exported(path, allow_any_ops=args.no_op_check)

@@ -164,8 +164,11 @@ ModelSignature RequestParser::makeSignature() const {
     children.shape = {-1, model.arity};
     signature.inputs.push_back(children);
   }
-  for (uint32_t input : first.dataInputs)
-    signature.inputs.push_back(stepInput(*first.cell->inputs()->Get(input)));
+  for (size_t d = 0; d < first.dataInputs.size(); ++d) {
+    signature.inputs.push_back(
+        stepInput(*first.cell->inputs()->Get(first.dataInputs[d])));
+    signature.inputs.back().valueLimit = first.dataLimits[d];
+  }
 
   switch (model.kind) {
   case cellpack::Structure::Chain:

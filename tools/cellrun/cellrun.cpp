@@ -1,10 +1,11 @@
 //===- cellrun.cpp - The runtime's command line ---------------------------===//
 //
 // cellrun SUBCOMMAND ARGS...: dispatches to the subcommands in kSubcommands
-// (`inspect`, `devices`, `run`, `serve`).
+// (`inspect`, `devices`, `run`, `serve`, `bench`).
 // Exit codes: 0 success, 1 the command failed, 2 a wrong command line.
 //
 //===----------------------------------------------------------------------===//
+#include "Bench.h"
 #include "CommandLine.h"
 #include "Devices.h"
 #include "Inspect.h"
@@ -29,6 +30,8 @@ const Subcommand kSubcommands[] = {
     {"run", "serve a file of requests offline and print a summary", runRun},
     {"serve", "serve the model over KServe v2 HTTP/gRPC with metrics",
      runServe},
+    {"bench", "open-loop load: every policy and the PyTorch peer side by side",
+     runBench},
 };
 
 void printHelp(std::ostream &out) {

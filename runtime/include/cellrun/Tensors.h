@@ -59,6 +59,9 @@ struct TensorDescription {
   /// Other types accepted for this input (tokens: INT32 besides INT64).
   std::vector<TensorType> alsoAccepted;
   std::vector<int64_t> shape; // -1: decided by each request
+  /// Integer inputs that index a table (token ids): values 0..limit-1;
+  /// 0 when any value goes.
+  int64_t valueLimit = 0;
 };
 
 struct ModelSignature {

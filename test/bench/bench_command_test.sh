@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `cellrun bench` end to end on the small LSTM: two rates, every policy and
+# the PyTorch peer; the CSV and JSON have a row per system and rate, the
+# peer checked its outputs against ours; a peer with other weights is caught
+# before any timing; a command line without a rate is a usage error.
+#   bench_command_test.sh CELLRUN EXAMPLE_DIR WORKLOAD OUT_DIR
+set -euo pipefail
+cellrun=$1 example=$2 workload=$3 out=$4
+rm -rf "$out" && mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" \
+  --sweep 100,300 --duration 2 --device cpu --quiet \
+  --peer-weights "$example/h64/lstm.pt" --out "$out/run" --plot | tee "$out/run.log"
+for image in latency.png batch.png; do
+  [ -s "$out/run/$image" ] || fail "--plot wrote no $image"
+  head -c 8 "$out/run/$image" | od -An -tx1 | grep -q "89 50 4e 47" || fail "$image is not a PNG"
+done
+for image in latency.svg batch.svg; do
+  grep -q "<svg" "$out/run/$image" || fail "$image is not an SVG"
+done
+grep -q "cellular p90" "$out/run/latency.svg" || fail "latency.svg has no cellular p90 curve"
+for system in cellular padded graph pytorch; do
+  rows=$(grep -c "^$system," "$out/run/bench.csv" || true)
+  [ "$rows" = 2 ] || fail "bench.csv has $rows rows for $system, not 2"
+done
+/usr/bin/python3 - "$out/run/bench.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+assert len(result["rows"]) == 8, result["rows"]
+assert result["peer"]["checked_outputs"] >= 8, result["peer"]
+for row in result["rows"]:
+    assert row["completed"] > 0 and row["dropped"] == 0 and row["failed"] == 0, row
+    assert 0 < row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"] <= row["max_ms"], row
+print("bench.json: 8 rows, the peer checked", result["peer"]["checked_outputs"], "outputs")
+PY
+
+# A peer whose weights differ from ours must not be timed.
+/usr/bin/python3 - "$example/h64/lstm.pt" "$out/other.pt" <<'PY'
+import sys, torch
+state = torch.load(sys.argv[1])
+state["cell.weight_hh"][0, 0] += 0.5
+torch.save(state, sys.argv[2])
+PY
+if "$cellrun" bench "$example/model.cellpack" --workload "$workload" \
+    --rate 100 --duration 1 --device cpu --quiet --policy cellular \
+    --peer-weights "$out/other.pt" --out "$out/other" > "$out/other.log" 2>&1; then
+  fail "a peer with other weights was timed"
+fi
+grep -q "differs from ours" "$out/other.log" || { cat "$out/other.log"; fail "no mismatch message"; }
+
+set +e
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" > "$out/usage.log" 2>&1
+code=$?
+set -e
+[ "$code" = 2 ] || fail "no rate: exit $code, not 2"
+grep -q "give --rate, --sweep or --saturate" "$out/usage.log" || fail "usage message"
+echo "bench command: OK"

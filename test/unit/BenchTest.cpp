@@ -1,0 +1,197 @@
+//===- BenchTest.cpp - The pieces of `cellrun bench` ----------------------===//
+//
+// Traces are identical for a seed (request k at every rate, only the times
+// scale); the latency bookkeeping on a simulated clock (window, nearest
+// rank, queue and compute, drops); workloads read or refused by line;
+// requests drawn from a shape are the same every time and pass the
+// parser; the CSV and JSON carry the documented columns.
+//
+//===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
+#include "bench/BenchReport.h"
+#include "bench/LatencyStats.h"
+#include "bench/LoadTrace.h"
+#include "bench/Workload.h"
+
+#include "cellrun/RequestParser.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace cellrun;
+using namespace cellrun::bench;
+
+namespace {
+
+TEST(BenchTrace, OneSeedGivesOneTraceAtEveryRate) {
+  auto slow = poissonTrace(7, 100, 5), fast = poissonTrace(7, 400, 5);
+  auto again = poissonTrace(7, 100, 5), other = poissonTrace(8, 100, 5);
+  ASSERT_GT(slow.size(), 400u);
+  ASSERT_GT(fast.size(), slow.size());
+  ASSERT_EQ(slow.size(), again.size());
+  for (size_t k = 0; k < slow.size(); ++k) {
+    EXPECT_EQ(slow[k].arrival, again[k].arrival);
+    EXPECT_EQ(slow[k].request, k);
+    EXPECT_EQ(fast[k].request, k);
+    // The same unit-rate arrivals, scaled by the rate.
+    EXPECT_NEAR(fast[k].arrival * 4, slow[k].arrival, 1e-9);
+    EXPECT_LT(slow[k].arrival, 5.0);
+    if (k) {
+      EXPECT_GT(slow[k].arrival, slow[k - 1].arrival);
+    }
+  }
+  EXPECT_NE(slow[0].arrival, other[0].arrival);
+  // 500 expected: a Poisson count within four standard deviations.
+  EXPECT_NEAR(double(slow.size()), 500.0, 4 * std::sqrt(500.0));
+  EXPECT_TRUE(poissonTrace(7, 0, 5).empty());
+}
+
+TEST(BenchLatency, SummaryOnASimulatedClock) {
+  // Ten requests measured in [1, 11): arrival 1+k, latency (k+1) * 10 ms,
+  // a third of it queueing; one before and one after the window; one
+  // dropped and one failed inside it.
+  std::vector<RequestTiming> timings;
+  timings.push_back({0.5, 0.6, 0.7, true});  // warm-up: not counted
+  timings.push_back({11.5, 11.6, 30, true}); // cool-down: not counted
+  for (int k = 0; k < 10; ++k) {
+    double arrival = 1 + k, latency = (k + 1) * 0.010;
+    timings.push_back(
+        {arrival, arrival + latency / 3, arrival + latency, true});
+  }
+  RequestTiming dropped;
+  dropped.arrival = 3.5;
+  dropped.dropped = true;
+  RequestTiming failed;
+  failed.arrival = 4.5;
+  failed.finished = 4.6;
+  timings.push_back(dropped);
+  timings.push_back(failed);
+  timings.back().missedDeadline = true; // a failed request's miss: ignored
+  timings[5].missedDeadline = true;
+  LatencySummary s = summarise(timings, 1, 11);
+  EXPECT_EQ(s.measured, 12u);
+  EXPECT_EQ(s.completed, 10u);
+  EXPECT_EQ(s.dropped, 1u);
+  EXPECT_EQ(s.failed, 1u);
+  EXPECT_EQ(s.deadlineMisses, 1u);
+  EXPECT_DOUBLE_EQ(s.offeredPerSecond, 1.2);
+  // Completed over first arrival (1) to last result (10.1).
+  EXPECT_NEAR(s.achievedPerSecond, 10 / 9.1, 1e-12);
+  EXPECT_NEAR(s.p50, 0.050, 1e-12); // rank ceil(5) = 5th of 10
+  EXPECT_NEAR(s.p90, 0.090, 1e-12);
+  EXPECT_NEAR(s.p99, 0.100, 1e-12);
+  EXPECT_NEAR(s.max, 0.100, 1e-12);
+  EXPECT_NEAR(s.meanQueue, 0.055 / 3, 1e-12);
+  EXPECT_NEAR(s.meanCompute, 0.055 * 2 / 3, 1e-12);
+  EXPECT_EQ(nearestRank({}, 0.5), 0.0);
+  EXPECT_EQ(nearestRank({1, 2, 3, 4}, 0.0), 1.0);
+}
+
+std::string writeFile(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(BenchWorkload, ReadsShapesAndNamesTheBadLine) {
+  auto lengths = loadWorkload(writeFile("w1.csv", "length\n3\n\n17\n"));
+  ASSERT_TRUE(lengths.ok()) << lengths.status().toString();
+  ASSERT_EQ(lengths.value().shapes.size(), 2u);
+  EXPECT_EQ(lengths.value().shapes[1].size, 17u);
+  auto pairs = loadWorkload(writeFile("w2.csv", "source,decode\n4,9\n"));
+  ASSERT_TRUE(pairs.ok());
+  EXPECT_EQ(pairs.value().shapes[0].decode, 9u);
+  auto header = loadWorkload(writeFile("w3.csv", "size\n3\n"));
+  EXPECT_NE(header.status().message().find("the header is 'size'"),
+            std::string::npos);
+  auto value = loadWorkload(writeFile("w4.csv", "length\n3\nx7\n"));
+  EXPECT_NE(value.status().message().find("w4.csv:3: 'x7' is not a count"),
+            std::string::npos)
+      << value.status().message();
+  auto columns = loadWorkload(writeFile("w5.csv", "source,decode\n4\n"));
+  EXPECT_NE(columns.status().message().find("expected 2 column(s)"),
+            std::string::npos);
+  EXPECT_EQ(loadWorkload("/nonexistent.csv").status().code(),
+            StatusCode::NotFound);
+}
+
+class BenchSynthesis : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(BenchSynthesis, RequestsAreDeterministicAndValid) {
+  auto artifact = cellc::testing::loadExampleArtifact(GetParam());
+  ASSERT_TRUE(artifact);
+  auto parser = RequestParser::create(artifact);
+  ASSERT_TRUE(parser.ok());
+  auto synthesizer =
+      RequestSynthesizer::create(*artifact, parser.value()->signature());
+  ASSERT_TRUE(synthesizer.ok()) << synthesizer.status().toString();
+  for (uint32_t k = 0; k < 20; ++k) {
+    RequestShape shape{1 + k % 7 + (k % 3 == 0 ? 1 : 0), 2 + k % 5};
+    std::string line = synthesizer.value().requestLine(k, shape, 99);
+    EXPECT_EQ(line, synthesizer.value().requestLine(k, shape, 99));
+    EXPECT_NE(line, synthesizer.value().requestLine(k, shape, 100));
+    auto request = parser.value()->parse(line, "");
+    ASSERT_TRUE(request.ok()) << line << ": " << request.status().toString();
+    EXPECT_EQ(request.value().id, "r" + std::to_string(k));
+    if (!request.value().tree.empty())
+      EXPECT_EQ(request.value().tree.size(), 2 * shape.size - 1);
+    else
+      EXPECT_EQ(request.value().steps.size(), shape.size);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, BenchSynthesis,
+                         ::testing::Values("lstm", "gru", "seq2seq",
+                                           "treelstm"));
+
+TEST(BenchReport, CsvAndJsonCarryTheColumns) {
+  RunRecord record;
+  record.cellNames = {"encoder", "decoder"};
+  record.timings = {{1, 1.1, 1.2, true}, {2, 2.5, 3, true}};
+  record.tasks = {
+      {1.15, 0, 4, 0}, {1.2, 1, 2, 1}, {2.9, 1, 6, 3}, {9, 0, 1, 0}};
+  BenchRow row = makeRow("cellular", 12.5, record, 0, 5);
+  EXPECT_EQ(row.meanBatch[0].second, 4.0); // the task at 9 s is outside
+  EXPECT_EQ(row.meanBatch[1].second, 4.0);
+  EXPECT_EQ(row.paddingRows, 4u);
+  std::ostringstream csv;
+  writeCsv(csv, {row, row});
+  std::istringstream lines(csv.str());
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header, csvHeader());
+  size_t columns = std::count(header.begin(), header.end(), ',');
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), columns) << line;
+    EXPECT_EQ(line.rfind("cellular,12.500,2,2,0,0,", 0), 0u) << line;
+    EXPECT_NE(line.find("encoder 4.0;decoder 4.0"), std::string::npos);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+  std::ostringstream json;
+  BenchSetup setup;
+  setup.model = "m.cellpack";
+  setup.seed = 3;
+  setup.peerSummary = R"({"peer": "pytorch"})";
+  writeJson(json, setup, {row});
+  auto parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["seed"], 3);
+  EXPECT_EQ(parsed["peer"]["peer"], "pytorch");
+  ASSERT_EQ(parsed["rows"].size(), 1u);
+  const auto &first = parsed["rows"][0];
+  for (const char *key :
+       {"system", "rate_per_s", "measured", "completed", "dropped", "failed",
+        "offered_per_s", "achieved_per_s", "p50_ms", "p90_ms", "p99_ms",
+        "max_ms", "mean_queue_ms", "mean_compute_ms", "mean_batch",
+        "padding_rows", "deadline_misses"})
+    EXPECT_TRUE(first.contains(key)) << key;
+  EXPECT_NEAR(first["p90_ms"].get<double>(), 1000, 1e-9); // 2 s -> 3 s
+  EXPECT_EQ(first["mean_batch"]["decoder"], 4.0);
+}
+
+} // namespace

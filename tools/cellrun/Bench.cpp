@@ -1,0 +1,363 @@
+//===- Bench.cpp - `cellrun bench`: open-loop load, policies and peers ----===//
+//
+// Draws one trace per rate from the seed (Poisson arrivals; request k is the
+// same at every rate), serves it with every requested batching policy and,
+// with --peer-weights, the PyTorch peer, and prints a table per rate; the
+// rows also go to bench.csv and bench.json under --out. --saturate raises
+// the rate by half at a time until latency diverges (p90 beyond ten times
+// the first rate's, or less than 90% of the offered load served), as the
+// paper finds peak throughput.
+//
+//===----------------------------------------------------------------------===//
+#include "Bench.h"
+#include "Devices.h"
+#include "bench/BenchPlot.h"
+#include "bench/BenchReport.h"
+#include "bench/PeerRunner.h"
+#include "bench/Workload.h"
+
+#include "cellrun/RequestParser.h"
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#ifndef CELLRUN_PEERS_DIR
+#define CELLRUN_PEERS_DIR "bench/peers"
+#endif
+
+namespace cellrun::tool {
+namespace {
+
+using namespace cellrun::bench;
+
+struct BenchArgs {
+  std::string model, workload, out = "bench-out", device = "auto";
+  std::vector<double> rates;
+  bool saturate = false, quiet = false, plot = false;
+  double duration = 10, warmup = -1, cooldown = -1;
+  std::vector<std::string> policies = {"cellular", "padded", "graph"};
+  uint64_t seed = 2018;
+  uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10;
+  std::string peerWeights, python = "/usr/bin/python3",
+                           peersDir = CELLRUN_PEERS_DIR;
+};
+
+void addOptions(CLI::App &app, BenchArgs &args) {
+  app.add_option("model", args.model, "the compiled model (.cellpack)")
+      ->required();
+  app.add_option("--workload", args.workload,
+                 "request shapes (bench/workloads/*.csv)")
+      ->required();
+  auto *rate = app.add_option("--rate", args.rates,
+                              "offered requests a second (one or a list "
+                              "R1,R2,..; --sweep is the same)")
+                   ->delimiter(',')
+                   ->check(CLI::PositiveNumber);
+  app.add_option("--sweep", args.rates, "offered rates R1,R2,..")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->excludes(rate);
+  app.add_flag("--saturate", args.saturate,
+               "from the first --rate (default 50/s), raise the rate by half "
+               "until latency diverges");
+  app.add_option("--duration", args.duration, "seconds of arrivals a run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", args.warmup,
+                 "seconds of arrivals not measured at the start (default: "
+                 "10% of the duration)");
+  app.add_option("--cooldown", args.cooldown,
+                 "seconds of arrivals not measured at the end (default: 10% "
+                 "of the duration)");
+  app.add_option("--policy", args.policies, "our policies to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"cellular", "padded", "graph"}))
+      ->capture_default_str();
+  app.add_option("--device", args.device, "backend: cuda, cpu or auto")
+      ->capture_default_str();
+  app.add_option("--threads", args.threads,
+                 "cpu: threads a kernel step (and the peer's torch threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--pool-rows", args.poolRows, "rows of every state pool")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 1u << 30));
+  app.add_option("--max-queue", args.maxQueue,
+                 "requests waiting for admission (default: the whole trace, "
+                 "so nothing is dropped)");
+  app.add_option("--bucket-width", args.bucketWidth,
+                 "padded policy and peer: lengths a bucket")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--seed", args.seed, "arrivals and request contents")
+      ->capture_default_str();
+  app.add_option("--out", args.out, "directory for bench.csv, bench.json")
+      ->capture_default_str();
+  app.add_option("--peer-weights", args.peerWeights,
+                 "run the PyTorch peer with these weights (the generator's "
+                 "<cell>.pt)");
+  app.add_option("--python", args.python, "the peer's interpreter")
+      ->capture_default_str();
+  app.add_option("--peers-dir", args.peersDir, "where the peer scripts are")
+      ->capture_default_str();
+  app.add_flag("--plot", args.plot,
+               "draw latency.{png,svg} (latency against throughput) and "
+               "batch.{png,svg} (batch size over time) with gnuplot");
+  app.add_flag("--quiet", args.quiet, "no progress line");
+}
+
+/// Requests by number, drawn on demand: `lines` for the peer, `requests`
+/// for the engine.
+struct RequestBank {
+  const Workload *workload = nullptr;
+  const RequestSynthesizer *synthesizer = nullptr;
+  const RequestParser *parser = nullptr;
+  uint64_t seed = 0;
+  std::vector<std::string> lines;
+  std::vector<Request> requests;
+
+  Status growTo(size_t count) {
+    while (requests.size() < count) {
+      uint32_t k = static_cast<uint32_t>(requests.size());
+      const RequestShape &shape = workload->shapes[k % workload->shapes.size()];
+      lines.push_back(synthesizer->requestLine(k, shape, seed));
+      auto request = parser->parse(lines.back(), "r" + std::to_string(k));
+      if (!request.ok())
+        return request.status();
+      requests.push_back(std::move(request).value());
+    }
+    return Status::ok();
+  }
+};
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+} // namespace
+
+int runBench(const std::vector<std::string> &arguments) {
+  CLI::App app("Open-loop benchmark: Poisson arrivals drawn from a seed, the "
+               "same trace for every batching policy and the PyTorch peer; a "
+               "table per rate, CSV and JSON under --out.",
+               "cellrun bench");
+  BenchArgs args;
+  addOptions(app, args);
+  if (auto exit = parseCommandLine(app, arguments))
+    return *exit;
+  if (args.rates.empty() && !args.saturate) {
+    std::cerr << "cellrun bench: give --rate, --sweep or --saturate\n";
+    return kExitUsage;
+  }
+  if (args.rates.empty())
+    args.rates = {50};
+  if (args.warmup < 0)
+    args.warmup = 0.1 * args.duration;
+  if (args.cooldown < 0)
+    args.cooldown = 0.1 * args.duration;
+  if (args.warmup + args.cooldown >= args.duration) {
+    std::cerr << "cellrun bench: the warm-up and cool-down leave nothing of "
+                 "the duration to measure\n";
+    return kExitUsage;
+  }
+  auto fail = [](const Status &status) {
+    std::cerr << "cellrun bench: error: " << status.message() << "\n";
+    return kExitFailure;
+  };
+  auto device = parseDeviceChoice(args.device);
+  if (!device.ok()) {
+    std::cerr << "cellrun bench: " << device.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::string note;
+  auto kind = resolveDevice(device.value(), note);
+  if (!kind.ok())
+    return fail(kind.status());
+  if (!note.empty())
+    std::cerr << "cellrun: " << note << "\n";
+  auto artifact = loadArtifact(args.model);
+  if (!artifact.ok())
+    return fail(artifact.status());
+  auto workload = loadWorkload(args.workload);
+  if (!workload.ok())
+    return fail(workload.status());
+  auto parser = RequestParser::create(artifact.value());
+  if (!parser.ok())
+    return fail(parser.status());
+  auto synthesizer = RequestSynthesizer::create(*artifact.value(),
+                                                parser.value()->signature());
+  if (!synthesizer.ok())
+    return fail(synthesizer.status());
+  RequestBank bank;
+  bank.workload = &workload.value();
+  bank.synthesizer = &synthesizer.value();
+  bank.parser = parser.value().get();
+  bank.seed = args.seed;
+  std::error_code made;
+  std::filesystem::create_directories(args.out, made);
+  if (made)
+    return fail(Status(StatusCode::Internal,
+                       "cannot create " + args.out + ": " + made.message()));
+
+  EngineOptions base;
+  base.executor.device = kind.value();
+  base.executor.threads = args.threads;
+  base.poolRows = args.poolRows;
+  base.bucketWidth = args.bucketWidth;
+  uint32_t largestBatch = 1;
+  for (const cellpack::CellType *cell : *artifact.value()->model().cells())
+    largestBatch =
+        std::max(largestBatch, artifact.value()->batchSizes(*cell).back());
+
+  BenchSetup setup;
+  setup.model = args.model;
+  setup.workload = args.workload;
+  setup.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";
+  setup.date = today();
+  setup.seed = args.seed;
+  setup.duration = args.duration;
+  setup.warmup = args.warmup;
+  setup.cooldown = args.cooldown;
+  for (const std::string &word : arguments)
+    setup.command += (setup.command.empty() ? "" : " ") + word;
+  setup.command = "cellrun bench " + setup.command;
+
+  PeerOptions peer;
+  bool withPeer = !args.peerWeights.empty();
+  if (withPeer) {
+    if (artifact.value()->model().unfolding()->structure() !=
+        cellpack::Structure::Chain)
+      return fail(Status(StatusCode::Unsupported,
+                         "the PyTorch peer runs chain models (LSTM, GRU) so "
+                         "far; seq2seq and tree peers are not written yet"));
+    peer.python = args.python;
+    peer.script = args.peersDir + "/pytorch_chain.py";
+    peer.weights = args.peerWeights;
+    peer.threads = args.threads;
+    peer.bucketWidth = args.bucketWidth;
+    peer.maxBatch = largestBatch;
+    peer.reference = args.out + "/reference.jsonl";
+    if (Status grown = bank.growTo(8); !grown.isOk())
+      return fail(grown);
+    std::vector<Request> first(bank.requests.begin(),
+                               bank.requests.begin() + 8);
+    if (Status written =
+            writeReference(artifact.value(), base, first, peer.reference);
+        !written.isOk())
+      return fail(written);
+  }
+
+  std::vector<std::string> systems = args.policies;
+  if (withPeer)
+    systems.push_back("pytorch");
+  double windowStart = args.warmup, windowEnd = args.duration - args.cooldown;
+  std::cout << "cellrun bench: " << args.model << ", workload " << args.workload
+            << " (" << workload.value().shapes.size() << " shapes), "
+            << setup.device << ", " << args.duration
+            << " s of arrivals a run; the first " << args.warmup
+            << " s and the last " << args.cooldown
+            << " s of arrivals are not measured\n";
+  std::vector<BenchRow> rows;
+  // Per system, the first rate's p90, and whether it has diverged.
+  std::map<std::string, double> firstP90;
+  std::map<std::string, bool> diverged;
+  std::vector<double> rates = args.rates;
+  std::map<std::string, BatchSeries> lastRun; // per policy, its last run
+  for (size_t r = 0; r < rates.size(); ++r) {
+    double rate = rates[r];
+    std::vector<TraceEntry> trace =
+        poissonTrace(args.seed, rate, args.duration);
+    if (trace.empty())
+      continue;
+    if (Status grown = bank.growTo(trace.back().request + 1); !grown.isOk())
+      return fail(grown);
+    char label[64];
+    std::snprintf(label, sizeof(label), "%.1f", rate);
+    std::cout << "\n" << trace.size() << " requests at " << label << "/s\n";
+    printHeader(std::cout);
+    bool anyLeft = false;
+    for (const std::string &system : systems) {
+      if (diverged[system])
+        continue;
+      Result<RunRecord> record = Status::ok();
+      if (system == "pytorch") {
+        std::string summary;
+        record = runPeer(peer, bank.lines, trace, args.out,
+                         std::string("online-") + label, summary);
+        // The first run's summary says what the peer checked.
+        if (record.ok() && setup.peerSummary.empty())
+          setup.peerSummary = summary;
+        peer.reference.clear(); // checked once
+      } else {
+        EngineOptions options = base;
+        options.policy = parsePolicy(system).value();
+        options.maxQueue =
+            args.maxQueue ? args.maxQueue : std::max<uint32_t>(1, trace.size());
+        record = runEngine(artifact.value(), options, bank.requests, trace,
+                           system + " " + label + "/s", args.quiet);
+      }
+      if (!record.ok())
+        return fail(record.status());
+      if (system != "pytorch")
+        lastRun[system] = {system + " at " + label + "/s", record.value()};
+      rows.push_back(
+          makeRow(system, rate, record.value(), windowStart, windowEnd));
+      printRow(std::cout, rows.back());
+      std::cout.flush();
+      const LatencySummary &s = rows.back().summary;
+      if (!firstP90.count(system))
+        firstP90[system] = s.p90;
+      if (args.saturate && (s.achievedPerSecond < 0.9 * s.offeredPerSecond ||
+                            s.p90 > 10 * firstP90[system]))
+        diverged[system] = true;
+      anyLeft |= !diverged[system];
+    }
+    if (args.saturate && r + 1 == rates.size() && anyLeft && rates.size() < 24)
+      rates.push_back(rate * 1.5);
+  }
+  if (args.saturate) {
+    std::cout << "\npeak throughput (the most served before latency "
+                 "diverged):\n";
+    for (const std::string &system : systems) {
+      double peak = 0;
+      for (const BenchRow &row : rows)
+        if (row.system == system)
+          peak = std::max(peak, row.summary.achievedPerSecond);
+      std::printf("  %-9s %10.1f requests/s%s\n", system.c_str(), peak,
+                  diverged[system] ? ""
+                                   : " (did not diverge: raise the rates)");
+    }
+  }
+  std::ofstream csv(args.out + "/bench.csv"), json(args.out + "/bench.json");
+  writeCsv(csv, rows);
+  writeJson(json, setup, rows);
+  if (!csv || !json)
+    return fail(Status(StatusCode::Internal, "cannot write under " + args.out));
+  std::cout << "\nwrote " << args.out << "/bench.csv and " << args.out
+            << "/bench.json\n";
+  if (args.plot) {
+    std::vector<BatchSeries> batches;
+    for (const std::string &system : args.policies)
+      if (lastRun.count(system))
+        batches.push_back(std::move(lastRun[system]));
+    std::string title = std::filesystem::path(args.model).filename().string() +
+                        ", " +
+                        std::filesystem::path(args.workload).stem().string() +
+                        ", " + setup.device;
+    if (Status plotted = writePlots(args.out, title, rows, batches);
+        !plotted.isOk())
+      return fail(plotted);
+    std::cout << "drew " << args.out << "/latency.{png,svg} and " << args.out
+              << "/batch.{png,svg}\n";
+  }
+  return kExitOk;
+}
+
+} // namespace cellrun::tool

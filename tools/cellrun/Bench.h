@@ -1,0 +1,13 @@
+//===- Bench.h - `cellrun bench` --------------------------------*- C++ -*-===//
+#ifndef CELLRUN_TOOLS_BENCH_H
+#define CELLRUN_TOOLS_BENCH_H
+
+#include "CommandLine.h"
+
+namespace cellrun::tool {
+
+int runBench(const std::vector<std::string> &args);
+
+} // namespace cellrun::tool
+
+#endif // CELLRUN_TOOLS_BENCH_H

@@ -1,0 +1,133 @@
+//===- BenchReport.cpp - Tables, CSV and JSON of benchmark runs -----------===//
+#include "BenchReport.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+using namespace cellrun::bench;
+
+BenchRow cellrun::bench::makeRow(const std::string &system, double rate,
+                                 const RunRecord &record, double windowStart,
+                                 double windowEnd) {
+  BenchRow row;
+  row.system = system;
+  row.rate = rate;
+  row.summary = summarise(record.timings, windowStart, windowEnd);
+  std::vector<uint64_t> tasks(record.cellNames.size()),
+      nodes(record.cellNames.size());
+  for (const TaskSample &task : record.tasks) {
+    if (task.finished < windowStart || task.finished >= windowEnd ||
+        task.cellType >= tasks.size())
+      continue;
+    ++tasks[task.cellType];
+    nodes[task.cellType] += task.nodes;
+    row.paddingRows += task.paddingRows;
+  }
+  for (size_t c = 0; c < record.cellNames.size(); ++c)
+    row.meanBatch.push_back(
+        {record.cellNames[c], tasks[c] ? double(nodes[c]) / tasks[c] : 0.0});
+  return row;
+}
+
+const char *cellrun::bench::csvHeader() {
+  return "system,rate_per_s,measured,completed,dropped,failed,"
+         "offered_per_s,achieved_per_s,p50_ms,p90_ms,p99_ms,max_ms,"
+         "mean_queue_ms,mean_compute_ms,mean_batch,padding_rows,"
+         "deadline_misses";
+}
+
+static std::string batchText(const BenchRow &row, const char *separator) {
+  std::string text;
+  char value[64];
+  for (const auto &[cell, mean] : row.meanBatch) {
+    std::snprintf(value, sizeof(value), "%s%s %.1f",
+                  text.empty() ? "" : separator, cell.c_str(), mean);
+    text += value;
+  }
+  return text.empty() ? "-" : text;
+}
+
+void cellrun::bench::printHeader(std::ostream &out) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%-9s %8s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s  %s\n",
+                "system", "rate/s", "offered/s", "served/s", "p50 ms", "p90 ms",
+                "p99 ms", "max ms", "queue", "compute", "dropped", "failed",
+                "mean batch");
+  out << line;
+}
+
+void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
+  const LatencySummary &s = row.summary;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "%-9s %8.1f %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
+                "%7zu %6zu  %s\n",
+                row.system.c_str(), row.rate, s.offeredPerSecond,
+                s.achievedPerSecond, s.p50 * 1e3, s.p90 * 1e3, s.p99 * 1e3,
+                s.max * 1e3, s.meanQueue * 1e3, s.meanCompute * 1e3, s.dropped,
+                s.failed, batchText(row, ", ").c_str());
+  out << line;
+}
+
+void cellrun::bench::writeCsv(std::ostream &out,
+                              const std::vector<BenchRow> &rows) {
+  out << csvHeader() << "\n";
+  char line[512];
+  for (const BenchRow &row : rows) {
+    const LatencySummary &s = row.summary;
+    std::snprintf(
+        line, sizeof(line),
+        "%s,%.3f,%zu,%zu,%zu,%zu,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+        "%.4f,%s,%llu,%zu\n",
+        row.system.c_str(), row.rate, s.measured, s.completed, s.dropped,
+        s.failed, s.offeredPerSecond, s.achievedPerSecond, s.p50 * 1e3,
+        s.p90 * 1e3, s.p99 * 1e3, s.max * 1e3, s.meanQueue * 1e3,
+        s.meanCompute * 1e3, batchText(row, ";").c_str(),
+        static_cast<unsigned long long>(row.paddingRows), s.deadlineMisses);
+    out << line;
+  }
+}
+
+void cellrun::bench::writeJson(std::ostream &out, const BenchSetup &setup,
+                               const std::vector<BenchRow> &rows) {
+  nlohmann::ordered_json root;
+  root["model"] = setup.model;
+  root["workload"] = setup.workload;
+  root["device"] = setup.device;
+  root["date"] = setup.date;
+  root["command"] = setup.command;
+  root["seed"] = setup.seed;
+  root["duration_s"] = setup.duration;
+  root["warmup_s"] = setup.warmup;
+  root["cooldown_s"] = setup.cooldown;
+  if (!setup.peerSummary.empty())
+    root["peer"] = nlohmann::json::parse(setup.peerSummary, nullptr, false);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const BenchRow &row : rows) {
+    const LatencySummary &s = row.summary;
+    nlohmann::ordered_json batch = nlohmann::ordered_json::object();
+    for (const auto &[cell, mean] : row.meanBatch)
+      batch[cell] = mean;
+    list.push_back({{"system", row.system},
+                    {"rate_per_s", row.rate},
+                    {"measured", s.measured},
+                    {"completed", s.completed},
+                    {"dropped", s.dropped},
+                    {"failed", s.failed},
+                    {"offered_per_s", s.offeredPerSecond},
+                    {"achieved_per_s", s.achievedPerSecond},
+                    {"p50_ms", s.p50 * 1e3},
+                    {"p90_ms", s.p90 * 1e3},
+                    {"p99_ms", s.p99 * 1e3},
+                    {"max_ms", s.max * 1e3},
+                    {"mean_queue_ms", s.meanQueue * 1e3},
+                    {"mean_compute_ms", s.meanCompute * 1e3},
+                    {"mean_batch", batch},
+                    {"padding_rows", row.paddingRows},
+                    {"deadline_misses", s.deadlineMisses}});
+  }
+  root["rows"] = std::move(list);
+  out << root.dump(2) << "\n";
+}

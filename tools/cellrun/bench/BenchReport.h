@@ -1,0 +1,52 @@
+//===- BenchReport.h - Tables, CSV and JSON of benchmark runs ---*- C++ -*-===//
+//
+// One row per system (a batching policy of ours, or a peer) and offered
+// rate: throughput, latency percentiles, mean queueing and compute time,
+// mean batch (request rows a task) per cell type, drops and failures, all
+// over the measurement window. Printed as a table and written as CSV and
+// JSON (schema in docs/benchmarking.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_TOOLS_BENCH_BENCHREPORT_H
+#define CELLRUN_TOOLS_BENCH_BENCHREPORT_H
+
+#include "LoadRunner.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cellrun::bench {
+
+struct BenchRow {
+  std::string system; // cellular, padded, graph, pytorch
+  double rate = 0;    // offered arrivals a second
+  LatencySummary summary;
+  /// Per cell type: name and mean request rows a task in the window.
+  std::vector<std::pair<std::string, double>> meanBatch;
+  uint64_t paddingRows = 0;
+};
+
+/// The row of `record` (its tasks and timings) over the window.
+BenchRow makeRow(const std::string &system, double rate,
+                 const RunRecord &record, double windowStart, double windowEnd);
+
+struct BenchSetup {
+  std::string model, workload, device, command, date;
+  uint64_t seed = 0;
+  double duration = 0, warmup = 0, cooldown = 0;
+  std::string peerSummary; // the peer's one-line JSON, when one ran
+};
+
+void printHeader(std::ostream &out);
+void printRow(std::ostream &out, const BenchRow &row);
+void writeCsv(std::ostream &out, const std::vector<BenchRow> &rows);
+void writeJson(std::ostream &out, const BenchSetup &setup,
+               const std::vector<BenchRow> &rows);
+
+/// The CSV header, for the schema test.
+const char *csvHeader();
+
+} // namespace cellrun::bench
+
+#endif // CELLRUN_TOOLS_BENCH_BENCHREPORT_H

@@ -1,0 +1,135 @@
+//===- PeerRunner.cpp - The PyTorch peer on the same trace ----------------===//
+#include "PeerRunner.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <unordered_map>
+
+using namespace cellrun;
+using namespace cellrun::bench;
+
+namespace {
+
+/// `text` quoted for /bin/sh.
+std::string shellQuoted(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+} // namespace
+
+Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
+                                          const std::vector<std::string> &lines,
+                                          const std::vector<TraceEntry> &trace,
+                                          const std::string &directory,
+                                          const std::string &label,
+                                          std::string &summary) {
+  std::string tracePath = directory + "/trace-" + label + ".jsonl";
+  std::string resultsPath = directory + "/peer-" + label + ".jsonl";
+  {
+    std::ofstream out(tracePath);
+    char arrival[64];
+    for (const TraceEntry &entry : trace) {
+      const std::string &line = lines.at(entry.request);
+      std::snprintf(arrival, sizeof(arrival), ", \"arrival_s\": %.9f}",
+                    entry.arrival);
+      out << line.substr(0, line.size() - 1) << arrival << "\n";
+    }
+    if (!out)
+      return Status(StatusCode::Internal, "cannot write " + tracePath);
+  }
+  std::string command =
+      shellQuoted(options.python) + " " + shellQuoted(options.script) +
+      " --weights " + shellQuoted(options.weights) + " --trace " +
+      shellQuoted(tracePath) + " --out " + shellQuoted(resultsPath) +
+      " --mode " + options.mode + " --threads " +
+      std::to_string(options.threads) + " --bucket-width " +
+      std::to_string(options.bucketWidth) + " --max-batch " +
+      std::to_string(options.maxBatch);
+  if (!options.reference.empty())
+    command += " --reference " + shellQuoted(options.reference);
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return Status(StatusCode::Internal, "cannot run " + command);
+  summary.clear();
+  char buffer[4096];
+  while (fgets(buffer, sizeof(buffer), pipe))
+    summary += buffer;
+  int status = pclose(pipe);
+  while (!summary.empty() && summary.back() == '\n')
+    summary.pop_back();
+  if (status != 0)
+    return Status(StatusCode::Internal,
+                  "the peer failed (exit status " + std::to_string(status) +
+                      "): " + command +
+                      (summary.empty() ? "" : "\n" + summary));
+
+  std::unordered_map<std::string, size_t> position;
+  for (size_t k = 0; k < trace.size(); ++k)
+    position["r" + std::to_string(trace[k].request)] = k;
+  RunRecord record;
+  record.timings.resize(trace.size());
+  std::ifstream in(resultsPath);
+  std::string line;
+  size_t read = 0;
+  double first = 1e300, last = 0;
+  while (std::getline(in, line)) {
+    if (line.empty())
+      continue;
+    nlohmann::json result = nlohmann::json::parse(line, nullptr, false);
+    if (result.is_discarded() || !result.contains("id"))
+      return Status(StatusCode::Internal,
+                    resultsPath + ": not a peer result: " + line);
+    auto found = position.find(result["id"].get<std::string>());
+    if (found == position.end())
+      continue;
+    RequestTiming &timing = record.timings[found->second];
+    timing.arrival = result.value("arrival_s", 0.0);
+    timing.started = result.value("start_s", -1.0);
+    timing.finished = result.value("end_s", -1.0);
+    timing.ok = timing.finished >= 0;
+    first = std::min(first, timing.arrival);
+    last = std::max(last, timing.finished);
+    ++read;
+  }
+  if (read != trace.size())
+    return Status(StatusCode::Internal,
+                  resultsPath + ": " + std::to_string(read) + " results for " +
+                      std::to_string(trace.size()) + " requests");
+  record.seconds = last - first;
+  return record;
+}
+
+Status cellrun::bench::writeReference(
+    std::shared_ptr<const LoadedArtifact> artifact, EngineOptions options,
+    const std::vector<Request> &requests, const std::string &path) {
+  options.policy = Policy::Cellular;
+  options.onTask = nullptr;
+  auto engine = Engine::create(artifact, options);
+  if (!engine.ok())
+    return engine.status();
+  std::ofstream out(path);
+  for (const Request &request : requests) {
+    RequestResult result = engine.value()->submit(request).get();
+    if (!result.status.isOk())
+      return result.status;
+    nlohmann::json outputs = nlohmann::json::object();
+    for (const OutputTensor &tensor : result.outputs) {
+      nlohmann::json data = nlohmann::json::array();
+      for (float value : tensor.floats)
+        data.push_back(value);
+      for (int64_t value : tensor.integers)
+        data.push_back(value);
+      outputs[tensor.name] = {{"shape", tensor.shape}, {"data", data}};
+    }
+    out << nlohmann::json{{"id", result.id}, {"outputs", outputs}}.dump()
+        << "\n";
+  }
+  if (!out)
+    return Status(StatusCode::Internal, "cannot write " + path);
+  return Status::ok();
+}
