@@ -4,7 +4,11 @@
 # it with cellc into a .cellpack (kernels for sm_80/sm_90 + PTX, one plan per
 # batch size), prints the artifact's summary, then serves the example's
 # request file through cellular batching with `cellrun run` (on the GPU when
-# there is one, else on the CPU backend) and prints the run's summary.
+# there is one, else on the CPU backend) and prints the run's summary; then a
+# short open-loop benchmark (`cellrun bench`, 5 s of Poisson arrivals at a
+# moderate rate): cellular, padded and graph batching and, for the chain
+# models, the PyTorch peer on the same trace, with the table printed and the
+# charts drawn under build/bench-example/.
 # Pass another example name (gru, seq2seq, treelstm) to run that one instead.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,3 +26,16 @@ results="$build/examples/$model/results.jsonl"
 echo "== cellrun run $artifact --input examples/$model/requests.jsonl --output $results" >&2
 "$build/tools/cellrun/cellrun" run "$artifact" \
   --input "$root/examples/$model/requests.jsonl" --output "$results" --device auto
+
+bench_out="$build/bench-example/$model"
+peer=()
+case "$model" in
+  lstm) peer=(--peer-weights "$build/examples/lstm/h64/lstm.pt") ;;
+  gru) peer=(--peer-weights "$build/examples/gru/h64/gru.pt") ;;
+esac
+workload="$root/bench/workloads/wmt15-max50.csv"
+[ "$model" = treelstm ] && workload="$root/bench/workloads/treebank.csv"
+[ "$model" = seq2seq ] && workload="$root/bench/workloads/wmt15-pairs.csv"
+echo "== cellrun bench $artifact --workload ${workload#$root/} --rate 500 --duration 5 --plot" >&2
+"$build/tools/cellrun/cellrun" bench "$artifact" --workload "$workload" \
+  --rate 500 --duration 5 --device auto --plot --out "$bench_out" "${peer[@]}"

@@ -1,5 +1,5 @@
 //===- RequestJson.cpp - Strict JSON reading for requests -----------------===//
-#include "RequestJson.h"
+#include "cellrun/RequestJson.h"
 
 #include <cmath>
 #include <stdexcept>

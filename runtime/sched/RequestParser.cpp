@@ -1,6 +1,6 @@
 //===- RequestParser.cpp - Requests from JSON, checked --------------------===//
 #include "cellrun/RequestParser.h"
-#include "RequestJson.h"
+#include "cellrun/RequestJson.h"
 #include "UnfolderGuard.h"
 
 #include "ModelStructure.h"

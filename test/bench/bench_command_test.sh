@@ -54,5 +54,5 @@ set +e
 code=$?
 set -e
 [ "$code" = 2 ] || fail "no rate: exit $code, not 2"
-grep -q "give --rate, --sweep or --saturate" "$out/usage.log" || fail "usage message"
+grep -q "give --rate, --sweep, --saturate or --offline" "$out/usage.log" || fail "usage message"
 echo "bench command: OK"

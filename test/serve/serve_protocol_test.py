@@ -115,6 +115,10 @@ def edited(edit):
 
 bad_case("malformed JSON", good_body[:-5], good_headers, 400, "not valid JSON")
 bad_case("not an object", b"[1, 2]", good_headers, 400, "JSON object")
+bad_case("duplicate member", b'{"id": "a", "id": "b", "inputs": []}', good_headers,
+         400, 'duplicate member "id"')
+bad_case("nested too deep", b'{"id": ' + b"[" * 300 + b"]" * 300 + b"}",
+         good_headers, 400, "nesting deeper than 256")
 bad_case("wrong datatype",
          edited(lambda h: h["inputs"][-1].update(datatype="FP64")),
          good_headers, 400, "datatype FP64 is not accepted")

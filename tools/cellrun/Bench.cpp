@@ -41,7 +41,8 @@ struct BenchArgs {
   double duration = 10, warmup = -1, cooldown = -1;
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
-  uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10;
+  uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
+           offline = 0;
   std::string peerWeights, python = "/usr/bin/python3",
                            peersDir = CELLRUN_PEERS_DIR;
 };
@@ -64,6 +65,11 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_flag("--saturate", args.saturate,
                "from the first --rate (default 50/s), raise the rate by half "
                "until latency diverges");
+  app.add_option("--offline", args.offline,
+                 "also serve N requests all at once, as fast as each system "
+                 "takes them (the peer sorts them by length into full "
+                 "batches: PyTorch at its best)")
+      ->check(CLI::Range(1u, 1000000u));
   app.add_option("--duration", args.duration, "seconds of arrivals a run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -152,11 +158,12 @@ int runBench(const std::vector<std::string> &arguments) {
   addOptions(app, args);
   if (auto exit = parseCommandLine(app, arguments))
     return *exit;
-  if (args.rates.empty() && !args.saturate) {
-    std::cerr << "cellrun bench: give --rate, --sweep or --saturate\n";
+  if (args.rates.empty() && !args.saturate && args.offline == 0) {
+    std::cerr << "cellrun bench: give --rate, --sweep, --saturate or "
+                 "--offline\n";
     return kExitUsage;
   }
-  if (args.rates.empty())
+  if (args.rates.empty() && args.saturate)
     args.rates = {50};
   if (args.warmup < 0)
     args.warmup = 0.1 * args.duration;
@@ -321,6 +328,40 @@ int runBench(const std::vector<std::string> &arguments) {
     }
     if (args.saturate && r + 1 == rates.size() && anyLeft && rates.size() < 24)
       rates.push_back(rate * 1.5);
+  }
+  if (args.offline > 0) {
+    std::vector<TraceEntry> trace = offlineTrace(args.offline);
+    if (Status grown = bank.growTo(args.offline); !grown.isOk())
+      return fail(grown);
+    std::cout << "\n"
+              << args.offline
+              << " requests at once (offline: served as fast as each system "
+                 "takes them; the peer sorts them by length into full "
+                 "batches)\n";
+    printHeader(std::cout);
+    for (const std::string &system : systems) {
+      Result<RunRecord> record = Status::ok();
+      if (system == "pytorch") {
+        PeerOptions sorted = peer;
+        sorted.mode = "sorted";
+        std::string summary;
+        record =
+            runPeer(sorted, bank.lines, trace, args.out, "offline", summary);
+        if (record.ok() && setup.peerSummary.empty())
+          setup.peerSummary = summary;
+      } else {
+        EngineOptions options = base;
+        options.policy = parsePolicy(system).value();
+        options.maxQueue = std::max(args.offline, args.maxQueue);
+        record = runEngine(artifact.value(), options, bank.requests, trace,
+                           system + " offline", args.quiet);
+      }
+      if (!record.ok())
+        return fail(record.status());
+      rows.push_back(makeRow(system, 0, record.value(), 0, 1e300));
+      printRow(std::cout, rows.back());
+      std::cout.flush();
+    }
   }
   if (args.saturate) {
     std::cout << "\npeak throughput (the most served before latency "

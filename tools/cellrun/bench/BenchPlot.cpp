@@ -63,7 +63,7 @@ Status cellrun::bench::writePlots(const std::string &directory,
     for (const std::string &system : systems) {
       data << "# " << system << "\n";
       for (const BenchRow &row : rows)
-        if (row.system == system && row.summary.completed > 0)
+        if (row.system == system && row.rate > 0 && row.summary.completed > 0)
           data << row.summary.achievedPerSecond << " " << row.summary.p50 * 1e3
                << " " << row.summary.p90 * 1e3 << "\n";
       data << "\n\n";

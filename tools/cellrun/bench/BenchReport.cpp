@@ -60,11 +60,14 @@ void cellrun::bench::printHeader(std::ostream &out) {
 
 void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
   const LatencySummary &s = row.summary;
+  char rate[32] = "offline";
+  if (row.rate > 0)
+    std::snprintf(rate, sizeof(rate), "%.1f", row.rate);
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%-9s %8.1f %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
+                "%-9s %8s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
                 "%7zu %6zu  %s\n",
-                row.system.c_str(), row.rate, s.offeredPerSecond,
+                row.system.c_str(), rate, s.offeredPerSecond,
                 s.achievedPerSecond, s.p50 * 1e3, s.p90 * 1e3, s.p99 * 1e3,
                 s.max * 1e3, s.meanQueue * 1e3, s.meanCompute * 1e3, s.dropped,
                 s.failed, batchText(row, ", ").c_str());

@@ -20,7 +20,7 @@ namespace cellrun::bench {
 
 struct BenchRow {
   std::string system; // cellular, padded, graph, pytorch
-  double rate = 0;    // offered arrivals a second
+  double rate = 0;    // offered arrivals a second; 0: offline
   LatencySummary summary;
   /// Per cell type: name and mean request rows a task in the window.
   std::vector<std::pair<std::string, double>> meanBatch;

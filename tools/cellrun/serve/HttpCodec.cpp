@@ -1,6 +1,8 @@
 //===- HttpCodec.cpp - KServe v2 REST bodies, JSON and binary -------------===//
 #include "HttpCodec.h"
 
+#include "cellrun/RequestJson.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -228,12 +230,12 @@ serve::decodeInferRequest(std::string_view body,
   }
   std::string_view header = body.substr(0, jsonLength);
   std::string_view binary = body.substr(jsonLength);
-  json root;
-  try {
-    root = json::parse(header.begin(), header.end());
-  } catch (const json::parse_error &error) {
-    return bad(std::string("the request is not valid JSON: ") + error.what());
-  }
+  // The runtime's strict reading: duplicate members and deep nesting are
+  // refused, as for `cellrun run`.
+  auto parsed = parseRequestJson(header);
+  if (!parsed.ok())
+    return bad("the request is not valid JSON: " + parsed.status().message());
+  json root = std::move(parsed).value();
   if (!root.is_object())
     return bad("the request must be a JSON object");
   HttpInferRequest decoded;

@@ -7,8 +7,8 @@
 // rule everywhere (jsonInteger), so the token 3 and the token 3.0 are the same.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CELLRUN_SCHED_REQUESTJSON_H
-#define CELLRUN_SCHED_REQUESTJSON_H
+#ifndef CELLRUN_REQUESTJSON_H
+#define CELLRUN_REQUESTJSON_H
 
 #include "cellrun/Status.h"
 
@@ -40,4 +40,4 @@ const char *jsonKindName(const nlohmann::json &value);
 
 } // namespace cellrun
 
-#endif // CELLRUN_SCHED_REQUESTJSON_H
+#endif // CELLRUN_REQUESTJSON_H
