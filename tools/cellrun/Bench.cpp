@@ -18,6 +18,7 @@
 
 #include "cellrun/RequestParser.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -104,8 +105,8 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--out", args.out, "directory for bench.csv, bench.json")
       ->capture_default_str();
   app.add_option("--peer-weights", args.peerWeights,
-                 "run the PyTorch peer with these weights (the generator's "
-                 "<cell>.pt)");
+                 "run the PyTorch peer with these weights: the generator's "
+                 "<cell>.pt (chain), or the directory of its .pt files");
   app.add_option("--python", args.python, "the peer's interpreter")
       ->capture_default_str();
   app.add_option("--peers-dir", args.peersDir, "where the peer scripts are")
@@ -239,13 +240,27 @@ int runBench(const std::vector<std::string> &arguments) {
   PeerOptions peer;
   bool withPeer = !args.peerWeights.empty();
   if (withPeer) {
-    if (artifact.value()->model().unfolding()->structure() !=
-        cellpack::Structure::Chain)
+    const cellpack::Unfolding &unfolding =
+        *artifact.value()->model().unfolding();
+    switch (unfolding.structure()) {
+    case cellpack::Structure::Chain:
+      peer.script = args.peersDir + "/pytorch_chain.py";
+      break;
+    case cellpack::Structure::Seq2Seq:
+      peer.script = args.peersDir + "/pytorch_seq2seq.py";
+      peer.extra = " --bos " + std::to_string(unfolding.bos_token()) +
+                   " --eos " + std::to_string(unfolding.eos_token()) +
+                   " --max-decode " +
+                   std::to_string(unfolding.max_decode_length());
+      break;
+    case cellpack::Structure::Tree:
+      peer.script = args.peersDir + "/pytorch_treelstm.py";
+      break;
+    case cellpack::Structure::Custom:
       return fail(Status(StatusCode::Unsupported,
-                         "the PyTorch peer runs chain models (LSTM, GRU) so "
-                         "far; seq2seq and tree peers are not written yet"));
+                         "no PyTorch peer for a custom unfolder's model"));
+    }
     peer.python = args.python;
-    peer.script = args.peersDir + "/pytorch_chain.py";
     peer.weights = args.peerWeights;
     peer.threads = args.threads;
     peer.bucketWidth = args.bucketWidth;
@@ -261,6 +276,18 @@ int runBench(const std::vector<std::string> &arguments) {
       return fail(written);
   }
 
+  // Padded batching needs sequences: trees go without it.
+  if (artifact.value()->model().unfolding()->structure() ==
+          cellpack::Structure::Tree &&
+      std::find(args.policies.begin(), args.policies.end(), "padded") !=
+          args.policies.end()) {
+    args.policies.erase(
+        std::find(args.policies.begin(), args.policies.end(), "padded"));
+    std::cout << "cellrun bench: padded batching needs sequences; this model "
+                 "unfolds trees, so it runs without it\n";
+    if (args.policies.empty() && !withPeer)
+      return fail(Status(StatusCode::Unsupported, "nothing left to run"));
+  }
   std::vector<std::string> systems = args.policies;
   if (withPeer)
     systems.push_back("pytorch");

@@ -52,6 +52,7 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
       std::to_string(options.maxBatch);
   if (!options.reference.empty())
     command += " --reference " + shellQuoted(options.reference);
+  command += options.extra;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
     return Status(StatusCode::Internal, "cannot run " + command);

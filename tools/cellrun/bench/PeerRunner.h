@@ -18,11 +18,12 @@ namespace cellrun::bench {
 
 struct PeerOptions {
   std::string python = "/usr/bin/python3";
-  std::string script;          // bench/peers/pytorch_chain.py
-  std::string weights;         // the generator's state_dict (<cell>.pt)
+  std::string script;          // bench/peers/pytorch_<structure>.py
+  std::string weights;         // the generator's <cell>.pt, or their directory
   std::string mode = "online"; // or "sorted" (offline, PyTorch at its best)
   uint32_t threads = 1, bucketWidth = 10, maxBatch = 512;
   std::string reference; // our outputs, checked by the peer ("": none)
+  std::string extra;     // more options for the script (already quoted)
 };
 
 /// `lines[k]` is request k as a JSON line. Files go to `directory` (named

@@ -1,0 +1,173 @@
+"""What the PyTorch peers share: the command line, reading the trace, the
+online (length buckets, a batch whenever the model is idle) and sorted
+offline schedules, the check against cellrun's outputs, and the results file.
+
+A peer module provides load(weights) -> model, item(request) -> dict with
+"length" (the bucketing key) and its data, run(model, items) (one batch;
+returns per item a dict of output name -> tensor), and the output names it
+compares. See pytorch_chain.py for the file formats.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+
+def parse_args(description):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--weights", required=True,
+                        help="the generator's <cell>.pt, or the directory holding them")
+    parser.add_argument("--trace", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--mode", choices=["online", "sorted"], default="online")
+    parser.add_argument("--bucket-width", type=int, default=10)
+    parser.add_argument("--max-batch", type=int, default=512)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads (0: torch's default)")
+    parser.add_argument("--reference", help="a `cellrun run --output` file to check against")
+    parser.add_argument("--check", type=int, default=8)
+    return parser.parse_args()
+
+
+def weight_file(weights, cell):
+    """`weights` itself, or <weights>/<cell>.pt when it is a directory."""
+    return os.path.join(weights, cell + ".pt") if os.path.isdir(weights) else weights
+
+
+def blas_in_use():
+    """The BLAS library mapped into this process (OpenBLAS is ~100x faster
+    than the reference BLAS that Debian's torch may fall back to)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            names = {line.split()[-1].rsplit("/", 1)[-1] for line in maps
+                     if "blas" in line.lower() and "/" in line}
+        return ",".join(sorted(names)) or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def load_trace(path, item):
+    requests = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                request = json.loads(line)
+                entry = item(request)
+                entry.update(id=request["id"], arrival_s=request["arrival_s"])
+                requests.append(entry)
+    if not requests:
+        sys.exit(f"{path}: no requests")
+    return requests
+
+
+def online(model, run, requests, width, max_batch):
+    """Open loop in real time: whenever the model is idle, the waiting
+    requests in the length bucket of the oldest one form a batch."""
+    order = sorted(range(len(requests)), key=lambda k: requests[k]["arrival_s"])
+    waiting = {}
+    arrived = done = 0
+    start = time.perf_counter()
+    while done < len(requests):
+        now = time.perf_counter() - start
+        while arrived < len(order) and requests[order[arrived]]["arrival_s"] <= now:
+            k = order[arrived]
+            waiting.setdefault((requests[k]["length"] - 1) // width, []).append(k)
+            arrived += 1
+        if not any(waiting.values()):
+            time.sleep(max(0.0, requests[order[arrived]]["arrival_s"] - now))
+            continue
+        bucket = min((b for b in waiting if waiting[b]),
+                     key=lambda b: requests[waiting[b][0]]["arrival_s"])
+        members = waiting[bucket][:max_batch]
+        waiting[bucket] = waiting[bucket][max_batch:]
+        began = time.perf_counter() - start
+        with torch.no_grad():
+            run(model, [requests[k] for k in members])
+        ended = time.perf_counter() - start
+        for k in members:
+            requests[k].update(start_s=began, end_s=ended, batch=len(members))
+        done += len(members)
+
+
+def sorted_offline(model, run, requests, max_batch):
+    """Every request at time 0, sorted by length, in full batches."""
+    order = sorted(range(len(requests)), key=lambda k: -requests[k]["length"])
+    start = time.perf_counter()
+    for first in range(0, len(order), max_batch):
+        members = order[first:first + max_batch]
+        began = time.perf_counter() - start
+        with torch.no_grad():
+            run(model, [requests[k] for k in members])
+        ended = time.perf_counter() - start
+        for k in members:
+            requests[k].update(arrival_s=0.0, start_s=began, end_s=ended,
+                               batch=len(members))
+
+
+def check(model, run, requests, reference_path, count, compare):
+    """Runs the first `count` requests alone and compares each output of
+    cellrun's results with `compare(name, have, want)` -> error ratio (1 is
+    the tolerance). Exits with status 2 on a mismatch."""
+    ours = {}
+    with open(reference_path) as f:
+        for line in f:
+            if line.strip():
+                result = json.loads(line)
+                ours[result["id"]] = result
+    worst, compared = 0.0, 0
+    for request in requests[:count]:
+        theirs = ours.get(request["id"])
+        if theirs is None or "outputs" not in theirs:
+            sys.exit(f"peer check: {request['id']} has no outputs in {reference_path}")
+        with torch.no_grad():
+            mine = run(model, [request])[0]
+        for name, tensor in theirs["outputs"].items():
+            want = torch.tensor(tensor["data"]).reshape(tensor["shape"])
+            have = mine.get(name)
+            if have is None or tuple(have.shape) != tuple(want.shape):
+                print(f"peer check: {request['id']} output {name}: shape "
+                      f"{None if have is None else tuple(have.shape)} against ours "
+                      f"{tuple(want.shape)}: differs from ours", file=sys.stderr)
+                sys.exit(2)
+            error = compare(name, have, want)
+            worst = max(worst, error)
+            compared += 1
+            if error > 1.0:
+                print(f"peer check: {request['id']} output {name} differs from ours "
+                      f"({error:.3g} times the tolerance)", file=sys.stderr)
+                sys.exit(2)
+    return compared, worst
+
+
+def float_error(have, want):
+    """Worst difference over 1e-3 relative + 1e-4 absolute."""
+    have, want = have.float(), want.float()
+    return ((have - want).abs() / (1e-3 * want.abs() + 1e-4)).max().item()
+
+
+def main(description, load, item, run, compare, describe):
+    args = parse_args(description)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    model = load(args.weights)
+    requests = load_trace(args.trace, item)
+    summary = {"peer": "pytorch", "torch": torch.__version__, "mode": args.mode,
+               "threads": torch.get_num_threads(), "model": describe(model),
+               "blas": blas_in_use()}
+    if args.reference:
+        compared, worst = check(model, run, requests, args.reference, args.check, compare)
+        summary.update(checked_outputs=compared, worst_error_vs_tolerance=worst)
+    with torch.no_grad():  # warm-up, not timed
+        run(model, requests[:min(len(requests), args.max_batch)])
+    if args.mode == "online":
+        online(model, run, requests, args.bucket_width, args.max_batch)
+    else:
+        sorted_offline(model, run, requests, args.max_batch)
+    with open(args.out, "w") as out:
+        for r in requests:
+            out.write(json.dumps({k: r[k] for k in ("id", "arrival_s", "start_s",
+                                                     "end_s", "batch")}) + "\n")
+    print(json.dumps(summary))
