@@ -8,6 +8,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 jobs="${JOBS:-$(nproc)}"
 
+# Object files cached by path relative to the checkout: a fresh clone
+# elsewhere reuses what an earlier build compiled.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+
 "$root/scripts/install-deps.sh"
 "$root/scripts/python-test-env.sh" "$build/venv"
 if [ ! -f "$build/build.ninja" ]; then
