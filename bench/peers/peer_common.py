@@ -23,7 +23,9 @@ def parse_args(description):
     parser.add_argument("--trace", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--mode", choices=["online", "sorted"], default="online")
-    parser.add_argument("--bucket-width", type=int, default=10)
+    parser.add_argument("--bucket-width", type=int, default=0,
+                        help="online: batch only requests of the oldest one's length "
+                             "bucket of this width (0: every waiting request)")
     parser.add_argument("--max-batch", type=int, default=512)
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads (0: torch's default)")
@@ -65,7 +67,8 @@ def load_trace(path, item):
 
 def online(model, run, requests, width, max_batch):
     """Open loop in real time: whenever the model is idle, the waiting
-    requests in the length bucket of the oldest one form a batch."""
+    requests (with a width, those in the length bucket of the oldest one)
+    form a batch, oldest first."""
     order = sorted(range(len(requests)), key=lambda k: requests[k]["arrival_s"])
     waiting = {}
     arrived = done = 0
@@ -74,7 +77,8 @@ def online(model, run, requests, width, max_batch):
         now = time.perf_counter() - start
         while arrived < len(order) and requests[order[arrived]]["arrival_s"] <= now:
             k = order[arrived]
-            waiting.setdefault((requests[k]["length"] - 1) // width, []).append(k)
+            bucket = (requests[k]["length"] - 1) // width if width > 0 else 0
+            waiting.setdefault(bucket, []).append(k)
             arrived += 1
         if not any(waiting.values()):
             time.sleep(max(0.0, requests[order[arrived]]["arrival_s"] - now))

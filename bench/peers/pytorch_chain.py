@@ -10,17 +10,19 @@ CELL.pt is the generator's state_dict (examples/<model>/generate.py writes it
 beside the ONNX file; a directory holding one .pt file also does): an
 optional `embedding.weight` and the cell's `cell.weight_ih`, `cell.weight_hh`,
 `cell.bias_ih`, `cell.bias_hh`, loaded into one nn.LSTM or nn.GRU (4 or 3
-gates), which runs whole sequences with its fused CPU (or cuDNN) kernels.
+gates), which runs whole sequences with its fused CPU kernels (the peers run
+on the CPU only so far).
 
 TRACE.jsonl: one request a line as `cellrun run` reads it ("id", "tokens" or
 "steps" of {"x": [...]}) plus "arrival_s", the open-loop arrival time.
 
 Modes:
   online  requests arrive at their times (real time, from the moment the
-          trace starts); whenever the model is idle, the waiting requests in
-          the length bucket (width --bucket-width) of the oldest one form a
-          batch (up to --max-batch), padded to their longest and packed with
-          pack_padded_sequence, so no padding step is computed.
+          trace starts); whenever the model is idle, the waiting requests
+          form a batch (up to --max-batch, oldest first; with --bucket-width
+          W only those in the oldest one's length bucket), padded to their
+          longest and packed with pack_padded_sequence, so no padding step is
+          computed.
   sorted  offline, PyTorch at its best: every request at time 0, sorted by
           length, in full batches of --max-batch.
 

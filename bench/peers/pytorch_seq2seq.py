@@ -25,7 +25,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common  # noqa: E402
 
-BOS, EOS, MAX_DECODE = 1, 2, 64
+BOS, EOS, MAX_DECODE = 1, 2, 0  # 0: no limit of the model's
 for flag, name in (("--bos", "BOS"), ("--eos", "EOS"), ("--max-decode", "MAX_DECODE")):
     if flag in sys.argv:  # read here, removed before the common options
         at = sys.argv.index(flag)
@@ -62,8 +62,12 @@ def load(weights):
 
 def item(request):
     tokens = torch.tensor(request["tokens"], dtype=torch.int64)
-    return {"data": tokens, "length": len(tokens),
-            "limit": min(request.get("max_decode_length", MAX_DECODE), MAX_DECODE)}
+    limit = request.get("max_decode_length", MAX_DECODE)
+    if MAX_DECODE > 0:
+        limit = min(limit, MAX_DECODE) if limit > 0 else MAX_DECODE
+    if limit <= 0:
+        sys.exit(f"request {request['id']}: no decode limit, and the model has none")
+    return {"data": tokens, "length": len(tokens), "limit": limit}
 
 
 def run(model, batch):
@@ -82,8 +86,8 @@ def run(model, batch):
         h, c = model["decoder"](model["target_embedding"](token), (h, c))
         token = model["projection"](h).argmax(dim=1)
         step += 1
-        for row, request in enumerate(active.tolist()):
-            decoded[request].append(int(token[row]))
+        for request, value in zip(active.tolist(), token.tolist()):
+            decoded[request].append(value)
         going = (token != EOS) & (limits[active] > step)
         if not bool(going.all()):  # finished rows leave the batch
             keep = going.nonzero().flatten()

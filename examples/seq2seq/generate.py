@@ -13,6 +13,7 @@ import export_util  # noqa: E402
 SIZES = {
     "small": {"vocab": 500, "embed": 64, "hidden": 64},
     "paper": {"vocab": 30000, "embed": 1024, "hidden": 1024},
+    "bench": {"vocab": 1000, "embed": 1024, "hidden": 1024},
 }
 
 

@@ -19,6 +19,7 @@ import export_util  # noqa: E402
 SIZES = {
     "small": {"vocab": 1000, "embed": 64, "hidden": 64},
     "paper": {"vocab": 30000, "embed": 1024, "hidden": 1024},
+    "bench": {"vocab": 1000, "embed": 1024, "hidden": 1024},
 }
 
 

@@ -32,6 +32,12 @@ assert result["peer"]["checked_outputs"] >= 8, result["peer"]
 for row in result["rows"]:
     assert row["completed"] > 0 and row["dropped"] == 0 and row["failed"] == 0, row
     assert 0 < row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"] <= row["max_ms"], row
+# One trace per rate: every system measured the same requests.
+for rate in (100, 300):
+    measured = {row["system"]: row["measured"] for row in result["rows"]
+                if row["rate_per_s"] == rate}
+    assert len(set(measured.values())) == 1, measured
+assert result["rows"][-1]["mean_batch"]["requests"] >= 1, result["rows"][-1]
 print("bench.json: 8 rows, the peer checked", result["peer"]["checked_outputs"], "outputs")
 PY
 
@@ -48,6 +54,12 @@ if "$cellrun" bench "$example/model.cellpack" --workload "$workload" \
   fail "a peer with other weights was timed"
 fi
 grep -q "differs from ours" "$out/other.log" || { cat "$out/other.log"; fail "no mismatch message"; }
+
+# A queue of one at a high rate: drops are counted, not hidden.
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 3000 \
+  --duration 1 --max-queue 1 --policy cellular --device cpu --quiet --out "$out/drops" > /dev/null
+dropped=$(cut -d, -f5 "$out/drops/bench.csv" | tail -1)
+[ "$dropped" -gt 0 ] || fail "no drops reported with a queue of one at 3000/s"
 
 set +e
 "$cellrun" bench "$example/model.cellpack" --workload "$workload" > "$out/usage.log" 2>&1

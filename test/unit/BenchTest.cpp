@@ -79,8 +79,16 @@ TEST(BenchLatency, SummaryOnASimulatedClock) {
   EXPECT_EQ(s.failed, 1u);
   EXPECT_EQ(s.deadlineMisses, 1u);
   EXPECT_DOUBLE_EQ(s.offeredPerSecond, 1.2);
-  // Completed over first arrival (1) to last result (10.1).
-  EXPECT_NEAR(s.achievedPerSecond, 10 / 9.1, 1e-12);
+  // Results within [1, 11): the ten measured ones (the warm-up's came at
+  // 0.7, the cool-down's at 30), over the window's 10 s.
+  EXPECT_NEAR(s.achievedPerSecond, 1.0, 1e-12);
+  // A late result does not lower the served rate unless it leaves the
+  // window; offline, served is completed over first arrival to last result.
+  timings[2].finished = 10.9;
+  EXPECT_NEAR(summarise(timings, 1, 11).achievedPerSecond, 1.0, 1e-12);
+  LatencySummary offline = summarise(timings, 0, kOfflineWindowEnd);
+  EXPECT_EQ(offline.offeredPerSecond, 0.0);
+  EXPECT_NEAR(offline.achievedPerSecond, 12 / 29.5, 1e-12); // 0.5 to 30
   EXPECT_NEAR(s.p50, 0.050, 1e-12); // rank ceil(5) = 5th of 10
   EXPECT_NEAR(s.p90, 0.090, 1e-12);
   EXPECT_NEAR(s.p99, 0.100, 1e-12);

@@ -19,6 +19,8 @@
 #include "cellrun/RequestParser.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +45,7 @@ struct BenchArgs {
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
   uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
-           offline = 0;
+           peerBuckets = 0, offline = 0;
   std::string peerWeights, python = "/usr/bin/python3",
                            peersDir = CELLRUN_PEERS_DIR;
 };
@@ -107,6 +109,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--peer-weights", args.peerWeights,
                  "run the PyTorch peer with these weights: the generator's "
                  "<cell>.pt (chain), or the directory of its .pt files");
+  app.add_option("--peer-buckets", args.peerBuckets,
+                 "online, the peer batches only the oldest request's length "
+                 "bucket of this width (0: every waiting request, packed)")
+      ->capture_default_str();
   app.add_option("--python", args.python, "the peer's interpreter")
       ->capture_default_str();
   app.add_option("--peers-dir", args.peersDir, "where the peer scripts are")
@@ -166,6 +172,17 @@ int runBench(const std::vector<std::string> &arguments) {
   }
   if (args.rates.empty() && args.saturate)
     args.rates = {50};
+  // A trace is held in memory: at most a million requests a run.
+  for (double rate : args.rates)
+    if (!std::isfinite(rate) || rate * args.duration > 1e6) {
+      std::cerr << "cellrun bench: " << rate << "/s for " << args.duration
+                << " s is more than the million requests a run can hold\n";
+      return kExitUsage;
+    }
+  if (std::isnan(args.warmup) || std::isnan(args.cooldown)) {
+    std::cerr << "cellrun bench: --warmup and --cooldown take seconds\n";
+    return kExitUsage;
+  }
   if (args.warmup < 0)
     args.warmup = 0.1 * args.duration;
   if (args.cooldown < 0)
@@ -239,6 +256,10 @@ int runBench(const std::vector<std::string> &arguments) {
 
   PeerOptions peer;
   bool withPeer = !args.peerWeights.empty();
+  if (withPeer && kind.value() != DeviceKind::Cpu)
+    return fail(Status(StatusCode::Unsupported,
+                       "the PyTorch peers run on the CPU only so far: with "
+                       "--peer-weights, pass --device cpu"));
   if (withPeer) {
     const cellpack::Unfolding &unfolding =
         *artifact.value()->model().unfolding();
@@ -249,9 +270,10 @@ int runBench(const std::vector<std::string> &arguments) {
     case cellpack::Structure::Seq2Seq:
       peer.script = args.peersDir + "/pytorch_seq2seq.py";
       peer.extra = " --bos " + std::to_string(unfolding.bos_token()) +
-                   " --eos " + std::to_string(unfolding.eos_token()) +
-                   " --max-decode " +
-                   std::to_string(unfolding.max_decode_length());
+                   " --eos " + std::to_string(unfolding.eos_token());
+      if (unfolding.max_decode_length() > 0) // 0: no limit of the model's
+        peer.extra +=
+            " --max-decode " + std::to_string(unfolding.max_decode_length());
       break;
     case cellpack::Structure::Tree:
       peer.script = args.peersDir + "/pytorch_treelstm.py";
@@ -263,7 +285,7 @@ int runBench(const std::vector<std::string> &arguments) {
     peer.python = args.python;
     peer.weights = args.peerWeights;
     peer.threads = args.threads;
-    peer.bucketWidth = args.bucketWidth;
+    peer.bucketWidth = args.peerBuckets;
     peer.maxBatch = largestBatch;
     peer.reference = args.out + "/reference.jsonl";
     if (Status grown = bank.growTo(8); !grown.isOk())
@@ -288,7 +310,10 @@ int runBench(const std::vector<std::string> &arguments) {
     if (args.policies.empty() && !withPeer)
       return fail(Status(StatusCode::Unsupported, "nothing left to run"));
   }
-  std::vector<std::string> systems = args.policies;
+  std::vector<std::string> systems;
+  for (const std::string &policy : args.policies) // each once
+    if (std::find(systems.begin(), systems.end(), policy) == systems.end())
+      systems.push_back(policy);
   if (withPeer)
     systems.push_back("pytorch");
   double windowStart = args.warmup, windowEnd = args.duration - args.cooldown;
@@ -308,12 +333,15 @@ int runBench(const std::vector<std::string> &arguments) {
     double rate = rates[r];
     std::vector<TraceEntry> trace =
         poissonTrace(args.seed, rate, args.duration);
-    if (trace.empty())
+    if (trace.empty()) {
+      std::cout << "\nno request arrives in " << args.duration << " s at "
+                << rate << "/s: skipped\n";
       continue;
+    }
     if (Status grown = bank.growTo(trace.back().request + 1); !grown.isOk())
       return fail(grown);
     char label[64];
-    std::snprintf(label, sizeof(label), "%.1f", rate);
+    std::snprintf(label, sizeof(label), "%g", rate);
     std::cout << "\n" << trace.size() << " requests at " << label << "/s\n";
     printHeader(std::cout);
     bool anyLeft = false;
@@ -379,13 +407,13 @@ int runBench(const std::vector<std::string> &arguments) {
       } else {
         EngineOptions options = base;
         options.policy = parsePolicy(system).value();
-        options.maxQueue = std::max(args.offline, args.maxQueue);
+        options.maxQueue = args.maxQueue ? args.maxQueue : args.offline;
         record = runEngine(artifact.value(), options, bank.requests, trace,
                            system + " offline", args.quiet);
       }
       if (!record.ok())
         return fail(record.status());
-      rows.push_back(makeRow(system, 0, record.value(), 0, 1e300));
+      rows.push_back(makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));
       printRow(std::cout, rows.back());
       std::cout.flush();
     }
@@ -394,9 +422,14 @@ int runBench(const std::vector<std::string> &arguments) {
     std::cout << "\npeak throughput (the most served before latency "
                  "diverged):\n";
     for (const std::string &system : systems) {
+      // The most served at a rate before the one where latency diverged.
       double peak = 0;
+      size_t seen = 0, rowsOfSystem = 0;
       for (const BenchRow &row : rows)
-        if (row.system == system)
+        rowsOfSystem += row.system == system && row.rate > 0;
+      for (const BenchRow &row : rows)
+        if (row.system == system && row.rate > 0 &&
+            (++seen < rowsOfSystem || !diverged[system]))
           peak = std::max(peak, row.summary.achievedPerSecond);
       std::printf("  %-9s %10.1f requests/s%s\n", system.c_str(), peak,
                   diverged[system] ? ""
@@ -410,7 +443,11 @@ int runBench(const std::vector<std::string> &arguments) {
     return fail(Status(StatusCode::Internal, "cannot write under " + args.out));
   std::cout << "\nwrote " << args.out << "/bench.csv and " << args.out
             << "/bench.json\n";
-  if (args.plot) {
+  bool anyRate = std::any_of(rows.begin(), rows.end(),
+                             [](const BenchRow &row) { return row.rate > 0; });
+  if (args.plot && !anyRate)
+    std::cout << "--plot: the charts need runs at a rate; none ran\n";
+  if (args.plot && anyRate) {
     std::vector<BatchSeries> batches;
     for (const std::string &system : args.policies)
       if (lastRun.count(system))

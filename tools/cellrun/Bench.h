@@ -1,4 +1,8 @@
 //===- Bench.h - `cellrun bench` --------------------------------*- C++ -*-===//
+//
+// The open-loop benchmark subcommand (Bench.cpp; its pieces are in bench/).
+//
+//===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_BENCH_H
 #define CELLRUN_TOOLS_BENCH_H
 

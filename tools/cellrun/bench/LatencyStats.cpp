@@ -24,7 +24,11 @@ cellrun::bench::summarise(const std::vector<RequestTiming> &timings,
   std::vector<double> latencies;
   double firstArrival = windowEnd, lastResult = windowStart;
   double queueSum = 0, computeSum = 0;
+  bool bounded = windowEnd < kOfflineWindowEnd;
+  size_t resultsInWindow = 0; // of any request, measured or not
   for (const RequestTiming &timing : timings) {
+    resultsInWindow += timing.ok && timing.finished >= windowStart &&
+                       timing.finished < windowEnd;
     if (timing.arrival < windowStart || timing.arrival >= windowEnd)
       continue;
     ++summary.measured;
@@ -45,11 +49,16 @@ cellrun::bench::summarise(const std::vector<RequestTiming> &timings,
     queueSum += started - timing.arrival;
     computeSum += timing.finished - started;
   }
-  if (windowEnd > windowStart)
+  if (bounded && windowEnd > windowStart) {
     summary.offeredPerSecond = summary.measured / (windowEnd - windowStart);
+    // The rate of results over the window: it falls below the arrival rate
+    // only when the system falls behind, not when one result is late.
+    summary.achievedPerSecond = resultsInWindow / (windowEnd - windowStart);
+  }
   if (summary.completed == 0)
     return summary;
-  if (lastResult > firstArrival)
+  // Offline: completed requests over first arrival to last result.
+  if (!bounded && lastResult > firstArrival)
     summary.achievedPerSecond = summary.completed / (lastResult - firstArrival);
   std::sort(latencies.begin(), latencies.end());
   summary.p50 = nearestRank(latencies, 0.50);

@@ -31,14 +31,19 @@ struct LatencySummary {
   size_t measured = 0;  // requests that arrived in the window
   size_t completed = 0; // ... and were answered correctly
   size_t failed = 0, dropped = 0, deadlineMisses = 0;
-  /// Measured requests a second as offered (arrivals over the window) and
-  /// as served (completed ones over first arrival to last result).
+  /// Requests a second offered (measured arrivals over the window) and
+  /// served (results, of any request, delivered within the window, over
+  /// its length). Offline (windowEnd = kOfflineWindowEnd): offered is 0 and
+  /// served is the completed requests over first arrival to last result.
   double offeredPerSecond = 0, achievedPerSecond = 0;
   /// Latency percentiles (nearest rank) and maximum, seconds.
   double p50 = 0, p90 = 0, p99 = 0, max = 0;
   /// Means over completed requests: arrival to start, start to result.
   double meanQueue = 0, meanCompute = 0;
 };
+
+/// The window end of an offline run: every request counts.
+constexpr double kOfflineWindowEnd = 1e300;
 
 LatencySummary summarise(const std::vector<RequestTiming> &timings,
                          double windowStart, double windowEnd);

@@ -1,5 +1,4 @@
-//===- LoadRunner.h - One open-loop run of a trace on the engine -*- C++
-//-*-===//
+//===- LoadRunner.h - One open-loop run on the engine -----------*- C++ -*-===//
 //
 // Creates an engine with the given options, submits request k of the trace
 // at its arrival time (the submitting thread sleeps until then; arrivals

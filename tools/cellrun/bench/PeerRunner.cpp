@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <unordered_map>
 
 using namespace cellrun;
@@ -53,27 +56,40 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
   if (!options.reference.empty())
     command += " --reference " + shellQuoted(options.reference);
   command += options.extra;
+  // The BLAS and OpenMP pools get the same threads as torch.
+  std::string threads = std::to_string(options.threads);
+  command = "OMP_NUM_THREADS=" + threads + " OPENBLAS_NUM_THREADS=" + threads +
+            " MKL_NUM_THREADS=" + threads + " " + command;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
     return Status(StatusCode::Internal, "cannot run " + command);
-  summary.clear();
+  std::string output;
   char buffer[4096];
   while (fgets(buffer, sizeof(buffer), pipe))
-    summary += buffer;
+    output += buffer;
   int status = pclose(pipe);
-  while (!summary.empty() && summary.back() == '\n')
-    summary.pop_back();
-  if (status != 0)
-    return Status(StatusCode::Internal,
-                  "the peer failed (exit status " + std::to_string(status) +
-                      "): " + command +
-                      (summary.empty() ? "" : "\n" + summary));
+  while (!output.empty() && output.back() == '\n')
+    output.pop_back();
+  // The summary is the last line the peer prints.
+  summary = output.substr(
+      output.rfind('\n') == std::string::npos ? 0 : output.rfind('\n') + 1);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Status(
+        StatusCode::Internal,
+        "the peer failed (" +
+            (status != -1 && WIFEXITED(status)
+                 ? "exit status " + std::to_string(WEXITSTATUS(status))
+                 : std::string("killed or not run")) +
+            "): " + command + (output.empty() ? "" : "\n" + output));
 
   std::unordered_map<std::string, size_t> position;
   for (size_t k = 0; k < trace.size(); ++k)
     position["r" + std::to_string(trace[k].request)] = k;
   RunRecord record;
   record.timings.resize(trace.size());
+  record.cellNames = {"requests"}; // the peer's batches, in requests
+  std::vector<bool> seen(trace.size(), false);
+  std::map<double, uint32_t> batches; // by start time: their sizes
   std::ifstream in(resultsPath);
   std::string line;
   size_t read = 0;
@@ -82,17 +98,28 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
     if (line.empty())
       continue;
     nlohmann::json result = nlohmann::json::parse(line, nullptr, false);
-    if (result.is_discarded() || !result.contains("id"))
+    auto number = [&](const char *key) {
+      auto at = result.find(key);
+      return at != result.end() && at->is_number() ? at->get<double>() : -1.0;
+    };
+    if (!result.is_object() || !result.contains("id") ||
+        !result["id"].is_string())
       return Status(StatusCode::Internal,
                     resultsPath + ": not a peer result: " + line);
     auto found = position.find(result["id"].get<std::string>());
-    if (found == position.end())
-      continue;
+    if (found == position.end() || seen[found->second])
+      return Status(StatusCode::Internal,
+                    resultsPath + ": an unknown or repeated id: " + line);
+    seen[found->second] = true;
     RequestTiming &timing = record.timings[found->second];
-    timing.arrival = result.value("arrival_s", 0.0);
-    timing.started = result.value("start_s", -1.0);
-    timing.finished = result.value("end_s", -1.0);
-    timing.ok = timing.finished >= 0;
+    // Arrivals are the trace's (the peer's offline mode says 0).
+    timing.arrival =
+        options.mode == "sorted" ? 0.0 : trace[found->second].arrival;
+    timing.started = number("start_s");
+    timing.finished = number("end_s");
+    timing.ok = timing.finished >= 0 && timing.started >= 0;
+    if (timing.ok && number("batch") > 0)
+      batches[timing.started] = static_cast<uint32_t>(number("batch"));
     first = std::min(first, timing.arrival);
     last = std::max(last, timing.finished);
     ++read;
@@ -101,6 +128,8 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
     return Status(StatusCode::Internal,
                   resultsPath + ": " + std::to_string(read) + " results for " +
                       std::to_string(trace.size()) + " requests");
+  for (const auto &[started, size] : batches)
+    record.tasks.push_back({started, 0, size, 0});
   record.seconds = last - first;
   return record;
 }

@@ -21,7 +21,7 @@ struct PeerOptions {
   std::string script;          // bench/peers/pytorch_<structure>.py
   std::string weights;         // the generator's <cell>.pt, or their directory
   std::string mode = "online"; // or "sorted" (offline, PyTorch at its best)
-  uint32_t threads = 1, bucketWidth = 10, maxBatch = 512;
+  uint32_t threads = 1, bucketWidth = 0, maxBatch = 512; // 0: no buckets
   std::string reference; // our outputs, checked by the peer ("": none)
   std::string extra;     // more options for the script (already quoted)
 };

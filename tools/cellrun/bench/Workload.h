@@ -1,5 +1,4 @@
-//===- Workload.h - Request shapes and the requests drawn from them -*- C++
-//-*-//
+//===- Workload.h - Request shapes and requests drawn from them -*- C++ -*-===//
 //
 // A workload (bench/workloads/*.csv) lists request shapes, one a line under
 // a header: `length` (steps of a sequence), `leaves` (of a binary tree) or
