@@ -16,9 +16,9 @@ set output 'batch.png'
 set title "bench-fp32.cellpack, wmt15, cpu: mean batch a task over time"
 set xlabel 'seconds'
 set ylabel 'request rows a task'
-plot 'batch.dat' index 0 using 1:2 with lines lw 1.5 lc 1 title "cellular at 130.0/s, lstm", \
-     'batch.dat' index 1 using 1:2 with lines lw 1.5 lc 2 title "padded at 130.0/s, lstm", \
-     'batch.dat' index 2 using 1:2 with lines lw 1.5 lc 3 title "graph at 130.0/s, lstm"
+plot 'batch.dat' index 0 using 1:2 with lines lw 1.5 lc 1 title "cellular at 130/s, lstm", \
+     'batch.dat' index 1 using 1:2 with lines lw 1.5 lc 2 title "padded at 130/s, lstm", \
+     'batch.dat' index 2 using 1:2 with lines lw 1.5 lc 3 title "graph at 130/s, lstm"
 set terminal svg size 1000,640 font 'sans,10'
 set output 'latency.svg'
 set title "bench-fp32.cellpack, wmt15, cpu: latency against throughput"
@@ -34,6 +34,6 @@ set output 'batch.svg'
 set title "bench-fp32.cellpack, wmt15, cpu: mean batch a task over time"
 set xlabel 'seconds'
 set ylabel 'request rows a task'
-plot 'batch.dat' index 0 using 1:2 with lines lw 1.5 lc 1 title "cellular at 130.0/s, lstm", \
-     'batch.dat' index 1 using 1:2 with lines lw 1.5 lc 2 title "padded at 130.0/s, lstm", \
-     'batch.dat' index 2 using 1:2 with lines lw 1.5 lc 3 title "graph at 130.0/s, lstm"
+plot 'batch.dat' index 0 using 1:2 with lines lw 1.5 lc 1 title "cellular at 130/s, lstm", \
+     'batch.dat' index 1 using 1:2 with lines lw 1.5 lc 2 title "padded at 130/s, lstm", \
+     'batch.dat' index 2 using 1:2 with lines lw 1.5 lc 3 title "graph at 130/s, lstm"
