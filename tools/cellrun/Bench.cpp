@@ -99,7 +99,7 @@ void addOptions(CLI::App &app, BenchArgs &args) {
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
   app.add_option("--bucket-width", args.bucketWidth,
-                 "padded policy and peer: lengths a bucket")
+                 "padded policy: lengths a bucket")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));
   app.add_option("--seed", args.seed, "arrivals and request contents")
