@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `cellrun bench` end to end on the small LSTM: two rates, every policy and
 # the PyTorch peer; the CSV and JSON have a row per system and rate, the
-# peer checked its outputs against ours; a peer with other weights is caught
-# before any timing; a command line without a rate is a usage error.
+# peer checked its outputs against ours, --plot drew PNG and SVG charts; a
+# peer with other weights is caught before any timing; the trace sent to a
+# running `cellrun serve` over HTTP gives a serve-http row (and no server is
+# an error); drops are reported; a command line without a rate is a usage
+# error.
 #   bench_command_test.sh CELLRUN EXAMPLE_DIR WORKLOAD OUT_DIR
 set -euo pipefail
 cellrun=$1 example=$2 workload=$3 out=$4
@@ -54,6 +57,40 @@ if "$cellrun" bench "$example/model.cellpack" --workload "$workload" \
   fail "a peer with other weights was timed"
 fi
 grep -q "differs from ours" "$out/other.log" || { cat "$out/other.log"; fail "no mismatch message"; }
+
+# The same trace against a running `cellrun serve` over HTTP: the row
+# serve-http measures the same requests, all answered.
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$cellrun" serve "$example/model.cellpack" --host 127.0.0.1 --http-port "$port" \
+  --grpc-port 0 --metrics-port 0 --device cpu > "$out/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v2/health/ready')" 2>/dev/null && break
+  sleep 0.1
+done
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 100 \
+  --duration 2 --policy cellular --device cpu --quiet \
+  --server "http://127.0.0.1:$port" --out "$out/server" > "$out/server.log" 2>&1 \
+  || { cat "$out/server.log" "$out/serve.log"; fail "bench --server"; }
+/usr/bin/python3 - "$out/server/bench.json" <<'PY'
+import json, sys
+rows = {row["system"]: row for row in json.load(open(sys.argv[1]))["rows"]}
+served = rows["serve-http"]
+assert served["measured"] == rows["cellular"]["measured"] > 0, rows
+assert served["completed"] == served["measured"] and served["failed"] == 0, served
+assert served["p50_ms"] >= rows["cellular"]["p50_ms"] * 0.5, rows  # not a copy
+print("serve-http:", served["completed"], "requests answered over HTTP")
+PY
+kill $server && wait $server || true
+trap - EXIT
+# A server that is not there is an error, not a silent zero.
+if "$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 50 \
+    --duration 1 --policy cellular --device cpu --quiet \
+    --server "http://127.0.0.1:$port" --out "$out/noserver" > "$out/noserver.log" 2>&1; then
+  fail "bench --server with no server succeeded"
+fi
+grep -q "does not serve a ready model" "$out/noserver.log" || { cat "$out/noserver.log"; fail "no-server message"; }
 
 # A queue of one at a high rate: drops are counted, not hidden.
 "$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 3000 \

@@ -14,6 +14,7 @@
 #include "bench/BenchPlot.h"
 #include "bench/BenchReport.h"
 #include "bench/PeerRunner.h"
+#include "bench/ServerLoad.h"
 #include "bench/Workload.h"
 
 #include "cellrun/RequestParser.h"
@@ -46,6 +47,8 @@ struct BenchArgs {
   uint64_t seed = 2018;
   uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
            peerBuckets = 0, offline = 0;
+  std::string server, serverModel;
+  uint32_t connections = 64;
   std::string peerWeights, python = "/usr/bin/python3",
                            peersDir = CELLRUN_PEERS_DIR;
 };
@@ -106,6 +109,15 @@ void addOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str();
   app.add_option("--out", args.out, "directory for bench.csv, bench.json")
       ->capture_default_str();
+  app.add_option("--server", args.server,
+                 "also send each rate's trace to a running KServe v2 server "
+                 "(http://HOST:PORT, e.g. cellrun serve): the row serve-http");
+  app.add_option("--server-model", args.serverModel,
+                 "the model's name on --server (default: the artifact's)");
+  app.add_option("--connections", args.connections,
+                 "--server: keep-alive connections sending the trace")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
   app.add_option("--peer-weights", args.peerWeights,
                  "run the PyTorch peer with these weights: the generator's "
                  "<cell>.pt (chain), or the directory of its .pt files");
@@ -314,6 +326,15 @@ int runBench(const std::vector<std::string> &arguments) {
   for (const std::string &policy : args.policies) // each once
     if (std::find(systems.begin(), systems.end(), policy) == systems.end())
       systems.push_back(policy);
+  ServerOptions server;
+  if (!args.server.empty()) {
+    server.url = args.server;
+    server.model = args.serverModel;
+    if (server.model.empty() && artifact.value()->model().model_name())
+      server.model = artifact.value()->model().model_name()->str();
+    server.connections = args.connections;
+    systems.push_back("serve-http");
+  }
   if (withPeer)
     systems.push_back("pytorch");
   double windowStart = args.warmup, windowEnd = args.duration - args.cooldown;
@@ -349,7 +370,10 @@ int runBench(const std::vector<std::string> &arguments) {
       if (diverged[system])
         continue;
       Result<RunRecord> record = Status::ok();
-      if (system == "pytorch") {
+      if (system == "serve-http") {
+        record = runServer(server, bank.lines, parser.value()->signature(),
+                           trace, system + " " + label + "/s", args.quiet);
+      } else if (system == "pytorch") {
         std::string summary;
         record = runPeer(peer, bank.lines, trace, args.out,
                          std::string("online-") + label, summary);
@@ -395,6 +419,8 @@ int runBench(const std::vector<std::string> &arguments) {
                  "batches)\n";
     printHeader(std::cout);
     for (const std::string &system : systems) {
+      if (system == "serve-http")
+        continue; // a server is measured under load, not offline
       Result<RunRecord> record = Status::ok();
       if (system == "pytorch") {
         PeerOptions sorted = peer;

@@ -1,0 +1,209 @@
+//===- ServerLoad.cpp - The same open-loop load against a server ----------===//
+#include "ServerLoad.h"
+
+#include <httplib.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+using namespace cellrun;
+using namespace cellrun::bench;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+namespace {
+
+const char *datatypeOf(TensorType type) {
+  return isIntegerTensorType(type) ? "INT64" : "FP32";
+}
+
+/// One input's tensor over `items` (steps, or a tree's leaves): each
+/// item's value of `input`, a scalar or a row.
+json tensorOf(const TensorDescription &input, const std::vector<json> &values,
+              int64_t rowSize) {
+  json data = json::array();
+  for (const json &value : values) {
+    if (value.is_array())
+      for (const json &element : value)
+        data.push_back(element);
+    else
+      data.push_back(value);
+  }
+  json shape = json::array({static_cast<int64_t>(values.size())});
+  if (rowSize != 1)
+    for (size_t d = 1; d < input.shape.size(); ++d)
+      shape.push_back(input.shape[d]);
+  return {{"name", input.name},
+          {"datatype", datatypeOf(input.type)},
+          {"shape", shape},
+          {"data", data}};
+}
+
+} // namespace
+
+Result<std::string>
+cellrun::bench::kserveBody(const json &line, const ModelSignature &signature) {
+  std::vector<const TensorDescription *> inputs;
+  for (const TensorDescription &input : signature.inputs)
+    if (input.name != "children")
+      inputs.push_back(&input);
+  auto rowSize = [](const TensorDescription &input) {
+    int64_t size = 1;
+    for (size_t d = 1; d < input.shape.size(); ++d)
+      size *= input.shape[d];
+    return size;
+  };
+  json body = {{"id", line.value("id", "")}, {"inputs", json::array()}};
+  if (line.contains("nodes")) {
+    json children = json::array();
+    std::vector<json> leaves;
+    for (const json &node : line["nodes"]) {
+      if (node.contains("children")) {
+        for (const json &child : node["children"])
+          children.push_back(child);
+      } else {
+        children.push_back(-1);
+        children.push_back(-1);
+        leaves.push_back(node);
+      }
+    }
+    body["inputs"].push_back(
+        {{"name", "children"},
+         {"datatype", "INT64"},
+         {"shape", {static_cast<int64_t>(children.size() / 2), 2}},
+         {"data", children}});
+    for (const TensorDescription *input : inputs) {
+      std::vector<json> values;
+      for (const json &leaf : leaves)
+        values.push_back(leaf.contains("token")
+                             ? leaf["token"]
+                             : leaf.value(input->name, json()));
+      body["inputs"].push_back(tensorOf(*input, values, rowSize(*input)));
+    }
+  } else if (line.contains("tokens")) {
+    if (inputs.size() != 1)
+      return Status(StatusCode::InvalidArgument,
+                    "tokens for a model with " + std::to_string(inputs.size()) +
+                        " inputs");
+    std::vector<json> values(line["tokens"].begin(), line["tokens"].end());
+    body["inputs"].push_back(tensorOf(*inputs[0], values, 1));
+  } else if (line.contains("steps")) {
+    for (const TensorDescription *input : inputs) {
+      std::vector<json> values;
+      for (const json &step : line["steps"])
+        values.push_back(step.value(input->name, json()));
+      body["inputs"].push_back(tensorOf(*input, values, rowSize(*input)));
+    }
+  } else {
+    return Status(StatusCode::InvalidArgument,
+                  "a request line with no tokens, steps or nodes");
+  }
+  if (line.contains("max_decode_length"))
+    body["parameters"] = {{"max_decode_length", line["max_decode_length"]}};
+  return body.dump();
+}
+
+Result<RunRecord> cellrun::bench::runServer(
+    const ServerOptions &options, const std::vector<std::string> &lines,
+    const ModelSignature &signature, const std::vector<TraceEntry> &trace,
+    const std::string &label, bool quiet) {
+  // Bodies first: converting is not part of the load.
+  std::vector<std::string> bodies(trace.size());
+  for (size_t k = 0; k < trace.size(); ++k) {
+    auto body = kserveBody(json::parse(lines.at(trace[k].request)), signature);
+    if (!body.ok())
+      return body.status();
+    bodies[k] = std::move(body).value();
+  }
+  {
+    httplib::Client probe(options.url);
+    auto ready = probe.Get("/v2/models/" + options.model + "/ready");
+    if (!ready || ready->status != 200)
+      return Status(StatusCode::Unavailable,
+                    options.url + " does not serve a ready model '" +
+                        options.model + "' (GET /v2/models/" + options.model +
+                        "/ready: " +
+                        (ready ? std::to_string(ready->status)
+                               : httplib::to_string(ready.error())) +
+                        ")");
+  }
+  RunRecord record;
+  record.timings.resize(trace.size());
+  std::mutex mutex;
+  std::condition_variable due;
+  std::deque<size_t> queue;
+  bool sending = true;
+  Clock::time_point start = Clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  std::string path = "/v2/models/" + options.model + "/infer";
+  auto worker = [&] {
+    httplib::Client client(options.url);
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true); // headers and body are two writes
+    client.set_read_timeout(600, 0);
+    while (true) {
+      size_t k;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        due.wait(lock, [&] { return !queue.empty() || !sending; });
+        if (queue.empty())
+          return;
+        k = queue.front();
+        queue.pop_front();
+      }
+      auto reply = client.Post(path, bodies[k], "application/json");
+      double finished = seconds();
+      RequestTiming &timing = record.timings[k]; // this thread's alone
+      timing.finished = finished;
+      if (reply && reply->status == 200) {
+        timing.ok = true;
+        json parsed = json::parse(reply->body, nullptr, false);
+        double compute = -1;
+        if (parsed.is_object() && parsed.contains("parameters") &&
+            parsed["parameters"].is_object())
+          compute = parsed["parameters"].value("compute_us", -1.0);
+        timing.started = compute >= 0 ? finished - compute * 1e-6 : -1;
+      } else {
+        timing.dropped =
+            reply && (reply->status == 429 || reply->status == 503);
+        timing.finished = timing.dropped ? -1 : finished;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (uint32_t c = 0; c < std::max(1u, options.connections); ++c)
+    workers.emplace_back(worker);
+  for (size_t k = 0; k < trace.size(); ++k) {
+    record.timings[k].arrival = trace[k].arrival;
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(trace[k].arrival)));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      queue.push_back(k);
+    }
+    due.notify_one();
+    if (!quiet && k % 100 == 0 && isatty(fileno(stderr)))
+      std::fprintf(stderr, "\r%-28s %7zu/%zu sent", label.c_str(), k,
+                   trace.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    sending = false;
+  }
+  due.notify_all();
+  for (std::thread &thread : workers)
+    thread.join();
+  if (!quiet && isatty(fileno(stderr)))
+    std::fprintf(stderr, "\r%60s\r", "");
+  double last = 0;
+  for (const RequestTiming &timing : record.timings)
+    last = std::max(last, timing.finished);
+  record.seconds = last - (trace.empty() ? 0 : trace.front().arrival);
+  return record;
+}
