@@ -3,8 +3,8 @@
 # the PyTorch peer; the CSV and JSON have a row per system and rate, the
 # peer checked its outputs against ours, --plot drew PNG and SVG charts; a
 # peer with other weights is caught before any timing; the trace sent to a
-# running `cellrun serve` over HTTP gives a serve-http row (and no server is
-# an error); drops are reported; a command line without a rate is a usage
+# running `cellrun serve` over HTTP and gRPC gives serve-http and serve-grpc
+# rows (and no server is an error); drops are reported; a command line without a rate is a usage
 # error.
 #   bench_command_test.sh CELLRUN EXAMPLE_DIR WORKLOAD OUT_DIR
 set -euo pipefail
@@ -58,30 +58,36 @@ if "$cellrun" bench "$example/model.cellpack" --workload "$workload" \
 fi
 grep -q "differs from ours" "$out/other.log" || { cat "$out/other.log"; fail "no mismatch message"; }
 
-# The same trace against a running `cellrun serve` over HTTP: the row
-# serve-http measures the same requests, all answered.
-port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# The same trace against a running `cellrun serve` over HTTP and gRPC: the
+# rows serve-http and serve-grpc measure the same requests, all answered.
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port=$(free_port) grpc_port=$(free_port)
 "$cellrun" serve "$example/model.cellpack" --host 127.0.0.1 --http-port "$port" \
-  --grpc-port 0 --metrics-port 0 --device cpu > "$out/serve.log" 2>&1 &
+  --grpc-port "$grpc_port" --metrics-port 0 --device cpu > "$out/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
   /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v2/health/ready')" 2>/dev/null && break
   sleep 0.1
 done
-"$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 100 \
-  --duration 2 --policy cellular --device cpu --quiet \
-  --server "http://127.0.0.1:$port" --out "$out/server" > "$out/server.log" 2>&1 \
-  || { cat "$out/server.log" "$out/serve.log"; fail "bench --server"; }
-/usr/bin/python3 - "$out/server/bench.json" <<'PY'
+for target in "http://127.0.0.1:$port:serve-http" "grpc://127.0.0.1:$grpc_port:serve-grpc"; do
+  url=${target%:*} system=${target##*:}
+  "$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 100 \
+    --duration 2 --policy cellular --device cpu --quiet \
+    --server "$url" --out "$out/$system" > "$out/$system.log" 2>&1 \
+    || { cat "$out/$system.log" "$out/serve.log"; fail "bench --server $url"; }
+  /usr/bin/python3 - "$out/$system/bench.json" "$system" <<'PY'
 import json, sys
 rows = {row["system"]: row for row in json.load(open(sys.argv[1]))["rows"]}
-served = rows["serve-http"]
+served = rows[sys.argv[2]]
 assert served["measured"] == rows["cellular"]["measured"] > 0, rows
 assert served["completed"] == served["measured"] and served["failed"] == 0, served
 assert served["p50_ms"] >= rows["cellular"]["p50_ms"] * 0.5, rows  # not a copy
-print("serve-http:", served["completed"], "requests answered over HTTP")
+print(sys.argv[2] + ":", served["completed"], "requests answered")
 PY
+done
 kill $server && wait $server || true
 trap - EXIT
 # A server that is not there is an error, not a silent zero.

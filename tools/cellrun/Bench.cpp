@@ -111,7 +111,8 @@ void addOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str();
   app.add_option("--server", args.server,
                  "also send each rate's trace to a running KServe v2 server "
-                 "(http://HOST:PORT, e.g. cellrun serve): the row serve-http");
+                 "(http://HOST:PORT or grpc://HOST:PORT, e.g. cellrun "
+                 "serve): the row serve-http or serve-grpc");
   app.add_option("--server-model", args.serverModel,
                  "the model's name on --server (default: the artifact's)");
   app.add_option("--connections", args.connections,
@@ -333,7 +334,8 @@ int runBench(const std::vector<std::string> &arguments) {
     if (server.model.empty() && artifact.value()->model().model_name())
       server.model = artifact.value()->model().model_name()->str();
     server.connections = args.connections;
-    systems.push_back("serve-http");
+    systems.push_back(args.server.rfind("grpc://", 0) == 0 ? "serve-grpc"
+                                                           : "serve-http");
   }
   if (withPeer)
     systems.push_back("pytorch");
@@ -370,7 +372,7 @@ int runBench(const std::vector<std::string> &arguments) {
       if (diverged[system])
         continue;
       Result<RunRecord> record = Status::ok();
-      if (system == "serve-http") {
+      if (system == "serve-http" || system == "serve-grpc") {
         record = runServer(server, bank.lines, parser.value()->signature(),
                            trace, system + " " + label + "/s", args.quiet);
       } else if (system == "pytorch") {
@@ -419,7 +421,7 @@ int runBench(const std::vector<std::string> &arguments) {
                  "batches)\n";
     printHeader(std::cout);
     for (const std::string &system : systems) {
-      if (system == "serve-http")
+      if (system == "serve-http" || system == "serve-grpc")
         continue; // a server is measured under load, not offline
       Result<RunRecord> record = Status::ok();
       if (system == "pytorch") {

@@ -1,6 +1,9 @@
 //===- ServerLoad.cpp - The same open-loop load against a server ----------===//
 #include "ServerLoad.h"
 
+#include "grpc_service.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
 #include <httplib.h>
 #include <unistd.h>
 
@@ -106,19 +109,75 @@ cellrun::bench::kserveBody(const json &line, const ModelSignature &signature) {
   return body.dump();
 }
 
+namespace {
+
+/// The KServe JSON body as a gRPC ModelInferRequest (typed contents).
+inference::ModelInferRequest grpcRequestOf(const json &body,
+                                           const std::string &model) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  request.set_id(body.value("id", ""));
+  for (const json &input : body["inputs"]) {
+    auto *tensor = request.add_inputs();
+    tensor->set_name(input["name"].get<std::string>());
+    std::string datatype = input["datatype"].get<std::string>();
+    tensor->set_datatype(datatype);
+    for (const json &dim : input["shape"])
+      tensor->add_shape(dim.get<int64_t>());
+    for (const json &value : input["data"]) {
+      if (datatype == "INT64")
+        tensor->mutable_contents()->add_int64_contents(value.get<int64_t>());
+      else
+        tensor->mutable_contents()->add_fp32_contents(value.get<float>());
+    }
+  }
+  if (body.contains("parameters"))
+    for (const auto &[key, value] : body["parameters"].items())
+      (*request.mutable_parameters())[key].set_int64_param(
+          value.get<int64_t>());
+  return request;
+}
+
+} // namespace
+
 Result<RunRecord> cellrun::bench::runServer(
     const ServerOptions &options, const std::vector<std::string> &lines,
     const ModelSignature &signature, const std::vector<TraceEntry> &trace,
     const std::string &label, bool quiet) {
+  bool grpcTarget = options.url.rfind("grpc://", 0) == 0;
   // Bodies first: converting is not part of the load.
   std::vector<std::string> bodies(trace.size());
+  std::vector<inference::ModelInferRequest> grpcRequests(
+      grpcTarget ? trace.size() : 0);
   for (size_t k = 0; k < trace.size(); ++k) {
     auto body = kserveBody(json::parse(lines.at(trace[k].request)), signature);
     if (!body.ok())
       return body.status();
     bodies[k] = std::move(body).value();
+    if (grpcTarget)
+      grpcRequests[k] = grpcRequestOf(json::parse(bodies[k]), options.model);
   }
-  {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  if (grpcTarget) {
+    channel = grpc::CreateChannel(options.url.substr(7),
+                                  grpc::InsecureChannelCredentials());
+    stub = inference::GRPCInferenceService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(10));
+    inference::ModelReadyRequest ask;
+    ask.set_name(options.model);
+    inference::ModelReadyResponse ready;
+    grpc::Status status = stub->ModelReady(&context, ask, &ready);
+    if (!status.ok() || !ready.ready())
+      return Status(StatusCode::Unavailable,
+                    options.url + " does not serve a ready model '" +
+                        options.model + "' (ModelReady: " +
+                        (status.ok() ? std::string("not ready")
+                                     : status.error_message()) +
+                        ")");
+  } else {
     httplib::Client probe(options.url);
     auto ready = probe.Get("/v2/models/" + options.model + "/ready");
     if (!ready || ready->status != 200)
@@ -141,8 +200,28 @@ Result<RunRecord> cellrun::bench::runServer(
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   std::string path = "/v2/models/" + options.model + "/infer";
+  // gRPC: one blocking call a request on the shared channel.
+  auto sendGrpc = [&](size_t k, RequestTiming &timing) {
+    grpc::ClientContext context;
+    inference::ModelInferResponse reply;
+    grpc::Status status = stub->ModelInfer(&context, grpcRequests[k], &reply);
+    double finished = seconds();
+    if (status.ok()) {
+      timing.ok = true;
+      timing.finished = finished;
+      auto compute = reply.parameters().find("compute_us");
+      timing.started = compute != reply.parameters().end()
+                           ? finished - compute->second.double_param() * 1e-6
+                           : -1;
+    } else {
+      timing.dropped =
+          status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+          status.error_code() == grpc::StatusCode::UNAVAILABLE;
+      timing.finished = timing.dropped ? -1 : finished;
+    }
+  };
   auto worker = [&] {
-    httplib::Client client(options.url);
+    httplib::Client client(grpcTarget ? "http://127.0.0.1:1" : options.url);
     client.set_keep_alive(true);
     client.set_tcp_nodelay(true); // headers and body are two writes
     client.set_read_timeout(600, 0);
@@ -155,6 +234,10 @@ Result<RunRecord> cellrun::bench::runServer(
           return;
         k = queue.front();
         queue.pop_front();
+      }
+      if (grpcTarget) {
+        sendGrpc(k, record.timings[k]);
+        continue;
       }
       auto reply = client.Post(path, bodies[k], "application/json");
       double finished = seconds();

@@ -1,13 +1,14 @@
 //===- ServerLoad.h - The same open-loop load against a server --*- C++ -*-===//
 //
-// `cellrun bench --server http://HOST:PORT`: the trace our in-process runs
-// use, sent to a running `cellrun serve` (or any KServe v2 server) over
-// HTTP/REST with JSON tensors, so the front end's cost shows in the same
-// table. Each request goes out at its arrival time from a pool of
-// keep-alive connections (a request waits in the client only when every
-// connection is busy, and that wait counts in its latency); 429 and 503
-// answers count as drops, other errors as failures. The server's
-// `compute_us` reply parameter, when present, splits queueing from compute.
+// `cellrun bench --server http://HOST:PORT | grpc://HOST:PORT`: the trace
+// our in-process runs use, sent to a running `cellrun serve` (or any KServe
+// v2 server) over HTTP/REST with JSON tensors or over gRPC (ModelInfer with
+// typed contents), so the front end's cost shows in the same table. Each
+// request goes out at its arrival time from a pool of keep-alive connections (a
+// request waits in the client only when every connection is busy, and that wait
+// counts in its latency); 429 and 503 answers count as drops, other errors as
+// failures. The server's `compute_us` reply parameter, when present, splits
+// queueing from compute.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_BENCH_SERVERLOAD_H
@@ -29,7 +30,7 @@ Result<std::string> kserveBody(const nlohmann::json &line,
                                const ModelSignature &signature);
 
 struct ServerOptions {
-  std::string url;   // http://host:port
+  std::string url;   // http://host:port or grpc://host:port
   std::string model; // the name the server serves
   uint32_t connections = 64;
 };
