@@ -6,8 +6,8 @@
 # request file through cellular batching with `cellrun run` (on the GPU when
 # there is one, else on the CPU backend) and prints the run's summary; then a
 # short open-loop benchmark (`cellrun bench`, 5 s of Poisson arrivals at a
-# moderate rate): cellular, padded and graph batching and, for the chain
-# models, the PyTorch peer on the same trace, with the table printed and the
+# moderate rate): cellular, padded and graph batching and, on the CPU, the
+# PyTorch peer on the same trace, with the table printed and the
 # charts drawn under build/bench-example/.
 # Pass another example name (gru, seq2seq, treelstm) to run that one instead.
 set -euo pipefail
@@ -29,9 +29,16 @@ echo "== cellrun run $artifact --input examples/$model/requests.jsonl --output $
 
 bench_out="$build/bench-example/$model"
 peer=()
-case "$model" in
+# The PyTorch peers run on the CPU only: on a GPU the bench runs without one.
+if "$build/tools/cellrun/cellrun" devices --device cuda > /dev/null 2>&1; then
+  model_peer=none
+else
+  model_peer=$model
+fi
+case "$model_peer" in
   lstm) peer=(--peer-weights "$build/examples/lstm/h64/lstm.pt") ;;
   gru) peer=(--peer-weights "$build/examples/gru/h64/gru.pt") ;;
+  seq2seq | treelstm) peer=(--peer-weights "$build/examples/$model/h64") ;;
 esac
 workload="$root/bench/workloads/wmt15-max50.csv"
 [ "$model" = treelstm ] && workload="$root/bench/workloads/treebank.csv"
