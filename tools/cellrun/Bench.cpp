@@ -160,6 +160,11 @@ struct RequestBank {
   }
 };
 
+/// Rows sent to a running server (serve-http, serve-grpc).
+bool isServer(const std::string &system) {
+  return system.rfind("serve-", 0) == 0;
+}
+
 std::string today() {
   std::time_t now = std::time(nullptr);
   char text[32];
@@ -346,6 +351,36 @@ int runBench(const std::vector<std::string> &arguments) {
             << " s of arrivals a run; the first " << args.warmup
             << " s and the last " << args.cooldown
             << " s of arrivals are not measured\n";
+  // One run of `system` on `trace`: at the rate `rate` names, or offline
+  // (the peer then sorts the requests into full batches).
+  auto runSystem =
+      [&](const std::string &system, const std::vector<TraceEntry> &trace,
+          const std::string &rate, bool offline) -> Result<RunRecord> {
+    std::string progress = system + " " + (offline ? "offline" : rate + "/s");
+    if (isServer(system))
+      return runServer(server, bank.lines, parser.value()->signature(), trace,
+                       progress, args.quiet);
+    if (system == "pytorch") {
+      PeerOptions options = peer;
+      if (offline)
+        options.mode = "sorted";
+      std::string summary;
+      Result<RunRecord> record =
+          runPeer(options, bank.lines, trace, args.out,
+                  offline ? "offline" : "online-" + rate, summary);
+      // The first run's summary says what the peer checked.
+      if (record.ok() && setup.peerSummary.empty())
+        setup.peerSummary = summary;
+      peer.reference.clear(); // checked once
+      return record;
+    }
+    EngineOptions options = base;
+    options.policy = parsePolicy(system).value();
+    options.maxQueue =
+        args.maxQueue ? args.maxQueue : std::max<uint32_t>(1, trace.size());
+    return runEngine(artifact.value(), options, bank.requests, trace, progress,
+                     args.quiet);
+  };
   std::vector<BenchRow> rows;
   // Per system, the first rate's p90, and whether it has diverged.
   std::map<std::string, double> firstP90;
@@ -371,26 +406,7 @@ int runBench(const std::vector<std::string> &arguments) {
     for (const std::string &system : systems) {
       if (diverged[system])
         continue;
-      Result<RunRecord> record = Status::ok();
-      if (system == "serve-http" || system == "serve-grpc") {
-        record = runServer(server, bank.lines, parser.value()->signature(),
-                           trace, system + " " + label + "/s", args.quiet);
-      } else if (system == "pytorch") {
-        std::string summary;
-        record = runPeer(peer, bank.lines, trace, args.out,
-                         std::string("online-") + label, summary);
-        // The first run's summary says what the peer checked.
-        if (record.ok() && setup.peerSummary.empty())
-          setup.peerSummary = summary;
-        peer.reference.clear(); // checked once
-      } else {
-        EngineOptions options = base;
-        options.policy = parsePolicy(system).value();
-        options.maxQueue =
-            args.maxQueue ? args.maxQueue : std::max<uint32_t>(1, trace.size());
-        record = runEngine(artifact.value(), options, bank.requests, trace,
-                           system + " " + label + "/s", args.quiet);
-      }
+      Result<RunRecord> record = runSystem(system, trace, label, false);
       if (!record.ok())
         return fail(record.status());
       if (system != "pytorch")
@@ -421,24 +437,9 @@ int runBench(const std::vector<std::string> &arguments) {
                  "batches)\n";
     printHeader(std::cout);
     for (const std::string &system : systems) {
-      if (system == "serve-http" || system == "serve-grpc")
+      if (isServer(system))
         continue; // a server is measured under load, not offline
-      Result<RunRecord> record = Status::ok();
-      if (system == "pytorch") {
-        PeerOptions sorted = peer;
-        sorted.mode = "sorted";
-        std::string summary;
-        record =
-            runPeer(sorted, bank.lines, trace, args.out, "offline", summary);
-        if (record.ok() && setup.peerSummary.empty())
-          setup.peerSummary = summary;
-      } else {
-        EngineOptions options = base;
-        options.policy = parsePolicy(system).value();
-        options.maxQueue = args.maxQueue ? args.maxQueue : args.offline;
-        record = runEngine(artifact.value(), options, bank.requests, trace,
-                           system + " offline", args.quiet);
-      }
+      Result<RunRecord> record = runSystem(system, trace, "", true);
       if (!record.ok())
         return fail(record.status());
       rows.push_back(makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));

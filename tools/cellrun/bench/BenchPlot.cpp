@@ -1,5 +1,6 @@
 //===- BenchPlot.cpp - Latency-throughput and batch-size charts -----------===//
 #include "BenchPlot.h"
+#include "Shell.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,13 +32,6 @@ void writeBatchData(std::ostream &out, const RunRecord &record) {
         out << (b + 0.5) * bin << " " << nodes[b] / tasks[b] << "\n";
     out << "\n\n"; // a gnuplot data block per cell type
   }
-}
-
-std::string shellQuoted(const std::string &text) {
-  std::string quoted = "'";
-  for (char c : text)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::string quoted(const std::string &text) {

@@ -1,5 +1,6 @@
 //===- PeerRunner.cpp - The PyTorch peer on the same trace ----------------===//
 #include "PeerRunner.h"
+#include "Shell.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,18 +13,6 @@
 
 using namespace cellrun;
 using namespace cellrun::bench;
-
-namespace {
-
-/// `text` quoted for /bin/sh.
-std::string shellQuoted(const std::string &text) {
-  std::string quoted = "'";
-  for (char c : text)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-} // namespace
 
 Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
                                           const std::vector<std::string> &lines,

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using namespace cellrun;
@@ -47,8 +48,8 @@ json tensorOf(const TensorDescription &input, const std::vector<json> &values,
 
 } // namespace
 
-Result<std::string>
-cellrun::bench::kserveBody(const json &line, const ModelSignature &signature) {
+Result<json> cellrun::bench::kserveBody(const json &line,
+                                        const ModelSignature &signature) {
   std::vector<const TensorDescription *> inputs;
   for (const TensorDescription &input : signature.inputs)
     if (input.name != "children")
@@ -106,7 +107,7 @@ cellrun::bench::kserveBody(const json &line, const ModelSignature &signature) {
   }
   if (line.contains("max_decode_length"))
     body["parameters"] = {{"max_decode_length", line["max_decode_length"]}};
-  return body.dump();
+  return body;
 }
 
 namespace {
@@ -146,16 +147,17 @@ Result<RunRecord> cellrun::bench::runServer(
     const std::string &label, bool quiet) {
   bool grpcTarget = options.url.rfind("grpc://", 0) == 0;
   // Bodies first: converting is not part of the load.
-  std::vector<std::string> bodies(trace.size());
+  std::vector<std::string> bodies(grpcTarget ? 0 : trace.size());
   std::vector<inference::ModelInferRequest> grpcRequests(
       grpcTarget ? trace.size() : 0);
   for (size_t k = 0; k < trace.size(); ++k) {
     auto body = kserveBody(json::parse(lines.at(trace[k].request)), signature);
     if (!body.ok())
       return body.status();
-    bodies[k] = std::move(body).value();
     if (grpcTarget)
-      grpcRequests[k] = grpcRequestOf(json::parse(bodies[k]), options.model);
+      grpcRequests[k] = grpcRequestOf(body.value(), options.model);
+    else
+      bodies[k] = body.value().dump();
   }
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
@@ -221,10 +223,13 @@ Result<RunRecord> cellrun::bench::runServer(
     }
   };
   auto worker = [&] {
-    httplib::Client client(grpcTarget ? "http://127.0.0.1:1" : options.url);
-    client.set_keep_alive(true);
-    client.set_tcp_nodelay(true); // headers and body are two writes
-    client.set_read_timeout(600, 0);
+    std::optional<httplib::Client> client; // HTTP only
+    if (!grpcTarget) {
+      client.emplace(options.url);
+      client->set_keep_alive(true);
+      client->set_tcp_nodelay(true); // headers and body are two writes
+      client->set_read_timeout(600, 0);
+    }
     while (true) {
       size_t k;
       {
@@ -239,7 +244,7 @@ Result<RunRecord> cellrun::bench::runServer(
         sendGrpc(k, record.timings[k]);
         continue;
       }
-      auto reply = client.Post(path, bodies[k], "application/json");
+      auto reply = client->Post(path, bodies[k], "application/json");
       double finished = seconds();
       RequestTiming &timing = record.timings[k]; // this thread's alone
       timing.finished = finished;

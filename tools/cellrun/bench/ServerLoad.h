@@ -26,8 +26,8 @@ namespace cellrun::bench {
 /// for a model with `signature`: tokens or steps as [L] / [L, ...] tensors,
 /// a tree as INT64 children [N, 2] (-1 for leaves) and its leaves' inputs,
 /// max_decode_length as a parameter.
-Result<std::string> kserveBody(const nlohmann::json &line,
-                               const ModelSignature &signature);
+Result<nlohmann::json> kserveBody(const nlohmann::json &line,
+                                  const ModelSignature &signature);
 
 struct ServerOptions {
   std::string url;   // http://host:port or grpc://host:port
