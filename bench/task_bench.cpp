@@ -1,9 +1,12 @@
 //===- task_bench.cpp - Time of one task of a cell, against its floors ----===//
 //
 // For every batch size of a cell (default: the hidden-1024 LSTM), times one
-// task on the CPU backend and, in the same run, a plain BLAS call of the same
-// GEMM shape (the floor the task cannot beat on this machine), and prints a
-// table and a CSV. The CUDA counterpart is cuda_task_bench.
+// task on the CPU backend and, in the same run, its two floors on this
+// machine: OpenBLAS sgemm of the task's largest GEMM shape (with as many
+// threads as the backend), and the time to stream the cell's weight bytes
+// once with that many threads (what a step at small batch sizes cannot
+// beat). Prints a table and writes a CSV. The CUDA counterpart is
+// cuda_task_bench.
 //
 //   task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--min-seconds S]
 //              [--threads N]  (workers of the CPU backend, default 1)
@@ -18,17 +21,51 @@
 
 #include <cblas.h>
 
+extern "C" void openblas_set_num_threads(int threads);
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace cellrun;
 using namespace cellbench;
+
+/// Seconds to read `bytes` of memory once, split among the pool's workers
+/// (an XOR of 64-bit words: vectorised, nothing to skip).
+static double weightReadSeconds(size_t bytes, cpu::ThreadPool &pool,
+                                double minSeconds) {
+  std::vector<uint64_t> buffer(bytes / sizeof(uint64_t) + 1, 0x5a5a5a5aull);
+  std::vector<uint64_t> sinks(pool.size());
+  double seconds = medianSeconds(
+      [&] {
+        pool.parallelFor(static_cast<int64_t>(buffer.size()),
+                         [&](unsigned worker, int64_t begin, int64_t end) {
+                           uint64_t folded = 0;
+                           for (int64_t i = begin; i < end; ++i)
+                             folded ^= buffer[i];
+                           sinks[worker] ^= folded;
+                         });
+      },
+      minSeconds);
+  volatile uint64_t keep = sinks[0];
+  (void)keep;
+  return seconds;
+}
+
+static size_t weightBytes(const cellpack::CellType &cell) {
+  size_t bytes = 0;
+  if (cell.weights())
+    for (const cellpack::Weight *weight : *cell.weights())
+      bytes += weight->data() ? weight->data()->size() : 0;
+  return bytes;
+}
 
 int main(int argc, char **argv) {
   CLI::App app("One CPU task per batch size next to a bare sgemm of the same "
@@ -66,16 +103,27 @@ int main(int argc, char **argv) {
   DeviceKind device = resolveDevice(DeviceChoice::Auto, note).value();
 
   cpu::ThreadPool pool(threads);
-  std::printf("cell %s of %s; CPU backend with %u thread(s); %s\n",
+  openblas_set_num_threads(static_cast<int>(threads));
+  size_t weights = weightBytes(*cell);
+  double read = weightReadSeconds(weights, pool, minSeconds);
+  std::printf("cell %s of %s; CPU backend with %u thread(s), %s kernels; "
+              "%s\n",
               cell->name()->c_str(), modelPath.c_str(), threads,
-              openblas_get_config());
-  std::printf("%6s %14s %22s %12s %8s\n", "batch", "largest GEMM",
-              "cpu task (us)", "BLAS (us)", "ratio");
+              cpu::cpuIsaName(cpu::detectCpuIsa()), openblas_get_config());
+  std::printf("weights: %.1f MB, read once in %.1f us (%.1f GB/s) with %u "
+              "thread(s)\n",
+              weights / 1e6, read * 1e6, weights / read / 1e9, threads);
+  std::printf("%6s %16s %14s %14s %10s %10s\n", "batch", "largest GEMM",
+              "cpu task (us)", "sgemm (us)", "task/sgemm", "task/read");
   std::ofstream csv;
   if (!csvPath.empty()) {
     csv.open(csvPath);
-    csv << "batch,m,n,k,cpu_task_us,cpu_blas_us,ratio\n";
+    csv << "batch,m,n,k,cpu_task_us,openblas_sgemm_us,task_over_sgemm,"
+           "weight_bytes,weight_read_us,task_over_read\n";
   }
+  cpu::PackedWeightCache packedWeights;
+  std::mt19937 random(1);
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
   for (const cellpack::BatchPlan *plan : *cell->plans()) {
     uint32_t batch = plan->batch_size();
     // Pools with exactly the task's rows, filled with small values.
@@ -85,13 +133,19 @@ int main(int argc, char **argv) {
     std::vector<cpu::PoolView> inViews, outViews;
     for (const cellpack::TensorSpec *spec : *cell->inputs()) {
       inputs.emplace_back(rowBytes(*spec) * batch, 0);
+      if (spec->dtype() == cellpack::DType::F32) // random, never zeros
+        for (size_t at = 0; at + 4 <= inputs.back().size(); at += 4) {
+          float value = uniform(random);
+          std::memcpy(inputs.back().data() + at, &value, 4);
+        }
       inViews.push_back({inputs.back().data(), rows.data()});
     }
     for (const cellpack::TensorSpec *spec : *cell->outputs()) {
       outputs.emplace_back(rowBytes(*spec) * batch, 0);
       outViews.push_back({outputs.back().data(), rows.data()});
     }
-    auto created = cpu::CpuTaskRunner::create(*cell, *plan, {}, &pool);
+    auto created =
+        cpu::CpuTaskRunner::create(*cell, *plan, {}, &pool, &packedWeights);
     if (!created.ok()) {
       std::fprintf(stderr, "task_bench: batch %u: %s\n", batch,
                    created.status().toString().c_str());
@@ -109,18 +163,24 @@ int main(int argc, char **argv) {
 
     int64_t m, n, k;
     largestGemm(*plan, m, n, k);
-    std::vector<float> a(m * k, 0.01f), b(k * n, 0.01f), c(m * n);
+    std::vector<float> a(m * k), b(k * n), c(m * n);
+    for (float &value : a)
+      value = uniform(random);
+    for (float &value : b)
+      value = uniform(random);
     double blas = medianSeconds(
         [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
-                      a.data(), k, b.data(), n, 0.0f, c.data(), n);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
+                      a.data(), k, b.data(), k, 0.0f, c.data(), n);
         },
         minSeconds);
-    std::printf("%6u %5ldx%4ldx%4ld %22.1f %12.1f %8.2f\n", batch, (long)m,
-                (long)n, (long)k, task * 1e6, blas * 1e6, task / blas);
+    std::printf("%6u %5ldx%5ldx%4ld %14.1f %14.1f %10.2f %10.2f\n", batch,
+                (long)m, (long)n, (long)k, task * 1e6, blas * 1e6, task / blas,
+                task / read);
     if (csv)
       csv << batch << "," << m << "," << n << "," << k << "," << task * 1e6
-          << "," << blas * 1e6 << "," << task / blas << "\n";
+          << "," << blas * 1e6 << "," << task / blas << "," << weights << ","
+          << read * 1e6 << "," << task / read << "\n";
   }
   if (device == DeviceKind::Cpu)
     std::printf("\nCUDA: not measured here (%s); cuda_task_bench times the "

@@ -228,7 +228,10 @@ Result<uint64_t> Executor::submitWithPlan(
     return submitCuda(cell, *plan, rows, inputRows, outputRows, io);
   auto &runner = runners_[plan];
   if (!runner) {
-    auto created = cpu::CpuTaskRunner::create(cell, *plan, {}, threads_.get());
+    if (!packedWeights_)
+      packedWeights_ = std::make_unique<cpu::PackedWeightCache>();
+    auto created = cpu::CpuTaskRunner::create(cell, *plan, {}, threads_.get(),
+                                              packedWeights_.get());
     if (!created.ok()) {
       runners_.erase(plan);
       return created.status();

@@ -14,10 +14,15 @@ static constexpr size_t kWorkspaceAlignment = 256;
 Result<std::unique_ptr<CpuTaskRunner>>
 CpuTaskRunner::create(const cellpack::CellType &cell,
                       const cellpack::BatchPlan &plan, KernelLauncher launcher,
-                      ThreadPool *pool) {
+                      ThreadPool *pool, PackedWeightCache *weights) {
   std::unique_ptr<CpuTaskRunner> runner(new CpuTaskRunner(cell, plan));
   runner->launcher_ = std::move(launcher);
   runner->pool_ = pool;
+  if (!weights) {
+    runner->ownWeights_ = std::make_unique<PackedWeightCache>();
+    weights = runner->ownWeights_.get();
+  }
+  runner->weights_ = weights;
   unsigned workers = pool ? pool->size() : 1;
   runner->workspaceStorage_.resize(plan.workspace_bytes() +
                                    kWorkspaceAlignment);
@@ -27,26 +32,85 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
                            kWorkspaceAlignment;
   if (plan.steps())
     for (const cellpack::TaskStep *step : *plan.steps()) {
-      if (const cellpack::GemmStep *gemm = step->step_as_GemmStep())
-        if (gemm->trans_a() || gemm->a()->dtype() != cellpack::DType::F32 ||
-            gemm->b()->dtype() != cellpack::DType::F32 ||
-            gemm->d()->dtype() != cellpack::DType::F32)
-          return Status(StatusCode::Unsupported,
-                        "cell '" + cell.name()->str() +
-                            "': the CPU backend runs fp32 GEMMs with an "
-                            "untransposed A");
+      const cellpack::GemmStep *gemm = step->step_as_GemmStep();
+      if (gemm &&
+          (gemm->trans_a() || gemm->a()->dtype() != cellpack::DType::F32 ||
+           gemm->b()->dtype() != cellpack::DType::F32 ||
+           gemm->d()->dtype() != cellpack::DType::F32))
+        return Status(StatusCode::Unsupported,
+                      "cell '" + cell.name()->str() +
+                          "': the CPU backend runs fp32 GEMMs with an "
+                          "untransposed A");
+      runner->packedGemms_.push_back(
+          gemm ? runner->packedWeight(*gemm->b(), gemm->k(), gemm->n(),
+                                      gemm->trans_b())
+               : nullptr);
       const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
       std::vector<std::unique_ptr<RegionInterpreter>> perWorker;
-      for (unsigned w = 0; kernelStep && !runner->launcher_ && w < workers;
-           ++w) {
-        auto prepared = RegionInterpreter::create(*kernelStep);
-        if (!prepared.ok())
-          return prepared.status();
-        perWorker.push_back(std::move(prepared).value());
+      if (kernelStep && !runner->launcher_) {
+        auto options = runner->regionOptions(*kernelStep);
+        if (!options.ok())
+          return options.status();
+        for (unsigned w = 0; w < workers; ++w) {
+          auto prepared =
+              RegionInterpreter::create(*kernelStep, options.value());
+          if (!prepared.ok())
+            return prepared.status();
+          perWorker.push_back(std::move(prepared).value());
+          if (perWorker.back()->hasGemm())
+            break; // one call runs every row; its GEMM uses the pool
+        }
       }
       runner->kernels_.push_back(std::move(perWorker));
     }
   return runner;
+}
+
+const PackedMatrix *CpuTaskRunner::packedWeight(const cellpack::ValueRef &ref,
+                                                int64_t k, int64_t n,
+                                                bool transposed) {
+  if (ref.kind() != cellpack::ValueKind::Weight ||
+      ref.dtype() != cellpack::DType::F32 || !cell_.weights() ||
+      ref.index() >= cell_.weights()->size() || k <= 0 || n <= 0)
+    return nullptr;
+  const cellpack::Weight *weight = cell_.weights()->Get(ref.index());
+  if (!weight->data() ||
+      weight->data()->size() < static_cast<uint64_t>(k * n) * sizeof(float))
+    return nullptr;
+  return &weights_->get(reinterpret_cast<const float *>(weight->data()->data()),
+                        k, n, transposed);
+}
+
+/// Interpreter options for a kernel step: the plan's batch size, the pool,
+/// and the packed weights its GEMMs read as B.
+Result<RegionOptions>
+CpuTaskRunner::regionOptions(const cellpack::KernelStep &kernel) {
+  RegionOptions options;
+  options.maxRows = plan_.batch_size();
+  options.pool = pool_;
+  const cellpack::PortableRegion *region = kernel.region();
+  if (!region || !region->ops() || !region->values() || !kernel.inputs() ||
+      kernel.inputs()->size() != region->num_inputs())
+    return options; // the interpreter reports what is malformed
+  options.packedInputs.assign(region->num_inputs(), nullptr);
+  for (const cellpack::PortableOp *op : *region->ops()) {
+    if (op->opcode() != cellpack::OpCode::Gemm || !op->operands() ||
+        op->operands()->size() < 2)
+      continue;
+    uint32_t id = op->operands()->Get(1);
+    if (id >= region->num_inputs() || id >= region->values()->size())
+      continue;
+    const flatbuffers::Vector<int64_t> *shape =
+        region->values()->Get(id)->shape();
+    if (!shape || shape->size() != 2)
+      continue;
+    int64_t rows = shape->Get(0), columns = shape->Get(1);
+    bool transposed = op->trans_b();
+    options.packedInputs[id] =
+        packedWeight(*kernel.inputs()->Get(id), transposed ? columns : rows,
+                     transposed ? rows : columns, transposed);
+  }
+  return options;
 }
 
 Result<const void *> CpuTaskRunner::resolve(
@@ -77,7 +141,8 @@ Result<const void *> CpuTaskRunner::resolve(
                     "did not provide");
 }
 
-Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, int64_t rows,
+Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
+                              const PackedMatrix *packed, int64_t rows,
                               const std::vector<PoolView> &inputs,
                               const std::vector<PoolView> &outputs) {
   const int32_t *rowsA, *rowsB, *rowsD, *rowsC;
@@ -93,13 +158,28 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, int64_t rows,
   // Only the task's rows: the padding rows of A and D are left alone.
   int64_t m = rows, n = gemm.n(), k = gemm.k();
   auto *out = static_cast<float *>(const_cast<void *>(d.value()));
-  float beta = 0.0f;
+  const float *bias = nullptr;
+  bool perColumn = true;
   if (gemm.c()) {
     auto c = resolve(*gemm.c(), inputs, outputs, &rowsC);
     if (!c.ok())
       return c.status();
-    const auto *bias = static_cast<const float *>(c.value());
-    bool perColumn = gemm.c()->shape() && gemm.c()->shape()->size() == 1;
+    bias = static_cast<const float *>(c.value());
+    perColumn = gemm.c()->shape() && gemm.c()->shape()->size() == 1;
+  }
+  if (packed) {
+    GemmEpilogue epilogue;
+    epilogue.alpha = gemm.alpha();
+    epilogue.beta = gemm.beta();
+    epilogue.bias = bias;
+    epilogue.biasStride = perColumn ? 0 : n;
+    packedGemm(static_cast<const float *>(a.value()), k, m, *packed, epilogue,
+               out, n, pool_);
+    return Status::ok();
+  }
+  // B is not a weight: OpenBLAS.
+  float beta = 0.0f;
+  if (bias) {
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j)
         out[r * n + j] = gemm.beta() * (perColumn ? bias[j] : bias[r * n + j]);
@@ -123,7 +203,9 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
   for (size_t i = 0; i < kernels_.size(); ++i) {
     const cellpack::TaskStep *step = plan_.steps()->Get(i);
     if (const cellpack::GemmStep *gemm = step->step_as_GemmStep()) {
-      if (Status status = runGemm(*gemm, rows, inputs, outputs); !status.isOk())
+      if (Status status =
+              runGemm(*gemm, packedGemms_[i], rows, inputs, outputs);
+          !status.isOk())
         return status;
       continue;
     }
@@ -149,7 +231,7 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
         return status;
       continue;
     }
-    if (!pool_) {
+    if (!pool_ || kernels_[i].size() == 1) {
       if (Status status = kernels_[i][0]->run(rows, in, out); !status.isOk())
         return status;
       continue;

@@ -1,14 +1,16 @@
 //===- CpuTaskRunner.h - One batched task of a cell on the CPU -*- C++ -*-===//
 //
-// Runs the steps of one batch plan: GEMMs through BLAS (OpenBLAS), kernels
-// through the region interpreter. Cell inputs are read from, and cell outputs
-// written to, state pools through row-index vectors, as the CUDA kernels do;
-// only the task's active rows are touched.
+// Runs the steps of one batch plan: GEMMs through the backend's packed GEMM
+// (weights packed once, PackedWeights.h; OpenBLAS only for a GEMM whose B
+// is not a weight), kernels through the region interpreter. Cell inputs are
+// read from, and cell outputs written to, state pools through row-index
+// vectors, as the CUDA kernels do; only the task's active rows are touched.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H
 #define CELLRUN_BACKEND_CPU_CPUTASKRUNNER_H
 
+#include "PackedWeights.h"
 #include "RegionInterpreter.h"
 #include "ThreadPool.h"
 
@@ -35,11 +37,14 @@ public:
   /// which must outlive the runner). Kernels run through the region
   /// interpreter, or through `launcher` when one is given. A plan with a
   /// GEMM that is not fp32 with an untransposed A is refused here.
-  /// With `pool`, the rows of each kernel step are split among its
-  /// workers (the pool must outlive the runner).
+  /// With `pool`, the rows of each kernel step (or the columns of a GEMM)
+  /// are split among its workers (the pool must outlive the runner).
+  /// Weights are packed into `weights` (shared with the other plans of the
+  /// executor; the runner keeps its own when none is given).
   static Result<std::unique_ptr<CpuTaskRunner>>
   create(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
-         KernelLauncher launcher = {}, ThreadPool *pool = nullptr);
+         KernelLauncher launcher = {}, ThreadPool *pool = nullptr,
+         PackedWeightCache *weights = nullptr);
 
   /// Runs the plan for `rows` active rows (1 <= rows <= batch size).
   /// `inputs`/`outputs` have one view per cell input/output.
@@ -51,19 +56,29 @@ public:
 private:
   CpuTaskRunner(const cellpack::CellType &cell, const cellpack::BatchPlan &plan)
       : cell_(cell), plan_(plan) {}
-  Status runGemm(const cellpack::GemmStep &gemm, int64_t rows,
-                 const std::vector<PoolView> &inputs,
+  Status runGemm(const cellpack::GemmStep &gemm, const PackedMatrix *packed,
+                 int64_t rows, const std::vector<PoolView> &inputs,
                  const std::vector<PoolView> &outputs);
   Result<const void *> resolve(const cellpack::ValueRef &ref,
                                const std::vector<PoolView> &inputs,
                                const std::vector<PoolView> &outputs,
                                const int32_t **rows);
 
+  /// The packed form of `ref` as a GEMM's B of k x n, when it is a weight.
+  const PackedMatrix *packedWeight(const cellpack::ValueRef &ref, int64_t k,
+                                   int64_t n, bool transposed);
+  Result<RegionOptions> regionOptions(const cellpack::KernelStep &kernel);
+
   const cellpack::CellType &cell_;
   const cellpack::BatchPlan &plan_;
+  std::unique_ptr<PackedWeightCache> ownWeights_;
+  PackedWeightCache *weights_ = nullptr;
+  /// Per step, the packed B of a GEMM step (null otherwise).
+  std::vector<const PackedMatrix *> packedGemms_;
   std::vector<uint8_t> workspaceStorage_;
   uint8_t *workspace_ = nullptr;
-  /// Per step, one interpreter per worker (empty for GEMM steps).
+  /// Per step, one interpreter per worker, or a single one for a region
+  /// with a GEMM (empty for GEMM steps).
   std::vector<std::vector<std::unique_ptr<RegionInterpreter>>> kernels_;
   KernelLauncher launcher_;
   ThreadPool *pool_ = nullptr;

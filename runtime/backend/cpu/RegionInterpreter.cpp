@@ -2,17 +2,22 @@
 //
 // Every op of a fused region is row-local: a value either has the batch as
 // its leading dimension or has none (weights, constants). The interpreter
-// runs the whole region for one row at a time over the row's slice of each
-// batch value ([1, ...] views) and the whole of the others. Index maps for
-// broadcasting and for data movement (split, slice, concat, transpose) are
-// computed once at preparation; gather and argmax depend on the data.
+// runs the region over a block of rows one op at a time, each op over the
+// block's rows of its batch values ([1, ...] views per row) and the whole
+// of the others, so the cost of dispatching an op is paid once per block.
+// Index maps for broadcasting and data movement (split, slice, concat,
+// transpose) are computed once at preparation, the moves as runs of
+// consecutive elements; gather and argmax depend on the data.
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
 
 #include "ElementIO.h"
+#include "PackedGemm.h"
+#include "VectorMath.h"
 
-#include <cblas.h>
+#include <algorithm>
+#include <cstring>
 
 #include <cmath>
 #include <functional>
@@ -24,17 +29,6 @@ using namespace cellrun::cpu;
 using cellpack::OpCode;
 
 namespace {
-float applyUnary(OpCode code, float x) {
-  switch (code) {
-  case OpCode::Sigmoid:
-    return 1.0f / (1.0f + std::exp(-x));
-  case OpCode::Tanh:
-    return std::tanh(x);
-  default: // Relu
-    return x > 0.0f ? x : 0.0f;
-  }
-}
-
 template <typename T> T applyBinary(OpCode code, T a, T b) {
   switch (code) {
   case OpCode::Add:
@@ -94,20 +88,92 @@ static void normalize(Value &value) {
   }
 }
 
-Status RegionInterpreter::Impl::execute(PreparedOp &prepared) {
-  Status status = executeOp(prepared);
+Status RegionInterpreter::Impl::execute(PreparedOp &prepared, int64_t rows) {
+  Status status = executeOp(prepared, rows);
   for (uint32_t result : prepared.results)
     normalize(values[result]);
   return status;
 }
 
-Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
+namespace {
+/// a op b over `count` elements of equal shape (the common case: a loop the
+/// compiler vectorises).
+void binaryFloats(OpCode code, const float *a, const float *b, float *out,
+                  int64_t count) {
+  switch (code) {
+  case OpCode::Add:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] + b[k];
+    return;
+  case OpCode::Sub:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] - b[k];
+    return;
+  case OpCode::Mul:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] * b[k];
+    return;
+  default:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] / b[k];
+    return;
+  }
+}
+} // namespace
+
+Status RegionInterpreter::Impl::executeGemm(PreparedOp &prepared,
+                                            int64_t rows) {
+  // Rows (of every row of the block) times a weight matrix: one GEMM.
+  const cellpack::PortableOp &op = *prepared.op;
+  const Value &a = values[prepared.operands[0]];
+  const Value &b = values[prepared.operands[1]];
+  Value &out = values[prepared.results[0]];
+  int64_t depth = a.shape.back(), columns = out.shape.back();
+  int64_t outRows = out.hasBatch ? rows : 1;
+  int64_t rowsOfA = a.count / depth;
+  GemmEpilogue scale;
+  scale.alpha = op.alpha();
+  uint32_t weightId = prepared.operands[1];
+  const PackedMatrix *packed =
+      !b.hasBatch && weightId < options.packedInputs.size()
+          ? options.packedInputs[weightId]
+          : nullptr;
+  if (packed && (packed->depth() != depth || packed->columns() != columns))
+    packed = nullptr;
+  if (packed && a.hasBatch == out.hasBatch) {
+    packedGemm(a.floats(), depth, rowsOfA * outRows, *packed, scale,
+               out.f.data(), columns, options.pool);
+  } else {
+    // B is not a packed weight (or varies by row): packed here, per row.
+    for (int64_t r = 0; r < outRows; ++r) {
+      PackedMatrix rowB(b.floatRow(r), depth, columns, op.trans_b());
+      packedGemm(a.floatRow(r), depth, rowsOfA, rowB, scale,
+                 out.f.data() + r * out.count, columns, options.pool);
+    }
+  }
+  if (prepared.operands.size() == 3) {
+    const Value &bias = values[prepared.operands[2]];
+    const std::vector<int64_t> &map = prepared.broadcast[2];
+    float beta = op.beta();
+    for (int64_t r = 0; r < outRows; ++r) {
+      const float *biasRow = bias.floatRow(r);
+      float *row = out.f.data() + r * out.count;
+      for (int64_t k = 0; k < out.count; ++k)
+        row[k] = row[k] + beta * biasRow[map.empty() ? k : map[k]];
+    }
+  }
+  return Status::ok();
+}
+
+Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   const cellpack::PortableOp &op = *prepared.op;
   OpCode code = op.opcode();
   auto operand = [&](size_t n) -> Value & {
     return values[prepared.operands[n]];
   };
   Value &out = values[prepared.results.empty() ? 0 : prepared.results[0]];
+  // Values without the batch are the same for every row: computed once.
+  int64_t outRows = out.hasBatch ? rows : 1;
   switch (code) {
   case OpCode::Add:
   case OpCode::Sub:
@@ -116,71 +182,85 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
     const Value &a = operand(0), &b = operand(1);
     const std::vector<int64_t> &mapA = prepared.broadcast[0],
                                &mapB = prepared.broadcast[1];
-    for (int64_t k = 0; k < out.count; ++k) {
-      int64_t ia = mapA.empty() ? k : mapA[k], ib = mapB.empty() ? k : mapB[k];
-      if (out.isFloat)
-        out.f[k] = applyBinary(code, a.floats()[ia], b.floats()[ib]);
-      else
-        out.i[k] = applyBinary(code, a.ints()[ia], b.ints()[ib]);
-    }
-    return Status::ok();
-  }
-  case OpCode::Gemm: {
-    // A row (or rows) times a weight matrix: BLAS sgemv per row.
-    const Value &a = operand(0), &b = operand(1);
-    int64_t depth = a.shape.back(), columns = out.shape.back();
-    int64_t rowsOfA = a.count / depth;
-    for (int64_t i = 0; i < rowsOfA; ++i) {
-      float *row = out.f.data() + i * columns;
-      if (op.trans_b()) // B is [columns, depth]
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, columns, depth, op.alpha(),
-                    b.floats(), depth, a.floats() + i * depth, 1, 0.0f, row, 1);
-      else // B is [depth, columns]
-        cblas_sgemv(CblasRowMajor, CblasTrans, depth, columns, op.alpha(),
-                    b.floats(), columns, a.floats() + i * depth, 1, 0.0f, row,
-                    1);
-      if (prepared.operands.size() == 3) {
-        const std::vector<int64_t> &map = prepared.broadcast[2];
-        const float *bias = operand(2).floats();
-        for (int64_t j = 0; j < columns; ++j) {
-          int64_t at = i * columns + j;
-          row[j] += op.beta() * bias[map.empty() ? at : map[at]];
-        }
+    for (int64_t r = 0; r < outRows; ++r) {
+      int64_t base = r * out.count;
+      if (out.isFloat && mapA.empty() && mapB.empty()) {
+        binaryFloats(code, a.floatRow(r), b.floatRow(r), out.f.data() + base,
+                     out.count);
+        continue;
+      }
+      for (int64_t k = 0; k < out.count; ++k) {
+        int64_t ia = mapA.empty() ? k : mapA[k],
+                ib = mapB.empty() ? k : mapB[k];
+        if (out.isFloat)
+          out.f[base + k] =
+              applyBinary(code, a.floatRow(r)[ia], b.floatRow(r)[ib]);
+        else
+          out.i[base + k] = applyBinary(code, a.intRow(r)[ia], b.intRow(r)[ib]);
       }
     }
     return Status::ok();
   }
+  case OpCode::Gemm:
+    return executeGemm(prepared, rows);
   case OpCode::Sigmoid:
-  case OpCode::Tanh:
-  case OpCode::Relu:
-    for (int64_t k = 0; k < out.count; ++k)
-      out.f[k] = applyUnary(code, operand(0).floats()[k]);
+    sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);
     return Status::ok();
+  case OpCode::Tanh:
+    tanhArray(operand(0).floats(), out.f.data(), outRows * out.count);
+    return Status::ok();
+  case OpCode::Relu: {
+    const float *in = operand(0).floats();
+    for (int64_t k = 0; k < outRows * out.count; ++k)
+      out.f[k] = in[k] > 0.0f ? in[k] : 0.0f;
+    return Status::ok();
+  }
   case OpCode::Cast:
-    for (int64_t k = 0; k < out.count; ++k) {
-      const Value &in = operand(0);
-      if (out.dtype == cellpack::DType::Bool)
-        out.i[k] = in.isFloat ? in.floats()[k] != 0.0f : in.ints()[k] != 0;
-      else
-        copyElement(in, k, out, k);
-    }
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t k = 0; k < out.count; ++k) {
+        const Value &in = operand(0);
+        int64_t at = r * out.count + k, from = (in.hasBatch ? at : k);
+        if (out.dtype == cellpack::DType::Bool)
+          out.i[at] =
+              in.isFloat ? in.floats()[from] != 0.0f : in.ints()[from] != 0;
+        else
+          copyElement(in, from, out, at);
+      }
     return Status::ok();
   case OpCode::Identity:
   case OpCode::Reshape:
   case OpCode::Squeeze:
-  case OpCode::Unsqueeze:
-    for (int64_t k = 0; k < out.count; ++k)
-      copyElement(operand(0), k, out, k);
+  case OpCode::Unsqueeze: {
+    const Value &in = operand(0);
+    if (in.isFloat && out.isFloat) {
+      std::memcpy(out.f.data(), in.floats(),
+                  outRows * out.count * sizeof(float));
+      return Status::ok();
+    }
+    for (int64_t k = 0; k < outRows * out.count; ++k)
+      copyElement(in, k, out, k);
     return Status::ok();
+  }
   case OpCode::Split:
   case OpCode::Concat:
   case OpCode::Slice:
   case OpCode::Transpose:
-    for (size_t r = 0; r < prepared.results.size(); ++r) {
-      Value &target = values[prepared.results[r]];
-      const MoveMap &map = prepared.moves[r];
-      for (int64_t k = 0; k < target.count; ++k)
-        copyElement(operand(map[k].first), map[k].second, target, k);
+    for (size_t n = 0; n < prepared.results.size(); ++n) {
+      Value &target = values[prepared.results[n]];
+      int64_t targetRows = target.hasBatch ? rows : 1;
+      for (int64_t r = 0; r < targetRows; ++r)
+        for (const MoveRun &run : prepared.runs[n]) {
+          const Value &source = operand(run.operand);
+          int64_t from = (source.hasBatch ? r * source.count : 0) + run.from;
+          int64_t to = r * target.count + run.to;
+          if (source.isFloat && target.isFloat) {
+            std::memcpy(target.f.data() + to, source.floats() + from,
+                        run.length * sizeof(float));
+            continue;
+          }
+          for (int64_t e = 0; e < run.length; ++e)
+            copyElement(source, from + e, target, to + e);
+        }
     }
     return Status::ok();
   case OpCode::Gather: {
@@ -189,22 +269,34 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
     int64_t outer = product(data.shape, 0, axis);
     int64_t length = data.shape[axis];
     int64_t inner = product(data.shape, axis + 1, data.shape.size());
-    int64_t k = 0;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t n = 0; n < indices.count; ++n) {
-        int64_t index = indices.isFloat
-                            ? static_cast<int64_t>(indices.floats()[n])
-                            : indices.ints()[n];
-        if (index < 0)
-          index += length;
-        if (index < 0 || index >= length)
-          return Status(StatusCode::OutOfRange,
-                        "index " + std::to_string(index) +
-                            " is outside a table of " + std::to_string(length) +
-                            " rows");
-        for (int64_t e = 0; e < inner; ++e)
-          copyElement(data, (o * length + index) * inner + e, out, k++);
-      }
+    for (int64_t r = 0; r < outRows; ++r) {
+      int64_t k = r * out.count;
+      int64_t dataBase = data.hasBatch ? r * data.count : 0;
+      int64_t indexBase = indices.hasBatch ? r * indices.count : 0;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t n = 0; n < indices.count; ++n) {
+          int64_t index =
+              indices.isFloat
+                  ? static_cast<int64_t>(indices.floats()[indexBase + n])
+                  : indices.ints()[indexBase + n];
+          if (index < 0)
+            index += length;
+          if (index < 0 || index >= length)
+            return Status(StatusCode::OutOfRange,
+                          "index " + std::to_string(index) +
+                              " is outside a table of " +
+                              std::to_string(length) + " rows");
+          int64_t from = dataBase + (o * length + index) * inner;
+          if (data.isFloat && out.isFloat) {
+            std::memcpy(out.f.data() + k, data.floats() + from,
+                        inner * sizeof(float));
+            k += inner;
+            continue;
+          }
+          for (int64_t e = 0; e < inner; ++e)
+            copyElement(data, from + e, out, k++);
+        }
+    }
     return Status::ok();
   }
   case OpCode::ArgMax: {
@@ -214,22 +306,24 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared) {
     int64_t length = input.shape[axis];
     int64_t inner = product(input.shape, axis + 1, input.shape.size());
     bool last = op.select_last_index();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t e = 0; e < inner; ++e) {
-        auto at = [&](int64_t n) { return (o * length + n) * inner + e; };
-        int64_t best = 0;
-        for (int64_t n = 1; n < length; ++n) {
-          bool greater = input.isFloat
-                             ? input.floats()[at(n)] > input.floats()[at(best)]
-                             : input.ints()[at(n)] > input.ints()[at(best)];
-          bool equal = input.isFloat
-                           ? input.floats()[at(n)] == input.floats()[at(best)]
-                           : input.ints()[at(n)] == input.ints()[at(best)];
-          if (greater || (last && equal))
-            best = n;
+    for (int64_t r = 0; r < outRows; ++r) {
+      const float *floats = input.isFloat ? input.floatRow(r) : nullptr;
+      const int64_t *ints = input.isFloat ? nullptr : input.intRow(r);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t e = 0; e < inner; ++e) {
+          auto at = [&](int64_t n) { return (o * length + n) * inner + e; };
+          int64_t best = 0;
+          for (int64_t n = 1; n < length; ++n) {
+            bool greater = floats ? floats[at(n)] > floats[at(best)]
+                                  : ints[at(n)] > ints[at(best)];
+            bool equal = floats ? floats[at(n)] == floats[at(best)]
+                                : ints[at(n)] == ints[at(best)];
+            if (greater || (last && equal))
+              best = n;
+          }
+          out.i[r * out.count + o * inner + e] = best;
         }
-        out.i[o * inner + e] = best;
-      }
+    }
     return Status::ok();
   }
   case OpCode::Constant: {
@@ -254,18 +348,84 @@ RegionInterpreter::RegionInterpreter(std::unique_ptr<Impl> impl)
 RegionInterpreter::~RegionInterpreter() = default;
 
 Result<std::unique_ptr<RegionInterpreter>>
-RegionInterpreter::create(const cellpack::KernelStep &step) {
-  auto impl = std::make_unique<Impl>(step);
+RegionInterpreter::create(const cellpack::KernelStep &step,
+                          RegionOptions options) {
+  auto impl = std::make_unique<Impl>(step, std::move(options));
   if (Status status = impl->prepare(); !status.isOk())
     return status;
   return std::unique_ptr<RegionInterpreter>(
       new RegionInterpreter(std::move(impl)));
 }
 
+bool RegionInterpreter::hasGemm() const { return impl_->hasGemm; }
+
 Status RegionInterpreter::run(int64_t rows,
                               const std::vector<InputView> &inputs,
                               const std::vector<OutputView> &outputs) {
   return runRows(0, rows, inputs, outputs);
+}
+
+/// Copies the task's rows first..first+rows-1 of every batch input into the
+/// block (rows of fp32 inputs as whole rows).
+void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
+                                       int64_t first, int64_t rows) {
+  uint32_t numInputs = step.region()->num_inputs();
+  for (uint32_t id = 0; id < numInputs; ++id) {
+    Value &value = values[id];
+    if (!value.hasBatch)
+      continue;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t row = first + r;
+      int64_t base =
+          (inputs[id].rows ? inputs[id].rows[row] : row) * value.count;
+      if (value.dtype == cellpack::DType::F32) {
+        std::memcpy(value.f.data() + r * value.count,
+                    static_cast<const float *>(inputs[id].data) + base,
+                    value.count * sizeof(float));
+        continue;
+      }
+      for (int64_t k = 0; k < value.count; ++k) {
+        if (value.isFloat)
+          value.f[r * value.count + k] =
+              loadFloat(inputs[id].data, value.dtype, base + k);
+        else
+          value.i[r * value.count + k] =
+              loadInt(inputs[id].data, value.dtype, base + k);
+      }
+    }
+  }
+}
+
+/// Writes the block's results to the task's rows first..first+rows-1 (a
+/// result without the batch goes to every row).
+void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
+                                        int64_t first, int64_t rows) {
+  for (size_t j = 0; j < results.size(); ++j) {
+    const Value &value = values[results[j]];
+    cellpack::DType type = step.outputs()->Get(j)->dtype();
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t row = first + r;
+      int64_t base =
+          (outputs[j].rows ? outputs[j].rows[row] : row) * value.count;
+      int64_t from = value.hasBatch ? r * value.count : 0;
+      if (type == cellpack::DType::F32 && value.isFloat) {
+        std::memcpy(static_cast<float *>(outputs[j].data) + base,
+                    value.floats() + from, value.count * sizeof(float));
+        continue;
+      }
+      for (int64_t k = 0; k < value.count; ++k) {
+        if (isFloatType(type))
+          storeFloat(outputs[j].data, type, base + k,
+                     value.isFloat ? value.floats()[from + k]
+                                   : value.ints()[from + k]);
+        else
+          storeInt(outputs[j].data, type, base + k,
+                   value.isFloat
+                       ? static_cast<int64_t>(value.floats()[from + k])
+                       : value.ints()[from + k]);
+      }
+    }
+  }
 }
 
 Status RegionInterpreter::runRows(int64_t begin, int64_t end,
@@ -279,49 +439,30 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
                   "kernel '" + impl.step.name()->str() + "' takes " +
                       std::to_string(numInputs) + " inputs and " +
                       std::to_string(impl.results.size()) + " outputs");
-  auto load = [&](uint32_t id, int64_t row) {
+  // Inputs without the batch: weights are read in place, others converted.
+  for (uint32_t id = 0; id < numInputs; ++id) {
     Value &value = impl.values[id];
-    if (!value.hasBatch && (value.dtype == cellpack::DType::F32 ||
-                            value.dtype == cellpack::DType::I64)) {
-      value.external = inputs[id].data; // a weight: read in place
-      return;
+    if (value.hasBatch)
+      continue;
+    if (value.dtype == cellpack::DType::F32 ||
+        value.dtype == cellpack::DType::I64) {
+      value.external = inputs[id].data;
+      continue;
     }
-    int64_t base =
-        value.hasBatch
-            ? (inputs[id].rows ? inputs[id].rows[row] : row) * value.count
-            : 0;
     for (int64_t k = 0; k < value.count; ++k) {
       if (value.isFloat)
-        value.f[k] = loadFloat(inputs[id].data, value.dtype, base + k);
+        value.f[k] = loadFloat(inputs[id].data, value.dtype, k);
       else
-        value.i[k] = loadInt(inputs[id].data, value.dtype, base + k);
+        value.i[k] = loadInt(inputs[id].data, value.dtype, k);
     }
-  };
-  for (uint32_t id = 0; id < numInputs; ++id)
-    if (!impl.values[id].hasBatch)
-      load(id, 0);
-  for (int64_t row = begin; row < end; ++row) {
-    for (uint32_t id = 0; id < numInputs; ++id)
-      if (impl.values[id].hasBatch)
-        load(id, row);
+  }
+  for (int64_t first = begin; first < end; first += impl.blockRows) {
+    int64_t rows = std::min(impl.blockRows, end - first);
+    impl.loadRows(inputs, first, rows);
     for (PreparedOp &op : impl.ops)
-      if (Status status = impl.execute(op); !status.isOk())
+      if (Status status = impl.execute(op, rows); !status.isOk())
         return status;
-    for (size_t j = 0; j < impl.results.size(); ++j) {
-      const Value &value = impl.values[impl.results[j]];
-      cellpack::DType type = impl.step.outputs()->Get(j)->dtype();
-      int64_t base =
-          (outputs[j].rows ? outputs[j].rows[row] : row) * value.count;
-      for (int64_t k = 0; k < value.count; ++k) {
-        if (isFloatType(type))
-          storeFloat(outputs[j].data, type, base + k,
-                     value.isFloat ? value.f[k] : value.i[k]);
-        else
-          storeInt(outputs[j].data, type, base + k,
-                   value.isFloat ? static_cast<int64_t>(value.f[k])
-                                 : value.i[k]);
-      }
-    }
+    impl.storeRows(outputs, first, rows);
   }
   return Status::ok();
 }

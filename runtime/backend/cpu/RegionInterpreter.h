@@ -1,8 +1,10 @@
 //===- RegionInterpreter.h - Fused kernels on the CPU ----------*- C++ -*-===//
 //
 // Executes the portable op list of a kernel step (what the generated CUDA
-// kernel computes) on the CPU, row by row: the CPU backend's replacement for
-// the kernels, and the reference semantics of the artifact.
+// kernel computes) on the CPU, op by op over a block of rows: the CPU
+// backend's replacement for the kernels, and the reference semantics of the
+// artifact. Activations run as vector code (VectorMath.h), a GEMM inside a
+// region as one packed GEMM over the block (PackedGemm.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_REGIONINTERPRETER_H
@@ -17,6 +19,8 @@
 #include <vector>
 
 namespace cellrun::cpu {
+class PackedMatrix;
+class ThreadPool;
 
 /// An operand of a kernel during one task: packed rows (or a whole tensor
 /// for broadcast operands) and, for gather operands, the row of each of the
@@ -31,6 +35,16 @@ struct OutputView {
   const int32_t *rows = nullptr; // null: row r goes to index r
 };
 
+struct RegionOptions {
+  /// The most rows one call runs (the plan's batch size).
+  int64_t maxRows = 1;
+  /// Per region input, the packed form of a weight a Gemm reads as B (null
+  /// where there is none; then the Gemm packs its B per call).
+  std::vector<const PackedMatrix *> packedInputs;
+  /// Workers for the GEMMs inside the region (null: the calling thread).
+  ThreadPool *pool = nullptr;
+};
+
 /// A kernel step prepared for execution (value shapes and types resolved
 /// once); reusable across tasks, not thread-safe (it keeps row buffers).
 class RegionInterpreter {
@@ -38,7 +52,12 @@ public:
   /// Checks the region (op arity, value indices, types it can run) and
   /// prepares it.
   static Result<std::unique_ptr<RegionInterpreter>>
-  create(const cellpack::KernelStep &step);
+  create(const cellpack::KernelStep &step, RegionOptions options = {});
+
+  /// Whether the region holds a GEMM: then one call should run all the
+  /// task's rows (the GEMM reads its weights once per call and splits its
+  /// columns among the pool's workers) rather than rows per worker.
+  bool hasGemm() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

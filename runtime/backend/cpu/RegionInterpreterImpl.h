@@ -18,7 +18,9 @@ struct Value {
   bool isFloat = true;
   bool hasBatch = false;
   std::vector<int64_t> shape; // a row's view: leading 1 for batch values
-  int64_t count = 1;
+  int64_t count = 1;          // elements per row
+  /// Storage: `count` elements per row of the block for batch values, one
+  /// row for the others.
   std::vector<float> f;
   std::vector<int64_t> i;
   /// A weight read in place (fp32 or int64 broadcast inputs), not copied.
@@ -30,16 +32,31 @@ struct Value {
   const int64_t *ints() const {
     return external ? static_cast<const int64_t *>(external) : i.data();
   }
+  /// Row r of the block (row 0 for values without the batch).
+  const float *floatRow(int64_t r) const {
+    return floats() + (hasBatch ? r * count : 0);
+  }
+  const int64_t *intRow(int64_t r) const {
+    return ints() + (hasBatch ? r * count : 0);
+  }
 };
 
 /// Where each element of a result comes from: (operand number, index).
 using MoveMap = std::vector<std::pair<uint32_t, int64_t>>;
+
+/// A run of a move map: `length` elements from operand `operand` starting
+/// at `from` go to the result starting at `to`.
+struct MoveRun {
+  uint32_t operand;
+  int64_t from, to, length;
+};
 
 struct PreparedOp {
   const cellpack::PortableOp *op = nullptr;
   std::vector<uint32_t> operands, results;
   std::vector<std::vector<int64_t>> broadcast; // per operand, empty: same
   std::vector<MoveMap> moves;                  // per result
+  std::vector<std::vector<MoveRun>> runs;      // per result, from moves
 };
 
 inline int64_t product(const std::vector<int64_t> &shape, size_t begin,
@@ -83,7 +100,10 @@ inline std::vector<int64_t> broadcastMap(const std::vector<int64_t> &operand,
     }
     map[flat] = index;
   }
-  return map;
+  for (int64_t flat = 0; flat < count; ++flat)
+    if (map[flat] != flat)
+      return map;
+  return {}; // the identity: same elements, other shape
 }
 } // namespace cellrun::cpu::detail
 
@@ -95,13 +115,23 @@ struct RegionInterpreter::Impl {
   std::vector<Value> values;
   std::vector<PreparedOp> ops;
   std::vector<uint32_t> results;
-  explicit Impl(const cellpack::KernelStep &step) : step(step) {}
+  RegionOptions options;
+  int64_t blockRows = 1; // rows per pass over the ops
+  bool hasGemm = false;
+  Impl(const cellpack::KernelStep &step, RegionOptions options)
+      : step(step), options(std::move(options)) {}
 
   Status prepare();
   Status validate(const PreparedOp &prepared);
   Status prepareMoves(PreparedOp &prepared);
-  Status execute(PreparedOp &prepared);
-  Status executeOp(PreparedOp &prepared);
+  void allocate();
+  Status execute(PreparedOp &prepared, int64_t rows);
+  Status executeOp(PreparedOp &prepared, int64_t rows);
+  Status executeGemm(PreparedOp &prepared, int64_t rows);
+  void loadRows(const std::vector<InputView> &inputs, int64_t first,
+                int64_t rows);
+  void storeRows(const std::vector<OutputView> &outputs, int64_t first,
+                 int64_t rows);
 };
 
 /// A malformed region, as a status.

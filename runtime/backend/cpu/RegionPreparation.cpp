@@ -10,9 +10,29 @@
 
 #include "ElementIO.h"
 
+#include <algorithm>
+
 using namespace cellrun;
 using namespace cellrun::cpu;
 using cellpack::OpCode;
+
+/// The runs of consecutive elements of a move map (a split or concat of
+/// rows is a few long runs).
+static std::vector<MoveRun> moveRuns(const MoveMap &map) {
+  std::vector<MoveRun> runs;
+  for (int64_t k = 0; k < static_cast<int64_t>(map.size()); ++k) {
+    if (!runs.empty()) {
+      MoveRun &last = runs.back();
+      if (last.operand == map[k].first &&
+          last.from + last.length == map[k].second) {
+        ++last.length;
+        continue;
+      }
+    }
+    runs.push_back({map[k].first, map[k].second, k, 1});
+  }
+  return runs;
+}
 
 Status RegionInterpreter::Impl::prepare() {
   const cellpack::PortableRegion *region = step.region();
@@ -60,17 +80,19 @@ Status RegionInterpreter::Impl::prepare() {
     if (value.hasBatch && !value.shape.empty())
       value.shape[0] = 1;
     value.count = product(value.shape, 0, value.shape.size());
-    if (value.isFloat)
-      value.f.resize(value.count);
-    else
-      value.i.resize(value.count);
   }
   for (PreparedOp &prepared : ops) {
     if (Status status = validate(prepared); !status.isOk())
       return status;
     if (Status status = prepareMoves(prepared); !status.isOk())
       return status;
+    for (const MoveMap &map : prepared.moves)
+      prepared.runs.push_back(moveRuns(map));
+    hasGemm |= prepared.op->opcode() == OpCode::Gemm;
   }
+  if (!options.packedInputs.empty() && options.packedInputs.size() != numInputs)
+    return invalidRegion("packed weights do not match the inputs");
+  allocate();
   if (region->results())
     results.assign(region->results()->begin(), region->results()->end());
   if (!step.outputs() || step.outputs()->size() != results.size())
@@ -79,6 +101,29 @@ Status RegionInterpreter::Impl::prepare() {
     if (result >= values.size())
       return invalidRegion("region result index out of range");
   return Status::ok();
+}
+
+/// Rows per block: every row of the task when the region holds a GEMM (its
+/// weights are then read once per task), otherwise as many as keep the
+/// block's values within about 128 KB (in L2 while the ops run).
+void RegionInterpreter::Impl::allocate() {
+  constexpr int64_t kBlockBytes = 128 * 1024;
+  int64_t rowBytes = 0;
+  for (const Value &value : values)
+    if (value.hasBatch)
+      rowBytes += value.count * (value.isFloat ? 4 : 8);
+  int64_t maxRows = std::max<int64_t>(options.maxRows, 1);
+  blockRows =
+      hasGemm ? maxRows
+              : std::clamp<int64_t>(
+                    kBlockBytes / std::max<int64_t>(rowBytes, 1), 1, maxRows);
+  for (Value &value : values) {
+    int64_t elements = value.count * (value.hasBatch ? blockRows : 1);
+    if (value.isFloat)
+      value.f.assign(elements, 0.0f);
+    else
+      value.i.assign(elements, 0);
+  }
 }
 
 /// Checks an op's arity, axes and shapes against its values, so that a

@@ -30,6 +30,7 @@ namespace cellrun {
 namespace cpu {
 class CpuTaskRunner;
 class ThreadPool;
+class PackedWeightCache;
 } // namespace cpu
 namespace cuda {
 class CudaBackend;
@@ -151,6 +152,8 @@ private:
   DeviceKind device_ = DeviceKind::Cpu;
   unsigned threadCount_ = 1;
   std::unique_ptr<cpu::ThreadPool> threads_;
+  /// Weights packed for the CPU GEMM, shared by every plan.
+  std::unique_ptr<cpu::PackedWeightCache> packedWeights_;
   std::unique_ptr<cuda::CudaBackend> cuda_;
   uint64_t cpuTickets_ = 0;
   /// (element type, row bytes) -> pool.

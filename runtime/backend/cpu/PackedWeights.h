@@ -1,0 +1,47 @@
+//===- PackedWeights.h - Weights packed once for the CPU GEMM --*- C++ -*-===//
+//
+// A cell's weight matrices packed into GEMM panels (PackedGemm.h) once per
+// executor, shared by every batch-size plan and every kernel that reads
+// them: the memory a plan adds is only its workspace.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H
+#define CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H
+
+#include "PackedGemm.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace cellrun::cpu {
+
+class PackedWeightCache {
+public:
+  /// `source` packed as PackedMatrix(source, k, n, transposed); the result
+  /// lives as long as the cache. Thread-safe.
+  const PackedMatrix &get(const float *source, int64_t k, int64_t n,
+                          bool transposed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto &entry = packed_[{source, k, n, transposed}];
+    if (!entry) {
+      entry = std::make_unique<PackedMatrix>(source, k, n, transposed);
+      bytes_ += entry->bytes();
+    }
+    return *entry;
+  }
+  size_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+
+private:
+  using Key = std::tuple<const float *, int64_t, int64_t, bool>;
+  mutable std::mutex mutex_;
+  std::map<Key, std::unique_ptr<PackedMatrix>> packed_;
+  size_t bytes_ = 0;
+};
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H

@@ -1,0 +1,171 @@
+//===- VectorMath.cpp - Sigmoid and tanh over arrays ---------------------===//
+//
+// Scalar and AVX2 versions of the same arithmetic (see VectorMath.h). The
+// library is built with -ffp-contract=off, and the AVX2 code is built for
+// AVX2 without FMA, so no multiply-add is ever fused behind our back.
+//
+//===----------------------------------------------------------------------===//
+#include "VectorMath.h"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+using namespace cellrun::cpu;
+
+namespace {
+constexpr float kExpHigh = 88.0f, kExpLow = -87.0f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+constexpr float kExpP0 = 1.9875691500e-4f, kExpP1 = 1.3981999507e-3f,
+                kExpP2 = 8.3334519073e-3f, kExpP3 = 4.1665795894e-2f,
+                kExpP4 = 1.6666665459e-1f, kExpP5 = 5.0000001201e-1f;
+constexpr float kTanhSmall = 0.625f;
+constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
+                kTanhP2 = -5.37397155531e-2f, kTanhP3 = 1.33314422036e-1f,
+                kTanhP4 = -3.33332819422e-1f;
+
+float expScalar(float x) {
+  x = x > kExpLow ? x : kExpLow; // as maxps: NaN becomes the bound
+  x = x < kExpHigh ? x : kExpHigh;
+  float n = std::floor(x * kLog2e + 0.5f);
+  x = x - n * kLn2High;
+  x = x - n * kLn2Low;
+  float z = x * x;
+  float y = kExpP0;
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = y * x + c;
+  y = y * z + x;
+  y = y + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return y * scale;
+}
+} // namespace
+
+float cellrun::cpu::sigmoidScalar(float x) {
+  if (std::isnan(x))
+    return x;
+  return 1.0f / (1.0f + expScalar(-x));
+}
+
+float cellrun::cpu::tanhScalar(float x) {
+  if (std::isnan(x))
+    return x;
+  float magnitude = std::fabs(x);
+  float result;
+  if (magnitude < kTanhSmall) {
+    float z = x * x;
+    float y = kTanhP0;
+    for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
+      y = y * z + c;
+    result = y * z * x + x;
+  } else {
+    float e = expScalar(magnitude + magnitude);
+    result = 1.0f - 2.0f / (e + 1.0f);
+  }
+  return std::copysign(result, x); // tanh is odd, tanh(-0) = -0
+}
+
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("avx2"))) inline __m256 expAvx2(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(kExpLow));
+  x = _mm256_min_ps(x, _mm256_set1_ps(kExpHigh));
+  __m256 n = _mm256_floor_ps(_mm256_add_ps(
+      _mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _mm256_set1_ps(0.5f)));
+  x = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2High)));
+  x = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Low)));
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(kExpP0);
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(c));
+  y = _mm256_add_ps(_mm256_mul_ps(y, z), x);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+}
+
+/// NaN lanes of `x` pass through, as in the scalar versions.
+__attribute__((target("avx2"))) inline __m256 keepNan(__m256 x, __m256 result) {
+  return _mm256_blendv_ps(result, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+__attribute__((target("avx2"))) inline __m256 sigmoidVector(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 e = expAvx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return keepNan(x, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+}
+
+__attribute__((target("avx2"))) inline __m256 tanhVector(__m256 x) {
+  __m256 signMask = _mm256_set1_ps(-0.0f);
+  __m256 magnitude = _mm256_andnot_ps(signMask, x);
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(kTanhP0);
+  for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
+    y = _mm256_add_ps(_mm256_mul_ps(y, z), _mm256_set1_ps(c));
+  __m256 small = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, z), x), x);
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 e = expAvx2(_mm256_add_ps(magnitude, magnitude));
+  __m256 large = _mm256_sub_ps(
+      one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+  __m256 isSmall =
+      _mm256_cmp_ps(magnitude, _mm256_set1_ps(kTanhSmall), _CMP_LT_OQ);
+  __m256 result = _mm256_blendv_ps(large, small, isSmall);
+  result = _mm256_or_ps(_mm256_andnot_ps(signMask, result),
+                        _mm256_and_ps(signMask, x));
+  return keepNan(x, result);
+}
+} // namespace
+
+__attribute__((target("avx2"))) void
+cellrun::cpu::detail::sigmoidAvx2(const float *in, float *out, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_ps(out + i, sigmoidVector(_mm256_loadu_ps(in + i)));
+  for (; i < count; ++i)
+    out[i] = sigmoidScalar(in[i]);
+}
+
+__attribute__((target("avx2"))) void
+cellrun::cpu::detail::tanhAvx2(const float *in, float *out, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_ps(out + i, tanhVector(_mm256_loadu_ps(in + i)));
+  for (; i < count; ++i)
+    out[i] = tanhScalar(in[i]);
+}
+#else
+void cellrun::cpu::detail::sigmoidAvx2(const float *in, float *out,
+                                       int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = sigmoidScalar(in[i]);
+}
+void cellrun::cpu::detail::tanhAvx2(const float *in, float *out,
+                                    int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = tanhScalar(in[i]);
+}
+#endif
+
+void cellrun::cpu::sigmoidArray(const float *in, float *out, int64_t count,
+                                CpuIsa isa) {
+  if (isa == CpuIsa::Avx2)
+    return detail::sigmoidAvx2(in, out, count);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = sigmoidScalar(in[i]);
+}
+
+void cellrun::cpu::tanhArray(const float *in, float *out, int64_t count,
+                             CpuIsa isa) {
+  if (isa == CpuIsa::Avx2)
+    return detail::tanhAvx2(in, out, count);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = tanhScalar(in[i]);
+}

@@ -1,0 +1,38 @@
+//===- VectorMath.h - Sigmoid and tanh over arrays -------------*- C++ -*-===//
+//
+// The activations of fused regions on the CPU, eight lanes at a time where
+// the processor has AVX2. exp is Cephes' range reduction with a degree-6
+// polynomial (within 2 ulp); sigmoid is 1 / (1 + exp(-x)); tanh is a odd
+// polynomial below 0.625 in magnitude and 1 - 2 / (exp(2|x|) + 1) above.
+// The AVX2 and the portable versions do the same operations in the same
+// order with no fused multiply-add, so they give the same bits, and an
+// element's result never depends on its neighbours.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_VECTORMATH_H
+#define CELLRUN_BACKEND_CPU_VECTORMATH_H
+
+#include "CpuIsa.h"
+
+#include <cstdint>
+
+namespace cellrun::cpu {
+
+/// out[i] = f(in[i]) for i < count; `in` and `out` may be the same array.
+void sigmoidArray(const float *in, float *out, int64_t count,
+                  CpuIsa isa = detectCpuIsa());
+void tanhArray(const float *in, float *out, int64_t count,
+               CpuIsa isa = detectCpuIsa());
+
+/// One element, as the array functions compute it.
+float sigmoidScalar(float x);
+float tanhScalar(float x);
+
+namespace detail {
+void sigmoidAvx2(const float *in, float *out, int64_t count);
+void tanhAvx2(const float *in, float *out, int64_t count);
+} // namespace detail
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_VECTORMATH_H

@@ -1,0 +1,210 @@
+//===- CpuKernelsTest.cpp - The CPU backend's GEMM and activations -------===//
+//
+// The packed GEMM against a double-precision reference for odd shapes (a
+// last panel that is partly padding, K not a multiple of the K block, row
+// counts on both sides of the small-row path), with and without a bias;
+// its batch invariance (a row's bits are the same whatever rows and
+// threads it runs with); sigmoid and tanh against the C library over their
+// whole range, and the AVX2 and portable versions against each other.
+//
+//===----------------------------------------------------------------------===//
+#include "../../runtime/backend/cpu/PackedGemm.h"
+#include "../../runtime/backend/cpu/ThreadPool.h"
+#include "../../runtime/backend/cpu/VectorMath.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace cellrun::cpu;
+
+namespace {
+
+std::vector<float> randomFloats(size_t count, std::mt19937 &random) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = uniform(random);
+  return values;
+}
+
+std::vector<CpuIsa> isas() {
+  std::vector<CpuIsa> result{CpuIsa::Generic};
+  if (cpuHasAvx2())
+    result.push_back(CpuIsa::Avx2);
+  return result;
+}
+
+struct Shape {
+  int64_t m, k, n;
+};
+
+class PackedGemmTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(PackedGemmTest, MatchesADoubleReference) {
+  Shape shape = GetParam();
+  std::mt19937 random(7 + shape.m * 31 + shape.k * 7 + shape.n);
+  std::vector<float> a = randomFloats(shape.m * shape.k, random);
+  std::vector<float> w = randomFloats(shape.n * shape.k, random); // [n, k]
+  std::vector<float> bias = randomFloats(shape.n, random);
+  ThreadPool pool(3);
+  for (bool transposed : {true, false}) {
+    // The same logical B either way: w is [n, k]; its transpose [k, n].
+    std::vector<float> source = w;
+    if (!transposed)
+      for (int64_t j = 0; j < shape.n; ++j)
+        for (int64_t k = 0; k < shape.k; ++k)
+          source[k * shape.n + j] = w[j * shape.k + k];
+    PackedMatrix packed(source.data(), shape.k, shape.n, transposed);
+    for (CpuIsa isa : isas())
+      for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+        GemmEpilogue epilogue;
+        epilogue.alpha = 0.5f;
+        epilogue.beta = 2.0f;
+        epilogue.bias = bias.data();
+        // Columns past n in the row stride must stay untouched.
+        int64_t ldd = shape.n + 3;
+        std::vector<float> d(shape.m * ldd, 42.0f);
+        packedGemm(a.data(), shape.k, shape.m, packed, epilogue, d.data(), ldd,
+                   workers, isa);
+        for (int64_t i = 0; i < shape.m; ++i) {
+          for (int64_t j = 0; j < shape.n; ++j) {
+            double sum = 0.0, magnitude = 0.0;
+            for (int64_t k = 0; k < shape.k; ++k) {
+              sum += double(a[i * shape.k + k]) * w[j * shape.k + k];
+              magnitude +=
+                  std::fabs(double(a[i * shape.k + k]) * w[j * shape.k + k]);
+            }
+            double want = 0.5 * sum + 2.0 * bias[j];
+            ASSERT_NEAR(d[i * ldd + j], want, 1e-6 * (magnitude + 4.0))
+                << cpuIsaName(isa) << " transposed=" << transposed << " at ("
+                << i << ", " << j << ")";
+          }
+          for (int64_t j = shape.n; j < ldd; ++j)
+            ASSERT_EQ(d[i * ldd + j], 42.0f) << "wrote past column n";
+        }
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PackedGemmTest,
+    ::testing::Values(Shape{1, 1, 1}, Shape{1, 64, 256}, Shape{3, 33, 17},
+                      Shape{7, 300, 40}, Shape{16, 70, 48}, Shape{17, 257, 33},
+                      Shape{150, 520, 50}, Shape{6, 0, 20}));
+
+TEST(PackedGemmInvarianceTest, ARowHasTheSameBitsInEveryBatchAndSplit) {
+  constexpr int64_t kDepth = 600, kColumns = 200, kRows = 300;
+  std::mt19937 random(11);
+  std::vector<float> a = randomFloats(kRows * kDepth, random);
+  std::vector<float> w = randomFloats(kColumns * kDepth, random);
+  std::vector<float> bias = randomFloats(kColumns, random);
+  PackedMatrix packed(w.data(), kDepth, kColumns, true);
+  GemmEpilogue epilogue;
+  epilogue.bias = bias.data();
+  ThreadPool pool(2);
+  for (CpuIsa isa : isas()) {
+    // Row 0 alone, then in batches of every path (small, blocked) at two
+    // positions, with and without workers.
+    std::vector<float> alone(kColumns);
+    packedGemm(a.data(), kDepth, 1, packed, epilogue, alone.data(), kColumns,
+               nullptr, isa);
+    for (int64_t rows : {2, 5, 16, 17, 150, 300})
+      for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+        std::vector<float> batch(rows * kColumns);
+        packedGemm(a.data(), kDepth, rows, packed, epilogue, batch.data(),
+                   kColumns, workers, isa);
+        ASSERT_EQ(
+            std::memcmp(batch.data(), alone.data(), kColumns * sizeof(float)),
+            0)
+            << cpuIsaName(isa) << ": row 0 differs in a batch of " << rows;
+        // The last row of this batch, alone.
+        std::vector<float> last(kColumns);
+        packedGemm(a.data() + (rows - 1) * kDepth, kDepth, 1, packed, epilogue,
+                   last.data(), kColumns, nullptr, isa);
+        ASSERT_EQ(std::memcmp(batch.data() + (rows - 1) * kColumns, last.data(),
+                              kColumns * sizeof(float)),
+                  0)
+            << cpuIsaName(isa) << ": row " << rows - 1 << " differs";
+      }
+  }
+}
+
+/// Relative error in units of the float spacing at the true value.
+double ulps(float got, double want) {
+  double spacing =
+      std::ldexp(1.0, std::ilogb(std::max(std::fabs(want), 1e-37)) - 23);
+  return std::fabs(got - want) / spacing;
+}
+
+TEST(VectorMathTest, SigmoidAndTanhAreAccurateOverTheirRange) {
+  std::vector<float> inputs;
+  for (float x = -30.0f; x <= 30.0f; x += 0.00731f)
+    inputs.push_back(x);
+  for (float x :
+       {0.0f, -0.0f, 0.625f, -0.625f, 1e-30f, 88.0f, -88.0f, 1000.0f, -1000.0f})
+    inputs.push_back(x);
+  for (CpuIsa isa : isas()) {
+    std::vector<float> sigmoid(inputs.size()), tanh(inputs.size());
+    sigmoidArray(inputs.data(), sigmoid.data(), inputs.size(), isa);
+    tanhArray(inputs.data(), tanh.data(), inputs.size(), isa);
+    double worstSigmoid = 0.0, worstTanh = 0.0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      double x = inputs[i];
+      double wantSigmoid = 1.0 / (1.0 + std::exp(-x));
+      double wantTanh = std::tanh(x);
+      // Below 1e-30 the absolute error is what matters (denormals).
+      if (wantSigmoid > 1e-30)
+        worstSigmoid = std::max(worstSigmoid, ulps(sigmoid[i], wantSigmoid));
+      else
+        ASSERT_LT(sigmoid[i], 1e-30f);
+      worstTanh =
+          std::max(worstTanh, std::fabs(x) < 1e-30 ? std::fabs(tanh[i] - x)
+                                                   : ulps(tanh[i], wantTanh));
+    }
+    EXPECT_LE(worstSigmoid, 4.0) << cpuIsaName(isa);
+    EXPECT_LE(worstTanh, 4.0) << cpuIsaName(isa);
+    EXPECT_EQ(std::signbit(tanh[inputs.size() - 8]), true) << "tanh(-0)";
+    std::printf("%s: worst sigmoid %.2f ulp, worst tanh %.2f ulp\n",
+                cpuIsaName(isa), worstSigmoid, worstTanh);
+  }
+}
+
+TEST(VectorMathTest, NanPassesThroughAndLimitsHold) {
+  float inputs[9] = {NAN, 1e4f, -1e4f, INFINITY, -INFINITY, 0, 0, 0, 0};
+  for (CpuIsa isa : isas()) {
+    float sigmoid[9], tanh[9];
+    sigmoidArray(inputs, sigmoid, 9, isa);
+    tanhArray(inputs, tanh, 9, isa);
+    EXPECT_TRUE(std::isnan(sigmoid[0]) && std::isnan(tanh[0]));
+    EXPECT_EQ(sigmoid[1], 1.0f);
+    EXPECT_LT(sigmoid[2], 1e-37f);
+    EXPECT_EQ(sigmoid[3], 1.0f);
+    EXPECT_EQ(tanh[1], 1.0f);
+    EXPECT_EQ(tanh[2], -1.0f);
+    EXPECT_EQ(tanh[4], -1.0f);
+    EXPECT_EQ(sigmoid[5], 0.5f);
+    EXPECT_EQ(tanh[5], 0.0f);
+  }
+}
+
+TEST(VectorMathTest, Avx2AndPortableVersionsGiveTheSameBits) {
+  if (!cpuHasAvx2())
+    GTEST_SKIP() << "this processor has no AVX2: one version only";
+  std::mt19937 random(5);
+  std::vector<float> inputs = randomFloats(10001, random);
+  for (float &x : inputs)
+    x *= 12.0f;
+  std::vector<float> vector(inputs.size()), portable(inputs.size());
+  sigmoidArray(inputs.data(), vector.data(), inputs.size(), CpuIsa::Avx2);
+  sigmoidArray(inputs.data(), portable.data(), inputs.size(), CpuIsa::Generic);
+  EXPECT_EQ(vector, portable);
+  tanhArray(inputs.data(), vector.data(), inputs.size(), CpuIsa::Avx2);
+  tanhArray(inputs.data(), portable.data(), inputs.size(), CpuIsa::Generic);
+  EXPECT_EQ(vector, portable);
+}
+
+} // namespace
