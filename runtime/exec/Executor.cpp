@@ -4,8 +4,10 @@
 #include "../backend/cpu/CpuTaskRunner.h"
 #include "../backend/cuda/CudaBackend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 
 using namespace cellrun;
 
@@ -50,7 +52,9 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
       return backend.status();
     executor->cuda_ = std::move(backend).value();
   } else {
-    executor->threadCount_ = options.threads ? options.threads : 1;
+    executor->threadCount_ =
+        options.threads ? options.threads
+                        : std::max(1u, std::thread::hardware_concurrency());
     if (executor->threadCount_ > 1)
       executor->threads_ =
           std::make_unique<cpu::ThreadPool>(executor->threadCount_);

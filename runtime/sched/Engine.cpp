@@ -7,6 +7,7 @@
 #include "EngineImpl.h"
 
 #include <algorithm>
+#include <thread>
 
 using namespace cellrun;
 
@@ -64,6 +65,10 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   nodesInFlight_ = perRound * (overlap_ ? 2 : 1);
   ExecutorOptions executorOptions = options.executor;
   executorOptions.cudaDevice += static_cast<int>(index);
+  // cpu workers share the cores unless told otherwise.
+  if (executorOptions.threads == 0)
+    executorOptions.threads = std::max(1u, std::thread::hardware_concurrency() /
+                                               std::max(1u, options.workers));
   // A staging slot for every task of two rounds, so that submitting the
   // next round does not wait for the device.
   executorOptions.tasksInFlight =

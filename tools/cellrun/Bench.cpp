@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #ifndef CELLRUN_PEERS_DIR
 #define CELLRUN_PEERS_DIR "bench/peers"
@@ -45,7 +46,7 @@ struct BenchArgs {
   double duration = 10, warmup = -1, cooldown = -1;
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
-  uint32_t threads = 1, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
+  uint32_t threads = 0, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
            peerBuckets = 0, offline = 0;
   std::string server, serverModel;
   uint32_t connections = 64;
@@ -92,9 +93,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--device", args.device, "backend: cuda, cpu or auto")
       ->capture_default_str();
   app.add_option("--threads", args.threads,
-                 "cpu: threads a kernel step (and the peer's torch threads)")
+                 "cpu: threads a task, and the peer's torch threads (0: one "
+                 "per core)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1024u));
+      ->check(CLI::Range(0u, 1024u));
   app.add_option("--pool-rows", args.poolRows, "rows of every state pool")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 30));
@@ -302,7 +304,9 @@ int runBench(const std::vector<std::string> &arguments) {
     }
     peer.python = args.python;
     peer.weights = args.peerWeights;
-    peer.threads = args.threads;
+    peer.threads = args.threads
+                       ? args.threads
+                       : std::max(1u, std::thread::hardware_concurrency());
     peer.bucketWidth = args.peerBuckets;
     peer.maxBatch = largestBatch;
     peer.reference = args.out + "/reference.jsonl";

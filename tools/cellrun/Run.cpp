@@ -29,7 +29,7 @@ struct RunArgs {
   std::string model, input, output, taskLog;
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
-           threads = 1, workers = 1;
+           threads = 0, workers = 1;
   bool quiet = false;
 };
 
@@ -65,9 +65,10 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->capture_default_str()
       ->check(positive);
   app.add_option("--threads", args.threads,
-                 "cpu backend: threads a kernel step")
+                 "cpu backend: threads a task (0: one per core, shared "
+                 "among --workers)")
       ->capture_default_str()
-      ->check(positive);
+      ->check(CLI::Range(0u, 1024u));
   app.add_option("--workers", args.workers,
                  "workers, one per device (cuda: devices 0..N-1)")
       ->capture_default_str()

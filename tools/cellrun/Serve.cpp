@@ -27,7 +27,7 @@ struct ServeArgs {
   std::string host = "0.0.0.0";
   int httpPort = 8000, grpcPort = 8001, metricsPort = 8002;
   std::string device = "auto", policy = "cellular", logLevel = "info";
-  uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 1;
+  uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0;
   uint64_t memoryBudget = 0;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 64;
@@ -73,9 +73,10 @@ void addOptions(CLI::App &app, ServeArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   app.add_option("--threads", args.threads,
-                 "cpu backend: threads a kernel step")
+                 "cpu backend: threads a task (0: one per core, shared "
+                 "among --workers)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 256u));
+      ->check(CLI::Range(0u, 256u));
   app.add_option("--max-body-bytes", args.maxBodyBytes,
                  "largest HTTP request body (larger: 413)")
       ->capture_default_str()

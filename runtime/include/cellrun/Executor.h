@@ -38,8 +38,9 @@ class CudaBackend;
 
 struct ExecutorOptions {
   DeviceKind device = DeviceKind::Cpu;
-  /// cpu: workers that share a kernel step's rows.
-  unsigned threads = 1;
+  /// cpu: threads that share a task's GEMM columns and kernel rows;
+  /// 0: one per core (std::thread::hardware_concurrency).
+  unsigned threads = 0;
   /// cuda: the device index and how many tasks may be in flight.
   int cudaDevice = 0;
   unsigned tasksInFlight = 4;
@@ -51,10 +52,10 @@ public:
   static Result<std::unique_ptr<Executor>>
   create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
          const ExecutorOptions &options);
-  /// The cpu backend with `threads` workers per kernel step.
+  /// The cpu backend with `threads` workers per task (0: one per core).
   static Result<std::unique_ptr<Executor>>
   create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
-         unsigned threads = 1);
+         unsigned threads = 0);
   ~Executor();
 
   /// Bytes one row of every pool of `artifact` takes together: the memory
