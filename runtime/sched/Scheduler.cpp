@@ -350,22 +350,35 @@ std::vector<Task> Scheduler::schedule(int worker) {
   auto choose = [&](auto eligible) -> int {
     int best = -1;
     for (uint32_t type = 0; type < queues_.size(); ++type)
-      if (eligible(queues_[type]) &&
+      if (eligible(type, queues_[type]) &&
           (best < 0 ||
            queues_[type].config.priority > queues_[best].config.priority))
         best = static_cast<int>(type);
     return best;
   };
-  int chosen = choose(
-      [](const CellQueue &q) { return q.ready >= q.config.batchSizes.back(); });
+  if (worker >= 0 && static_cast<size_t>(worker) >= lastType_.size())
+    lastType_.resize(worker + 1, -1);
+  int last = worker >= 0 ? lastType_[worker] : -1;
+  int chosen = choose([](uint32_t, const CellQueue &q) {
+    return q.ready >= q.config.batchSizes.back();
+  });
+  // Tier two skips the type this worker ran last: where every task is done
+  // before the next call (the CPU backend) no type ever has a running task,
+  // and the highest priority would otherwise run whenever it has a single
+  // ready node while the other types' nodes pile up.
   if (chosen < 0)
-    chosen = choose(
-        [](const CellQueue &q) { return q.runningTasks == 0 && q.ready > 0; });
+    chosen = choose([&](uint32_t type, const CellQueue &q) {
+      return q.runningTasks == 0 && q.ready > 0 &&
+             static_cast<int>(type) != last;
+    });
   if (chosen < 0)
-    chosen = choose([](const CellQueue &q) { return q.ready > 0; });
+    chosen = choose([](uint32_t, const CellQueue &q) { return q.ready > 0; });
   std::vector<Task> tasks;
-  if (chosen >= 0)
+  if (chosen >= 0) {
     batch(static_cast<uint32_t>(chosen), worker, tasks);
+    if (worker >= 0 && !tasks.empty())
+      lastType_[worker] = chosen;
+  }
   return tasks;
 }
 

@@ -134,6 +134,28 @@ TEST(SchedulerTest, HigherPriorityCellTypeGoesFirstWithinATier) {
   EXPECT_EQ(next[0].cellType, 0u);
 }
 
+TEST(SchedulerTest, TierTwoTurnsToTheOtherTypesAfterATask) {
+  // Tasks finish before the next call (as on the CPU): no type ever has a
+  // running task, yet the encoder must get its turn between decoder tasks
+  // instead of waiting until the decoder has nothing ready.
+  Scheduler scheduler({{"encoder", 0, {1, 8}}, {"decoder", 1, {1, 8}}}, 1);
+  scheduler.addSubgraph(0, 4, 10);
+  scheduler.addSubgraph(1, 4, 20);
+  std::vector<uint32_t> order;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Task> tasks = scheduler.schedule(0);
+    ASSERT_EQ(tasks.size(), 1u);
+    order.push_back(tasks[0].cellType);
+    scheduler.finish(tasks[0]);
+  }
+  EXPECT_EQ(order, (std::vector<uint32_t>{1, 0, 1, 0}));
+  // Another worker's last type does not count: worker 1 starts with the
+  // higher priority.
+  std::vector<Task> other = scheduler.schedule(1);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].cellType, 1u);
+}
+
 TEST(SchedulerTest, NearestDeadlinesFillATaskFirst) {
   Scheduler scheduler({{"cell", 0, {1, 2}}}, 1);
   scheduler.addSubgraph(0, 1, /*tag=*/1); // no deadline

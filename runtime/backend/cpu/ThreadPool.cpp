@@ -1,6 +1,16 @@
 //===- ThreadPool.cpp - Workers for the CPU backend ----------------------===//
 #include "ThreadPool.h"
 
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CELL_PAUSE() _mm_pause()
+#else
+#define CELL_PAUSE() std::this_thread::yield()
+#endif
+
 using namespace cellrun::cpu;
 
 /// The part of [0, count) that worker `w` of `workers` handles.
@@ -20,6 +30,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   for (std::thread &worker : workers_)
@@ -29,24 +40,32 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::workerLoop(unsigned worker) {
   uint64_t seen = 0;
   for (;;) {
-    const Chunk *chunk;
-    int64_t count;
-    {
+    // Poll for a while, then sleep until the next call (or the end).
+    auto spinUntil = std::chrono::steady_clock::now() +
+                     std::chrono::microseconds(kSpinMicroseconds);
+    while (generation_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < spinUntil)
+      for (int i = 0; i < 64; ++i)
+        CELL_PAUSE();
+    if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      ++sleeping_;
+      start_.wait(lock, [&] {
+        return generation_.load(std::memory_order_acquire) != seen;
+      });
+      --sleeping_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_)
         return;
-      seen = generation_;
-      chunk = chunk_;
-      count = count_;
     }
+    seen = generation_.load(std::memory_order_acquire);
     int64_t begin, end;
-    chunkBounds(count, size(), worker, begin, end);
+    chunkBounds(count_, size(), worker, begin, end);
     if (begin < end)
-      (*chunk)(worker, begin, end);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0)
-      done_.notify_one();
+      (*chunk_)(worker, begin, end);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -56,18 +75,22 @@ void ThreadPool::parallelFor(int64_t count, const Chunk &chunk) {
       chunk(0, 0, count);
     return;
   }
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     chunk_ = &chunk;
     count_ = count;
-    pending_ = static_cast<unsigned>(workers_.size());
-    ++generation_;
+    pending_.store(static_cast<unsigned>(workers_.size()),
+                   std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleeping_ > 0;
   }
-  start_.notify_all();
+  if (wake)
+    start_.notify_all();
   int64_t begin, end;
   chunkBounds(count, size(), 0, begin, end);
   if (begin < end)
     chunk(0, begin, end);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  while (pending_.load(std::memory_order_acquire) != 0)
+    CELL_PAUSE();
 }

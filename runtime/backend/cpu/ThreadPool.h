@@ -1,13 +1,18 @@
 //===- ThreadPool.h - Workers for the CPU backend --------------*- C++ -*-===//
 //
-// A fixed set of threads that split the rows of a kernel step among
-// themselves. parallelFor hands chunk w of the range to worker w (the caller
-// is worker 0) and returns when every chunk is done; no allocation per call.
+// A fixed set of threads that split a task's work (GEMM panels, kernel rows)
+// among themselves. parallelFor hands chunk w of the range to worker w (the
+// caller is worker 0) and returns when every chunk is done; no allocation
+// per call. A task runs several parallelFor calls a few microseconds
+// apart, so idle workers spin for a short while (kSpinMicroseconds) before
+// they sleep on a condition variable: waking a sleeping thread costs tens
+// of microseconds, as much as a whole small kernel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_THREADPOOL_H
 #define CELLRUN_BACKEND_CPU_THREADPOOL_H
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -33,17 +38,21 @@ public:
   /// in parallel. Not reentrant: one parallelFor at a time per pool.
   void parallelFor(int64_t count, const Chunk &chunk);
 
+  /// How long an idle worker polls for the next call before sleeping.
+  static constexpr int kSpinMicroseconds = 200;
+
 private:
   void workerLoop(unsigned worker);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
-  std::condition_variable start_, done_;
+  std::condition_variable start_;
   const Chunk *chunk_ = nullptr;
   int64_t count_ = 0;
-  uint64_t generation_ = 0;
-  unsigned pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<unsigned> pending_{0};
+  unsigned sleeping_ = 0; // guarded by mutex_
+  bool stopping_ = false; // guarded by mutex_
 };
 
 } // namespace cellrun::cpu

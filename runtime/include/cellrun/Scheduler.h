@@ -3,8 +3,9 @@
 // The scheduler of cellular batching (Gao et al., EuroSys'18, section 4.3):
 // per cell type a queue of subgraphs (nodes of that type whose outside
 // dependencies are met), a choice of cell type in three tiers (enough ready
-// nodes for the largest batch; ready nodes and no running task; any ready
-// nodes; ties to the highest priority), up to MaxTasksToSubmit batched tasks
+// nodes for the largest batch; ready nodes and no running task, other than
+// the type the worker ran last; any ready nodes; ties to the highest
+// priority), up to MaxTasksToSubmit batched tasks
 // per call, dependencies updated at submission so that a node whose
 // predecessors are in one task can go into the very next task, and
 // subgraphs pinned to the worker that runs them until none of their nodes
@@ -127,6 +128,8 @@ private:
   /// and the slots free for reuse.
   std::deque<Subgraph> arena_;
   std::vector<uint32_t> freeSlots_;
+  /// Per worker, the cell type of its last tasks (-1: none yet).
+  std::vector<int> lastType_;
 };
 
 } // namespace cellrun
