@@ -3,14 +3,15 @@
 //
 // For every example (and the seq2seq model whose decodes mostly reach EOS),
 // 150 random requests are run one at a time on a one-thread CPU engine
-// (a task holds one request's nodes only), then all arrive at random rounds of a
-// two-thread engine, so they run in batches of every size up to the
-// largest plan, beside different requests at every step. Every float of
-// every result must be identical bit for bit, and every decoded token the
-// same: the CPU backend sums each row in a fixed order whatever its batch
-// (PackedGemm.h), and its activations are element-wise (VectorMath.h).
+// (a task holds one request's nodes only), then all arrive at random rounds of
+// a two-thread engine, so they run in batches of every size up to the largest
+// plan, beside different requests at every step. Every float of every result
+// must be identical bit for bit, and every decoded token the same: the CPU
+// backend sums each row in a fixed order whatever its batch (PackedGemm.h), and
+// its activations are element-wise (VectorMath.h).
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
 
@@ -21,20 +22,10 @@
 #include <cstring>
 
 using namespace cellrun;
+using cellc::testing::exampleArtifactPath;
 using cellc::testing::randomRequest;
 
 namespace {
-
-std::string examplesDir() {
-  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
-  return override ? override : CELL_EXAMPLES_BUILD_DIR;
-}
-
-std::string artifactPath(const std::string &model) {
-  if (model == "seq2seq_eos")
-    return examplesDir() + "/../test/seq2seq-eos.cellpack";
-  return examplesDir() + "/" + model + "/model.cellpack";
-}
 
 /// An engine driven by the test; `largestTask` follows the most rows of
 /// requests any task ran.
@@ -55,7 +46,7 @@ class BatchInvarianceTest : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(BatchInvarianceTest, ResultsAreTheSameBitsAloneAndBatched) {
   std::string model = GetParam();
-  auto loaded = loadArtifact(artifactPath(model));
+  auto loaded = loadArtifact(exampleArtifactPath(model));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   uint32_t largestAlone = 0, largestBatched = 0;

@@ -12,6 +12,7 @@
 // decode follows it); every row back in its pool afterwards.
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
 
@@ -21,21 +22,10 @@
 #include <cstdlib>
 
 using namespace cellrun;
+using cellc::testing::exampleArtifactPath;
 using cellc::testing::randomRequest;
 
 namespace {
-
-std::string examplesDir() {
-  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
-  return override ? override : CELL_EXAMPLES_BUILD_DIR;
-}
-
-/// "seq2seq_eos" is test/data/seq2seq-eos.yaml, beside the examples.
-std::string artifactPath(const std::string &model) {
-  if (model == "seq2seq_eos")
-    return examplesDir() + "/../test/seq2seq-eos.cellpack";
-  return examplesDir() + "/" + model + "/model.cellpack";
-}
 
 std::unique_ptr<Engine> manual(std::shared_ptr<const LoadedArtifact> artifact,
                                DeviceKind device) {
@@ -58,7 +48,7 @@ protected:
 
 TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   std::string model = GetParam();
-  auto loaded = loadArtifact(artifactPath(model));
+  auto loaded = loadArtifact(exampleArtifactPath(model));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto cpu = manual(artifact, DeviceKind::Cpu);

@@ -1,8 +1,10 @@
 //===- ExampleArtifacts.h - The compiled examples, for runtime tests -*- C++
 //-*-===//
 //
-// Loads <build>/examples/<model>/model.cellpack (CELL_EXAMPLES_BUILD_DIR),
-// failing the calling test with the loader's message when it cannot.
+// Loads <build>/examples/<model>/model.cellpack (CELL_EXAMPLES_BUILD_DIR, or
+// the CELL_EXAMPLES_BUILD_DIR environment variable where the build moved, as
+// on a GPU machine), failing the calling test with the loader's message when
+// it cannot.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLC_TEST_UNIT_EXAMPLEARTIFACTS_H
@@ -12,15 +14,28 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 namespace cellc::testing {
 
+inline std::string examplesBuildDir() {
+  const char *moved = std::getenv("CELL_EXAMPLES_BUILD_DIR");
+  return moved ? moved : CELL_EXAMPLES_BUILD_DIR;
+}
+
+/// The artifact of example `model`; "seq2seq_eos" is test/data/seq2seq-eos.yaml
+/// (a seq2seq whose decodes mostly reach EOS), built beside the examples.
+inline std::string exampleArtifactPath(const std::string &model) {
+  if (model == "seq2seq_eos")
+    return examplesBuildDir() + "/../test/seq2seq-eos.cellpack";
+  return examplesBuildDir() + "/" + model + "/model.cellpack";
+}
+
 inline std::shared_ptr<const cellrun::LoadedArtifact>
 loadExampleArtifact(const std::string &model) {
-  auto loaded = cellrun::loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) +
-                                      "/" + model + "/model.cellpack");
+  auto loaded = cellrun::loadArtifact(exampleArtifactPath(model));
   EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
   return loaded.ok() ? std::move(loaded).value() : nullptr;
 }

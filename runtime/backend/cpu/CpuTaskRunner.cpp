@@ -48,12 +48,9 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
       const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
       std::vector<std::unique_ptr<RegionInterpreter>> perWorker;
       if (kernelStep && !runner->launcher_) {
-        auto options = runner->regionOptions(*kernelStep);
-        if (!options.ok())
-          return options.status();
+        RegionOptions options = runner->regionOptions(*kernelStep);
         for (unsigned w = 0; w < workers; ++w) {
-          auto prepared =
-              RegionInterpreter::create(*kernelStep, options.value());
+          auto prepared = RegionInterpreter::create(*kernelStep, options);
           if (!prepared.ok())
             return prepared.status();
           perWorker.push_back(std::move(prepared).value());
@@ -83,8 +80,7 @@ const PackedMatrix *CpuTaskRunner::packedWeight(const cellpack::ValueRef &ref,
 
 /// Interpreter options for a kernel step: the plan's batch size, the pool,
 /// and the packed weights its GEMMs read as B.
-Result<RegionOptions>
-CpuTaskRunner::regionOptions(const cellpack::KernelStep &kernel) {
+RegionOptions CpuTaskRunner::regionOptions(const cellpack::KernelStep &kernel) {
   RegionOptions options;
   options.maxRows = plan_.batch_size();
   options.pool = pool_;

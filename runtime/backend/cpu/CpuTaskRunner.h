@@ -67,7 +67,7 @@ private:
   /// The packed form of `ref` as a GEMM's B of k x n, when it is a weight.
   const PackedMatrix *packedWeight(const cellpack::ValueRef &ref, int64_t k,
                                    int64_t n, bool transposed);
-  Result<RegionOptions> regionOptions(const cellpack::KernelStep &kernel);
+  RegionOptions regionOptions(const cellpack::KernelStep &kernel);
 
   const cellpack::CellType &cell_;
   const cellpack::BatchPlan &plan_;
