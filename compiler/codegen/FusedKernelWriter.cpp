@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::cell;
 using namespace cellc::codegen;
@@ -126,15 +128,16 @@ static bool canVectorize(FusedOp fused, int64_t width) {
   return true;
 }
 
+/// Results of different row widths (a stacked cell's states next to the
+/// concatenated input of the next layer's GEMM) share one kernel: the
+/// threads of a row cover the widest result and each narrower one is
+/// computed under a guard on the column.
 static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
                                       KernelInfo &info) {
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
-  int64_t width = rowWidth(yield.getOperand(0));
+  int64_t width = 1;
   for (Value value : yield.getOperands())
-    if (rowWidth(value) != width)
-      return fused.emitOpError()
-             << "has results of different row widths (" << width << " and "
-             << rowWidth(value) << "), which one kernel cannot cover yet";
+    width = std::max(width, rowWidth(value));
   bool vector = canVectorize(fused, width);
   int64_t lanes = vector ? 4 : 1;
   info.shape = KernelInfo::Shape::Elementwise;
@@ -146,29 +149,50 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
      << "  if (t >= n * kWidth)\n    return;\n"
      << "  const int r = t / kWidth;\n"
      << "  const int c = t % kWidth" << (vector ? " * 4" : "") << ";\n";
+  // One block per distinct width (the widest unguarded, per-row results
+  // under c == 0), so results of one width share their locals.
+  auto widthOf = [&](Value value) {
+    return tensorOf(value).getRank() < 2 ? int64_t(0) : rowWidth(value);
+  };
+  SmallVector<int64_t> widths;
+  for (Value value : yield.getOperands())
+    if (!llvm::is_contained(widths, widthOf(value)))
+      widths.push_back(widthOf(value));
+  llvm::sort(widths, std::greater<int64_t>());
   KernelBodyWriter writer(fused, os);
-  for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-    bool perRow = tensorOf(value).getRank() < 2;
-    Type element = tensorOf(value).getElementType();
-    if (vector) {
-      std::vector<std::string> parts;
-      for (int lane = 0; lane < 4; ++lane) {
-        FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
-        if (failed(part))
-          return failure();
-        parts.push_back(*part);
+  for (int64_t blockWidth : widths) {
+    bool guarded = blockWidth == 0 ? width > 1 : blockWidth < width;
+    if (guarded)
+      writer.beginGuard(blockWidth == 0
+                            ? std::string("c == 0")
+                            : llvm::formatv("c < {0}", blockWidth).str());
+    for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+      if (widthOf(value) != blockWidth)
+        continue;
+      bool perRow = blockWidth == 0;
+      Type element = tensorOf(value).getElementType();
+      if (vector) {
+        std::vector<std::string> parts;
+        for (int lane = 0; lane < 4; ++lane) {
+          FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
+          if (failed(part))
+            return failure();
+          parts.push_back(*part);
+        }
+        os << writer.indent() << "*reinterpret_cast<float4 *>(&"
+           << destination(fused, i, "r", "c") << ") = make_float4("
+           << llvm::join(parts, ", ") << ");\n";
+        continue;
       }
-      os << "  *reinterpret_cast<float4 *>(&" << destination(fused, i, "r", "c")
-         << ") = make_float4(" << llvm::join(parts, ", ") << ");\n";
-      continue;
+      FailureOr<std::string> result =
+          writer.element(value, {"r", perRow ? "" : "c"});
+      if (failed(result))
+        return failure();
+      os << writer.indent() << destination(fused, i, "r", "c") << " = "
+         << storeCast(element, *result) << ";\n";
     }
-    FailureOr<std::string> result =
-        writer.element(value, {"r", perRow ? "" : "c"});
-    if (failed(result))
-      return failure();
-    std::string store = destination(fused, i, "r", "c") + " = " +
-                        storeCast(element, *result) + ";\n";
-    os << (perRow && width > 1 ? "  if (c == 0)\n    " : "  ") << store;
+    if (guarded)
+      writer.endGuard();
   }
   return success();
 }

@@ -53,6 +53,15 @@ public:
   /// The expression of `value` at `index` (emitting locals as needed).
   FailureOr<std::string> element(mlir::Value value, const Index &index);
   std::string indent() const { return std::string(2 * scopes_.size(), ' '); }
+  /// Opens `if (condition) {`: what is computed inside stays inside.
+  void beginGuard(const std::string &condition) {
+    os_ << indent() << "if (" << condition << ") {\n";
+    scopes_.emplace_back();
+  }
+  void endGuard() {
+    scopes_.pop_back();
+    os_ << indent() << "}\n";
+  }
 
   bool hasBatch(mlir::Value value) const {
     return batchValues_.contains(value);
