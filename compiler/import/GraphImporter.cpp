@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace cellc;
 namespace om = cellc::onnx_model;
@@ -69,14 +71,44 @@ const om::Tensor *GraphImporter::defineConstantTensor(StringRef name,
   return &constantNodeTensors_.back();
 }
 
+const HostInts *GraphImporter::hostInts(StringRef name) {
+  if (auto it = hostInts_.find(name); it != hostInts_.end())
+    return &it->second;
+  const om::Tensor *tensor = constantTensor(name);
+  auto type = tensor ? static_cast<om::DataType>(tensor->dataType)
+                     : om::DataType::Undefined;
+  constexpr int64_t kMaxElements = 1024;
+  if ((type != om::DataType::Int64 && type != om::DataType::Int32) ||
+      tensor->numElements() > kMaxElements)
+    return nullptr;
+  HostInts value;
+  value.dataType = tensor->dataType;
+  value.dims.assign(tensor->dims.begin(), tensor->dims.end());
+  for (int64_t i = 0, e = tensor->numElements(); i < e; ++i) {
+    int64_t element;
+    if (type == om::DataType::Int64)
+      std::memcpy(&element, tensor->bytes.data() + 8 * i, 8);
+    else
+      element = reinterpret_cast<const int32_t *>(tensor->bytes.data())[i];
+    value.values.push_back(element);
+    value.kinds.push_back(HostInts::Kind::Known);
+  }
+  return &hostInts_.try_emplace(name, std::move(value)).first->second;
+}
+
+void GraphImporter::defineHostInts(StringRef name, HostInts value) {
+  hostInts_[name] = std::move(value);
+}
+
 Value GraphImporter::lookup(StringRef name, Location useLoc) {
   if (auto it = values_.find(name); it != values_.end())
     return it->second;
-  auto init = initializers_.find(name);
-  if (init == initializers_.end())
+  // Initializers, and results of shape arithmetic that folded to a
+  // constant, are materialized at the top of the cell, once.
+  const om::Tensor *tensor = constantTensor(name);
+  if (!tensor)
     return {};
-  // Weights are materialized at the top of the cell, once.
-  FailureOr<ElementsAttr> value = tensorAttr(*init->second, useLoc);
+  FailureOr<ElementsAttr> value = tensorAttr(*tensor, useLoc);
   if (failed(value))
     return {};
   OpBuilder::InsertionGuard guard(builder_);
@@ -146,6 +178,13 @@ FailureOr<Value> NodeContext::input(size_t index) {
     return emitError() << "input #" << index << " is missing";
   const std::string &name = node_.inputs[index];
   Value value = importer_.lookup(name, loc_);
+  if (const HostInts *host = value ? nullptr : importer_.hostInts(name))
+    return emitError() << "input '" << name
+                       << "' is shape arithmetic that depends on the batch "
+                          "size (read by node '"
+                       << host->batchNode
+                       << "'); cellc folds shape computations only where the "
+                          "batch size does not enter them";
   if (!value)
     return emitError() << "input '" << name
                        << "' is not a graph input, an initializer or the "
@@ -166,6 +205,11 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(size_t index,
     return emitError() << what << " (input #" << index << ") is missing";
   const std::string &name = node_.inputs[index];
   const om::Tensor *tensor = importer_.constantTensor(name);
+  if (const HostInts *host = tensor ? nullptr : importer_.hostInts(name))
+    return emitError() << what << " '" << name
+                       << "' depends on the batch size (read by node '"
+                       << host->batchNode
+                       << "'); cellc needs it to be a constant";
   if (!tensor)
     return emitError() << what << " '" << name
                        << "' must be a constant (an initializer or the output "
@@ -185,6 +229,10 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(size_t index,
                        << om::dataTypeName(tensor->dataType);
   }
   return values;
+}
+
+const HostInts *NodeContext::hostInts(size_t index) {
+  return hasInput(index) ? importer_.hostInts(node_.inputs[index]) : nullptr;
 }
 
 const om::Attribute *NodeContext::attribute(StringRef name) const {

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <deque>
@@ -21,6 +22,21 @@ namespace cellc {
 
 class GraphImporter;
 
+/// An integer tensor the importer evaluates itself (shape arithmetic, see
+/// ShapeFolding.cpp): each element is known, or is the batch size, or
+/// depends on the batch size some other way.
+struct HostInts {
+  enum class Kind : uint8_t { Known, Batch, Unknown };
+  int32_t dataType = 0; // onnx_model::DataType::Int64 or Int32
+  llvm::SmallVector<int64_t> dims;
+  llvm::SmallVector<int64_t> values; // meaningful where kinds[i] == Known
+  llvm::SmallVector<Kind> kinds;
+  std::string batchNode; // the Shape node that read the batch size
+  bool fullyKnown() const {
+    return llvm::all_of(kinds, [](Kind kind) { return kind == Kind::Known; });
+  }
+};
+
 /// What a converter sees of the node it converts: typed access to inputs,
 /// constant inputs and attributes, op creation with checked result types, and
 /// errors prefixed with the node's name, op type and opset.
@@ -29,6 +45,7 @@ public:
   NodeContext(GraphImporter &importer, const onnx_model::Node &node);
 
   const onnx_model::Node &node() const { return node_; }
+  GraphImporter &importer() { return importer_; }
   int64_t opset() const;
   mlir::Location loc() const { return loc_; }
   mlir::OpBuilder &builder();
@@ -47,6 +64,9 @@ public:
   /// Integer contents of a constant input (initializer or Constant node).
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(size_t index, llvm::StringRef what);
+  /// Input `index` as a host-evaluated integer tensor: shape arithmetic or
+  /// a small integer constant; null when it is neither.
+  const HostInts *hostInts(size_t index);
 
   const onnx_model::Attribute *attribute(llvm::StringRef name) const;
   int64_t intAttr(llvm::StringRef name, int64_t fallback) const;
@@ -131,6 +151,10 @@ public:
   const onnx_model::Tensor *defineConstantTensor(llvm::StringRef name,
                                                  onnx_model::Tensor tensor);
 
+  /// Host-evaluated integer tensors (shape arithmetic) by name.
+  const HostInts *hostInts(llvm::StringRef name);
+  void defineHostInts(llvm::StringRef name, HostInts value);
+
   /// Builds the attribute of `tensor`: inline dense data when small, a dense
   /// resource blob (never printed element by element) otherwise.
   mlir::FailureOr<mlir::ElementsAttr>
@@ -144,7 +168,15 @@ private:
   llvm::StringMap<const onnx_model::Tensor *> constants_;
   llvm::StringMap<const onnx_model::Tensor *> initializers_;
   std::deque<onnx_model::Tensor> constantNodeTensors_;
+  llvm::StringMap<HostInts> hostInts_;
+  std::deque<HostInts> constantInts_; // small integer constants, as HostInts
 };
+
+/// Evaluates `ctx`'s node on the host when it is shape arithmetic: Shape of
+/// any value, and Gather, Add, Sub, Mul, Div, Concat, Unsqueeze, Squeeze,
+/// Slice, Cast, Identity over host integers. Returns true when it did (the
+/// outputs are then host integers, and constants when fully known).
+mlir::FailureOr<bool> foldOnHost(NodeContext &ctx);
 
 template <typename OpT>
 mlir::FailureOr<mlir::Operation *>

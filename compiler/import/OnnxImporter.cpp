@@ -69,6 +69,11 @@ static LogicalResult convertNode(GraphImporter &importer,
     return ctx.emitError() << "domain '" << node.domain
                            << "' is not supported (only the default ONNX "
                               "domain is)";
+  FailureOr<bool> folded = foldOnHost(ctx);
+  if (failed(folded))
+    return failure();
+  if (*folded)
+    return success();
   NodeConverter converter = findConverter(node.opType);
   if (!converter)
     return ctx.emitError() << "unsupported op type '" << node.opType
@@ -77,10 +82,21 @@ static LogicalResult convertNode(GraphImporter &importer,
 }
 
 /// Checks a computed output type against the batch rule and what the ONNX
-/// file declares for that output.
+/// file declares for that output. A dimension after the batch that the file
+/// leaves unknown (the exporter could not infer it through shape arithmetic)
+/// takes the computed size.
 static LogicalResult checkOutput(GraphImporter &importer,
                                  const om::ValueInfo &info, Type computed) {
-  FailureOr<RankedTensorType> declared = valueType(importer, info, "output");
+  om::ValueInfo resolved = info;
+  auto computedType = computed.dyn_cast<RankedTensorType>();
+  if (computedType &&
+      computedType.getRank() == static_cast<int64_t>(resolved.dims.size()))
+    for (auto [index, dim] : llvm::enumerate(resolved.dims))
+      if (index > 0 && dim.kind != om::Dim::Kind::Known &&
+          !computedType.isDynamicDim(index))
+        dim = {om::Dim::Kind::Known, computedType.getDimSize(index), ""};
+  FailureOr<RankedTensorType> declared =
+      valueType(importer, resolved, "output");
   if (failed(declared))
     return failure();
   if (computed != *declared)

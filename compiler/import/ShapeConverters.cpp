@@ -329,6 +329,28 @@ LogicalResult cellc::convertReshape(NodeContext &ctx) {
   FailureOr<RankedTensorType> type = ctx.inputType(0);
   if (failed(type))
     return failure();
+  // A target shape computed from Shape may name the batch size itself:
+  // that dimension is the dynamic batch.
+  if (const HostInts *host = ctx.opset() >= 5 ? ctx.hostInts(1) : nullptr;
+      host && !host->fullyKnown()) {
+    SmallVector<int64_t> target;
+    for (auto [kind, value] : llvm::zip(host->kinds, host->values)) {
+      if (kind == HostInts::Kind::Unknown)
+        return ctx.emitError()
+               << "the target shape computes with the batch size (read by "
+                  "node '"
+               << host->batchNode
+               << "'); only the batch size itself may appear in it";
+      target.push_back(kind == HostInts::Kind::Batch ? ShapedType::kDynamic
+                                                     : value);
+    }
+    FailureOr<RankedTensorType> result = reshapeTarget(ctx, *type, target,
+                                                       /*allowZero=*/true);
+    if (failed(result))
+      return failure();
+    return bindResults(
+        ctx, ctx.create<cell::ReshapeOp>(*ctx.input(0), {}, {*result}));
+  }
   auto given = intsFromAttrOrInput(ctx, "shape", 1, /*inputSince=*/5);
   if (failed(given))
     return failure();
