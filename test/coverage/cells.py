@@ -1,0 +1,254 @@
+"""The coverage corpus: RNN cells written the way PyTorch users write them.
+
+Each case is a PyTorch module with the manifest roles of its inputs and outputs, the
+opsets it is exported at, and what cellc and cellrun must do with it: serve it with
+PyTorch's numbers, or refuse it with an error that names the ONNX node and op type
+(`refused`, a regular expression the message must match). run_case.py runs one case.
+
+Sizes are small and deliberately unequal (an input of 24, states of 32 and 48) so that
+a mix-up of widths cannot pass.
+"""
+
+import torch
+import torch.nn as nn
+
+# torch 1.13 (Debian) exports opsets up to 17.
+ALL_OPSETS = [9, 11, 14, 17]
+
+
+class Case:
+    def __init__(self, name, make, inputs, outputs, opsets=None, structure="chain",
+                 refused=None, tree=None, dtype=torch.float32):
+        self.name = name
+        self.make = make            # () -> nn.Module, called after seeding
+        self.inputs = inputs        # [(name, role, width, extra dict)]
+        self.outputs = outputs      # [(name, role, width, extra dict)]
+        self.opsets = opsets or ALL_OPSETS
+        self.structure = structure  # chain | tree
+        self.refused = refused      # None, or a regex the cellc error must match
+        self.tree = tree            # tree: {"leaf": Case-like dict, "arity": n}
+        self.dtype = dtype
+
+
+def inp(name, width, role="input", **extra):
+    return (name, role, width, extra)
+
+
+def state(name, width):
+    return (name, "state", width, {})
+
+
+def new_state(name, width, updates, emit=False):
+    extra = {"updates": updates}
+    if emit:
+        extra["emit"] = True
+    return (name, "state", width, extra)
+
+
+def out(name, width):
+    return (name, "output", width, {})
+
+
+# --------------------------------------------------------------------------------------
+# Modules
+
+class LstmCellStep(nn.Module):
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.LSTMCell(x, h)
+
+    def forward(self, x, h, c):
+        return self.cell(x, (h, c))
+
+
+class GruCellStep(nn.Module):
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.GRUCell(x, h)
+
+    def forward(self, x, h):
+        return self.cell(x, h)
+
+
+class RnnCellStep(nn.Module):
+    def __init__(self, x, h, nonlinearity):
+        super().__init__()
+        self.cell = nn.RNNCell(x, h, nonlinearity=nonlinearity)
+
+    def forward(self, x, h):
+        return self.cell(x, h)
+
+
+class StackedLstm(nn.Module):
+    """k LSTMCells, each reading the previous one's output (GNMT's encoder)."""
+
+    def __init__(self, x, widths, residual=False):
+        super().__init__()
+        sizes = [x] + list(widths)
+        self.cells = nn.ModuleList(nn.LSTMCell(a, b) for a, b in zip(sizes, sizes[1:]))
+        self.residual = residual
+
+    def forward(self, x, *states):
+        outs = []
+        below = x
+        for i, cell in enumerate(self.cells):
+            h, c = cell(below, (states[2 * i], states[2 * i + 1]))
+            outs += [h, c]
+            below = h + below if self.residual and i > 0 else h
+        return tuple(outs)
+
+
+class StackedGru(nn.Module):
+    def __init__(self, x, widths):
+        super().__init__()
+        sizes = [x] + list(widths)
+        self.cells = nn.ModuleList(nn.GRUCell(a, b) for a, b in zip(sizes, sizes[1:]))
+
+    def forward(self, x, *states):
+        outs = []
+        below = x
+        for cell, h in zip(self.cells, states):
+            below = cell(below, h)
+            outs.append(below)
+        return tuple(outs)
+
+
+class ProjectedResidualLstm(nn.Module):
+    """An LSTM whose output adds a linear projection of its input (a residual whose
+    widths differ, so it needs a projection)."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.LSTMCell(x, h)
+        self.proj = nn.Linear(x, h, bias=False)
+
+    def forward(self, x, h, c):
+        h2, c2 = self.cell(x, (h, c))
+        return h2, c2, h2 + self.proj(x)
+
+
+class ChunkLstm(nn.Module):
+    """The LSTM of every tutorial: one Linear over [x, h], torch.chunk into four gates."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.gates = nn.Linear(x + h, 4 * h)
+
+    def forward(self, x, h, c):
+        i, f, g, o = torch.chunk(self.gates(torch.cat([x, h], dim=1)), 4, dim=1)
+        c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c2), c2
+
+
+class LstmWithHead(nn.Module):
+    """An LSTMCell with an MLP head on its output (ReLU or GELU)."""
+
+    def __init__(self, x, h, head, activation):
+        super().__init__()
+        self.cell = nn.LSTMCell(x, h)
+        self.hidden = nn.Linear(h, head)
+        self.activation = activation
+        self.out = nn.Linear(head, 8)
+
+    def forward(self, x, h, c):
+        h2, c2 = self.cell(x, (h, c))
+        return h2, c2, self.out(self.activation(self.hidden(h2)))
+
+
+class ModuleLstmStep(nn.Module):
+    """One time step of nn.LSTM(num_layers=k): exports the ONNX LSTM op."""
+
+    def __init__(self, x, h, layers):
+        super().__init__()
+        self.lstm = nn.LSTM(x, h, num_layers=layers)
+        self.layers = layers
+
+    def forward(self, x, h, c):
+        # States travel as [batch, layers * hidden]; nn.LSTM wants [layers, batch, h].
+        b = x.shape[0]
+        h0 = h.reshape(b, self.layers, -1).transpose(0, 1).contiguous()
+        c0 = c.reshape(b, self.layers, -1).transpose(0, 1).contiguous()
+        y, (h1, c1) = self.lstm(x.unsqueeze(0), (h0, c0))
+        return (y.squeeze(0), h1.transpose(0, 1).reshape(b, -1),
+                c1.transpose(0, 1).reshape(b, -1))
+
+
+class LayerNormLstm(nn.Module):
+    """A layer-normalised LSTM (gates and cell normalised)."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.ih = nn.Linear(x, 4 * h, bias=False)
+        self.hh = nn.Linear(h, 4 * h, bias=False)
+        self.ln_gates = nn.LayerNorm(4 * h)
+        self.ln_cell = nn.LayerNorm(h)
+
+    def forward(self, x, h, c):
+        gates = self.ln_gates(self.ih(x) + self.hh(h))
+        i, f, g, o = gates.split(gates.shape[1] // 4, dim=1)
+        c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(self.ln_cell(c2)), c2
+
+
+# --------------------------------------------------------------------------------------
+# The corpus
+
+X, H, H2 = 24, 32, 48
+
+# What cellc says about an op type it does not import: the node's name, its op type.
+UNSUPPORTED = r"node '[^']+' \((%s), opset \d+\): unsupported op type"
+
+
+def _lstm_io(width=H, emit=True):
+    return ([inp("x", X), state("h", width), state("c", width)],
+            [new_state("h_next", width, "h", emit), new_state("c_next", width, "c")])
+
+
+def _stacked_io(widths, gru=False):
+    ins, outs = [inp("x", X)], []
+    for i, w in enumerate(widths):
+        names = ["h%d" % i] if gru else ["h%d" % i, "c%d" % i]
+        for n in names:
+            ins.append(state(n, w))
+            outs.append(new_state(n + "_next", w, n, emit=(n == names[0] and
+                                                            i == len(widths) - 1)))
+    return ins, outs
+
+
+CASES = [
+    Case("lstm_cell", lambda: LstmCellStep(X, H), *_lstm_io()),
+    Case("gru_cell", lambda: GruCellStep(X, H),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)]),
+    Case("rnn_tanh_cell", lambda: RnnCellStep(X, H, "tanh"),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)]),
+    Case("rnn_relu_cell", lambda: RnnCellStep(X, H, "relu"),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)]),
+    Case("stacked_lstm2", lambda: StackedLstm(X, [H, H]), *_stacked_io([H, H])),
+    Case("stacked_lstm4_widths", lambda: StackedLstm(X, [H, H2, H2, H]),
+         *_stacked_io([H, H2, H2, H])),
+    Case("stacked_gru2", lambda: StackedGru(X, [H, H2]), *_stacked_io([H, H2], gru=True)),
+    Case("stacked_gru4", lambda: StackedGru(X, [H, H, H, H]),
+         *_stacked_io([H, H, H, H], gru=True)),
+    Case("residual_lstm3", lambda: StackedLstm(X, [H, H, H], residual=True),
+         *_stacked_io([H, H, H])),
+    Case("projected_residual_lstm", lambda: ProjectedResidualLstm(X, H),
+         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("y", H)]),
+    Case("chunk_lstm", lambda: ChunkLstm(X, H), *_lstm_io()),
+    Case("relu_head_lstm", lambda: LstmWithHead(X, H, 40, nn.ReLU()),
+         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)]),
+    Case("gelu_head_lstm", lambda: LstmWithHead(X, H, 40, nn.GELU()),
+         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)],
+         refused=UNSUPPORTED % "Erf"),
+    Case("nn_lstm1_step", lambda: ModuleLstmStep(X, H, 1),
+         [inp("x", X), state("h", H), state("c", H)],
+         [out("y", H), new_state("h_next", H, "h"), new_state("c_next", H, "c")],
+         refused=UNSUPPORTED % "LSTM"),
+    Case("nn_lstm2_step", lambda: ModuleLstmStep(X, H, 2),
+         [inp("x", X), state("h", 2 * H), state("c", 2 * H)],
+         [out("y", H), new_state("h_next", 2 * H, "h"), new_state("c_next", 2 * H, "c")],
+         refused=UNSUPPORTED % "LSTM"),
+    Case("layernorm_lstm", lambda: LayerNormLstm(X, H), *_lstm_io(),
+         refused=UNSUPPORTED % "ReduceMean|LayerNormalization"),
+]
+
+BY_NAME = {case.name: case for case in CASES}

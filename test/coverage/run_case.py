@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Runs one case of the coverage corpus (cells.py) end to end, at each of its opsets:
+
+  export the PyTorch module with torch.onnx.export, write its manifest, compile it with
+  cellc, serve random requests with `cellrun run --device cpu`, and compare every output
+  of every step with the module stepped by PyTorch (float: within 1e-5 relative plus
+  1e-6 absolute; integers: equal).
+
+A case marked `refused` must instead make cellc fail with a message matching its
+pattern (one that names the ONNX node and op type). Exits non-zero on the first
+difference, printing it. Needs torch and onnx (Debian's /usr/bin/python3).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cells  # noqa: E402
+
+RTOL, ATOL = 1e-5, 1e-6
+BATCH_SIZES = [1, 2, 4, 8]
+REQUESTS, MAX_STEPS = 9, 7
+
+
+def fail(message):
+    sys.exit("FAIL: " + message)
+
+
+def export(case, module, path, opset):
+    ins = [torch.randn(2, width, dtype=case.dtype) for _, _, width, _ in case.inputs]
+    names_in = [n for n, *_ in case.inputs]
+    names_out = [n for n, *_ in case.outputs]
+    dynamic = {n: {0: "batch"} for n in names_in + names_out}
+    with torch.no_grad():
+        torch.onnx.export(module, tuple(ins), path, opset_version=opset,
+                          input_names=names_in, output_names=names_out,
+                          dynamic_axes=dynamic, do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.EVAL)
+
+
+def write_manifest(case, path, onnx_name):
+    lines = ["name: %s" % case.name, "structure: %s" % case.structure, "cells:",
+             "  - name: %s" % case.name, "    onnx: %s" % onnx_name,
+             "    batch_sizes: %s" % BATCH_SIZES, "    inputs:"]
+    for name, role, _, extra in case.inputs:
+        lines.append("      %s: {role: %s}" % (name, role))
+    lines.append("    outputs:")
+    for name, role, _, extra in case.outputs:
+        keys = ["role: %s" % role] + ["%s: %s" % (k, str(v).lower() if isinstance(v, bool)
+                                                 else v) for k, v in extra.items()]
+        lines.append("      %s: {%s}" % (name, ", ".join(keys)))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def make_requests(case, generator):
+    requests = []
+    for r in range(REQUESTS):
+        steps = int(torch.randint(1, MAX_STEPS + 1, (1,), generator=generator))
+        data = {n: torch.randn(steps, w, generator=generator).to(case.dtype)
+                for n, role, w, _ in case.inputs if role == "input"}
+        requests.append(("r%d" % r, steps, data))
+    return requests
+
+
+def reference(case, module, steps, data):
+    """The module stepped by PyTorch: {output name: [steps, ...]} for every output the
+    runtime returns (emitted per step, final_<name> for state outputs)."""
+    states = {n: torch.zeros(1, w, dtype=case.dtype)
+              for n, role, w, _ in case.inputs if role == "state"}
+    per_step = {n: [] for n, role, _, extra in case.outputs
+                if role == "output" or extra.get("emit")}
+    final = {}
+    with torch.no_grad():
+        for t in range(steps):
+            args = [data[n][t:t + 1] if role == "input" else states[n]
+                    for n, role, _, _ in case.inputs]
+            outs = module(*args)
+            outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+            for (n, role, _, extra), value in zip(case.outputs, outs):
+                if n in per_step:
+                    per_step[n].append(value[0])
+                if role == "state":
+                    states[extra["updates"]] = value
+                    final["final_" + n] = value[0]
+    result = {n: torch.stack(v).numpy() for n, v in per_step.items()}
+    result.update({n: v.numpy() for n, v in final.items()})
+    return result
+
+
+def compare(label, expected, got):
+    for name, want in expected.items():
+        if name not in got:
+            fail("%s: output %s missing (got %s)" % (label, name, sorted(got)))
+        shape, values = got[name]["shape"], np.asarray(got[name]["data"])
+        if list(want.shape) != list(shape):
+            fail("%s: %s has shape %s, PyTorch %s" % (label, name, shape, list(want.shape)))
+        values = values.reshape(want.shape)
+        if want.dtype.kind in "iu":
+            if not np.array_equal(values, want):
+                fail("%s: %s differs: %s vs PyTorch %s" % (label, name, values, want))
+            continue
+        error = np.abs(values - want.astype(np.float64))
+        bound = RTOL * np.abs(want) + ATOL
+        if not np.all(error <= bound):
+            at = np.unravel_index(np.argmax(error - bound), want.shape)
+            fail("%s: %s[%s] = %r, PyTorch %r" % (label, name, ",".join(map(str, at)),
+                                                   float(values[at]), float(want[at])))
+    return float(np.max([np.max(np.abs(np.asarray(got[n]["data"]).reshape(w.shape) - w) /
+                                (RTOL * np.abs(w) + ATOL)) for n, w in expected.items()]))
+
+
+def run_opset(case, opset, args):
+    work = os.path.join(args.work, "%s-opset%d" % (case.name, opset))
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    module = case.make().to(case.dtype).eval()
+    onnx_path = os.path.join(work, "cell.onnx")
+    export(case, module, onnx_path, opset)
+    manifest = os.path.join(work, "model.yaml")
+    write_manifest(case, manifest, "cell.onnx")
+    artifact = os.path.join(work, "model.cellpack")
+    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
+                              capture_output=True, text=True)
+    label = "%s opset %d" % (case.name, opset)
+    if case.refused:
+        if compiled.returncode == 0:
+            fail("%s: cellc accepted a case marked refused (%s)" % (label, case.refused))
+        if not re.search(case.refused, compiled.stderr):
+            fail("%s: cellc's error does not match %r:\n%s" % (label, case.refused,
+                                                                compiled.stderr))
+        print("%s: refused as expected: %s" % (label, compiled.stderr.strip().splitlines()[0]))
+        return
+    if compiled.returncode != 0:
+        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    generator = torch.Generator().manual_seed(opset)
+    requests = make_requests(case, generator)
+    request_path = os.path.join(work, "requests.jsonl")
+    with open(request_path, "w") as f:
+        for rid, steps, data in requests:
+            body = [{n: [float(v) for v in data[n][t]] for n in data} for t in range(steps)]
+            f.write(json.dumps({"id": rid, "steps": body}) + "\n")
+    result_path = os.path.join(work, "results.jsonl")
+    served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
+                             "--output", result_path, "--device", "cpu", "--quiet"],
+                            capture_output=True, text=True)
+    if served.returncode != 0:
+        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
+    with open(result_path) as f:
+        results = {r["id"]: r for r in map(json.loads, f)}
+    worst = 0.0
+    for rid, steps, data in requests:
+        result = results.get(rid)
+        if result is None or "error" in result:
+            fail("%s: request %s: %s" % (label, rid, result))
+        worst = max(worst, compare("%s request %s" % (label, rid),
+                                   reference(case, module, steps, data), result["outputs"]))
+    print("%s: %d requests equal PyTorch (worst %.2f of the tolerance)"
+          % (label, len(requests), worst))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("case", nargs="?", choices=sorted(cells.BY_NAME))
+    parser.add_argument("--list", action="store_true",
+                        help="print the case names, one a line, and exit")
+    parser.add_argument("--cellc")
+    parser.add_argument("--cellrun")
+    parser.add_argument("--work", help="directory for the files of the run")
+    parser.add_argument("--opsets", type=lambda s: [int(v) for v in s.split(",")],
+                        help="opsets to run (default: the case's own)")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(case.name for case in cells.CASES))
+        return
+    if not (args.case and args.cellc and args.cellrun and args.work):
+        parser.error("a case, --cellc, --cellrun and --work are required")
+    case = cells.BY_NAME[args.case]
+    torch.set_num_threads(1)
+    for opset in args.opsets or case.opsets:
+        run_opset(case, opset, args)
+
+
+if __name__ == "__main__":
+    main()
