@@ -25,18 +25,42 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // A reshape of a reshape (or squeeze, or unsqueeze: reshapes too)
+  // reshapes the original, in place.
+  Operation *producer = getInput().getDefiningOp();
+  if (isa_and_nonnull<ReshapeOp, SqueezeOp, UnsqueezeOp>(producer)) {
+    Value original = producer->getOperand(0);
+    if (original.getType() == getType())
+      return original;
+    getInputMutable().assign(original);
+    return getResult();
+  }
+  return {};
+}
+
+/// The value a squeeze or unsqueeze of `input` to `type` gives back when
+/// `input` is itself a reshape (or squeeze, unsqueeze) of a `type` value.
+static Value undoneView(Value input, Type type) {
+  Operation *producer = input.getDefiningOp();
+  if (isa_and_nonnull<ReshapeOp, SqueezeOp, UnsqueezeOp>(producer) &&
+      producer->getOperand(0).getType() == type)
+    return producer->getOperand(0);
   return {};
 }
 
 OpFoldResult SqueezeOp::fold(FoldAdaptor) {
   if (getAxes().empty())
     return getInput();
+  if (Value original = undoneView(getInput(), getType()))
+    return original;
   return {};
 }
 
 OpFoldResult UnsqueezeOp::fold(FoldAdaptor) {
   if (getAxes().empty())
     return getInput();
+  if (Value original = undoneView(getInput(), getType()))
+    return original;
   return {};
 }
 

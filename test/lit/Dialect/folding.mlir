@@ -1,6 +1,7 @@
 // Folders under -canonicalize: no-op identities (x + 0, x * 1, identity,
-// same-type cast/reshape, identity transpose, empty squeeze/unsqueeze,
-// single-input concat), arithmetic on two inline constants of the result type,
+// same-type cast/reshape, identity transpose, empty squeeze/unsqueeze, views
+// of views, single-input concat), arithmetic on two inline constants of the
+// result type,
 // and what must stay (broadcasting, integer division by zero, weight blobs).
 //
 // RUN: cell-opt %s -canonicalize | cell-opt | FileCheck %s
@@ -181,18 +182,37 @@ cell.cell @plumbing_chain(%x: tensor<?x8xf32> {cell.name = "x"}) -> tensor<?x8xf
 // CHECK-NEXT: %[[T:[0-9]+]] = transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<?x2x4xf32>) -> tensor<?x4x2xf32>
 // CHECK-NEXT: %[[R:[0-9]+]] = reshape %x : tensor<?x2x4xf32> -> tensor<?x8xf32>
 // CHECK-NEXT: %[[U:[0-9]+]] = unsqueeze %x {axes = array<i64: 1>} : (tensor<?x2x4xf32>) -> tensor<?x1x2x4xf32>
-// CHECK-NEXT: %[[S:[0-9]+]] = squeeze %[[U]] {axes = array<i64: 1>} : (tensor<?x1x2x4xf32>) -> tensor<?x2x4xf32>
+// CHECK-NEXT: %[[S:[0-9]+]] = squeeze %y {axes = array<i64: 1>} : (tensor<?x1x2x4xf32>) -> tensor<?x2x4xf32>
 // CHECK-NEXT: %[[K:[0-9]+]] = concat %x, %x {axis = 2 : i64} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x8xf32>
-// CHECK-NEXT: return %[[C]], %[[T]], %[[R]], %[[S]], %[[K]] :
-cell.cell @plumbing_kept(%x: tensor<?x2x4xf32> {cell.name = "x"})
-    -> (tensor<?x2x4xf16>, tensor<?x4x2xf32>, tensor<?x8xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>) {
+// CHECK-NEXT: return %[[C]], %[[T]], %[[R]], %[[U]], %[[S]], %[[K]] :
+cell.cell @plumbing_kept(%x: tensor<?x2x4xf32> {cell.name = "x"}, %y: tensor<?x1x2x4xf32> {cell.name = "y"})
+    -> (tensor<?x2x4xf16>, tensor<?x4x2xf32>, tensor<?x8xf32>, tensor<?x1x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>) {
   %0 = cell.cast %x : tensor<?x2x4xf32> -> tensor<?x2x4xf16>
   %1 = cell.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<?x2x4xf32>) -> tensor<?x4x2xf32>
   %2 = cell.reshape %x : tensor<?x2x4xf32> -> tensor<?x8xf32>
   %3 = cell.unsqueeze %x {axes = array<i64: 1>} : (tensor<?x2x4xf32>) -> tensor<?x1x2x4xf32>
-  %4 = cell.squeeze %3 {axes = array<i64: 1>} : (tensor<?x1x2x4xf32>) -> tensor<?x2x4xf32>
+  %4 = cell.squeeze %y {axes = array<i64: 1>} : (tensor<?x1x2x4xf32>) -> tensor<?x2x4xf32>
   %5 = cell.concat %x, %x {axis = 2 : i64} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x8xf32>
-  cell.return %0, %1, %2, %4, %5 : tensor<?x2x4xf16>, tensor<?x4x2xf32>, tensor<?x8xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>
+  cell.return %0, %1, %2, %3, %4, %5 : tensor<?x2x4xf16>, tensor<?x4x2xf32>, tensor<?x8xf32>, tensor<?x1x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>
+}
+
+// Views of views (reshape, squeeze, unsqueeze: all reshapes of batch-leading
+// rows) collapse: back to the original where the types meet, else to one
+// reshape of the original. The importer makes such chains around the ONNX
+// LSTM/GRU/RNN ops.
+// CHECK-LABEL: cell.cell @view_chains(
+// CHECK-NEXT: %[[R:[0-9]+]] = reshape %x : tensor<?x8xf32> -> tensor<?x4x2xf32>
+// CHECK-NEXT: return %x, %x, %x, %[[R]] :
+cell.cell @view_chains(%x: tensor<?x8xf32> {cell.name = "x"})
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x2xf32>) {
+  %0 = cell.reshape %x : tensor<?x8xf32> -> tensor<?x2x4xf32>
+  %1 = cell.reshape %0 : tensor<?x2x4xf32> -> tensor<?x8xf32>
+  %2 = cell.unsqueeze %x {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1x8xf32>
+  %3 = cell.reshape %2 : tensor<?x1x8xf32> -> tensor<?x8xf32>
+  %4 = cell.reshape %x : tensor<?x8xf32> -> tensor<?x1x8xf32>
+  %5 = cell.squeeze %4 {axes = array<i64: 1>} : (tensor<?x1x8xf32>) -> tensor<?x8xf32>
+  %6 = cell.reshape %0 : tensor<?x2x4xf32> -> tensor<?x4x2xf32>
+  cell.return %1, %3, %5, %6 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x2xf32>
 }
 
 // x + 1, x * 0, 0 - x and x - 1 do not fold (x * 0 is not 0 for NaN/inf).
