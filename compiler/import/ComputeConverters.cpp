@@ -154,13 +154,17 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Unsqueeze", convertUnsqueeze},
       {"Reshape", convertReshape},
       {"Transpose", convertTranspose},
+      {"LSTM", convertLstm},
+      {"GRU", convertGru},
+      {"RNN", convertRnn},
   };
   auto it = converters.find(opType);
   return it == converters.end() ? nullptr : it->second;
 }
 
 std::string cellc::supportedOpTypes() {
-  return "Add, ArgMax, Cast, Concat, Constant, Div, Gather, Gemm, Identity, "
-         "MatMul, Mul, Relu, Reshape, Sigmoid, Slice, Split, Squeeze, Sub, "
-         "Tanh, Transpose, Unsqueeze";
+  return "Add, ArgMax, Cast, Concat, Constant, Div, Gather, Gemm, GRU, "
+         "Identity, LSTM, MatMul, Mul, Relu, Reshape, RNN, Sigmoid, Slice, "
+         "Split, Squeeze, Sub, Tanh, Transpose, Unsqueeze (and shape "
+         "arithmetic: Shape with what folds over it)";
 }

@@ -71,6 +71,16 @@ const om::Tensor *GraphImporter::defineConstantTensor(StringRef name,
   return &constantNodeTensors_.back();
 }
 
+const BatchLayout *GraphImporter::batchLayout(StringRef name) const {
+  auto it = batchLayouts_.find(name);
+  return it == batchLayouts_.end() ? nullptr : &it->second;
+}
+
+void GraphImporter::defineRows(StringRef name, Value rows, BatchLayout layout) {
+  values_[name] = rows;
+  batchLayouts_[name] = std::move(layout);
+}
+
 const HostInts *GraphImporter::hostInts(StringRef name) {
   if (auto it = hostInts_.find(name); it != hostInts_.end())
     return &it->second;
@@ -189,7 +199,77 @@ FailureOr<Value> NodeContext::input(size_t index) {
     return emitError() << "input '" << name
                        << "' is not a graph input, an initializer or the "
                           "output of an earlier node";
+  if (const BatchLayout *layout = importer_.batchLayout(name)) {
+    InFlightDiagnostic diag = emitError();
+    diag << "input '" << name << "' has shape [";
+    for (auto [axis, dim] : llvm::enumerate(layout->shape))
+      diag << (axis ? ", " : "")
+           << (ShapedType::isDynamic(dim) ? std::string("batch")
+                                          : std::to_string(dim));
+    diag << "] with the batch dimension at axis " << layout->batchAxis
+         << "; cellc follows a batch dimension off axis 0 only through "
+            "Transpose, Squeeze, Unsqueeze, Reshape, Slice, Gather, Concat and "
+            "the LSTM, GRU and RNN ops";
+    return diag;
+  }
   return value;
+}
+
+bool NodeContext::hasBatchLayout(size_t index) const {
+  return hasInput(index) && importer_.batchLayout(node_.inputs[index]);
+}
+
+FailureOr<Rows> NodeContext::rows(size_t index) {
+  if (hasBatchLayout(index)) {
+    const std::string &name = node_.inputs[index];
+    return Rows{importer_.lookup(name, loc_), *importer_.batchLayout(name)};
+  }
+  FailureOr<RankedTensorType> type = inputType(index);
+  if (failed(type))
+    return failure();
+  if (type->getRank() == 0 || !type->isDynamicDim(0))
+    return emitError() << "input '" << node_.inputs[index] << "' of type "
+                       << *type << " has no batch dimension";
+  int64_t columns = 1;
+  for (int64_t dim : type->getShape().drop_front())
+    columns *= dim;
+  FailureOr<Value> rows = reshape(
+      *input(index), RankedTensorType::get({ShapedType::kDynamic, columns},
+                                           type->getElementType()));
+  if (failed(rows))
+    return failure();
+  return Rows{*rows, BatchLayout{llvm::to_vector(type->getShape()), 0}};
+}
+
+FailureOr<Value> NodeContext::reshape(Value value, RankedTensorType type) {
+  // A reshape back to what a reshape started from is that value.
+  if (auto producer = value.getDefiningOp<cell::ReshapeOp>();
+      producer && producer.getInput().getType() == type)
+    return producer.getInput();
+  if (value.getType() == type)
+    return value;
+  FailureOr<Operation *> op = create<cell::ReshapeOp>(value, {}, {type});
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+LogicalResult NodeContext::setOutputRows(size_t index, Value rows,
+                                         const BatchLayout &layout) {
+  if (index >= node_.outputs.size() || node_.outputs[index].empty())
+    return success();
+  const std::string &name = node_.outputs[index];
+  if (layout.batchAxis != 0) {
+    importer_.defineRows(name, rows, layout);
+    return success();
+  }
+  Type element = rows.getType().cast<RankedTensorType>().getElementType();
+  FailureOr<Value> value =
+      reshape(rows, RankedTensorType::get(layout.shape, element));
+  if (failed(value))
+    return failure();
+  importer_.define(name, *value);
+  return success();
 }
 
 FailureOr<RankedTensorType> NodeContext::inputType(size_t index) {

@@ -37,6 +37,23 @@ struct HostInts {
   }
 };
 
+/// An ONNX value whose batch dimension is not its leading one: the
+/// [sequence, batch, width] and [directions, batch, hidden] tensors of the
+/// LSTM, GRU and RNN ops, and what Transpose, Squeeze, Unsqueeze, Reshape,
+/// Slice, Gather and Concat make of them. The importer keeps such a value as
+/// rows: a [batch, columns] tensor whose columns run over the other dimensions
+/// in their ONNX order (BatchLayout.cpp).
+struct BatchLayout {
+  llvm::SmallVector<int64_t> shape; // ONNX shape, kDynamic at batchAxis
+  int64_t batchAxis = 0;
+};
+
+/// A value as rows ([batch, columns]) with the ONNX shape it stands for.
+struct Rows {
+  mlir::Value value;
+  BatchLayout layout;
+};
+
 /// What a converter sees of the node it converts: typed access to inputs,
 /// constant inputs and attributes, op creation with checked result types, and
 /// errors prefixed with the node's name, op type and opset.
@@ -57,8 +74,14 @@ public:
   size_t numInputs() const { return node_.inputs.size(); }
   /// True when input `index` is present (not omitted, not "").
   bool hasInput(size_t index) const;
-  /// The value of input `index`, or an error if it is missing or undefined.
+  /// The value of input `index`, or an error if it is missing or undefined
+  /// or its batch dimension is not the leading one.
   mlir::FailureOr<mlir::Value> input(size_t index);
+  /// Input `index` as rows, whichever axis its batch dimension is on; an
+  /// error when it has no batch dimension.
+  mlir::FailureOr<Rows> rows(size_t index);
+  /// True when input `index` is kept as rows with its batch off axis 0.
+  bool hasBatchLayout(size_t index) const;
   /// The value of input `index` as a ranked tensor type, or an error.
   mlir::FailureOr<mlir::RankedTensorType> inputType(size_t index);
   /// Integer contents of a constant input (initializer or Constant node).
@@ -98,6 +121,13 @@ public:
 
   /// Binds the node's outputs, in order, to `values`.
   mlir::LogicalResult setOutputs(mlir::ValueRange values);
+  /// Binds output `index` to `rows` standing for `layout`: a batch-leading
+  /// layout becomes an ordinary value of its shape.
+  mlir::LogicalResult setOutputRows(size_t index, mlir::Value rows,
+                                    const BatchLayout &layout);
+  /// `value` reshaped to `type` (no op when it already has that type).
+  mlir::FailureOr<mlir::Value> reshape(mlir::Value value,
+                                       mlir::RankedTensorType type);
 
 private:
   mlir::LogicalResult
@@ -115,6 +145,28 @@ using NodeConverter = mlir::LogicalResult (*)(NodeContext &);
 NodeConverter findConverter(llvm::StringRef opType);
 /// Op types with a converter, for messages.
 std::string supportedOpTypes();
+
+// Helpers shared by the shape converters (ShapeConverters.cpp).
+/// Normalises every axis in `axes` against `rank`.
+mlir::LogicalResult normalizeAxes(NodeContext &ctx,
+                                  llvm::SmallVectorImpl<int64_t> &axes,
+                                  int64_t rank);
+/// The ints of attribute `name` (before `inputSince`) or of constant input
+/// `index` (from `inputSince`); nullopt when the node gives neither.
+mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+intsFromAttrOrInput(NodeContext &ctx, llvm::StringRef name, size_t index,
+                    int64_t inputSince);
+/// A Slice node's bounds against `shape`: axes normalised, starts and ends
+/// clamped; an error for non-positive steps or a sliced batch dimension.
+struct SliceBounds {
+  llvm::SmallVector<int64_t> axes, starts, ends, steps;
+};
+mlir::FailureOr<SliceBounds> sliceBounds(NodeContext &ctx,
+                                         llvm::ArrayRef<int64_t> shape);
+/// The result type of a Reshape node applied to `input` (its target shape
+/// resolved: 0 copies, -1 infers, the batch size read by Shape is the batch).
+mlir::FailureOr<mlir::RankedTensorType>
+reshapeResult(NodeContext &ctx, mlir::RankedTensorType input);
 
 // Converters of shape ops (ShapeConverters.cpp).
 mlir::LogicalResult convertConcat(NodeContext &ctx);
@@ -151,6 +203,12 @@ public:
   const onnx_model::Tensor *defineConstantTensor(llvm::StringRef name,
                                                  onnx_model::Tensor tensor);
 
+  /// The layout of `name` when it is kept as rows with its batch dimension
+  /// off axis 0; null otherwise.
+  const BatchLayout *batchLayout(llvm::StringRef name) const;
+  /// Defines `name` as `rows` ([batch, columns]) standing for `layout`.
+  void defineRows(llvm::StringRef name, mlir::Value rows, BatchLayout layout);
+
   /// Host-evaluated integer tensors (shape arithmetic) by name.
   const HostInts *hostInts(llvm::StringRef name);
   void defineHostInts(llvm::StringRef name, HostInts value);
@@ -169,6 +227,7 @@ private:
   llvm::StringMap<const onnx_model::Tensor *> initializers_;
   std::deque<onnx_model::Tensor> constantNodeTensors_;
   llvm::StringMap<HostInts> hostInts_;
+  llvm::StringMap<BatchLayout> batchLayouts_;
   std::deque<HostInts> constantInts_; // small integer constants, as HostInts
 };
 
@@ -177,6 +236,21 @@ private:
 /// Slice, Cast, Identity over host integers. Returns true when it did (the
 /// outputs are then host integers, and constants when fully known).
 mlir::FailureOr<bool> foldOnHost(NodeContext &ctx);
+
+/// Converts `ctx`'s node when it moves the batch dimension off axis 0 or
+/// reads a value whose batch dimension is off axis 0 (Transpose, Squeeze,
+/// Unsqueeze, Slice, Concat; BatchLayout.cpp). Returns true when it did.
+mlir::FailureOr<bool> followBatchLayout(NodeContext &ctx);
+/// Columns [start, end) of `rows` ([batch, columns]); `rows` itself when
+/// that is all of them.
+mlir::FailureOr<mlir::Value> columnRange(NodeContext &ctx, mlir::Value rows,
+                                         int64_t start, int64_t end);
+
+// Converters of the recurrent ops LSTM, GRU and RNN for one time step
+// (RecurrentConverters.cpp).
+mlir::LogicalResult convertLstm(NodeContext &ctx);
+mlir::LogicalResult convertGru(NodeContext &ctx);
+mlir::LogicalResult convertRnn(NodeContext &ctx);
 
 template <typename OpT>
 mlir::FailureOr<mlir::Operation *>

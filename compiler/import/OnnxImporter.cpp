@@ -1,8 +1,9 @@
 //===- OnnxImporter.cpp - ONNX graph to a `cell.cell` function -----------===//
 //
 // Checks the model as a whole (opset, batch-leading inputs and outputs), then
-// converts its nodes in order with the converters of ComputeConverters.cpp and
-// ShapeConverters.cpp.
+// converts its nodes in order: shape arithmetic on the host (ShapeFolding),
+// values whose batch is off axis 0 (BatchLayout), then the converters of
+// ComputeConverters.cpp, ShapeConverters.cpp and RecurrentConverters.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/OnnxImporter.h"
@@ -73,6 +74,11 @@ static LogicalResult convertNode(GraphImporter &importer,
   if (failed(folded))
     return failure();
   if (*folded)
+    return success();
+  FailureOr<bool> followed = followBatchLayout(ctx);
+  if (failed(followed))
+    return failure();
+  if (*followed)
     return success();
   NodeConverter converter = findConverter(node.opType);
   if (!converter)
@@ -150,6 +156,13 @@ FailureOr<mlir::cell::CellOp> cellc::importOnnxCell(const om::Model &model,
     if (!value) {
       emitError(importer.fileLoc())
           << "output '" << output.name << "' is computed by no node";
+      return discard();
+    }
+    if (const BatchLayout *layout = importer.batchLayout(output.name)) {
+      emitError(importer.fileLoc())
+          << "output '" << output.name << "' has its batch dimension at axis "
+          << layout->batchAxis
+          << "; outputs must be batch-leading (transpose it first)";
       return discard();
     }
     if (failed(checkOutput(importer, output, value.getType())))

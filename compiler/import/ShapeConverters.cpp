@@ -11,17 +11,16 @@
 using namespace mlir;
 using namespace cellc;
 
-namespace {
 /// Binds the results of a freshly created op, or passes on its failure.
-LogicalResult bindResults(NodeContext &ctx, FailureOr<Operation *> op) {
+static LogicalResult bindResults(NodeContext &ctx, FailureOr<Operation *> op) {
   if (failed(op))
     return failure();
   return ctx.setOutputs((*op)->getResults());
 }
 
-/// Normalises every axis in `axes` against `rank`.
-LogicalResult normalizeAxes(NodeContext &ctx, SmallVectorImpl<int64_t> &axes,
-                            int64_t rank) {
+LogicalResult cellc::normalizeAxes(NodeContext &ctx,
+                                   SmallVectorImpl<int64_t> &axes,
+                                   int64_t rank) {
   for (int64_t &axis : axes) {
     FailureOr<int64_t> normalized = ctx.normalizeAxis(axis, rank, "axis");
     if (failed(normalized))
@@ -31,11 +30,9 @@ LogicalResult normalizeAxes(NodeContext &ctx, SmallVectorImpl<int64_t> &axes,
   return success();
 }
 
-/// The ints of attribute `name` (before `inputSince`) or of constant input
-/// `index` (from `inputSince`); nullopt when the node gives neither.
 FailureOr<std::optional<SmallVector<int64_t>>>
-intsFromAttrOrInput(NodeContext &ctx, StringRef name, size_t index,
-                    int64_t inputSince) {
+cellc::intsFromAttrOrInput(NodeContext &ctx, StringRef name, size_t index,
+                           int64_t inputSince) {
   if (ctx.opset() < inputSince)
     return ctx.intsAttr(name);
   if (!ctx.hasInput(index))
@@ -45,7 +42,6 @@ intsFromAttrOrInput(NodeContext &ctx, StringRef name, size_t index,
     return failure();
   return std::optional<SmallVector<int64_t>>(*values);
 }
-} // namespace
 
 LogicalResult cellc::convertConcat(NodeContext &ctx) {
   SmallVector<Value> operands;
@@ -112,11 +108,11 @@ LogicalResult cellc::convertSplit(NodeContext &ctx) {
                 b.getNamedAttr("sizes", b.getDenseI64ArrayAttr(pieces))}));
 }
 
-LogicalResult cellc::convertSlice(NodeContext &ctx) {
-  FailureOr<RankedTensorType> type = ctx.inputType(0);
-  if (failed(type))
-    return failure();
-  SmallVector<int64_t> starts, ends, axes, steps;
+FailureOr<SliceBounds> cellc::sliceBounds(NodeContext &ctx,
+                                          ArrayRef<int64_t> shape) {
+  SliceBounds bounds;
+  SmallVector<int64_t> &starts = bounds.starts, &ends = bounds.ends,
+                       &axes = bounds.axes, &steps = bounds.steps;
   if (ctx.opset() < 10) {
     auto startsAttr = ctx.intsAttr("starts"), endsAttr = ctx.intsAttr("ends");
     if (!startsAttr || !endsAttr)
@@ -154,13 +150,13 @@ LogicalResult cellc::convertSlice(NodeContext &ctx) {
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return ctx.emitError() << "starts, ends, axes and steps differ in length";
-  if (failed(normalizeAxes(ctx, axes, type->getRank())))
+  if (failed(normalizeAxes(ctx, axes, shape.size())))
     return failure();
   for (size_t i = 0; i < starts.size(); ++i) {
     if (steps[i] <= 0)
       return ctx.emitError() << "step " << steps[i]
                              << " is not supported; steps must be positive";
-    int64_t dim = type->getDimSize(axes[i]);
+    int64_t dim = shape[axes[i]];
     if (ShapedType::isDynamic(dim))
       return ctx.emitError()
              << "slicing the dynamic batch dimension is not supported";
@@ -172,14 +168,25 @@ LogicalResult cellc::convertSlice(NodeContext &ctx) {
     starts[i] = clamp(starts[i]);
     ends[i] = std::max(starts[i], clamp(ends[i]));
   }
+  return bounds;
+}
+
+LogicalResult cellc::convertSlice(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<SliceBounds> bounds = sliceBounds(ctx, type->getShape());
+  if (failed(bounds))
+    return failure();
   Builder &b = ctx.builder();
   return bindResults(
-      ctx, ctx.create<cell::SliceOp>(
-               *ctx.input(0),
-               {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
-                b.getNamedAttr("starts", b.getDenseI64ArrayAttr(starts)),
-                b.getNamedAttr("ends", b.getDenseI64ArrayAttr(ends)),
-                b.getNamedAttr("steps", b.getDenseI64ArrayAttr(steps))}));
+      ctx,
+      ctx.create<cell::SliceOp>(
+          *ctx.input(0),
+          {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(bounds->axes)),
+           b.getNamedAttr("starts", b.getDenseI64ArrayAttr(bounds->starts)),
+           b.getNamedAttr("ends", b.getDenseI64ArrayAttr(bounds->ends)),
+           b.getNamedAttr("steps", b.getDenseI64ArrayAttr(bounds->steps))}));
 }
 
 LogicalResult cellc::convertGather(NodeContext &ctx) {
@@ -325,10 +332,8 @@ static FailureOr<RankedTensorType> reshapeTarget(NodeContext &ctx,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-LogicalResult cellc::convertReshape(NodeContext &ctx) {
-  FailureOr<RankedTensorType> type = ctx.inputType(0);
-  if (failed(type))
-    return failure();
+FailureOr<RankedTensorType> cellc::reshapeResult(NodeContext &ctx,
+                                                 RankedTensorType input) {
   // A target shape computed from Shape may name the batch size itself:
   // that dimension is the dynamic batch.
   if (const HostInts *host = ctx.opset() >= 5 ? ctx.hostInts(1) : nullptr;
@@ -344,20 +349,21 @@ LogicalResult cellc::convertReshape(NodeContext &ctx) {
       target.push_back(kind == HostInts::Kind::Batch ? ShapedType::kDynamic
                                                      : value);
     }
-    FailureOr<RankedTensorType> result = reshapeTarget(ctx, *type, target,
-                                                       /*allowZero=*/true);
-    if (failed(result))
-      return failure();
-    return bindResults(
-        ctx, ctx.create<cell::ReshapeOp>(*ctx.input(0), {}, {*result}));
+    return reshapeTarget(ctx, input, target, /*allowZero=*/true);
   }
   auto given = intsFromAttrOrInput(ctx, "shape", 1, /*inputSince=*/5);
   if (failed(given))
     return failure();
   if (!*given)
     return ctx.emitError() << "needs a target shape";
-  FailureOr<RankedTensorType> result =
-      reshapeTarget(ctx, *type, **given, ctx.intAttr("allowzero", 0) != 0);
+  return reshapeTarget(ctx, input, **given, ctx.intAttr("allowzero", 0) != 0);
+}
+
+LogicalResult cellc::convertReshape(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<RankedTensorType> result = reshapeResult(ctx, *type);
   if (failed(result))
     return failure();
   return bindResults(ctx,

@@ -267,6 +267,41 @@ static void defineResult(GraphImporter &importer, const std::string &name,
   importer.defineHostInts(name, std::move(value));
 }
 
+/// A Cast of shape values to a floating-point type (a scale such as
+/// 1/sqrt(width)): a constant when every element is known.
+static FailureOr<bool> castToFloat(NodeContext &ctx, const HostInts &value,
+                                   om::DataType to) {
+  if (!value.fullyKnown())
+    return ctx.emitError()
+           << "casts a shape value that depends on the batch size (read by "
+              "node '"
+           << value.batchNode << "') to "
+           << om::dataTypeName(static_cast<int32_t>(to))
+           << "; cellc folds shape computations only where the batch size "
+              "does not enter them";
+  om::Tensor tensor;
+  tensor.name = ctx.node().outputs[0];
+  tensor.dataType = static_cast<int32_t>(to);
+  tensor.dims.assign(value.dims.begin(), value.dims.end());
+  for (int64_t element : value.values) {
+    char bytes[8];
+    size_t size = 0;
+    if (to == om::DataType::Float) {
+      auto narrow = static_cast<float>(element);
+      std::memcpy(bytes, &narrow, size = 4);
+    } else if (to == om::DataType::Double) {
+      auto wide = static_cast<double>(element);
+      std::memcpy(bytes, &wide, size = 8);
+    } else {
+      return ctx.emitError() << "folds Casts of shape values to int64, int32, "
+                                "float or double only";
+    }
+    tensor.bytes.insert(tensor.bytes.end(), bytes, bytes + size);
+  }
+  ctx.importer().defineConstantTensor(ctx.node().outputs[0], std::move(tensor));
+  return true;
+}
+
 FailureOr<bool> cellc::foldOnHost(NodeContext &ctx) {
   const om::Node &node = ctx.node();
   StringRef op = node.opType;
@@ -294,6 +329,11 @@ FailureOr<bool> cellc::foldOnHost(NodeContext &ctx) {
            return input->dims.size() != 1;
          })))
       return false;
+  }
+  if (op == "Cast") {
+    auto to = static_cast<om::DataType>(ctx.intAttr("to", 0));
+    if (to != om::DataType::Int64 && to != om::DataType::Int32)
+      return castToFloat(ctx, *folder.inputs[0], to);
   }
   FailureOr<HostInts> result = failure();
   if (op == "Shape")
