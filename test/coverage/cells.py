@@ -155,22 +155,46 @@ class LstmWithHead(nn.Module):
         return h2, c2, self.out(self.activation(self.hidden(h2)))
 
 
-class ModuleLstmStep(nn.Module):
-    """One time step of nn.LSTM(num_layers=k): exports the ONNX LSTM op."""
+class ModuleStep(nn.Module):
+    """One time step of nn.LSTM / nn.GRU / nn.RNN(num_layers=k): exports the ONNX
+    LSTM, GRU or RNN op. States travel as [batch, layers * directions * hidden]
+    and are reshaped to the module's [layers * directions, batch, hidden]."""
 
-    def __init__(self, x, h, layers):
+    def __init__(self, kind, x, h, layers, bidirectional=False, batch_first=False):
         super().__init__()
-        self.lstm = nn.LSTM(x, h, num_layers=layers)
-        self.layers = layers
+        module = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[kind]
+        self.rnn = module(x, h, num_layers=layers, bidirectional=bidirectional,
+                          batch_first=batch_first)
+        self.kind, self.batch_first = kind, batch_first
+        self.slots = layers * (2 if bidirectional else 1)
 
-    def forward(self, x, h, c):
-        # States travel as [batch, layers * hidden]; nn.LSTM wants [layers, batch, h].
+    def forward(self, x, h, *c):
         b = x.shape[0]
-        h0 = h.reshape(b, self.layers, -1).transpose(0, 1).contiguous()
-        c0 = c.reshape(b, self.layers, -1).transpose(0, 1).contiguous()
-        y, (h1, c1) = self.lstm(x.unsqueeze(0), (h0, c0))
-        return (y.squeeze(0), h1.transpose(0, 1).reshape(b, -1),
-                c1.transpose(0, 1).reshape(b, -1))
+        to_module = lambda s: s.reshape(b, self.slots, -1).transpose(0, 1).contiguous()
+        from_module = lambda s: s.transpose(0, 1).reshape(b, -1)
+        x = x.unsqueeze(1 if self.batch_first else 0)
+        if self.kind == "lstm":
+            y, (h1, c1) = self.rnn(x, (to_module(h), to_module(c[0])))
+            rest = (from_module(h1), from_module(c1))
+        else:
+            y, h1 = self.rnn(x, to_module(h))
+            rest = (from_module(h1),)
+        return (y.squeeze(1 if self.batch_first else 0),) + rest
+
+
+class GruWithHead(nn.Module):
+    """nn.GRU of one layer as most people call it: h.unsqueeze(0) in, h_n[-1] out
+    to a linear head."""
+
+    def __init__(self, x, h, classes):
+        super().__init__()
+        self.gru = nn.GRU(x, h)
+        self.head = nn.Linear(h, classes)
+
+    def forward(self, x, h):
+        _, h_n = self.gru(x.unsqueeze(0), h.unsqueeze(0))
+        last = h_n[-1]
+        return last, self.head(last)
 
 
 class LayerNormLstm(nn.Module):
@@ -215,6 +239,13 @@ def _stacked_io(widths, gru=False):
     return ins, outs
 
 
+def _module_io(kind, layers, directions=1):
+    width = layers * directions * H
+    names = ["h", "c"] if kind == "lstm" else ["h"]
+    return ([inp("x", X)] + [state(n, width) for n in names],
+            [out("y", directions * H)] + [new_state(n + "_next", width, n) for n in names])
+
+
 CASES = [
     Case("lstm_cell", lambda: LstmCellStep(X, H), *_lstm_io()),
     Case("gru_cell", lambda: GruCellStep(X, H),
@@ -239,14 +270,21 @@ CASES = [
     Case("gelu_head_lstm", lambda: LstmWithHead(X, H, 40, nn.GELU()),
          _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)],
          refused=UNSUPPORTED % "Erf"),
-    Case("nn_lstm1_step", lambda: ModuleLstmStep(X, H, 1),
-         [inp("x", X), state("h", H), state("c", H)],
-         [out("y", H), new_state("h_next", H, "h"), new_state("c_next", H, "c")],
-         refused=UNSUPPORTED % "LSTM"),
-    Case("nn_lstm2_step", lambda: ModuleLstmStep(X, H, 2),
-         [inp("x", X), state("h", 2 * H), state("c", 2 * H)],
-         [out("y", H), new_state("h_next", 2 * H, "h"), new_state("c_next", 2 * H, "c")],
-         refused=UNSUPPORTED % "LSTM"),
+    Case("nn_lstm1_step", lambda: ModuleStep("lstm", X, H, 1), *_module_io("lstm", 1)),
+    Case("nn_lstm2_step", lambda: ModuleStep("lstm", X, H, 2), *_module_io("lstm", 2)),
+    Case("nn_lstm4_step", lambda: ModuleStep("lstm", X, H, 4), *_module_io("lstm", 4)),
+    Case("nn_lstm2_batch_first_step",
+         lambda: ModuleStep("lstm", X, H, 2, batch_first=True), *_module_io("lstm", 2)),
+    Case("nn_bilstm2_step", lambda: ModuleStep("lstm", X, H, 2, bidirectional=True),
+         *_module_io("lstm", 2, directions=2)),
+    Case("nn_gru1_step", lambda: ModuleStep("gru", X, H, 1), *_module_io("gru", 1)),
+    Case("nn_gru2_step", lambda: ModuleStep("gru", X, H, 2), *_module_io("gru", 2)),
+    Case("nn_gru4_step", lambda: ModuleStep("gru", X, H, 4), *_module_io("gru", 4)),
+    Case("nn_bigru1_step", lambda: ModuleStep("gru", X, H, 1, bidirectional=True),
+         *_module_io("gru", 1, directions=2)),
+    Case("nn_rnn2_step", lambda: ModuleStep("rnn", X, H, 2), *_module_io("rnn", 2)),
+    Case("nn_gru_head", lambda: GruWithHead(X, H, 8),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("logits", 8)]),
     Case("layernorm_lstm", lambda: LayerNormLstm(X, H), *_lstm_io(),
          refused=UNSUPPORTED % "ReduceMean|LayerNormalization"),
 ]

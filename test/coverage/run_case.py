@@ -95,24 +95,26 @@ def reference(case, module, steps, data):
     return result
 
 
-def compare(label, expected, got):
+def compare(label, expected, got, reference="PyTorch"):
     for name, want in expected.items():
         if name not in got:
             fail("%s: output %s missing (got %s)" % (label, name, sorted(got)))
         shape, values = got[name]["shape"], np.asarray(got[name]["data"])
         if list(want.shape) != list(shape):
-            fail("%s: %s has shape %s, PyTorch %s" % (label, name, shape, list(want.shape)))
+            fail("%s: %s has shape %s, %s %s" % (label, name, shape, reference,
+                                                 list(want.shape)))
         values = values.reshape(want.shape)
         if want.dtype.kind in "iu":
             if not np.array_equal(values, want):
-                fail("%s: %s differs: %s vs PyTorch %s" % (label, name, values, want))
+                fail("%s: %s differs: %s vs %s %s" % (label, name, values, reference, want))
             continue
         error = np.abs(values - want.astype(np.float64))
         bound = RTOL * np.abs(want) + ATOL
         if not np.all(error <= bound):
             at = np.unravel_index(np.argmax(error - bound), want.shape)
-            fail("%s: %s[%s] = %r, PyTorch %r" % (label, name, ",".join(map(str, at)),
-                                                   float(values[at]), float(want[at])))
+            fail("%s: %s[%s] = %r, %s %r" % (label, name, ",".join(map(str, at)),
+                                              float(values[at]), reference,
+                                              float(want[at])))
     return float(np.max([np.max(np.abs(np.asarray(got[n]["data"]).reshape(w.shape) - w) /
                                 (RTOL * np.abs(w) + ATOL)) for n, w in expected.items()]))
 
