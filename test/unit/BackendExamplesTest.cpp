@@ -45,7 +45,7 @@ using namespace cellc::testing;
 namespace {
 
 constexpr uint8_t kPoison = 0xA7;
-constexpr uint32_t kPoolRows = 8 * 64 + 5; // room for 8 tensors of a type
+constexpr uint32_t kPoolRows = 12 * 64 + 5; // room for 12 tensors of a type
 
 size_t rowBytesOf(const cellpack::TensorSpec &spec) {
   size_t bytes = cpu::elementSize(spec.dtype());
@@ -364,9 +364,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ExampleArtifact{"lstm", "fp32"}, ExampleArtifact{"gru", "fp32"},
         ExampleArtifact{"seq2seq", "fp32"}, ExampleArtifact{"treelstm", "fp32"},
-        ExampleArtifact{"lstm", "tf32"}, ExampleArtifact{"gru", "tf32"},
-        ExampleArtifact{"seq2seq", "tf32"},
-        ExampleArtifact{"treelstm", "tf32"}),
+        ExampleArtifact{"stacked", "fp32"}, ExampleArtifact{"lstm", "tf32"},
+        ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
+        ExampleArtifact{"treelstm", "tf32"},
+        ExampleArtifact{"stacked", "tf32"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return std::string(info.param.model) + "_" + info.param.precision;
     });
