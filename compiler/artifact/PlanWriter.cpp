@@ -168,6 +168,12 @@ static cellpack::OpCode opCode(Operation *op) {
       .Case<UnsqueezeOp>([](auto) { return Code::Unsqueeze; })
       .Case<TransposeOp>([](auto) { return Code::Transpose; })
       .Case<GemmOp>([](auto) { return Code::Gemm; })
+      .Case<ErfOp>([](auto) { return Code::Erf; })
+      .Case<SqrtOp>([](auto) { return Code::Sqrt; })
+      .Case<PowOp>([](auto) { return Code::Pow; })
+      .Case<EqualOp>([](auto) { return Code::Equal; })
+      .Case<WhereOp>([](auto) { return Code::Where; })
+      .Case<ReduceMeanOp>([](auto) { return Code::ReduceMean; })
       .Default([](auto) { return Code::Identity; });
 }
 
@@ -218,6 +224,9 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
       axis = argmax.getAxis();
       keepdims = argmax.getKeepdims();
       selectLast = argmax.getSelectLastIndex();
+    } else if (auto reduce = dyn_cast<ReduceMeanOp>(op)) {
+      axes = toVector(reduce.getAxes());
+      keepdims = reduce.getKeepdims();
     } else if (auto squeeze = dyn_cast<SqueezeOp>(op)) {
       axes = toVector(squeeze.getAxes());
     } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {

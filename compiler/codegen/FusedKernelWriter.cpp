@@ -115,7 +115,7 @@ static bool canVectorize(FusedOp fused, int64_t width) {
       return false;
   for (Operation &op : body.without_terminator()) {
     if (isa<GemmOp, ArgMaxOp, CastOp, ReshapeOp, SqueezeOp, UnsqueezeOp,
-            TransposeOp>(op) ||
+            TransposeOp, EqualOp, WhereOp>(op) ||
         !llvm::all_of(op.getResults(), fits))
       return false;
     if (auto split = dyn_cast<SplitOp>(op))
@@ -267,6 +267,49 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
   return success();
 }
 
+/// The mean of a row's columns (ReduceMean, alone in its kernel): one block
+/// per row sums its columns in a strided loop and a shared-memory tree.
+static LogicalResult writeReduceMean(FusedOp fused, ReduceMeanOp reduce,
+                                     llvm::raw_ostream &os, KernelInfo &info) {
+  auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
+  RankedTensorType input = tensorOf(reduce.getInput());
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != reduce.getResult() || input.getRank() != 2 ||
+      reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 1)
+    return fused.emitOpError(
+        "code generation supports a mean over the columns of a row as the "
+        "only result of its kernel");
+  int64_t width = rowWidth(reduce.getInput());
+  std::string type = computeType(input.getElementType());
+  info.shape = KernelInfo::Shape::RowReduction;
+  info.rowWidth = width;
+  os << "  constexpr int kWidth = " << width << ";\n"
+     << "  const int r = blockIdx.x;\n"
+     << "  if (r >= n)\n    return;\n"
+     << "  " << type << " sum = 0;\n"
+     << "  for (int c = threadIdx.x; c < kWidth; c += blockDim.x)\n";
+  KernelBodyWriter writer(fused, os);
+  FailureOr<std::string> x = writer.element(reduce.getInput(), {"r", "c"});
+  if (failed(x))
+    return failure();
+  os << "    sum += " << *x << ";\n"
+     << "  __shared__ " << type << " blockSum[256];\n"
+     << "  blockSum[threadIdx.x] = sum;\n"
+     << "  __syncthreads();\n"
+     << "  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
+     << "    if (threadIdx.x < stride)\n"
+     << "      blockSum[threadIdx.x] += blockSum[threadIdx.x + stride];\n"
+     << "    __syncthreads();\n  }\n"
+     << "  if (threadIdx.x == 0)\n    "
+     << destination(fused, 0, "r",
+                    tensorOf(reduce.getResult()).getRank() == 2 ? "0" : "")
+     << " = "
+     << storeCast(tensorOf(reduce.getResult()).getElementType(),
+                  "blockSum[0] / kWidth")
+     << ";\n";
+  return success();
+}
+
 LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
                                                int64_t batch,
                                                llvm::raw_ostream &os,
@@ -291,14 +334,17 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
         "matrices as weights)");
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
+  ReduceMeanOp reduce;
+  fused.getBody().walk([&](ReduceMeanOp op) { reduce = op; });
   std::string text;
   llvm::raw_string_ostream body(text);
   body << "extern \"C\" __global__ void __launch_bounds__(256)\n"
        << name << "(";
   writeParams(fused, body, info);
   body << " {\n  constexpr int kBatch = " << batch << ";\n  (void)kBatch;\n";
-  if (failed(argmax ? writeArgMax(fused, argmax, body, info)
-                    : writeElementwise(fused, body, info)))
+  if (failed(argmax   ? writeArgMax(fused, argmax, body, info)
+             : reduce ? writeReduceMean(fused, reduce, body, info)
+                      : writeElementwise(fused, body, info)))
     return failure();
   body << "}\n";
   writeEmulationLauncher(info, body);

@@ -273,6 +273,10 @@ static std::string unaryExpr(Operation *op, const std::string &x,
                     : "(1.0f / (1.0f + expf(-" + x + ")))";
   if (isa<TanhOp>(op))
     return (isDouble ? "tanh(" : "tanhf(") + x + ")";
+  if (isa<ErfOp>(op))
+    return (isDouble ? "erf(" : "erff(") + x + ")";
+  if (isa<SqrtOp>(op))
+    return (isDouble ? "sqrt(" : "sqrtf(") + x + ")";
   return isDouble ? "fmax(" + x + ", 0.0)" : "fmaxf(" + x + ", 0.0f)";
 }
 
@@ -286,7 +290,31 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return failure();
     return binaryExpr(op, *lhs, *rhs);
   }
-  if (isa<SigmoidOp, TanhOp, ReluOp>(op)) {
+  if (isa<PowOp, EqualOp>(op)) {
+    auto lhs = broadcastOperand(op->getOperand(0), value, index);
+    auto rhs = broadcastOperand(op->getOperand(1), value, index);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    if (isa<EqualOp>(op))
+      return "(" + *lhs + " == " + *rhs + ")";
+    // x ** 2 (what LayerNorm's variance exports) is x * x, as PyTorch does.
+    auto exponent = op->getOperand(1).getDefiningOp<ConstantOp>();
+    auto dense = exponent ? exponent.getValue().dyn_cast<DenseElementsAttr>()
+                          : DenseElementsAttr();
+    if (dense && dense.isSplat() &&
+        dense.getSplatValue<APFloat>().convertToDouble() == 2.0)
+      return "(" + *lhs + " * " + *lhs + ")";
+    return (elementType.isF64() ? "pow(" : "powf(") + *lhs + ", " + *rhs + ")";
+  }
+  if (auto where = dyn_cast<WhereOp>(op)) {
+    auto condition = broadcastOperand(where.getCondition(), value, index);
+    auto lhs = broadcastOperand(where.getLhs(), value, index);
+    auto rhs = broadcastOperand(where.getRhs(), value, index);
+    if (failed(condition) || failed(lhs) || failed(rhs))
+      return failure();
+    return "(" + *condition + " ? " + *lhs + " : " + *rhs + ")";
+  }
+  if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp>(op)) {
     auto x = element(op->getOperand(0), index);
     if (failed(x))
       return failure();

@@ -140,6 +140,13 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Sigmoid", convertSimple<cell::SigmoidOp, 1>},
       {"Tanh", convertSimple<cell::TanhOp, 1>},
       {"Relu", convertSimple<cell::ReluOp, 1>},
+      {"Erf", convertSimple<cell::ErfOp, 1>},
+      {"Sqrt", convertSimple<cell::SqrtOp, 1>},
+      {"Pow", convertSimple<cell::PowOp, 2>},
+      {"Equal", convertSimple<cell::EqualOp, 2>},
+      {"Where", convertSimple<cell::WhereOp, 3>},
+      {"ReduceMean", convertReduceMean},
+      {"LayerNormalization", convertLayerNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
       {"MatMul", convertSimple<cell::MatMulOp, 2>},
       {"Gemm", convertGemm},
@@ -163,8 +170,9 @@ NodeConverter cellc::findConverter(StringRef opType) {
 }
 
 std::string cellc::supportedOpTypes() {
-  return "Add, ArgMax, Cast, Concat, Constant, Div, Gather, Gemm, GRU, "
-         "Identity, LSTM, MatMul, Mul, Relu, Reshape, RNN, Sigmoid, Slice, "
-         "Split, Squeeze, Sub, Tanh, Transpose, Unsqueeze (and shape "
+  return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Gather, "
+         "Gemm, GRU, Identity, LayerNormalization, LSTM, MatMul, Mul, Pow, "
+         "ReduceMean, Relu, Reshape, RNN, Sigmoid, Slice, Split, Sqrt, "
+         "Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where (and shape "
          "arithmetic: Shape with what folds over it)";
 }

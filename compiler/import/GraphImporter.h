@@ -252,6 +252,10 @@ mlir::LogicalResult convertLstm(NodeContext &ctx);
 mlir::LogicalResult convertGru(NodeContext &ctx);
 mlir::LogicalResult convertRnn(NodeContext &ctx);
 
+// ReduceMean and LayerNormalization (NormalizationConverters.cpp).
+mlir::LogicalResult convertReduceMean(NodeContext &ctx);
+mlir::LogicalResult convertLayerNormalization(NodeContext &ctx);
+
 template <typename OpT>
 mlir::FailureOr<mlir::Operation *>
 NodeContext::create(mlir::ValueRange operands,

@@ -177,6 +177,8 @@ class Cell_UnaryOp<string mnemonic, string onnxName>
 def Cell_SigmoidOp : Cell_UnaryOp<"sigmoid", "Sigmoid">;
 def Cell_TanhOp : Cell_UnaryOp<"tanh", "Tanh">;
 def Cell_ReluOp : Cell_UnaryOp<"relu", "Relu">;
+def Cell_ErfOp : Cell_UnaryOp<"erf", "Erf">;
+def Cell_SqrtOp : Cell_UnaryOp<"sqrt", "Sqrt">;
 
 class Cell_BinaryOp<string mnemonic, string onnxName>
     : Cell_Op<mnemonic, [Pure,
@@ -196,6 +198,49 @@ def Cell_AddOp : Cell_BinaryOp<"add", "Add">;
 def Cell_SubOp : Cell_BinaryOp<"sub", "Sub">;
 def Cell_MulOp : Cell_BinaryOp<"mul", "Mul">;
 def Cell_DivOp : Cell_BinaryOp<"div", "Div">;
+
+def Cell_PowOp : Cell_Op<"pow", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Pow (elementwise, numpy broadcasting)";
+  let description = [{
+    Base and exponent are floating point of the same element type (PyTorch
+    exports `x ** 2` with a float exponent).
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_EqualOp : Cell_Op<"equal", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Equal: i1 result of comparing two tensors elementwise";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_WhereOp : Cell_Op<"where", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Where: lhs where the i1 condition holds, else rhs";
+  let arguments = (ins AnyRankedTensor:$condition, AnyRankedTensor:$lhs,
+                       AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_ReduceMeanOp : Cell_Op<"reduce_mean", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX ReduceMean over `axes` (never the batch)";
+  let description = [{
+    The mean of the elements along `axes`, kept as size-1 dimensions when
+    `keepdims`. Code generation reduces the columns of a row (axes = [1] of
+    a [batch, columns] value) in a kernel of its own, one block per row.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
 
 //===----------------------------------------------------------------------===//
 // Matrix products

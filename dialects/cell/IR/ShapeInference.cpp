@@ -100,6 +100,47 @@ CELL_BINARY_INFER(MulOp)
 CELL_BINARY_INFER(DivOp)
 #undef CELL_BINARY_INFER
 
+LogicalResult PowOp::inferReturnTypes(MLIRContext *, Loc loc,
+                                      ValueRange operands, DictionaryAttr,
+                                      RegionRange,
+                                      SmallVectorImpl<Type> &types) {
+  RankedTensorType lhs = rankedType(operands[0]);
+  if (lhs && !lhs.getElementType().isa<FloatType>())
+    return emitOptionalError(loc, "Pow needs floating-point operands, got ",
+                             lhs);
+  return inferBinary<PowOp>(loc, operands, types);
+}
+
+LogicalResult EqualOp::inferReturnTypes(MLIRContext *context, Loc loc,
+                                        ValueRange operands, DictionaryAttr,
+                                        RegionRange,
+                                        SmallVectorImpl<Type> &types) {
+  if (failed(inferBinary<EqualOp>(loc, operands, types)))
+    return failure();
+  types.back() = types.back().cast<RankedTensorType>().clone(
+      IntegerType::get(context, 1));
+  return success();
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, Loc loc,
+                                        ValueRange operands, DictionaryAttr,
+                                        RegionRange,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType condition = rankedType(operands[0]);
+  if (!condition || !condition.getElementType().isInteger(1))
+    return emitOptionalError(loc, "the condition must be an i1 tensor");
+  if (failed(inferBinary<WhereOp>(loc, operands.drop_front(), types)))
+    return failure();
+  auto value = types.back().cast<RankedTensorType>();
+  FailureOr<Shape> shape =
+      broadcast(loc, condition.getShape(), value.getShape());
+  if (failed(shape) || failed(checkSingleBatch(loc, *shape)))
+    return failure();
+  types.back() = RankedTensorType::get(*shape, value.getElementType());
+  return success();
+}
+
+
 static LogicalResult checkContraction(Loc loc, int64_t lhsK, int64_t rhsK) {
   if (ShapedType::isDynamic(lhsK) || ShapedType::isDynamic(rhsK))
     return emitOptionalError(
@@ -353,6 +394,35 @@ static LogicalResult checkAxesSet(Loc loc, ArrayRef<int64_t> axes,
   return success();
 }
 
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, Loc loc,
+                                             ValueRange operands,
+                                             DictionaryAttr attributes,
+                                             RegionRange regions,
+                                             SmallVectorImpl<Type> &types) {
+  ReduceMeanOp::Adaptor adaptor(operands, attributes, regions);
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (!input || !input.getElementType().isa<FloatType>())
+    return emitOptionalError(loc, "ReduceMean needs a floating-point tensor");
+  ArrayRef<int64_t> axes = adaptor.getAxes();
+  if (axes.empty())
+    return emitOptionalError(loc, "ReduceMean needs at least one axis");
+  if (failed(checkAxesSet(loc, axes, input.getRank())))
+    return failure();
+  Shape shape;
+  for (int64_t dim = 0; dim < input.getRank(); ++dim) {
+    if (!llvm::is_contained(axes, dim)) {
+      shape.push_back(input.getDimSize(dim));
+      continue;
+    }
+    if (input.isDynamicDim(dim))
+      return emitOptionalError(loc, "cannot reduce the batch dimension");
+    if (!adaptor.getKeepdimsAttr() || adaptor.getKeepdims())
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
 LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, Loc loc,
                                           ValueRange operands,
                                           DictionaryAttr attributes,
@@ -441,6 +511,8 @@ static LogicalResult verifyFloatOperand(Operation *op) {
 }
 
 LogicalResult SigmoidOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult ErfOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult SqrtOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult TanhOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult ReluOp::verify() { return verifyFloatOperand(*this); }
 

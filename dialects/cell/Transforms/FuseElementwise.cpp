@@ -1,8 +1,9 @@
 //===- FuseElementwise.cpp - cell-fuse-elementwise -----------------------===//
 //
 // Groups the ops between GEMMs into `cell.fused` ops. An op's level is the
-// number of GEMMs on the longest path from the cell's arguments to it; ops of
-// one level that are connected by def-use edges form one group. Levels only
+// number of GEMMs (and row reductions) on the longest path from the cell's
+// arguments to it; ops of one level that are connected by def-use edges form
+// one group, and a row reduction is a group of its own. Levels only
 // grow along edges and grow across every GEMM, so no path leaves a group
 // through a GEMM and comes back: every group can run as one kernel.
 //
@@ -27,6 +28,11 @@ using namespace mlir::cell;
 static bool isFusible(Operation *op) {
   return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
 }
+
+/// Reductions over a row (ReduceMean) run as kernels of their own, one block
+/// per row: like a GEMM, they end a level, so their users (which need the
+/// whole row reduced) are in a later kernel.
+static bool isRowReduction(Operation *op) { return isa<ReduceMeanOp>(op); }
 
 /// Constants a kernel body holds itself: inline splats (one literal);
 /// every other constant is a broadcast operand.
@@ -58,9 +64,12 @@ public:
         fusible.push_back(&op);
     for (Operation *op : fusible) {
       groups_.insert(op);
+      if (isRowReduction(op))
+        continue;
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
-          if (isFusible(def) && levels_[def] == levels_[op])
+          if (isFusible(def) && !isRowReduction(def) &&
+              levels_[def] == levels_[op])
             groups_.unionSets(def, op);
     }
     // Collect each group's ops in block order, then outline the groups.
@@ -127,8 +136,10 @@ private:
       int level = 0;
       for (Value operand : op.getOperands())
         if (Operation *def = operand.getDefiningOp())
-          level = std::max(level,
-                           levels_[def] + (isa<GemmOp, MatMulOp>(def) ? 1 : 0));
+          level = std::max(
+              level,
+              levels_[def] +
+                  (isa<GemmOp, MatMulOp>(def) || isRowReduction(def) ? 1 : 0));
       levels_[&op] = level;
     }
   }

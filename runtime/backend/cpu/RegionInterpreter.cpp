@@ -203,6 +203,13 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   }
   case OpCode::Gemm:
     return executeGemm(prepared, rows);
+  case OpCode::Erf:
+  case OpCode::Sqrt:
+  case OpCode::Pow:
+  case OpCode::Equal:
+  case OpCode::Where:
+  case OpCode::ReduceMean:
+    return executeMathOp(prepared, rows);
   case OpCode::Sigmoid:
     sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);
     return Status::ok();

@@ -128,6 +128,8 @@ struct RegionInterpreter::Impl {
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);
   Status executeGemm(PreparedOp &prepared, int64_t rows);
+  /// Erf, Sqrt, Pow, Equal, Where and ReduceMean (RegionMathOps.cpp).
+  Status executeMathOp(PreparedOp &prepared, int64_t rows);
   void loadRows(const std::vector<InputView> &inputs, int64_t first,
                 int64_t rows);
   void storeRows(const std::vector<OutputView> &outputs, int64_t first,

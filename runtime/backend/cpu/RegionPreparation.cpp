@@ -203,13 +203,54 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   case OpCode::Constant:
     ok = arity(0, 0, 1);
     break;
+  case OpCode::Erf:
+  case OpCode::Sqrt:
+    ok =
+        arity(1, 1, 1) && values[prepared.operands[0]].isFloat &&
+        values[prepared.results[0]].isFloat &&
+        values[prepared.operands[0]].count == values[prepared.results[0]].count;
+    break;
+  case OpCode::Pow:
+  case OpCode::Equal:
+  case OpCode::Where: {
+    size_t count = op.opcode() == OpCode::Where ? 3 : 2;
+    ok = arity(count, count, 1);
+    for (uint32_t operand : prepared.operands)
+      ok &= ok && rank(operand) <= rank(prepared.results[0]);
+    bool floatResult = values[prepared.results[0]].isFloat;
+    if (ok && op.opcode() == OpCode::Pow)
+      ok = floatResult && values[prepared.operands[0]].isFloat;
+    if (ok && op.opcode() == OpCode::Equal)
+      ok = !floatResult;
+    if (ok && op.opcode() == OpCode::Where)
+      ok = !values[prepared.operands[0]].isFloat &&
+           values[prepared.operands[1]].isFloat == floatResult &&
+           values[prepared.operands[2]].isFloat == floatResult;
+    break;
+  }
+  case OpCode::ReduceMean: {
+    ok = arity(1, 1, 1) && values[prepared.operands[0]].isFloat &&
+         values[prepared.results[0]].isFloat && op.axes() &&
+         op.axes()->size() > 0;
+    const Value &input = values[prepared.operands[0]];
+    int64_t reduced = 1;
+    for (int64_t a : toVector(op.axes())) {
+      ok &= ok && a >= 0 && a < rank(prepared.operands[0]) &&
+            !(a == 0 && input.hasBatch);
+      if (ok)
+        reduced *= input.shape[a];
+    }
+    ok &= ok && reduced * values[prepared.results[0]].count == input.count;
+    break;
+  }
   }
   if (!ok)
     return invalidRegion(what +
                          " has operands, results or an axis that do not fit");
   for (uint32_t id : prepared.operands)
     if (values[id].isFloat != values[prepared.operands[0]].isFloat &&
-        op.opcode() != OpCode::Gather && op.opcode() != OpCode::Cast)
+        op.opcode() != OpCode::Gather && op.opcode() != OpCode::Cast &&
+        op.opcode() != OpCode::Where)
       return invalidRegion(what + " mixes float and integer operands");
   return Status::ok();
 }
@@ -225,12 +266,26 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
   case OpCode::Sub:
   case OpCode::Mul:
   case OpCode::Div:
-    if (prepared.operands.size() != 2 || prepared.results.size() != 1)
+  case OpCode::Pow:
+  case OpCode::Equal:
+  case OpCode::Where:
+    if (prepared.operands.size() != (op.opcode() == OpCode::Where ? 3u : 2u) ||
+        prepared.results.size() != 1)
       return invalidRegion("binary op arity");
     for (uint32_t operand : prepared.operands)
       prepared.broadcast.push_back(
           broadcastMap(shapeOf(operand), shapeOf(prepared.results[0])));
     return Status::ok();
+  case OpCode::ReduceMean: {
+    // Each input element's output element: the input shape with the
+    // reduced axes set to 1, broadcast back over the input.
+    std::vector<int64_t> kept = shapeOf(prepared.operands[0]);
+    for (int64_t axis : toVector(op.axes()))
+      kept[axis] = 1;
+    prepared.broadcast.push_back(
+        broadcastMap(kept, shapeOf(prepared.operands[0])));
+    return Status::ok();
+  }
   case OpCode::Gemm:
     if (prepared.operands.size() < 2 || prepared.operands.size() > 3 ||
         prepared.results.size() != 1 || op.trans_a() ||

@@ -107,3 +107,38 @@ cell.cell @outputs(%x: tensor<?x2xf32>, %h: tensor<?x2xf32>) -> (tensor<?x2xf32>
   %g = cell.gemm %x, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
   cell.return %g, %h, %h : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>
 }
+
+// -----
+
+// A row reduction (layer norm's means) is a kernel of its own and, like a
+// GEMM, ends a level: x - mean and its square are one kernel, the variance
+// another, and the normalisation, which needs both means, a third.
+// CHECK-LABEL: cell.cell @layer_norm
+// CHECK: %[[M:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK-NEXT: ^bb0(%[[X0:.*]]: tensor<?x4xf32>):
+// CHECK-NEXT: %[[R0:.*]] = reduce_mean %[[X0]]
+// CHECK-NEXT: yield %[[R0]]
+// CHECK: %[[D:.*]]:2 = fused(%arg0, %[[M]]) {operand_access = [#cell.access<gather>, #cell.access<dense>], result_access = [#cell.access<dense>, #cell.access<dense>]}
+// CHECK: sub
+// CHECK-NEXT: mul
+// CHECK-NOT: reduce_mean
+// CHECK: yield
+// CHECK: %[[V:.*]] = fused(%[[D]]#1) {operand_access = [#cell.access<dense>], result_access = [#cell.access<dense>]}
+// CHECK-NEXT: ^bb0(%[[S0:.*]]: tensor<?x4xf32>):
+// CHECK-NEXT: %[[R1:.*]] = reduce_mean %[[S0]]
+// CHECK-NEXT: yield %[[R1]]
+// CHECK: %[[Y:.*]] = fused(%[[V]], %[[D]]#0) {operand_access = [#cell.access<dense>, #cell.access<dense>], result_access = [#cell.access<scatter>]}
+// CHECK: sqrt
+// CHECK-NEXT: div
+// CHECK: return %[[Y]]
+cell.cell @layer_norm(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %eps = cell.constant dense<1.0e-5> : tensor<f32>
+  %mean = cell.reduce_mean %x {axes = array<i64: 1>} : (tensor<?x4xf32>) -> tensor<?x1xf32>
+  %d = cell.sub %x, %mean : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+  %sq = cell.mul %d, %d : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %var = cell.reduce_mean %sq {axes = array<i64: 1>} : (tensor<?x4xf32>) -> tensor<?x1xf32>
+  %shifted = cell.add %var, %eps : (tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
+  %dev = cell.sqrt %shifted : tensor<?x1xf32>
+  %y = cell.div %d, %dev : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+  cell.return %y : tensor<?x4xf32>
+}

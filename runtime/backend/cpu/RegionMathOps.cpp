@@ -1,0 +1,102 @@
+//===- RegionMathOps.cpp - Erf, Sqrt, Pow, Equal, Where, ReduceMean ------===//
+//
+// The ops of layer-normalised cells, GELU heads and masks, for the region
+// interpreter (RegionInterpreter.cpp dispatches here). Broadcasting uses the
+// index maps prepared once (RegionPreparation.cpp); ReduceMean's map sends
+// each input element to the output element it is summed into.
+//
+//===----------------------------------------------------------------------===//
+#include "RegionInterpreterImpl.h"
+
+#include <cmath>
+
+using namespace cellrun;
+using namespace cellrun::cpu;
+using cellpack::OpCode;
+
+namespace {
+/// Element `k` of row `r` of `value` through broadcast map `map`, as float.
+float floatAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
+              int64_t k) {
+  int64_t at = map.empty() ? k : map[k];
+  return value.isFloat ? value.floatRow(r)[at]
+                       : static_cast<float>(value.intRow(r)[at]);
+}
+
+int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
+              int64_t k) {
+  int64_t at = map.empty() ? k : map[k];
+  return value.isFloat ? static_cast<int64_t>(value.floatRow(r)[at])
+                       : value.intRow(r)[at];
+}
+} // namespace
+
+Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
+                                              int64_t rows) {
+  const cellpack::PortableOp &op = *prepared.op;
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  switch (op.opcode()) {
+  case OpCode::Erf:
+  case OpCode::Sqrt: {
+    const float *in = operand(0).floats();
+    bool erf = op.opcode() == OpCode::Erf;
+    for (int64_t k = 0; k < outRows * out.count; ++k)
+      out.f[k] = erf ? std::erf(in[k]) : std::sqrt(in[k]);
+    return Status::ok();
+  }
+  case OpCode::Pow:
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t k = 0; k < out.count; ++k) {
+        float base = floatAt(operand(0), prepared.broadcast[0], r, k);
+        float exponent = floatAt(operand(1), prepared.broadcast[1], r, k);
+        // x ** 2 is x * x, as PyTorch computes it.
+        out.f[r * out.count + k] =
+            exponent == 2.0f ? base * base : std::pow(base, exponent);
+      }
+    return Status::ok();
+  case OpCode::Equal:
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t k = 0; k < out.count; ++k)
+        out.i[r * out.count + k] =
+            operand(0).isFloat
+                ? floatAt(operand(0), prepared.broadcast[0], r, k) ==
+                      floatAt(operand(1), prepared.broadcast[1], r, k)
+                : intAt(operand(0), prepared.broadcast[0], r, k) ==
+                      intAt(operand(1), prepared.broadcast[1], r, k);
+    return Status::ok();
+  case OpCode::Where:
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t k = 0; k < out.count; ++k) {
+        bool take = intAt(operand(0), prepared.broadcast[0], r, k) != 0;
+        size_t from = take ? 1 : 2;
+        if (out.isFloat)
+          out.f[r * out.count + k] =
+              floatAt(operand(from), prepared.broadcast[from], r, k);
+        else
+          out.i[r * out.count + k] =
+              intAt(operand(from), prepared.broadcast[from], r, k);
+      }
+    return Status::ok();
+  case OpCode::ReduceMean: {
+    const Value &in = operand(0);
+    const std::vector<int64_t> &into = prepared.broadcast[0];
+    float scale = static_cast<float>(out.count) / static_cast<float>(in.count);
+    for (int64_t r = 0; r < outRows; ++r) {
+      float *sums = out.f.data() + r * out.count;
+      std::fill(sums, sums + out.count, 0.0f);
+      const float *row = in.floatRow(r);
+      for (int64_t k = 0; k < in.count; ++k)
+        sums[into.empty() ? k : into[k]] += row[k];
+      for (int64_t k = 0; k < out.count; ++k)
+        sums[k] *= scale;
+    }
+    return Status::ok();
+  }
+  default:
+    return Status(StatusCode::Internal, "not a math op");
+  }
+}
