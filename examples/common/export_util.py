@@ -17,12 +17,14 @@ import sys
 
 OPSET = 14
 
-# Op types the cellc ONNX importer is expected to handle.  An exported graph that uses
-# anything else (Shape, ConstantOfShape, Expand, ...) is rejected unless --no-op-check.
+# Op types the cellc ONNX importer is expected to handle (Shape: shape arithmetic that
+# cellc evaluates at import).  An exported graph that uses anything else
+# (ConstantOfShape, Expand, ...) is rejected unless --no-op-check.
 ALLOWED_OPS = frozenset([
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "Relu", "Concat",
     "Split", "Slice", "Gather", "ArgMax", "Squeeze", "Unsqueeze", "Reshape", "Transpose",
-    "Identity", "Cast", "Constant",
+    "Identity", "Cast", "Constant", "Erf", "Sqrt", "Pow", "Equal", "Where", "ReduceMean",
+    "LayerNormalization", "Shape",
 ])
 
 # Size used for the batch dimension of the example inputs during tracing.  Not 1, so

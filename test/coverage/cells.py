@@ -197,6 +197,32 @@ class GruWithHead(nn.Module):
         return last, self.head(last)
 
 
+class SkipGru(nn.Module):
+    """A GRU that updates only the rows whose flag is 1 (Skip-RNN style):
+    Equal and Where."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.GRUCell(x, h)
+
+    def forward(self, x, update, h):
+        return torch.where(update == 1.0, self.cell(x, h), h)
+
+
+class SoftmaxGatedGru(nn.Module):
+    """A GRU whose output is gated by a softmax over its units (Softmax, which
+    cellc does not import yet: attention needs it)."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.GRUCell(x, h)
+        self.score = nn.Linear(h, h)
+
+    def forward(self, x, h):
+        h2 = self.cell(x, h)
+        return h2, h2 * torch.softmax(self.score(h2), dim=1)
+
+
 class LayerNormLstm(nn.Module):
     """A layer-normalised LSTM (gates and cell normalised)."""
 
@@ -268,8 +294,7 @@ CASES = [
     Case("relu_head_lstm", lambda: LstmWithHead(X, H, 40, nn.ReLU()),
          _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)]),
     Case("gelu_head_lstm", lambda: LstmWithHead(X, H, 40, nn.GELU()),
-         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)],
-         refused=UNSUPPORTED % "Erf"),
+         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)]),
     Case("nn_lstm1_step", lambda: ModuleStep("lstm", X, H, 1), *_module_io("lstm", 1)),
     Case("nn_lstm2_step", lambda: ModuleStep("lstm", X, H, 2), *_module_io("lstm", 2)),
     Case("nn_lstm4_step", lambda: ModuleStep("lstm", X, H, 4), *_module_io("lstm", 4)),
@@ -285,8 +310,15 @@ CASES = [
     Case("nn_rnn2_step", lambda: ModuleStep("rnn", X, H, 2), *_module_io("rnn", 2)),
     Case("nn_gru_head", lambda: GruWithHead(X, H, 8),
          [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("logits", 8)]),
-    Case("layernorm_lstm", lambda: LayerNormLstm(X, H), *_lstm_io(),
-         refused=UNSUPPORTED % "ReduceMean|LayerNormalization"),
+    # Opsets 9-14 export nn.LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, 17 as
+    # LayerNormalization.
+    Case("layernorm_lstm", lambda: LayerNormLstm(X, H), *_lstm_io()),
+    Case("softmax_gated_gru", lambda: SoftmaxGatedGru(X, H),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("y", H)],
+         refused=UNSUPPORTED % "Softmax"),
+    Case("skip_gru", lambda: SkipGru(X, H),
+         [inp("x", X), inp("update", 1, binary=True), state("h", H)],
+         [new_state("h_next", H, "h", True)]),
 ]
 
 BY_NAME = {case.name: case for case in CASES}

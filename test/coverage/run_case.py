@@ -49,7 +49,7 @@ def write_manifest(case, path, onnx_name):
     lines = ["name: %s" % case.name, "structure: %s" % case.structure, "cells:",
              "  - name: %s" % case.name, "    onnx: %s" % onnx_name,
              "    batch_sizes: %s" % BATCH_SIZES, "    inputs:"]
-    for name, role, _, extra in case.inputs:
+    for name, role, _, _ in case.inputs:
         lines.append("      %s: {role: %s}" % (name, role))
     lines.append("    outputs:")
     for name, role, _, extra in case.outputs:
@@ -64,8 +64,10 @@ def make_requests(case, generator):
     requests = []
     for r in range(REQUESTS):
         steps = int(torch.randint(1, MAX_STEPS + 1, (1,), generator=generator))
-        data = {n: torch.randn(steps, w, generator=generator).to(case.dtype)
-                for n, role, w, _ in case.inputs if role == "input"}
+        data = {n: (torch.randint(0, 2, (steps, w), generator=generator).float()
+                    if extra.get("binary") else
+                    torch.randn(steps, w, generator=generator)).to(case.dtype)
+                for n, role, w, extra in case.inputs if role == "input"}
         requests.append(("r%d" % r, steps, data))
     return requests
 

@@ -107,6 +107,6 @@ TEST_P(CodegenTest, EveryBatchSizeCompilesForSm80AndSm90) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CodegenTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked"));
+                                           "treelstm", "stacked", "lnlstm"));
 
 } // namespace

@@ -52,6 +52,6 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked"));
+                                           "treelstm", "stacked", "lnlstm"));
 
 } // namespace

@@ -167,6 +167,6 @@ TEST_P(CudaPlanTest, CodeForCommonGpus) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CudaPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked"));
+                                           "treelstm", "stacked", "lnlstm"));
 
 } // namespace

@@ -140,6 +140,6 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked"));
+                                           "treelstm", "stacked", "lnlstm"));
 
 } // namespace

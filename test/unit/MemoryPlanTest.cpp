@@ -44,14 +44,15 @@ std::vector<LiveBuffer> plannedBuffers(mlir::cell::CellOp cell,
   std::vector<LiveBuffer> buffers;
   for (Operation &op : body) {
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("cell.offsets");
-    bool computes = isa<mlir::cell::GemmOp, mlir::cell::FusedOp>(op);
+    bool computes =
+        isa<mlir::cell::GemmOp, mlir::cell::MatMulOp, mlir::cell::FusedOp>(op);
     EXPECT_EQ(computes, static_cast<bool>(offsets))
         << "op without a plan entry in @" << cell.getSymName().str();
     if (!offsets)
       continue;
     for (OpResult result : op.getResults()) {
       int64_t offset = offsets[result.getResultNumber()];
-      if (isa<mlir::cell::GemmOp>(op)) {
+      if (isa<mlir::cell::GemmOp, mlir::cell::MatMulOp>(op)) {
         EXPECT_GE(offset, 0) << "a GEMM result must be in the workspace";
       }
       if (offset < 0)
@@ -143,6 +144,6 @@ TEST_P(MemoryPlanTest, EveryBatchSizeHasAnExactPlan) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, MemoryPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked"));
+                                           "treelstm", "stacked", "lnlstm"));
 
 } // namespace
