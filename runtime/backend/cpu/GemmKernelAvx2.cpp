@@ -66,9 +66,8 @@ __attribute__((target("avx2,fma"))) void avx2Tile(int64_t depth, const float *a,
 // element is still one multiply-add per k in k order.
 #define CELL_PAIRS(X)                                                          \
   X(0, 0)                                                                      \
-  X(0, 1)                                                                      \
-  X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2)      \
-      X(2, 3)
+  X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1)      \
+      X(2, 2) X(2, 3)
 #define CELL_PANELS(X) X(0) X(1) X(2) X(3)
 
 template <int Rows, int Panels>
