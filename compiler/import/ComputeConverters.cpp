@@ -62,6 +62,10 @@ static LogicalResult convertCast(NodeContext &ctx) {
   if (!to || to->kind != om::Attribute::Kind::Int)
     return ctx.emitError() << "needs an integer attribute 'to'";
   Type element = ctx.elementTypeOf(static_cast<int32_t>(to->i));
+  if (element && element.isF64())
+    return ctx.emitError() << "casts to double (f64); cellc serves float32 "
+                              "cells (the GEMMs and the CPU backend compute "
+                              "in fp32)";
   if (!element)
     return ctx.emitError() << "cannot cast to "
                            << om::dataTypeName(static_cast<int32_t>(to->i))

@@ -28,6 +28,12 @@ valueType(GraphImporter &importer, const om::ValueInfo &info, StringRef what) {
     return emitError(loc) << what << " '" << info.name << "' has element type "
                           << om::dataTypeName(info.elemType)
                           << ", which cellc does not support";
+  if (element.isF64())
+    return emitError(loc) << what << " '" << info.name
+                          << "' is double (f64); cellc serves float32 cells "
+                             "(the GEMMs and the CPU backend compute in "
+                             "fp32): export the model in float32 "
+                             "(module.float())";
   if (!info.hasShape || info.dims.empty())
     return emitError(loc) << what << " '" << info.name
                           << "' needs a shape whose leading dimension is the "

@@ -42,6 +42,16 @@ private:
   }
   /// An error at `node`; silent once the YAML itself was malformed, since
   /// the syntax error already says what is wrong.
+  /// YAML aliases (`*name`) cannot be resolved by LLVM's streaming YAML
+  /// parser: an error that says so, rather than a wrong type.
+  LogicalResult rejectAlias(yaml::Node *node) {
+    if (auto *alias = dyn_cast_or_null<yaml::AliasNode>(node))
+      return error(node) << "YAML aliases ('*" << alias->getName()
+                         << "') are not supported in a manifest; write the "
+                            "value out";
+    return success();
+  }
+
   InFlightDiagnostic error(yaml::Node *node) {
     InFlightDiagnostic diag = emitError(locOf(node));
     if (syntaxFailed_)
@@ -83,6 +93,8 @@ LogicalResult ManifestParser::forEachEntry(
     yaml::Node *node, StringRef what, ArrayRef<StringRef> allowed,
     ArrayRef<StringRef> required,
     function_ref<LogicalResult(StringRef, yaml::Node *)> handle) {
+  if (failed(rejectAlias(node)))
+    return failure();
   auto *mapping = dyn_cast_or_null<yaml::MappingNode>(node);
   if (!mapping)
     return error(node) << what << " must be a mapping";
@@ -115,6 +127,8 @@ LogicalResult ManifestParser::forEachEntry(
 
 FailureOr<std::string> ManifestParser::scalar(yaml::Node *node,
                                               StringRef what) {
+  if (failed(rejectAlias(node)))
+    return failure();
   auto *scalarNode = dyn_cast<yaml::ScalarNode>(node);
   if (!scalarNode)
     return error(node) << what << " must be a single value";
@@ -244,6 +258,8 @@ LogicalResult ManifestParser::parseRoles(yaml::Node *node, bool outputs,
 
 LogicalResult ManifestParser::parseBatchSizes(yaml::Node *node,
                                               CellSpec &cell) {
+  if (failed(rejectAlias(node)))
+    return failure();
   auto *sequence = dyn_cast<yaml::SequenceNode>(node);
   if (!sequence)
     return error(node) << "batch_sizes of cell '" << cell.name
@@ -407,6 +423,8 @@ FailureOr<Manifest> ManifestParser::parseDocument(yaml::Node *root) {
           return success();
         }
         if (key == "cells") {
+          if (failed(rejectAlias(value)))
+            return failure();
           auto *sequence = dyn_cast<yaml::SequenceNode>(value);
           if (!sequence)
             return error(value) << "cells must be a list";

@@ -274,6 +274,8 @@ def _module_io(kind, layers, directions=1):
 
 CASES = [
     Case("lstm_cell", lambda: LstmCellStep(X, H), *_lstm_io()),
+    Case("lstm_cell_fp64", lambda: LstmCellStep(X, H), *_lstm_io(), dtype=torch.float64,
+         refused=r"input 'x' is double \(f64\); cellc serves float32 cells"),
     Case("gru_cell", lambda: GruCellStep(X, H),
          [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)]),
     Case("rnn_tanh_cell", lambda: RnnCellStep(X, H, "tanh"),
