@@ -413,6 +413,10 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return "(float)(" + value + ")";
     return value;
   }
+  // A reshape keeping the batch leading keeps a row's elements in order:
+  // the same column of the input (a per-row scalar [B] reads no column).
+  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(op))
+    return this->element(op->getOperand(0), index);
   if (auto gemm = dyn_cast<GemmOp>(op))
     return dotProduct(gemm, index);
   if (auto constant = dyn_cast<ConstantOp>(op)) {

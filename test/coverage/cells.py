@@ -209,6 +209,18 @@ class SkipGru(nn.Module):
         return torch.where(update == 1.0, self.cell(x, h), h)
 
 
+class TimeGatedGru(nn.Module):
+    """A GRU whose state fades by a per-step scalar (a time gap dt, one number per
+    row): dt.unsqueeze(1) broadcasts it over the state."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.GRUCell(x, h)
+
+    def forward(self, x, dt, h):
+        return self.cell(x, h * torch.sigmoid(dt).unsqueeze(1))
+
+
 class SoftmaxGatedGru(nn.Module):
     """A GRU whose output is gated by a softmax over its units (Softmax, which
     cellc does not import yet: attention needs it)."""
@@ -315,6 +327,8 @@ CASES = [
     # Opsets 9-14 export nn.LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, 17 as
     # LayerNormalization.
     Case("layernorm_lstm", lambda: LayerNormLstm(X, H), *_lstm_io()),
+    Case("time_gated_gru", lambda: TimeGatedGru(X, H),
+         [inp("x", X), inp("dt", None), state("h", H)], [new_state("h_next", H, "h", True)]),
     Case("softmax_gated_gru", lambda: SoftmaxGatedGru(X, H),
          [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("y", H)],
          refused=UNSUPPORTED % "Softmax"),

@@ -34,7 +34,9 @@ def fail(message):
 
 
 def export(case, module, path, opset):
-    ins = [torch.randn(2, width, dtype=case.dtype) for _, _, width, _ in case.inputs]
+    # A width of None is one number per row (a [batch] input).
+    ins = [torch.randn(*((2,) if width is None else (2, width)), dtype=case.dtype)
+           for _, _, width, _ in case.inputs]
     names_in = [n for n, *_ in case.inputs]
     names_out = [n for n, *_ in case.outputs]
     dynamic = {n: {0: "batch"} for n in names_in + names_out}
@@ -64,9 +66,10 @@ def make_requests(case, generator):
     requests = []
     for r in range(REQUESTS):
         steps = int(torch.randint(1, MAX_STEPS + 1, (1,), generator=generator))
-        data = {n: (torch.randint(0, 2, (steps, w), generator=generator).float()
+        shape = lambda w: (steps,) if w is None else (steps, w)
+        data = {n: (torch.randint(0, 2, shape(w), generator=generator).float()
                     if extra.get("binary") else
-                    torch.randn(steps, w, generator=generator)).to(case.dtype)
+                    torch.randn(*shape(w), generator=generator)).to(case.dtype)
                 for n, role, w, extra in case.inputs if role == "input"}
         requests.append(("r%d" % r, steps, data))
     return requests
@@ -149,7 +152,9 @@ def run_opset(case, opset, args):
     request_path = os.path.join(work, "requests.jsonl")
     with open(request_path, "w") as f:
         for rid, steps, data in requests:
-            body = [{n: [float(v) for v in data[n][t]] for n in data} for t in range(steps)]
+            body = [{n: (float(data[n][t]) if data[n].dim() == 1 else
+                         [float(v) for v in data[n][t]]) for n in data}
+                    for t in range(steps)]
             f.write(json.dumps({"id": rid, "steps": body}) + "\n")
     result_path = os.path.join(work, "results.jsonl")
     served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
