@@ -92,6 +92,10 @@ ReadySubgraph CellGraph::startTree() {
       leaves.successor.push_back(-1); // leaves do not read each other
       continue;
     }
+    for (size_t d = 0; d < internal.dataInputs.size(); ++d) {
+      node.inputs[internal.dataInputs[d]].kind = NodeSource::Kind::Data;
+      node.inputs[internal.dataInputs[d]].data = &treeNode.data[d];
+    }
     for (size_t i = 0; i < internal.childIndex.size(); ++i) {
       if (internal.childIndex[i] < 0)
         continue;

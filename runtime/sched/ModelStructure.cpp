@@ -226,9 +226,6 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
                                   "not both output at the same position");
       node.childOutput[i] = output;
     }
-    if (!node.dataInputs.empty())
-      return fail(artifact, "internal cells with request inputs are not "
-                            "supported");
     structure.cells.push_back(std::move(leaf).value());
     structure.cells.push_back(std::move(internal).value());
     break;

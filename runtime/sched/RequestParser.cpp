@@ -1,7 +1,7 @@
 //===- RequestParser.cpp - Requests from JSON, checked --------------------===//
 #include "cellrun/RequestParser.h"
-#include "cellrun/RequestJson.h"
 #include "UnfolderGuard.h"
+#include "cellrun/RequestJson.h"
 
 #include "ModelStructure.h"
 
@@ -232,38 +232,31 @@ Result<Request> RequestParser::fromJson(const Json &json,
       if (!node.is_object())
         return bad(at, "expected an object");
       TreeNode parsed;
+      Json values = node;
       if (auto children = node.find("children"); children != node.end()) {
-        if (!children->is_array() || node.size() != 1)
-          return bad(at, "an internal node has only \"children\", an array "
-                         "of node indices");
+        if (!children->is_array())
+          return bad(at, "\"children\" is an array of node indices");
         for (const Json &child : *children) {
           std::optional<int64_t> index = jsonInteger(child);
           if (!index || *index < 0 || *index > INT32_MAX)
             return bad(at, "children are node indices (integers >= 0)");
           parsed.children.push_back(static_cast<int32_t>(*index));
         }
-      } else if (auto token = node.find("token"); token != node.end()) {
-        const CellRoles &leaf = structure_->cells[0];
-        const cellpack::TensorSpec *spec =
-            leaf.dataInputs.size() == 1
-                ? leaf.cell->inputs()->Get(leaf.dataInputs[0])
-                : nullptr;
-        if (!spec || cpu::isFloatType(spec->dtype()) ||
-            leaf.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
-            node.size() != 1)
-          return bad(at, "{\"token\": N} fits leaf cells with one integer "
-                         "request input only");
-        std::optional<int64_t> value = jsonInteger(*token);
-        if (!value)
-          return bad(at, "the token is not an integer");
-        std::vector<uint8_t> row(leaf.dataRowBytes[0]);
-        cpu::storeInt(row.data(), spec->dtype(), 0, *value);
-        parsed.data.push_back(std::move(row));
+        values.erase("children");
+      }
+      // A leaf carries the leaf cell's inputs; an internal node those of
+      // the internal cell, if it has any.
+      uint32_t cell = parsed.children.empty() ? 0 : 1;
+      if (cell == 1 && structure_->cells[1].dataInputs.empty()) {
+        if (!values.empty())
+          return bad(at, "an internal node has only \"children\", an array "
+                         "of node indices (the internal cell takes no "
+                         "request inputs)");
       } else {
-        auto parsedLeaf = parseNode(node, 0, at);
-        if (!parsedLeaf.ok())
-          return parsedLeaf.status();
-        parsed.data = std::move(parsedLeaf).value();
+        auto data = parseTreeNode(values, cell, at);
+        if (!data.ok())
+          return data.status();
+        parsed.data = std::move(data).value();
       }
       request.tree.push_back(std::move(parsed));
     }
@@ -278,6 +271,33 @@ Result<Request> RequestParser::fromJson(const Json &json,
   if (Status status = check(request); !status.isOk())
     return status;
   return request;
+}
+
+Result<NodeData> RequestParser::parseTreeNode(const Json &values, uint32_t cell,
+                                              const std::string &where) const {
+  auto token = values.find("token");
+  if (token == values.end())
+    return parseNode(values, cell, where);
+  // {"token": N}: the cell's one integer input, whatever its name.
+  const CellRoles &roles = structure_->cells[cell];
+  const cellpack::TensorSpec *spec =
+      roles.dataInputs.size() == 1
+          ? roles.cell->inputs()->Get(roles.dataInputs[0])
+          : nullptr;
+  if (!spec || cpu::isFloatType(spec->dtype()) ||
+      roles.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
+      values.size() != 1)
+    return bad(where, "{\"token\": N} fits " +
+                          std::string(cell == 0 ? "leaf" : "internal") +
+                          " cells with one integer request input only");
+  std::optional<int64_t> value = jsonInteger(*token);
+  if (!value)
+    return bad(where, "the token is not an integer");
+  std::vector<uint8_t> row(roles.dataRowBytes[0]);
+  cpu::storeInt(row.data(), spec->dtype(), 0, *value);
+  NodeData data;
+  data.push_back(std::move(row));
+  return data;
 }
 
 Status RequestParser::checkNode(const NodeData &data, uint32_t cell,
@@ -330,8 +350,8 @@ Status RequestParser::checkTree(const Request &request) const {
         return status;
       continue;
     }
-    if (!node.data.empty())
-      return bad(at, "a node with children takes no input values");
+    if (Status status = checkNode(node.data, 1, at); !status.isOk())
+      return status;
     if (static_cast<int32_t>(node.children.size()) != arity)
       return bad(at, "has " + std::to_string(node.children.size()) +
                          " children; the internal cell takes exactly " +

@@ -169,6 +169,17 @@ ModelSignature RequestParser::makeSignature() const {
         stepInput(*first.cell->inputs()->Get(first.dataInputs[d])));
     signature.inputs.back().valueLimit = first.dataLimits[d];
   }
+  // A tree's internal cell may take inputs too: one row per internal node,
+  // in node order, as "internal_<name>".
+  if (model.kind == cellpack::Structure::Tree) {
+    const CellRoles &internal = model.cells[1];
+    for (size_t d = 0; d < internal.dataInputs.size(); ++d) {
+      signature.inputs.push_back(
+          stepInput(*internal.cell->inputs()->Get(internal.dataInputs[d])));
+      signature.inputs.back().name = "internal_" + signature.inputs.back().name;
+      signature.inputs.back().valueLimit = internal.dataLimits[d];
+    }
+  }
 
   switch (model.kind) {
   case cellpack::Structure::Chain:
@@ -313,21 +324,32 @@ RequestParser::treeFromTensors(const std::vector<const NamedTensor *> &found,
       leaves.push_back(static_cast<size_t>(n));
     request.tree[static_cast<size_t>(n)].children = std::move(list);
   }
-  const CellRoles &leaf = structure_->cells[0];
-  for (size_t d = 1; d < found.size(); ++d)
-    if (found[d]->shape[0] != static_cast<int64_t>(leaves.size()))
-      return bad(where, "input '" + found[d]->name + "' has " +
-                            std::to_string(found[d]->shape[0]) +
-                            " rows; the tree has " +
-                            std::to_string(leaves.size()) +
-                            " leaves (one row each, in node order)");
-  for (size_t k = 0; k < leaves.size(); ++k) {
-    NodeData &data = request.tree[leaves[k]].data;
-    data.resize(leaf.dataInputs.size());
-    for (size_t d = 0; d < leaf.dataInputs.size(); ++d)
-      storeRow(*found[d + 1], static_cast<int64_t>(k),
-               *leaf.cell->inputs()->Get(leaf.dataInputs[d]),
-               leaf.dataRowBytes[d], data[d]);
+  // Leaf inputs come first, then the internal cell's ("internal_<name>"):
+  // one row per leaf (per internal node), in node order.
+  std::vector<size_t> internals;
+  for (int64_t n = 0; n < nodes; ++n)
+    if (!request.tree[static_cast<size_t>(n)].children.empty())
+      internals.push_back(static_cast<size_t>(n));
+  for (uint32_t cell = 0; cell < 2; ++cell) {
+    const CellRoles &roles = structure_->cells[cell];
+    const std::vector<size_t> &owners = cell == 0 ? leaves : internals;
+    size_t first = 1 + (cell == 0 ? 0 : structure_->cells[0].dataInputs.size());
+    for (size_t d = 0; d < roles.dataInputs.size(); ++d)
+      if (found[first + d]->shape[0] != static_cast<int64_t>(owners.size()))
+        return bad(where, "input '" + found[first + d]->name + "' has " +
+                              std::to_string(found[first + d]->shape[0]) +
+                              " rows; the tree has " +
+                              std::to_string(owners.size()) +
+                              (cell == 0 ? " leaves" : " internal nodes") +
+                              " (one row each, in node order)");
+    for (size_t k = 0; k < owners.size(); ++k) {
+      NodeData &data = request.tree[owners[k]].data;
+      data.resize(roles.dataInputs.size());
+      for (size_t d = 0; d < roles.dataInputs.size(); ++d)
+        storeRow(*found[first + d], static_cast<int64_t>(k),
+                 *roles.cell->inputs()->Get(roles.dataInputs[d]),
+                 roles.dataRowBytes[d], data[d]);
+    }
   }
   if (Status status = check(request); !status.isOk())
     return status;

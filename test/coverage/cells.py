@@ -26,7 +26,8 @@ class Case:
         self.opsets = opsets or ALL_OPSETS
         self.structure = structure  # chain | tree
         self.refused = refused      # None, or a regex the cellc error must match
-        self.tree = tree            # tree: {"leaf": Case-like dict, "arity": n}
+        self.tree = tree            # tree: the internal cell {"make", "arity",
+        #                             "inputs", "outputs"}; inputs/outputs are the leaf's
         self.dtype = dtype
 
 
@@ -252,6 +253,64 @@ class LayerNormLstm(nn.Module):
         return torch.sigmoid(o) * torch.tanh(self.ln_cell(c2)), c2
 
 
+class ChildSumLeaf(nn.Module):
+    """A child-sum TreeLSTM leaf (Tai et al. 2015): the node cell with no children."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.iou = nn.Linear(x, 3 * h)
+
+    def forward(self, x):
+        i, o, u = torch.chunk(self.iou(x), 3, dim=1)
+        c = torch.sigmoid(i) * torch.tanh(u)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+class ChildSumInternal(nn.Module):
+    """A child-sum TreeLSTM node over `arity` children that also reads its own input
+    (a dependency tree's word): one forget gate per child, the gates from the sum of
+    the children's h."""
+
+    def __init__(self, x, h, arity):
+        super().__init__()
+        self.arity = arity
+        self.iou_x = nn.Linear(x, 3 * h)
+        self.iou_h = nn.Linear(h, 3 * h, bias=False)
+        self.f_x = nn.Linear(x, h)
+        self.f_h = nn.Linear(h, h, bias=False)
+
+    def forward(self, x, *children):
+        hs, cs = children[0::2], children[1::2]
+        h_sum = hs[0]
+        for h in hs[1:]:
+            h_sum = h_sum + h
+        i, o, u = torch.chunk(self.iou_x(x) + self.iou_h(h_sum), 3, dim=1)
+        c = torch.sigmoid(i) * torch.tanh(u)
+        fx = self.f_x(x)
+        for h, c_k in zip(hs, cs):
+            c = c + torch.sigmoid(fx + self.f_h(h)) * c_k
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+class NaryInternal(nn.Module):
+    """An N-ary TreeLSTM node (Tai et al. 2015) without inputs of its own: each
+    child's h has its own weights; one forget gate per child."""
+
+    def __init__(self, h, arity):
+        super().__init__()
+        self.arity = arity
+        self.gates = nn.Linear(arity * h, (3 + arity) * h)
+
+    def forward(self, *children):
+        hs, cs = children[0::2], children[1::2]
+        parts = torch.chunk(self.gates(torch.cat(hs, dim=1)), 3 + self.arity, dim=1)
+        i, o, u, forgets = parts[0], parts[1], parts[2], parts[3:]
+        c = torch.sigmoid(i) * torch.tanh(u)
+        for f, c_k in zip(forgets, cs):
+            c = c + torch.sigmoid(f) * c_k
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
 # --------------------------------------------------------------------------------------
 # The corpus
 
@@ -335,6 +394,28 @@ CASES = [
     Case("skip_gru", lambda: SkipGru(X, H),
          [inp("x", X), inp("update", 1, binary=True), state("h", H)],
          [new_state("h_next", H, "h", True)]),
+]
+
+def _tree_case(name, internal, arity, internal_input):
+    """A TreeLSTM: the leaf reads x; the internal node reads its children's h and c
+    (and its own x when `internal_input`)."""
+    children = []
+    for k in range(arity):
+        children += [("h%d" % k, "child", H, {"child": k, "from": "h"}),
+                     ("c%d" % k, "child", H, {"child": k, "from": "c"})]
+    states = [("h", "state", H, {}), ("c", "state", H, {})]
+    return Case(name, lambda: ChildSumLeaf(X, H), [inp("x", X)], states,
+                structure="tree",
+                tree={"make": internal, "arity": arity,
+                      "inputs": ([inp("x", X)] if internal_input else []) + children,
+                      "outputs": states})
+
+
+CASES += [
+    _tree_case("child_sum_treelstm", lambda: ChildSumInternal(X, H, 2), 2, True),
+    _tree_case("child_sum_treelstm3", lambda: ChildSumInternal(X, H, 3), 3, True),
+    _tree_case("nary_treelstm", lambda: NaryInternal(H, 2), 2, False),
+    _tree_case("nary3_treelstm", lambda: NaryInternal(H, 3), 3, False),
 ]
 
 BY_NAME = {case.name: case for case in CASES}

@@ -33,12 +33,12 @@ def fail(message):
     sys.exit("FAIL: " + message)
 
 
-def export(case, module, path, opset):
+def export(module, path, opset, inputs, outputs, dtype):
     # A width of None is one number per row (a [batch] input).
-    ins = [torch.randn(*((2,) if width is None else (2, width)), dtype=case.dtype)
-           for _, _, width, _ in case.inputs]
-    names_in = [n for n, *_ in case.inputs]
-    names_out = [n for n, *_ in case.outputs]
+    ins = [torch.randn(*((2,) if width is None else (2, width)), dtype=dtype)
+           for _, _, width, _ in inputs]
+    names_in = [n for n, *_ in inputs]
+    names_out = [n for n, *_ in outputs]
     dynamic = {n: {0: "batch"} for n in names_in + names_out}
     with torch.no_grad():
         torch.onnx.export(module, tuple(ins), path, opset_version=opset,
@@ -47,17 +47,25 @@ def export(case, module, path, opset):
                           training=torch.onnx.TrainingMode.EVAL)
 
 
+def cell_lines(name, onnx_name, inputs, outputs, priority=0):
+    """A cell of the manifest: roles and their extra keys (updates, emit, child,
+    from) as YAML flow mappings."""
+    def roles(entries):
+        out = []
+        for entry_name, role, _, extra in entries:
+            keys = ["role: %s" % role] + [
+                "%s: %s" % (k, str(v).lower() if isinstance(v, bool) else v)
+                for k, v in extra.items() if k != "binary"]
+            out.append("      %s: {%s}" % (entry_name, ", ".join(keys)))
+        return out
+    return (["  - name: %s" % name, "    onnx: %s" % onnx_name,
+             "    batch_sizes: %s" % BATCH_SIZES, "    priority: %d" % priority,
+             "    inputs:"] + roles(inputs) + ["    outputs:"] + roles(outputs))
+
+
 def write_manifest(case, path, onnx_name):
-    lines = ["name: %s" % case.name, "structure: %s" % case.structure, "cells:",
-             "  - name: %s" % case.name, "    onnx: %s" % onnx_name,
-             "    batch_sizes: %s" % BATCH_SIZES, "    inputs:"]
-    for name, role, _, _ in case.inputs:
-        lines.append("      %s: {role: %s}" % (name, role))
-    lines.append("    outputs:")
-    for name, role, _, extra in case.outputs:
-        keys = ["role: %s" % role] + ["%s: %s" % (k, str(v).lower() if isinstance(v, bool)
-                                                 else v) for k, v in extra.items()]
-        lines.append("      %s: {%s}" % (name, ", ".join(keys)))
+    lines = (["name: %s" % case.name, "structure: %s" % case.structure, "cells:"] +
+             cell_lines(case.name, onnx_name, case.inputs, case.outputs))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -124,13 +132,108 @@ def compare(label, expected, got, reference="PyTorch"):
                                 (RTOL * np.abs(w) + ATOL)) for n, w in expected.items()]))
 
 
+def random_tree(generator, arity, max_leaves):
+    """Nodes in creation order (children before parents): arity-many random
+    subtrees are joined until one is left. Returns [children lists], root."""
+    count = arity + int(torch.randint(0, max_leaves - arity + 1, (1,),
+                                      generator=generator))
+    count -= (count - 1) % (arity - 1) if arity > 1 else 0
+    nodes = [[] for _ in range(count)]
+    pending = list(range(count))
+    while len(pending) > 1:
+        picks = []
+        for _ in range(arity):
+            picks.append(pending.pop(int(torch.randint(0, len(pending), (1,),
+                                                       generator=generator))))
+        nodes.append(picks)
+        pending.append(len(nodes) - 1)
+    return nodes, pending[0]
+
+
+def run_tree_opset(case, opset, args, work, label):
+    """A tree case: the leaf and internal cells exported, random trees served,
+    the root's h and c compared with the modules evaluated bottom-up."""
+    torch.manual_seed(0)
+    leaf = case.make().to(case.dtype).eval()
+    internal = case.tree["make"]().to(case.dtype).eval()
+    export(leaf, os.path.join(work, "leaf.onnx"), opset, case.inputs, case.outputs,
+           case.dtype)
+    export(internal, os.path.join(work, "internal.onnx"), opset, case.tree["inputs"],
+           case.tree["outputs"], case.dtype)
+    lines = (["name: %s" % case.name, "structure: tree", "cells:"] +
+             cell_lines("leaf", "leaf.onnx", case.inputs, case.outputs, 0) +
+             cell_lines("internal", "internal.onnx", case.tree["inputs"],
+                        case.tree["outputs"], 1) +
+             ["tree:", "  leaf: leaf", "  internal: internal",
+              "  arity: %d" % case.tree["arity"]])
+    manifest = os.path.join(work, "model.yaml")
+    with open(manifest, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    artifact = os.path.join(work, "model.cellpack")
+    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
+                              capture_output=True, text=True)
+    if compiled.returncode != 0:
+        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    generator = torch.Generator().manual_seed(opset)
+    internal_inputs = [(n, w) for n, role, w, _ in case.tree["inputs"] if role == "input"]
+    leaf_inputs = [(n, w) for n, role, w, _ in case.inputs if role == "input"]
+    requests = []
+    for r in range(REQUESTS):
+        nodes, root = random_tree(generator, case.tree["arity"], 7)
+        data = [{n: torch.randn(1, w, generator=generator).to(case.dtype)
+                 for n, w in (internal_inputs if children else leaf_inputs)}
+                for children in nodes]
+        requests.append(("t%d" % r, nodes, root, data))
+    with open(os.path.join(work, "requests.jsonl"), "w") as f:
+        for rid, nodes, root, data in requests:
+            body = []
+            for children, values in zip(nodes, data):
+                node = {n: [float(v) for v in values[n][0]] for n in values}
+                if children:
+                    node["children"] = children
+                body.append(node)
+            f.write(json.dumps({"id": rid, "nodes": body, "root": root}) + "\n")
+    result_path = os.path.join(work, "results.jsonl")
+    served = subprocess.run([args.cellrun, "run", artifact, "--input",
+                             os.path.join(work, "requests.jsonl"), "--output",
+                             result_path, "--device", "cpu", "--quiet"],
+                            capture_output=True, text=True)
+    if served.returncode != 0:
+        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
+    with open(result_path) as f:
+        results = {r["id"]: r for r in map(json.loads, f)}
+    worst = 0.0
+    with torch.no_grad():
+        for rid, nodes, root, data in requests:
+            states = []
+            for children, values in zip(nodes, data):
+                if not children:
+                    states.append(leaf(*[values[n] for n, _ in leaf_inputs]))
+                    continue
+                args_in = [values[n] for n, _ in internal_inputs]
+                for child in children:
+                    args_in += list(states[child])
+                states.append(internal(*args_in))
+            expected = {"h": states[root][0][0].numpy(), "c": states[root][1][0].numpy()}
+            result = results.get(rid)
+            if result is None or "error" in result:
+                fail("%s: request %s: %s" % (label, rid, result))
+            worst = max(worst, compare("%s request %s" % (label, rid), expected,
+                                       result["outputs"]))
+    print("%s: %d trees equal PyTorch (worst %.2f of the tolerance)"
+          % (label, len(requests), worst))
+
+
 def run_opset(case, opset, args):
     work = os.path.join(args.work, "%s-opset%d" % (case.name, opset))
     os.makedirs(work, exist_ok=True)
+    if case.structure == "tree":
+        return run_tree_opset(case, opset, args, work,
+                              "%s opset %d" % (case.name, opset))
     torch.manual_seed(0)
     module = case.make().to(case.dtype).eval()
     onnx_path = os.path.join(work, "cell.onnx")
-    export(case, module, onnx_path, opset)
+    export(module, onnx_path, opset, case.inputs, case.outputs, case.dtype)
     manifest = os.path.join(work, "model.yaml")
     write_manifest(case, manifest, "cell.onnx")
     artifact = os.path.join(work, "model.cellpack")

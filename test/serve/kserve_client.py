@@ -114,13 +114,19 @@ def to_tensors(request, metadata):
     tensors, parameters = [], {}
     if "nodes" in request:
         nodes = request["nodes"]
-        children = [n.get("children", [-1, -1]) for n in nodes]
+        arity = inputs["children"]["shape"][1]
+        children = [n.get("children", [-1] * arity) for n in nodes]
         tensors.append(("children", "INT64", np.array(children, np.int64)))
         leaves = [n for n in nodes if "children" not in n]
+        internals = [n for n in nodes if "children" in n]
         for name in inputs:
             if name == "children":
                 continue
-            values = [n["token"] if "token" in n else n[name] for n in leaves]
+            # The internal cell's inputs are "internal_<name>", one row per
+            # internal node in node order; the leaf's, one row per leaf.
+            owners, key = ((internals, name[len("internal_"):])
+                           if name.startswith("internal_") else (leaves, name))
+            values = [n["token"] if "token" in n else n[key] for n in owners]
             tensors.append(tensor_of(name, inputs[name], values))
     else:
         if "tokens" in request:

@@ -5,7 +5,7 @@ bad requests answered with the right 4xx and a precise message while valid
 requests run concurrently, and /metrics parsed by prometheus_client with
 counters equal to what was sent.
 
-  serve_protocol_test.py CELLRUN MODEL.cellpack REQUESTS.jsonl"""
+  serve_protocol_test.py CELLRUN MODEL.cellpack REQUESTS.jsonl [MODEL_NAME]"""
 import json
 import sys
 import tempfile
@@ -54,7 +54,9 @@ status, _, body = server.request("GET", "/v2/models/nope")
 check(status == 404, f"unknown model metadata: {status}")
 status, _, body = server.request("GET", "/v2/health/ready")
 model_name = None
-for candidate in ("lstm_lm", "gru", "seq2seq", "treelstm"):
+# The model's name: given (argument 4), or one of the examples'.
+names = sys.argv[4:5] or ["lstm_lm", "gru", "seq2seq", "treelstm"]
+for candidate in names:
     status, _, body = server.request("GET", f"/v2/models/{candidate}")
     if status == 200:
         model_name = candidate
@@ -180,8 +182,9 @@ if "nodes" in first:
         children = h["inputs"][0]
         flat = children["data"]
         # The root reads itself.
-        n = len(flat) // 2
-        flat[2 * (n - 1)] = n - 1
+        arity = children["shape"][1]
+        n = len(flat) // arity
+        flat[arity * (n - 1)] = n - 1
     bad_case("broken tree (cycle)", edited(cycle), good_headers, 400, "cycle")
 
     def duplicate(h):

@@ -164,6 +164,15 @@ TEST(RequestTest, BadTreesAreRefusedPrecisely) {
   EXPECT_EQ(parseError(*engine, R"({"id": "t10", "nodes": [{"token": 1},
       {"token": 2}, {"children": [0, 1]}]})"),
             "");
+  // This model's internal cell takes no request inputs.
+  EXPECT_EQ(parseError(*engine, R"({"id": "t11", "nodes": [{"token": 1},
+      {"token": 2}, {"children": [0, 1], "token": 3}]})"),
+            "request t11, node 2: an internal node has only \"children\", an "
+            "array of node indices (the internal cell takes no request "
+            "inputs)");
+  EXPECT_EQ(parseError(*engine, R"({"id": "t12", "nodes": [{"token": 1},
+      {"token": 2}, {"children": 1}]})"),
+            "request t12, node 2: \"children\" is an array of node indices");
 }
 
 TEST(RequestTest, CyclesWithoutDuplicatesAreFound) {

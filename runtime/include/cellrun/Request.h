@@ -8,7 +8,8 @@
 //  - seq2seq: `steps` are the encoder's steps; the decoder runs from the
 //    BOS token until it returns EOS or `maxDecodeLength` tokens;
 //  - tree: `tree` nodes, leaves with the leaf cell's input rows, internal
-//    nodes with exactly `arity` children (indices into `tree`), one root;
+//    nodes with exactly `arity` children (indices into `tree`) and the
+//    internal cell's input rows (if it takes any), one root;
 //  - custom: the request's JSON, for the registered unfolder (Unfolder.h).
 // Parsing (RequestParser.h) checks a request against the artifact, so the
 // engine only ever sees well-formed requests.
@@ -33,7 +34,7 @@ namespace cellrun {
 using NodeData = std::vector<std::vector<uint8_t>>;
 
 struct TreeNode {
-  NodeData data;                 // leaves
+  NodeData data;                 // the inputs of the node's cell
   std::vector<int32_t> children; // internal nodes
 };
 

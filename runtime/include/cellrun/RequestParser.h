@@ -79,6 +79,9 @@ private:
   RequestParser() = default;
   Result<NodeData> parseNode(const nlohmann::json &json, uint32_t cell,
                              const std::string &where) const;
+  /// A tree node's inputs for `cell`: its input values, or {"token": N}.
+  Result<NodeData> parseTreeNode(const nlohmann::json &values, uint32_t cell,
+                                 const std::string &where) const;
   Status checkNode(const NodeData &data, uint32_t cell,
                    const std::string &where) const;
   Status checkTree(const Request &request) const;
