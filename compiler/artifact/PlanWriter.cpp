@@ -174,6 +174,10 @@ static cellpack::OpCode opCode(Operation *op) {
       .Case<EqualOp>([](auto) { return Code::Equal; })
       .Case<WhereOp>([](auto) { return Code::Where; })
       .Case<ReduceMeanOp>([](auto) { return Code::ReduceMean; })
+      .Case<ReduceSumOp>([](auto) { return Code::ReduceSum; })
+      .Case<ReduceMaxOp>([](auto) { return Code::ReduceMax; })
+      .Case<ExpOp>([](auto) { return Code::Exp; })
+      .Case<LogOp>([](auto) { return Code::Log; })
       .Default([](auto) { return Code::Identity; });
 }
 
@@ -224,9 +228,10 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
       axis = argmax.getAxis();
       keepdims = argmax.getKeepdims();
       selectLast = argmax.getSelectLastIndex();
-    } else if (auto reduce = dyn_cast<ReduceMeanOp>(op)) {
-      axes = toVector(reduce.getAxes());
-      keepdims = reduce.getKeepdims();
+    } else if (isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op)) {
+      axes = toVector(op.getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
+      auto keep = op.getAttrOfType<BoolAttr>("keepdims");
+      keepdims = !keep || keep.getValue();
     } else if (auto squeeze = dyn_cast<SqueezeOp>(op)) {
       axes = toVector(squeeze.getAxes());
     } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {

@@ -267,45 +267,58 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
   return success();
 }
 
-/// The mean of a row's columns (ReduceMean, alone in its kernel): one block
-/// per row sums its columns in a strided loop and a shared-memory tree.
-static LogicalResult writeReduceMean(FusedOp fused, ReduceMeanOp reduce,
-                                     llvm::raw_ostream &os, KernelInfo &info) {
+/// A reduction of a row's columns (ReduceMean, ReduceSum, ReduceMax, alone
+/// in its kernel): one block per row reduces its columns in a strided loop
+/// and a shared-memory tree.
+static LogicalResult writeRowReduction(FusedOp fused, Operation *reduce,
+                                       llvm::raw_ostream &os,
+                                       KernelInfo &info) {
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
-  RankedTensorType input = tensorOf(reduce.getInput());
+  Value input = reduce->getOperand(0);
+  RankedTensorType inputType = tensorOf(input);
+  auto axes = reduce->getAttrOfType<DenseI64ArrayAttr>("axes");
   if (yield.getNumOperands() != 1 ||
-      yield.getOperand(0) != reduce.getResult() || input.getRank() != 2 ||
-      reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 1)
+      yield.getOperand(0) != reduce->getResult(0) || inputType.getRank() != 2 ||
+      !axes || axes.size() != 1 || axes[0] != 1)
     return fused.emitOpError(
-        "code generation supports a mean over the columns of a row as the "
-        "only result of its kernel");
-  int64_t width = rowWidth(reduce.getInput());
-  std::string type = computeType(input.getElementType());
+        "code generation supports a reduction over the columns of a row as "
+        "the only result of its kernel");
+  int64_t width = rowWidth(input);
+  std::string type = computeType(inputType.getElementType());
+  bool largest = isa<ReduceMaxOp>(reduce);
+  auto combine = [&](const std::string &a, const std::string &b) {
+    return largest ? std::string(type == "double" ? "fmax(" : "fmaxf(") + a +
+                         ", " + b + ")"
+                   : a + " + " + b;
+  };
   info.shape = KernelInfo::Shape::RowReduction;
   info.rowWidth = width;
   os << "  constexpr int kWidth = " << width << ";\n"
      << "  const int r = blockIdx.x;\n"
      << "  if (r >= n)\n    return;\n"
-     << "  " << type << " sum = 0;\n"
+     << "  " << type << " acc = " << (largest ? leastValue(type) : "0") << ";\n"
      << "  for (int c = threadIdx.x; c < kWidth; c += blockDim.x)\n";
   KernelBodyWriter writer(fused, os);
-  FailureOr<std::string> x = writer.element(reduce.getInput(), {"r", "c"});
+  FailureOr<std::string> x = writer.element(input, {"r", "c"});
   if (failed(x))
     return failure();
-  os << "    sum += " << *x << ";\n"
-     << "  __shared__ " << type << " blockSum[256];\n"
-     << "  blockSum[threadIdx.x] = sum;\n"
+  os << "    acc = " << combine("acc", *x) << ";\n"
+     << "  __shared__ " << type << " blockAcc[256];\n"
+     << "  blockAcc[threadIdx.x] = acc;\n"
      << "  __syncthreads();\n"
      << "  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
      << "    if (threadIdx.x < stride)\n"
-     << "      blockSum[threadIdx.x] += blockSum[threadIdx.x + stride];\n"
+     << "      blockAcc[threadIdx.x] = "
+     << combine("blockAcc[threadIdx.x]", "blockAcc[threadIdx.x + stride]")
+     << ";\n"
      << "    __syncthreads();\n  }\n"
      << "  if (threadIdx.x == 0)\n    "
      << destination(fused, 0, "r",
-                    tensorOf(reduce.getResult()).getRank() == 2 ? "0" : "")
+                    tensorOf(reduce->getResult(0)).getRank() == 2 ? "0" : "")
      << " = "
-     << storeCast(tensorOf(reduce.getResult()).getElementType(),
-                  "blockSum[0] / kWidth")
+     << storeCast(tensorOf(reduce->getResult(0)).getElementType(),
+                  isa<ReduceMeanOp>(reduce) ? "blockAcc[0] / kWidth"
+                                            : "blockAcc[0]")
      << ";\n";
   return success();
 }
@@ -334,8 +347,11 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
         "matrices as weights)");
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
-  ReduceMeanOp reduce;
-  fused.getBody().walk([&](ReduceMeanOp op) { reduce = op; });
+  Operation *reduce = nullptr;
+  fused.getBody().walk([&](Operation *op) {
+    if (isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op))
+      reduce = op;
+  });
   std::string text;
   llvm::raw_string_ostream body(text);
   body << "extern \"C\" __global__ void __launch_bounds__(256)\n"
@@ -343,7 +359,7 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   writeParams(fused, body, info);
   body << " {\n  constexpr int kBatch = " << batch << ";\n  (void)kBatch;\n";
   if (failed(argmax   ? writeArgMax(fused, argmax, body, info)
-             : reduce ? writeReduceMean(fused, reduce, body, info)
+             : reduce ? writeRowReduction(fused, reduce, body, info)
                       : writeElementwise(fused, body, info)))
     return failure();
   body << "}\n";

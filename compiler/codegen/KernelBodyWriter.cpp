@@ -277,6 +277,10 @@ static std::string unaryExpr(Operation *op, const std::string &x,
     return (isDouble ? "erf(" : "erff(") + x + ")";
   if (isa<SqrtOp>(op))
     return (isDouble ? "sqrt(" : "sqrtf(") + x + ")";
+  if (isa<ExpOp>(op))
+    return (isDouble ? "exp(" : "expf(") + x + ")";
+  if (isa<LogOp>(op))
+    return (isDouble ? "log(" : "logf(") + x + ")";
   return isDouble ? "fmax(" + x + ", 0.0)" : "fmaxf(" + x + ", 0.0f)";
 }
 
@@ -314,7 +318,7 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return failure();
     return "(" + *condition + " ? " + *lhs + " : " + *rhs + ")";
   }
-  if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp>(op)) {
+  if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp>(op)) {
     auto x = element(op->getOperand(0), index);
     if (failed(x))
       return failure();

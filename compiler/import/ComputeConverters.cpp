@@ -150,6 +150,12 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Equal", convertSimple<cell::EqualOp, 2>},
       {"Where", convertSimple<cell::WhereOp, 3>},
       {"ReduceMean", convertReduceMean},
+      {"ReduceSum", convertReduceSum},
+      {"ReduceMax", convertReduceMax},
+      {"Softmax", convertSoftmax},
+      {"LogSoftmax", convertLogSoftmax},
+      {"Exp", convertSimple<cell::ExpOp, 1>},
+      {"Log", convertSimple<cell::LogOp, 1>},
       {"LayerNormalization", convertLayerNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
       {"MatMul", convertSimple<cell::MatMulOp, 2>},
@@ -174,9 +180,10 @@ NodeConverter cellc::findConverter(StringRef opType) {
 }
 
 std::string cellc::supportedOpTypes() {
-  return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Gather, "
-         "Gemm, GRU, Identity, LayerNormalization, LSTM, MatMul, Mul, Pow, "
-         "ReduceMean, Relu, Reshape, RNN, Sigmoid, Slice, Split, Sqrt, "
-         "Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where (and shape "
-         "arithmetic: Shape with what folds over it)";
+  return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
+         "Gather, Gemm, GRU, Identity, LayerNormalization, Log, LogSoftmax, "
+         "LSTM, MatMul, Mul, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
+         "Reshape, RNN, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, "
+         "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "
+         "with what folds over it)";
 }

@@ -252,9 +252,14 @@ mlir::LogicalResult convertLstm(NodeContext &ctx);
 mlir::LogicalResult convertGru(NodeContext &ctx);
 mlir::LogicalResult convertRnn(NodeContext &ctx);
 
-// ReduceMean and LayerNormalization (NormalizationConverters.cpp).
+// Row reductions, LayerNormalization, Softmax, LogSoftmax
+// (NormalizationConverters.cpp).
 mlir::LogicalResult convertReduceMean(NodeContext &ctx);
+mlir::LogicalResult convertReduceSum(NodeContext &ctx);
+mlir::LogicalResult convertReduceMax(NodeContext &ctx);
 mlir::LogicalResult convertLayerNormalization(NodeContext &ctx);
+mlir::LogicalResult convertSoftmax(NodeContext &ctx);
+mlir::LogicalResult convertLogSoftmax(NodeContext &ctx);
 
 template <typename OpT>
 mlir::FailureOr<mlir::Operation *>

@@ -1,11 +1,13 @@
 //===- NormalizationConverters.cpp - ReduceMean and LayerNormalization ---===//
 //
-// Layer-normalised cells normalise each row: PyTorch exports nn.LayerNorm as
+// Row reductions and what is built from them. Layer-normalised cells
+// normalise each row: PyTorch exports nn.LayerNorm as
 // ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add before opset 17
 // and as one LayerNormalization node from 17 on. ReduceMean becomes
 // `cell.reduce_mean` (a kernel of its own, one block per row);
 // LayerNormalization is written out as the same ops the older opsets export.
-// Both reduce the columns of a [batch, columns] value only: anything else is
+// Softmax and LogSoftmax are written out over ReduceMax and ReduceSum. All
+// reduce the columns of a [batch, columns] value only: anything else is
 // refused naming the node.
 //
 //===----------------------------------------------------------------------===//
@@ -17,11 +19,13 @@ using namespace mlir;
 using namespace cellc;
 namespace om = cellc::onnx_model;
 
-/// The mean over the columns of `input` ([batch, columns]), kept as
-/// [batch, 1] when `keepdims`.
-static FailureOr<Value> rowMean(NodeContext &ctx, Value input, bool keepdims) {
+/// The reduction `ReduceOp` over the columns of `input` ([batch, columns]),
+/// kept as [batch, 1] when `keepdims`.
+template <typename ReduceOp = cell::ReduceMeanOp>
+static FailureOr<Value> rowReduce(NodeContext &ctx, Value input,
+                                  bool keepdims) {
   Builder &b = ctx.builder();
-  FailureOr<Operation *> op = ctx.create<cell::ReduceMeanOp>(
+  FailureOr<Operation *> op = ctx.create<ReduceOp>(
       input, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1})),
               b.getNamedAttr("keepdims", b.getBoolAttr(keepdims))});
   if (failed(op))
@@ -49,11 +53,14 @@ static FailureOr<RankedTensorType> rowsInput(NodeContext &ctx,
   return type;
 }
 
-LogicalResult cellc::convertReduceMean(NodeContext &ctx) {
+/// ReduceMean, ReduceSum, ReduceMax: axes from the attribute, or from input
+/// 1 from opset `axesInputSince` on.
+template <typename ReduceOp, int64_t axesInputSince>
+static LogicalResult convertReduce(NodeContext &ctx) {
   FailureOr<RankedTensorType> type = ctx.inputType(0);
   if (failed(type))
     return failure();
-  auto given = intsFromAttrOrInput(ctx, "axes", 1, /*inputSince=*/18);
+  auto given = intsFromAttrOrInput(ctx, "axes", 1, axesInputSince);
   if (failed(given))
     return failure();
   SmallVector<int64_t> axes;
@@ -69,11 +76,21 @@ LogicalResult cellc::convertReduceMean(NodeContext &ctx) {
   }
   if (failed(rowsInput(ctx, axes)))
     return failure();
-  FailureOr<Value> mean =
-      rowMean(ctx, *ctx.input(0), ctx.intAttr("keepdims", 1) != 0);
-  if (failed(mean))
+  FailureOr<Value> reduced =
+      rowReduce<ReduceOp>(ctx, *ctx.input(0), ctx.intAttr("keepdims", 1) != 0);
+  if (failed(reduced))
     return failure();
-  return ctx.setOutputs(*mean);
+  return ctx.setOutputs(*reduced);
+}
+
+LogicalResult cellc::convertReduceMean(NodeContext &ctx) {
+  return convertReduce<cell::ReduceMeanOp, 18>(ctx);
+}
+LogicalResult cellc::convertReduceSum(NodeContext &ctx) {
+  return convertReduce<cell::ReduceSumOp, 13>(ctx);
+}
+LogicalResult cellc::convertReduceMax(NodeContext &ctx) {
+  return convertReduce<cell::ReduceMaxOp, 18>(ctx);
 }
 
 /// Creates `OpT` over `operands` when all of them exist (an earlier failure
@@ -149,11 +166,11 @@ LogicalResult cellc::convertLayerNormalization(NodeContext &ctx) {
     return failure();
   // mean, x - mean, the mean of its square, then (x - mean) / sqrt(var +
   // epsilon) * scale + bias: the ops PyTorch exports before opset 17.
-  FailureOr<Value> mean = rowMean(ctx, *x, /*keepdims=*/true);
+  FailureOr<Value> mean = rowReduce(ctx, *x, /*keepdims=*/true);
   FailureOr<Value> centered = make<cell::SubOp>(ctx, {*x, mean});
   FailureOr<Value> square = make<cell::MulOp>(ctx, {centered, centered});
   FailureOr<Value> variance =
-      succeeded(square) ? rowMean(ctx, *square, true) : FailureOr<Value>();
+      succeeded(square) ? rowReduce(ctx, *square, true) : FailureOr<Value>();
   FailureOr<Value> shifted = make<cell::AddOp>(ctx, {variance, epsilon});
   FailureOr<Value> deviation = make<cell::SqrtOp>(ctx, {shifted});
   FailureOr<Value> normalized = make<cell::DivOp>(ctx, {centered, deviation});
@@ -163,4 +180,40 @@ LogicalResult cellc::convertLayerNormalization(NodeContext &ctx) {
   if (failed(y))
     return failure();
   return ctx.setOutputs(*y);
+}
+
+/// Softmax and LogSoftmax over the columns of a row: the largest element
+/// is subtracted first (as PyTorch does), then exp, the row sum, and a
+/// division (Softmax) or a subtracted log (LogSoftmax). Before opset 13 the
+/// ops flatten from `axis` (default 1), which for a [batch, columns] value
+/// is the same row.
+static LogicalResult convertSoftmaxLike(NodeContext &ctx, bool logarithm) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<int64_t> axis = ctx.normalizeAxis(
+      ctx.intAttr("axis", ctx.opset() < 13 ? 1 : -1), type->getRank(), "axis");
+  if (failed(axis) || failed(rowsInput(ctx, {*axis})))
+    return failure();
+  FailureOr<Value> x = ctx.input(0);
+  FailureOr<Value> largest = rowReduce<cell::ReduceMaxOp>(ctx, *x, true);
+  FailureOr<Value> shifted = make<cell::SubOp>(ctx, {x, largest});
+  FailureOr<Value> exps = make<cell::ExpOp>(ctx, {shifted});
+  FailureOr<Value> sum = succeeded(exps)
+                             ? rowReduce<cell::ReduceSumOp>(ctx, *exps, true)
+                             : FailureOr<Value>();
+  FailureOr<Value> y =
+      logarithm
+          ? make<cell::SubOp>(ctx, {shifted, make<cell::LogOp>(ctx, {sum})})
+          : make<cell::DivOp>(ctx, {exps, sum});
+  if (failed(y))
+    return failure();
+  return ctx.setOutputs(*y);
+}
+
+LogicalResult cellc::convertSoftmax(NodeContext &ctx) {
+  return convertSoftmaxLike(ctx, /*logarithm=*/false);
+}
+LogicalResult cellc::convertLogSoftmax(NodeContext &ctx) {
+  return convertSoftmaxLike(ctx, /*logarithm=*/true);
 }

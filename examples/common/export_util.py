@@ -24,7 +24,8 @@ ALLOWED_OPS = frozenset([
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "Relu", "Concat",
     "Split", "Slice", "Gather", "ArgMax", "Squeeze", "Unsqueeze", "Reshape", "Transpose",
     "Identity", "Cast", "Constant", "Erf", "Sqrt", "Pow", "Equal", "Where", "ReduceMean",
-    "LayerNormalization", "Shape",
+    "LayerNormalization", "Shape", "Exp", "Log", "ReduceSum", "ReduceMax", "Softmax",
+    "LogSoftmax",
 ])
 
 # Size used for the batch dimension of the example inputs during tracing.  Not 1, so

@@ -2,9 +2,9 @@
 """Layer-normalised LSTM step with a skip flag and a GELU head.
 
 Gates and cell are layer-normalised (Ba et al. 2016); rows whose `update` flag is 0
-keep their state (Skip-RNN style: Equal and Where); y is a GELU MLP over the new h.
-It exercises the row reductions (ReduceMean), Sqrt, Pow, Erf, Equal and Where in every
-backend. Writes <out>/lnlstm.onnx.  Run with Debian's /usr/bin/python3 (torch, onnx).
+keep their state (Skip-RNN style: Equal and Where); y is the log-softmax of a GELU MLP
+over the new h. It exercises the row reductions (ReduceMean, ReduceMax, ReduceSum),
+Sqrt, Pow, Erf, Exp, Log, Equal and Where in every backend. Writes <out>/lnlstm.onnx.  Run with Debian's /usr/bin/python3 (torch, onnx).
 """
 
 import os
@@ -43,7 +43,7 @@ def main():
             keep = update == 1
             h_next = torch.where(keep, h2, h)
             c_next = torch.where(keep, c2, c)
-            return h_next, c_next, self.head(h_next)
+            return h_next, c_next, torch.log_softmax(self.head(h_next), dim=1)
 
     m = LayerNormLstmStep(cfg["input"], cfg["hidden"], cfg["head"], cfg["classes"])
     H = cfg["hidden"]

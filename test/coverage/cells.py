@@ -142,18 +142,21 @@ class ChunkLstm(nn.Module):
 
 
 class LstmWithHead(nn.Module):
-    """An LSTMCell with an MLP head on its output (ReLU or GELU)."""
+    """An LSTMCell with an MLP head on its output (ReLU, GELU or tanh), optionally
+    log-softmaxed (a language model's log-probabilities)."""
 
-    def __init__(self, x, h, head, activation):
+    def __init__(self, x, h, head, activation, log_softmax=False):
         super().__init__()
         self.cell = nn.LSTMCell(x, h)
         self.hidden = nn.Linear(h, head)
         self.activation = activation
         self.out = nn.Linear(head, 8)
+        self.log_softmax = log_softmax
 
     def forward(self, x, h, c):
         h2, c2 = self.cell(x, (h, c))
-        return h2, c2, self.out(self.activation(self.hidden(h2)))
+        logits = self.out(self.activation(self.hidden(h2)))
+        return h2, c2, torch.log_softmax(logits, dim=1) if self.log_softmax else logits
 
 
 class ModuleStep(nn.Module):
@@ -223,8 +226,7 @@ class TimeGatedGru(nn.Module):
 
 
 class SoftmaxGatedGru(nn.Module):
-    """A GRU whose output is gated by a softmax over its units (Softmax, which
-    cellc does not import yet: attention needs it)."""
+    """A GRU whose output is gated by a softmax over its units."""
 
     def __init__(self, x, h):
         super().__init__()
@@ -389,8 +391,9 @@ CASES = [
     Case("time_gated_gru", lambda: TimeGatedGru(X, H),
          [inp("x", X), inp("dt", None), state("h", H)], [new_state("h_next", H, "h", True)]),
     Case("softmax_gated_gru", lambda: SoftmaxGatedGru(X, H),
-         [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("y", H)],
-         refused=UNSUPPORTED % "Softmax"),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("y", H)]),
+    Case("log_softmax_lstm", lambda: LstmWithHead(X, H, 40, nn.Tanh(), log_softmax=True),
+         _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)]),
     Case("skip_gru", lambda: SkipGru(X, H),
          [inp("x", X), inp("update", 1, binary=True), state("h", H)],
          [new_state("h_next", H, "h", True)]),

@@ -179,6 +179,8 @@ def Cell_TanhOp : Cell_UnaryOp<"tanh", "Tanh">;
 def Cell_ReluOp : Cell_UnaryOp<"relu", "Relu">;
 def Cell_ErfOp : Cell_UnaryOp<"erf", "Erf">;
 def Cell_SqrtOp : Cell_UnaryOp<"sqrt", "Sqrt">;
+def Cell_ExpOp : Cell_UnaryOp<"exp", "Exp">;
+def Cell_LogOp : Cell_UnaryOp<"log", "Log">;
 
 class Cell_BinaryOp<string mnemonic, string onnxName>
     : Cell_Op<mnemonic, [Pure,
@@ -228,19 +230,23 @@ def Cell_WhereOp : Cell_Op<"where", [Pure,
   let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Cell_ReduceMeanOp : Cell_Op<"reduce_mean", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "ONNX ReduceMean over `axes` (never the batch)";
+class Cell_ReduceOp<string mnemonic, string onnxName, string what>
+    : Cell_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX " # onnxName # " over `axes` (never the batch)";
   let description = [{
-    The mean of the elements along `axes`, kept as size-1 dimensions when
-    `keepdims`. Code generation reduces the columns of a row (axes = [1] of
-    a [batch, columns] value) in a kernel of its own, one block per row.
+    The }] # what # [{ of the elements along `axes`, kept as size-1 dimensions
+    when `keepdims`. Code generation reduces the columns of a row (axes = [1]
+    of a [batch, columns] value) in a kernel of its own, one block per row.
   }];
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
+
+def Cell_ReduceMeanOp : Cell_ReduceOp<"reduce_mean", "ReduceMean", "mean">;
+def Cell_ReduceSumOp : Cell_ReduceOp<"reduce_sum", "ReduceSum", "sum">;
+def Cell_ReduceMaxOp : Cell_ReduceOp<"reduce_max", "ReduceMax", "largest">;
 
 //===----------------------------------------------------------------------===//
 // Matrix products

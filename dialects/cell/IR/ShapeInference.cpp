@@ -117,8 +117,8 @@ LogicalResult EqualOp::inferReturnTypes(MLIRContext *context, Loc loc,
                                         SmallVectorImpl<Type> &types) {
   if (failed(inferBinary<EqualOp>(loc, operands, types)))
     return failure();
-  types.back() = types.back().cast<RankedTensorType>().clone(
-      IntegerType::get(context, 1));
+  types.back() =
+      types.back().cast<RankedTensorType>().clone(IntegerType::get(context, 1));
   return success();
 }
 
@@ -139,7 +139,6 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, Loc loc,
   types.back() = RankedTensorType::get(*shape, value.getElementType());
   return success();
 }
-
 
 static LogicalResult checkContraction(Loc loc, int64_t lhsK, int64_t rhsK) {
   if (ShapedType::isDynamic(lhsK) || ShapedType::isDynamic(rhsK))
@@ -394,18 +393,17 @@ static LogicalResult checkAxesSet(Loc loc, ArrayRef<int64_t> axes,
   return success();
 }
 
-LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, Loc loc,
-                                             ValueRange operands,
-                                             DictionaryAttr attributes,
-                                             RegionRange regions,
-                                             SmallVectorImpl<Type> &types) {
-  ReduceMeanOp::Adaptor adaptor(operands, attributes, regions);
+template <typename ReduceOp>
+static LogicalResult inferReduce(Loc loc, ValueRange operands,
+                                 DictionaryAttr attributes, RegionRange regions,
+                                 SmallVectorImpl<Type> &types) {
+  typename ReduceOp::Adaptor adaptor(operands, attributes, regions);
   RankedTensorType input = rankedType(adaptor.getInput());
   if (!input || !input.getElementType().isa<FloatType>())
-    return emitOptionalError(loc, "ReduceMean needs a floating-point tensor");
+    return emitOptionalError(loc, "a reduction needs a floating-point tensor");
   ArrayRef<int64_t> axes = adaptor.getAxes();
   if (axes.empty())
-    return emitOptionalError(loc, "ReduceMean needs at least one axis");
+    return emitOptionalError(loc, "a reduction needs at least one axis");
   if (failed(checkAxesSet(loc, axes, input.getRank())))
     return failure();
   Shape shape;
@@ -422,6 +420,17 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, Loc loc,
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
+
+#define CELL_REDUCE_INFER(OpClass)                                             \
+  LogicalResult OpClass::inferReturnTypes(                                     \
+      MLIRContext *, Loc loc, ValueRange operands, DictionaryAttr attributes,  \
+      RegionRange regions, SmallVectorImpl<Type> &types) {                     \
+    return inferReduce<OpClass>(loc, operands, attributes, regions, types);    \
+  }
+CELL_REDUCE_INFER(ReduceMeanOp)
+CELL_REDUCE_INFER(ReduceSumOp)
+CELL_REDUCE_INFER(ReduceMaxOp)
+#undef CELL_REDUCE_INFER
 
 LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, Loc loc,
                                           ValueRange operands,
@@ -513,6 +522,8 @@ static LogicalResult verifyFloatOperand(Operation *op) {
 LogicalResult SigmoidOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult ErfOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult SqrtOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult ExpOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult LogOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult TanhOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult ReluOp::verify() { return verifyFloatOperand(*this); }
 

@@ -29,10 +29,12 @@ static bool isFusible(Operation *op) {
   return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
 }
 
-/// Reductions over a row (ReduceMean) run as kernels of their own, one block
-/// per row: like a GEMM, they end a level, so their users (which need the
-/// whole row reduced) are in a later kernel.
-static bool isRowReduction(Operation *op) { return isa<ReduceMeanOp>(op); }
+/// Reductions over a row (ReduceMean, ReduceSum, ReduceMax) run as kernels
+/// of their own, one block per row: like a GEMM, they end a level, so their
+/// users (which need the whole row reduced) are in a later kernel.
+static bool isRowReduction(Operation *op) {
+  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op);
+}
 
 /// Constants a kernel body holds itself: inline splats (one literal);
 /// every other constant is a broadcast operand.

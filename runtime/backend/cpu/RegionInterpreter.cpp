@@ -209,6 +209,10 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   case OpCode::Equal:
   case OpCode::Where:
   case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMax:
+  case OpCode::Exp:
+  case OpCode::Log:
     return executeMathOp(prepared, rows);
   case OpCode::Sigmoid:
     sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);

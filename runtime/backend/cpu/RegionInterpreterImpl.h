@@ -128,7 +128,8 @@ struct RegionInterpreter::Impl {
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);
   Status executeGemm(PreparedOp &prepared, int64_t rows);
-  /// Erf, Sqrt, Pow, Equal, Where and ReduceMean (RegionMathOps.cpp).
+  /// Erf, Sqrt, Exp, Log, Pow, Equal, Where, ReduceMean, ReduceSum and
+  /// ReduceMax (RegionMathOps.cpp).
   Status executeMathOp(PreparedOp &prepared, int64_t rows);
   void loadRows(const std::vector<InputView> &inputs, int64_t first,
                 int64_t rows);

@@ -1,6 +1,8 @@
-//===- RegionMathOps.cpp - Erf, Sqrt, Pow, Equal, Where, ReduceMean ------===//
+//===- RegionMathOps.cpp - Math, comparison and row-reduction ops --------===//
 //
-// The ops of layer-normalised cells, GELU heads and masks, for the region
+// Erf, Sqrt, Exp, Log, Pow, Equal, Where and the row reductions (ReduceMean,
+// ReduceSum, ReduceMax): the ops of layer-normalised cells, GELU heads,
+// softmaxes and masks, for the region
 // interpreter (RegionInterpreter.cpp dispatches here). Broadcasting uses the
 // index maps prepared once (RegionPreparation.cpp); ReduceMean's map sends
 // each input element to the output element it is summed into.
@@ -8,7 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace cellrun;
 using namespace cellrun::cpu;
@@ -41,11 +45,16 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
   int64_t outRows = out.hasBatch ? rows : 1;
   switch (op.opcode()) {
   case OpCode::Erf:
-  case OpCode::Sqrt: {
+  case OpCode::Sqrt:
+  case OpCode::Exp:
+  case OpCode::Log: {
     const float *in = operand(0).floats();
-    bool erf = op.opcode() == OpCode::Erf;
+    OpCode code = op.opcode();
     for (int64_t k = 0; k < outRows * out.count; ++k)
-      out.f[k] = erf ? std::erf(in[k]) : std::sqrt(in[k]);
+      out.f[k] = code == OpCode::Erf    ? std::erf(in[k])
+                 : code == OpCode::Sqrt ? std::sqrt(in[k])
+                 : code == OpCode::Exp  ? std::exp(in[k])
+                                        : std::log(in[k]);
     return Status::ok();
   }
   case OpCode::Pow:
@@ -81,18 +90,27 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
               intAt(operand(from), prepared.broadcast[from], r, k);
       }
     return Status::ok();
-  case OpCode::ReduceMean: {
+  case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMax: {
     const Value &in = operand(0);
     const std::vector<int64_t> &into = prepared.broadcast[0];
-    float scale = static_cast<float>(out.count) / static_cast<float>(in.count);
+    OpCode code = op.opcode();
     for (int64_t r = 0; r < outRows; ++r) {
-      float *sums = out.f.data() + r * out.count;
-      std::fill(sums, sums + out.count, 0.0f);
+      float *acc = out.f.data() + r * out.count;
+      std::fill(acc, acc + out.count,
+                code == OpCode::ReduceMax
+                    ? -std::numeric_limits<float>::infinity()
+                    : 0.0f);
       const float *row = in.floatRow(r);
-      for (int64_t k = 0; k < in.count; ++k)
-        sums[into.empty() ? k : into[k]] += row[k];
-      for (int64_t k = 0; k < out.count; ++k)
-        sums[k] *= scale;
+      for (int64_t k = 0; k < in.count; ++k) {
+        float &target = acc[into.empty() ? k : into[k]];
+        target = code == OpCode::ReduceMax ? std::max(target, row[k])
+                                           : target + row[k];
+      }
+      if (code == OpCode::ReduceMean)
+        for (int64_t k = 0; k < out.count; ++k)
+          acc[k] /= static_cast<float>(in.count / out.count);
     }
     return Status::ok();
   }

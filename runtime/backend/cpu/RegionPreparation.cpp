@@ -228,7 +228,9 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
            values[prepared.operands[2]].isFloat == floatResult;
     break;
   }
-  case OpCode::ReduceMean: {
+  case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMax: {
     ok = arity(1, 1, 1) && values[prepared.operands[0]].isFloat &&
          values[prepared.results[0]].isFloat && op.axes() &&
          op.axes()->size() > 0;
@@ -276,7 +278,9 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
       prepared.broadcast.push_back(
           broadcastMap(shapeOf(operand), shapeOf(prepared.results[0])));
     return Status::ok();
-  case OpCode::ReduceMean: {
+  case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMax: {
     // Each input element's output element: the input shape with the
     // reduced axes set to 1, broadcast back over the input.
     std::vector<int64_t> kept = shapeOf(prepared.operands[0]);

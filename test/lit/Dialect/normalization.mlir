@@ -32,6 +32,19 @@ cell.cell @normalize(%x: tensor<?x8xf32> {cell.name = "x"}, %flag: tensor<?x1xi6
   cell.return %p, %w, %m, %n : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x1xf32>, tensor<?xf32>
 }
 
+// CHECK-LABEL: cell.cell @softmax_parts(
+cell.cell @softmax_parts(%x: tensor<?x8xf32> {cell.name = "x"}) -> (tensor<?x1xf32>, tensor<?x1xf32>) {
+  // CHECK: %[[M:.*]] = reduce_max %x {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  %m = cell.reduce_max %x {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  // CHECK: %[[E:.*]] = exp %x : tensor<?x8xf32>
+  %e = cell.exp %x : tensor<?x8xf32>
+  // CHECK: %[[S:.*]] = reduce_sum %[[E]] {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  %s = cell.reduce_sum %e {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  // CHECK: %[[L:.*]] = log %[[S]] : tensor<?x1xf32>
+  %l = cell.log %s : tensor<?x1xf32>
+  cell.return %m, %l : tensor<?x1xf32>, tensor<?x1xf32>
+}
+
 //--- invalid.mlir
 
 cell.cell @erf_int(%x: tensor<?x8xi64> {cell.name = "x"}) -> tensor<?x8xi64> {
