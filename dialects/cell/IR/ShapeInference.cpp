@@ -1,144 +1,17 @@
 //===- ShapeInference.cpp - Result types and shape checks of `cell` ops --===//
 //
-// inferReturnTypes for the ops whose result type follows from their operands
-// and attributes (the verifier compares it with the declared type), and the
-// hand-written verifiers of the others. Dynamic dimensions stand for the batch.
+// inferReturnTypes for the matrix products and shape ops, whose result type
+// follows from their operands and attributes (the verifier compares it with
+// the declared type), and the verifiers of Cast and Reshape. Elementwise ops
+// and reductions are in ElementwiseInference.cpp. Dynamic dimensions stand
+// for the batch.
 //
 //===----------------------------------------------------------------------===//
-#include "cell/IR/CellOps.h"
-
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallSet.h"
+#include "ShapeHelpers.h"
 
 using namespace mlir;
 using namespace mlir::cell;
-
-namespace {
-using Shape = SmallVector<int64_t>;
-using Loc = std::optional<Location>;
-} // namespace
-
-static RankedTensorType rankedType(Value value) {
-  return value.getType().dyn_cast<RankedTensorType>();
-}
-
-static LogicalResult checkAxis(Loc loc, int64_t axis, int64_t rank,
-                               StringRef what) {
-  if (axis < 0 || axis >= rank)
-    return emitOptionalError(loc, what, " ", axis, " is out of range for rank ",
-                             rank);
-  return success();
-}
-
-static LogicalResult sameElementType(Loc loc, RankedTensorType a,
-                                     RankedTensorType b) {
-  if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "element types differ: ", a.getElementType(),
-                             " and ", b.getElementType());
-  return success();
-}
-
-/// Numpy broadcasting where a dynamic (batch) dimension only meets 1 or
-/// another dynamic dimension.
-static FailureOr<Shape> broadcast(Loc loc, ArrayRef<int64_t> lhs,
-                                  ArrayRef<int64_t> rhs) {
-  size_t rank = std::max(lhs.size(), rhs.size());
-  Shape result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t a = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
-    int64_t b = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
-    if (a == b || b == 1) {
-      result[i] = a;
-    } else if (a == 1) {
-      result[i] = b;
-    } else if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b)) {
-      return emitOptionalError(
-          loc, "the dynamic batch dimension cannot broadcast against size ",
-          ShapedType::isDynamic(a) ? b : a);
-    } else {
-      return emitOptionalError(loc, "dimensions ", a, " and ", b,
-                               " do not broadcast");
-    }
-  }
-  return result;
-}
-
-/// The batch is the only dynamic dimension: a result with two (e.g. [B,1,8] *
-/// [B,8] -> [B,B,8], or rows x rows^T) would mix the rows of the batch.
-static LogicalResult checkSingleBatch(Loc loc, ArrayRef<int64_t> shape) {
-  if (llvm::count_if(shape, ShapedType::isDynamic) > 1)
-    return emitOptionalError(
-        loc, "the result would have more than one dynamic (batch) dimension");
-  return success();
-}
-
-template <typename BinaryOp>
-static LogicalResult inferBinary(Loc loc, ValueRange operands,
-                                 SmallVectorImpl<Type> &types) {
-  RankedTensorType lhs = rankedType(operands[0]);
-  RankedTensorType rhs = rankedType(operands[1]);
-  if (!lhs || !rhs)
-    return emitOptionalError(loc, "operands must be ranked tensors");
-  if (failed(sameElementType(loc, lhs, rhs)))
-    return failure();
-  FailureOr<Shape> shape = broadcast(loc, lhs.getShape(), rhs.getShape());
-  if (failed(shape) || failed(checkSingleBatch(loc, *shape)))
-    return failure();
-  types.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
-  return success();
-}
-
-#define CELL_BINARY_INFER(OpClass)                                             \
-  LogicalResult OpClass::inferReturnTypes(                                     \
-      MLIRContext *, Loc loc, ValueRange operands, DictionaryAttr,             \
-      RegionRange, SmallVectorImpl<Type> &types) {                             \
-    return inferBinary<OpClass>(loc, operands, types);                         \
-  }
-CELL_BINARY_INFER(AddOp)
-CELL_BINARY_INFER(SubOp)
-CELL_BINARY_INFER(MulOp)
-CELL_BINARY_INFER(DivOp)
-#undef CELL_BINARY_INFER
-
-LogicalResult PowOp::inferReturnTypes(MLIRContext *, Loc loc,
-                                      ValueRange operands, DictionaryAttr,
-                                      RegionRange,
-                                      SmallVectorImpl<Type> &types) {
-  RankedTensorType lhs = rankedType(operands[0]);
-  if (lhs && !lhs.getElementType().isa<FloatType>())
-    return emitOptionalError(loc, "Pow needs floating-point operands, got ",
-                             lhs);
-  return inferBinary<PowOp>(loc, operands, types);
-}
-
-LogicalResult EqualOp::inferReturnTypes(MLIRContext *context, Loc loc,
-                                        ValueRange operands, DictionaryAttr,
-                                        RegionRange,
-                                        SmallVectorImpl<Type> &types) {
-  if (failed(inferBinary<EqualOp>(loc, operands, types)))
-    return failure();
-  types.back() =
-      types.back().cast<RankedTensorType>().clone(IntegerType::get(context, 1));
-  return success();
-}
-
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, Loc loc,
-                                        ValueRange operands, DictionaryAttr,
-                                        RegionRange,
-                                        SmallVectorImpl<Type> &types) {
-  RankedTensorType condition = rankedType(operands[0]);
-  if (!condition || !condition.getElementType().isInteger(1))
-    return emitOptionalError(loc, "the condition must be an i1 tensor");
-  if (failed(inferBinary<WhereOp>(loc, operands.drop_front(), types)))
-    return failure();
-  auto value = types.back().cast<RankedTensorType>();
-  FailureOr<Shape> shape =
-      broadcast(loc, condition.getShape(), value.getShape());
-  if (failed(shape) || failed(checkSingleBatch(loc, *shape)))
-    return failure();
-  types.back() = RankedTensorType::get(*shape, value.getElementType());
-  return success();
-}
+using namespace mlir::cell::shape;
 
 static LogicalResult checkContraction(Loc loc, int64_t lhsK, int64_t rhsK) {
   if (ShapedType::isDynamic(lhsK) || ShapedType::isDynamic(rhsK))
@@ -380,58 +253,6 @@ LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, Loc loc,
   return success();
 }
 
-/// Checks that `axes` are distinct and within [0, rank).
-static LogicalResult checkAxesSet(Loc loc, ArrayRef<int64_t> axes,
-                                  int64_t rank) {
-  llvm::SmallSet<int64_t, 4> seen;
-  for (int64_t axis : axes) {
-    if (failed(checkAxis(loc, axis, rank, "axis")))
-      return failure();
-    if (!seen.insert(axis).second)
-      return emitOptionalError(loc, "axis ", axis, " is listed twice");
-  }
-  return success();
-}
-
-template <typename ReduceOp>
-static LogicalResult inferReduce(Loc loc, ValueRange operands,
-                                 DictionaryAttr attributes, RegionRange regions,
-                                 SmallVectorImpl<Type> &types) {
-  typename ReduceOp::Adaptor adaptor(operands, attributes, regions);
-  RankedTensorType input = rankedType(adaptor.getInput());
-  if (!input || !input.getElementType().isa<FloatType>())
-    return emitOptionalError(loc, "a reduction needs a floating-point tensor");
-  ArrayRef<int64_t> axes = adaptor.getAxes();
-  if (axes.empty())
-    return emitOptionalError(loc, "a reduction needs at least one axis");
-  if (failed(checkAxesSet(loc, axes, input.getRank())))
-    return failure();
-  Shape shape;
-  for (int64_t dim = 0; dim < input.getRank(); ++dim) {
-    if (!llvm::is_contained(axes, dim)) {
-      shape.push_back(input.getDimSize(dim));
-      continue;
-    }
-    if (input.isDynamicDim(dim))
-      return emitOptionalError(loc, "cannot reduce the batch dimension");
-    if (!adaptor.getKeepdimsAttr() || adaptor.getKeepdims())
-      shape.push_back(1);
-  }
-  types.push_back(RankedTensorType::get(shape, input.getElementType()));
-  return success();
-}
-
-#define CELL_REDUCE_INFER(OpClass)                                             \
-  LogicalResult OpClass::inferReturnTypes(                                     \
-      MLIRContext *, Loc loc, ValueRange operands, DictionaryAttr attributes,  \
-      RegionRange regions, SmallVectorImpl<Type> &types) {                     \
-    return inferReduce<OpClass>(loc, operands, attributes, regions, types);    \
-  }
-CELL_REDUCE_INFER(ReduceMeanOp)
-CELL_REDUCE_INFER(ReduceSumOp)
-CELL_REDUCE_INFER(ReduceMaxOp)
-#undef CELL_REDUCE_INFER
-
 LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, Loc loc,
                                           ValueRange operands,
                                           DictionaryAttr attributes,
@@ -509,23 +330,6 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, Loc loc,
 //===----------------------------------------------------------------------===//
 // Verifiers of ops whose result type is not inferred
 //===----------------------------------------------------------------------===//
-
-static LogicalResult verifyFloatOperand(Operation *op) {
-  Type element =
-      op->getOperand(0).getType().cast<ShapedType>().getElementType();
-  if (!element.isa<FloatType>())
-    return op->emitOpError() << "expects a floating-point tensor, got "
-                             << op->getOperand(0).getType();
-  return success();
-}
-
-LogicalResult SigmoidOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult ErfOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult SqrtOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult ExpOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult LogOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult TanhOp::verify() { return verifyFloatOperand(*this); }
-LogicalResult ReluOp::verify() { return verifyFloatOperand(*this); }
 
 LogicalResult CastOp::verify() {
   auto input = getInput().getType().cast<RankedTensorType>();
