@@ -4,7 +4,10 @@
 # artifact loader, devices) with AddressSanitizer + UndefinedBehaviorSanitizer
 # and with ThreadSanitizer, each in its own build directory, and runs them.
 # Not part of .ci/run (it doubles the build); run it before changing the
-# runtime's concurrency or memory handling.
+# runtime's concurrency or memory handling. In the ThreadSanitizer build,
+# cellc (which compiles the tests' artifacts) runs its passes on one thread:
+# Debian's libMLIR is not instrumented, so TSan cannot see how it orders its
+# pass workers and reported races inside it (tools/cellc/cellc.cpp).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"

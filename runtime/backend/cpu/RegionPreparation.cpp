@@ -205,6 +205,8 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
     break;
   case OpCode::Erf:
   case OpCode::Sqrt:
+  case OpCode::Exp:
+  case OpCode::Log:
     ok =
         arity(1, 1, 1) && values[prepared.operands[0]].isFloat &&
         values[prepared.results[0]].isFloat &&
