@@ -218,7 +218,7 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
   if (yield.getNumOperands() != 1 ||
       yield.getOperand(0) != argmax.getResult() || argmax.getAxis() != 1 ||
       tensorOf(argmax.getInput()).getRank() != 2)
-    return fused.emitOpError(
+    return fused.emitError(
         "code generation supports an argmax over the columns of a row as the "
         "only result of its kernel");
   Value input = argmax.getInput();
@@ -280,7 +280,7 @@ static LogicalResult writeRowReduction(FusedOp fused, Operation *reduce,
   if (yield.getNumOperands() != 1 ||
       yield.getOperand(0) != reduce->getResult(0) || inputType.getRank() != 2 ||
       !axes || axes.size() != 1 || axes[0] != 1)
-    return fused.emitOpError(
+    return fused.emitError(
         "code generation supports a reduction over the columns of a row as "
         "the only result of its kernel");
   int64_t width = rowWidth(input);
@@ -331,20 +331,26 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   info.batch = batch;
   info.blockSize = 256;
   // Kernels index rows as [batch, columns]; wider rows are not generated.
-  WalkResult tooWide = fused.getBody().walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (type.cast<RankedTensorType>().getRank() > 2)
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
+  // The error is at the op (so it names the ONNX node it came from).
   for (Type type : fused.getBody().getArgumentTypes())
     if (type.cast<RankedTensorType>().getRank() > 2)
-      tooWide = WalkResult::interrupt();
-  if (tooWide.wasInterrupted())
-    return fused.emitOpError(
-        "has a tensor with more than one dimension after the batch; code "
-        "generation supports [batch] and [batch, columns] values (and "
-        "matrices as weights)");
+      return fused.emitError()
+             << "a kernel reads a " << type
+             << " value, with more than one dimension after the batch; code "
+                "generation supports [batch] and [batch, columns] values (and "
+                "matrices as weights)";
+  Operation *tooWide = nullptr;
+  fused.getBody().walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (!tooWide && type.cast<RankedTensorType>().getRank() > 2)
+        tooWide = op;
+  });
+  if (tooWide)
+    return tooWide->emitError()
+           << "computes " << tooWide->getResult(0).getType()
+           << ", a value with more than one dimension after the batch; code "
+              "generation supports [batch] and [batch, columns] values (and "
+              "matrices as weights)";
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
   Operation *reduce = nullptr;

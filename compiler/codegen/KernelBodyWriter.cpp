@@ -171,7 +171,7 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
                             type.getDimSize(1), index.col)
                   .str();
     else
-      return fused_.emitOpError()
+      return fused_.emitError()
              << "operand #" << i << " of type " << type
              << " has more dimensions than code generation reads";
   } else {
@@ -206,7 +206,7 @@ FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
     if (cols == 1)
       at.lane = -1;
     if (type.getRank() == 2 && type.getDimSize(0) != 1)
-      return fused_.emitOpError()
+      return fused_.emitError()
              << "cannot broadcast " << type << " over the batch";
   } else if (type.getRank() == 2 && type.getDimSize(1) == 1 &&
              rowWidth(result) != 1) {
@@ -223,8 +223,8 @@ FailureOr<std::string> KernelBodyWriter::dotProduct(GemmOp gemm,
                                                     const Index &index) {
   RankedTensorType b = tensorOf(gemm.getB());
   if (gemm.getTransA() || b.getRank() != 2 || hasBatch(gemm.getB()))
-    return gemm.emitOpError("code generation computes GEMMs with an "
-                            "untransposed row operand and a weight matrix");
+    return gemm.emitError("code generation computes GEMMs with an "
+                          "untransposed row operand and a weight matrix");
   bool transB = gemm.getTransB();
   int64_t depth = b.getDimSize(transB ? 1 : 0);
   std::string sum = llvm::formatv("v{0}", counter_++).str();
@@ -340,7 +340,7 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       offset += size;
     }
     if (split.getAxis() != 1)
-      return op->emitOpError("code generation splits columns (axis 1) only");
+      return op->emitError("code generation splits columns (axis 1) only");
     return this->element(split.getInput(),
                          {index.row,
                           llvm::formatv("({0} + {1})", index.col, offset).str(),
@@ -348,7 +348,7 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     if (slice.getAxes().size() != 1 || slice.getAxes()[0] != 1)
-      return op->emitOpError("code generation slices columns (axis 1) only");
+      return op->emitError("code generation slices columns (axis 1) only");
     return this->element(
         slice.getInput(),
         {index.row,
@@ -359,7 +359,7 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     if (concat.getAxis() != 1)
-      return op->emitOpError("code generation concatenates columns only");
+      return op->emitError("code generation concatenates columns only");
     std::string name = llvm::formatv("v{0}", counter_++).str();
     os_ << indent() << computeType(elementType) << " " << name << ";\n";
     int64_t start = 0;
@@ -389,12 +389,12 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
     if (gather.getAxis() != 0 || data.getRank() != 2 ||
         tensorOf(gather.getIndices()).getRank() != 1 ||
         hasBatch(gather.getData()))
-      return op->emitOpError("code generation supports embedding lookups: "
-                             "rows of a [V, E] table by one index per row");
+      return op->emitError("code generation supports embedding lookups: "
+                           "rows of a [V, E] table by one index per row");
     auto table = gather.getData().dyn_cast<BlockArgument>();
     if (!table)
-      return op->emitOpError("code generation looks up tables that are "
-                             "operands of the kernel");
+      return op->emitError("code generation looks up tables that are "
+                           "operands of the kernel");
     auto token = this->element(gather.getIndices(), {index.row, ""});
     if (failed(token))
       return failure();
@@ -426,17 +426,18 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
   if (auto constant = dyn_cast<ConstantOp>(op)) {
     auto dense = constant.getValue().dyn_cast<DenseElementsAttr>();
     if (!dense || !dense.isSplat())
-      return op->emitOpError("code generation copies splat constants only");
+      return op->emitError("code generation copies splat constants only");
     if (elementType.isa<FloatType>()) {
       std::optional<std::string> literal =
           floatLiteral(dense.getSplatValue<APFloat>().convertToDouble(),
                        elementType.isF64());
       if (!literal)
-        return op->emitOpError("has a constant that is not a finite number");
+        return op->emitError("has a constant that is not a finite number");
       return *literal;
     }
     return std::to_string(dense.getSplatValue<APInt>().getSExtValue()) +
            (elementType.isSignlessInteger(64) ? "LL" : "");
   }
-  return op->emitOpError("has no CUDA code generation yet");
+  return op->emitError() << "'" << op->getName().getStringRef()
+                         << "' has no CUDA code generation yet";
 }

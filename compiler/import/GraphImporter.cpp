@@ -23,7 +23,14 @@ GraphImporter::GraphImporter(const om::Model &model, OpBuilder &builder)
 }
 
 Location GraphImporter::nodeLoc(const om::Node &node) {
-  return NameLoc::get(StringAttr::get(context(), node.name), fileLoc_);
+  // The node's name, with its op type and opset as the metadata of the
+  // file location under it: what a later error about an op made from this
+  // node says (cellc prints "node 'N' (Op, opset K): ...").
+  std::string what =
+      node.opType + ", opset " + std::to_string(model_.opsetVersion);
+  Location file =
+      FusedLoc::get(context(), {fileLoc_}, StringAttr::get(context(), what));
+  return NameLoc::get(StringAttr::get(context(), node.name), file);
 }
 
 Type GraphImporter::elementType(int32_t dataType) {

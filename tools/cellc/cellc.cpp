@@ -131,7 +131,18 @@ static void printDiagnostic(Diagnostic &diag) {
   default:
     llvm::WithColor(os, llvm::HighlightColor::Note) << "note: ";
   }
-  os << diag.str() << "\n";
+  // An error at an op made from an ONNX node (after import: fusion, code
+  // generation) names the node as the importer's errors do.
+  std::string message = diag.str();
+  if (auto node = loc.dyn_cast<NameLoc>();
+      node && !StringRef(message).startswith("node '")) {
+    std::string what;
+    if (auto fused = node.getChildLoc().dyn_cast<FusedLoc>())
+      if (auto text = fused.getMetadata().dyn_cast_or_null<StringAttr>())
+        what = " (" + text.str() + ")";
+    message = "node '" + node.getName().str() + "'" + what + ": " + message;
+  }
+  os << message << "\n";
   for (Diagnostic &note : diag.getNotes())
     printDiagnostic(note);
 }

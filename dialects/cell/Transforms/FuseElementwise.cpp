@@ -85,7 +85,7 @@ public:
         return llvm::any_of(op->getResultTypes(), hasBatch);
       });
       if (!touchesBatch)
-        return entry.second.front()->emitOpError(
+        return entry.second.front()->emitError(
             "computes on weights only; cellc runs per-row kernels, so fold "
             "such computations into the weights before exporting");
       outline(entry.second);

@@ -163,8 +163,8 @@ struct PlanMemoryPass : mlir::cell::impl::PlanMemoryBase<PlanMemoryPass> {
           auto tensor = type.dyn_cast<RankedTensorType>();
           unsigned bits = tensor ? tensor.getElementTypeBitWidth() : 8;
           if (bits != 1 && bits % 8 != 0) {
-            op->emitOpError() << "produces " << type
-                              << ", whose elements are not whole bytes";
+            op->emitError() << "produces " << type
+                            << ", whose elements are not whole bytes";
             return WalkResult::interrupt();
           }
         }
