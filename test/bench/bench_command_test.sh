@@ -107,6 +107,18 @@ grep -q "does not serve a ready model" "$out/noserver.log" || { cat "$out/noserv
 dropped=$(cut -d, -f5 "$out/drops/bench.csv" | tail -1)
 [ "$dropped" -gt 0 ] || fail "no drops reported with a queue of one at 3000/s"
 
+# A deadline no request can meet: every measured result is a miss; without
+# one, none is (the last CSV column).
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" --rate 100 \
+  --duration 1 --policy cellular --device cpu --quiet --deadline-ms 0.001 \
+  --out "$out/deadline" > /dev/null
+completed=$(cut -d, -f4 "$out/deadline/bench.csv" | tail -1)
+missed=$(awk -F, 'END {print $NF}' "$out/deadline/bench.csv")
+[ "$completed" -gt 0 ] && [ "$missed" = "$completed" ] ||
+  fail "with a 1 us deadline $missed of $completed results missed it"
+missed=$(awk -F, 'END {print $NF}' "$out/drops/bench.csv")
+[ "$missed" = 0 ] || fail "$missed deadline misses without a deadline"
+
 set +e
 "$cellrun" bench "$example/model.cellpack" --workload "$workload" > "$out/usage.log" 2>&1
 code=$?

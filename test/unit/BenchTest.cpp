@@ -11,6 +11,7 @@
 #include "bench/BenchReport.h"
 #include "bench/LatencyStats.h"
 #include "bench/LoadTrace.h"
+#include "bench/ServerLoad.h"
 #include "bench/Workload.h"
 
 #include "cellrun/RequestParser.h"
@@ -200,6 +201,32 @@ TEST(BenchReport, CsvAndJsonCarryTheColumns) {
     EXPECT_TRUE(first.contains(key)) << key;
   EXPECT_NEAR(first["p90_ms"].get<double>(), 1000, 1e-9); // 2 s -> 3 s
   EXPECT_EQ(first["mean_batch"]["decoder"], 4.0);
+}
+
+TEST(KServeBodyTest, TreesOfAnyArityWithInternalInputs) {
+  // A ternary tree whose internal cell reads "x" too: children [N, 3] with
+  // -1 rows for leaves, the leaves' x one row each, "internal_x" one row
+  // per internal node, in node order.
+  ModelSignature signature;
+  TensorDescription children{"children", TensorType::Int64, {}, {-1, 3}};
+  TensorDescription leafX{"x", TensorType::Fp32, {}, {-1, 2}};
+  TensorDescription internalX{"internal_x", TensorType::Fp32, {}, {-1, 2}};
+  signature.inputs = {children, leafX, internalX};
+  auto line = nlohmann::json::parse(R"({"id": "t", "nodes": [
+      {"x": [1, 2]}, {"x": [3, 4]}, {"x": [5, 6]},
+      {"children": [0, 1, 2], "x": [7, 8]}]})");
+  auto body = kserveBody(line, signature);
+  ASSERT_TRUE(body.ok()) << body.status().toString();
+  const nlohmann::json &inputs = (*body)["inputs"];
+  ASSERT_EQ(inputs.size(), 3u);
+  EXPECT_EQ(inputs[0]["shape"], nlohmann::json({4, 3}));
+  EXPECT_EQ(inputs[0]["data"],
+            nlohmann::json({-1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2}));
+  EXPECT_EQ(inputs[1]["name"], "x");
+  EXPECT_EQ(inputs[1]["shape"], nlohmann::json({3, 2}));
+  EXPECT_EQ(inputs[2]["name"], "internal_x");
+  EXPECT_EQ(inputs[2]["shape"], nlohmann::json({1, 2}));
+  EXPECT_EQ(inputs[2]["data"], nlohmann::json({7, 8}));
 }
 
 } // namespace

@@ -43,7 +43,7 @@ struct BenchArgs {
   std::string model, workload, out = "bench-out", device = "auto";
   std::vector<double> rates;
   bool saturate = false, quiet = false, plot = false;
-  double duration = 10, warmup = -1, cooldown = -1;
+  double duration = 10, warmup = -1, cooldown = -1, deadlineMs = 0;
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
   uint32_t threads = 0, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
@@ -107,6 +107,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
                  "padded policy: lengths a bucket")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));
+  app.add_option("--deadline-ms", args.deadlineMs,
+                 "a latency goal for every request (ms); results later than "
+                 "that count as deadline misses (0: none)")
+      ->check(CLI::Range(0.0, 86400000.0));
   app.add_option("--seed", args.seed, "arrivals and request contents")
       ->capture_default_str();
   app.add_option("--out", args.out, "directory for bench.csv, bench.json")
@@ -145,6 +149,7 @@ struct RequestBank {
   const RequestSynthesizer *synthesizer = nullptr;
   const RequestParser *parser = nullptr;
   uint64_t seed = 0;
+  double deadlineMicros = 0;
   std::vector<std::string> lines;
   std::vector<Request> requests;
 
@@ -157,6 +162,7 @@ struct RequestBank {
       if (!request.ok())
         return request.status();
       requests.push_back(std::move(request).value());
+      requests.back().deadlineMicros = deadlineMicros;
     }
     return Status::ok();
   }
@@ -245,6 +251,7 @@ int runBench(const std::vector<std::string> &arguments) {
   bank.synthesizer = &synthesizer.value();
   bank.parser = parser.value().get();
   bank.seed = args.seed;
+  bank.deadlineMicros = args.deadlineMs * 1000;
   std::error_code made;
   std::filesystem::create_directories(args.out, made);
   if (made)
@@ -343,6 +350,7 @@ int runBench(const std::vector<std::string> &arguments) {
     if (server.model.empty() && artifact.value()->model().model_name())
       server.model = artifact.value()->model().model_name()->str();
     server.connections = args.connections;
+    server.deadlineMs = args.deadlineMs;
     systems.push_back(args.server.rfind("grpc://", 0) == 0 ? "serve-grpc"
                                                            : "serve-http");
   }

@@ -51,10 +51,10 @@ static std::string batchText(const BenchRow &row, const char *separator) {
 void cellrun::bench::printHeader(std::ostream &out) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "%-9s %8s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s  %s\n",
+                "%-9s %8s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %6s  %s\n",
                 "system", "rate/s", "offered/s", "served/s", "p50 ms", "p90 ms",
                 "p99 ms", "max ms", "queue", "compute", "dropped", "failed",
-                "mean batch");
+                "missed", "mean batch");
   out << line;
 }
 
@@ -66,11 +66,11 @@ void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
   char line[512];
   std::snprintf(line, sizeof(line),
                 "%-9s %8s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
-                "%7zu %6zu  %s\n",
+                "%7zu %6zu %6zu  %s\n",
                 row.system.c_str(), rate, s.offeredPerSecond,
                 s.achievedPerSecond, s.p50 * 1e3, s.p90 * 1e3, s.p99 * 1e3,
                 s.max * 1e3, s.meanQueue * 1e3, s.meanCompute * 1e3, s.dropped,
-                s.failed, batchText(row, ", ").c_str());
+                s.failed, s.deadlineMisses, batchText(row, ", ").c_str());
   out << line;
 }
 

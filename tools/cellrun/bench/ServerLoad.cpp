@@ -62,29 +62,40 @@ Result<json> cellrun::bench::kserveBody(const json &line,
   };
   json body = {{"id", line.value("id", "")}, {"inputs", json::array()}};
   if (line.contains("nodes")) {
+    // children [N, arity] (-1 for a leaf's row); each leaf input with a row
+    // per leaf and each internal input ("internal_<name>") a row per
+    // internal node, in node order.
+    int64_t arity = 2;
+    for (const TensorDescription &input : signature.inputs)
+      if (input.name == "children" && input.shape.size() == 2)
+        arity = input.shape[1];
     json children = json::array();
-    std::vector<json> leaves;
+    std::vector<json> leaves, internals;
     for (const json &node : line["nodes"]) {
       if (node.contains("children")) {
         for (const json &child : node["children"])
           children.push_back(child);
+        internals.push_back(node);
       } else {
-        children.push_back(-1);
-        children.push_back(-1);
+        for (int64_t k = 0; k < arity; ++k)
+          children.push_back(-1);
         leaves.push_back(node);
       }
     }
     body["inputs"].push_back(
         {{"name", "children"},
          {"datatype", "INT64"},
-         {"shape", {static_cast<int64_t>(children.size() / 2), 2}},
+         {"shape", {static_cast<int64_t>(children.size()) / arity, arity}},
          {"data", children}});
+    const std::string prefix = "internal_";
     for (const TensorDescription *input : inputs) {
+      bool internal = input->name.rfind(prefix, 0) == 0;
+      std::string key =
+          internal ? input->name.substr(prefix.size()) : input->name;
       std::vector<json> values;
-      for (const json &leaf : leaves)
-        values.push_back(leaf.contains("token")
-                             ? leaf["token"]
-                             : leaf.value(input->name, json()));
+      for (const json &node : internal ? internals : leaves)
+        values.push_back(node.contains("token") ? node["token"]
+                                                : node.value(key, json()));
       body["inputs"].push_back(tensorOf(*input, values, rowSize(*input)));
     }
   } else if (line.contains("tokens")) {
@@ -133,9 +144,14 @@ inference::ModelInferRequest grpcRequestOf(const json &body,
     }
   }
   if (body.contains("parameters"))
-    for (const auto &[key, value] : body["parameters"].items())
-      (*request.mutable_parameters())[key].set_int64_param(
-          value.get<int64_t>());
+    for (const auto &[key, value] : body["parameters"].items()) {
+      if (value.is_number_integer())
+        (*request.mutable_parameters())[key].set_int64_param(
+            value.get<int64_t>());
+      else
+        (*request.mutable_parameters())[key].set_double_param(
+            value.get<double>());
+    }
   return request;
 }
 
@@ -154,6 +170,8 @@ Result<RunRecord> cellrun::bench::runServer(
     auto body = kserveBody(json::parse(lines.at(trace[k].request)), signature);
     if (!body.ok())
       return body.status();
+    if (options.deadlineMs > 0)
+      body.value()["parameters"]["deadline_ms"] = options.deadlineMs;
     if (grpcTarget)
       grpcRequests[k] = grpcRequestOf(body.value(), options.model);
     else
@@ -211,6 +229,9 @@ Result<RunRecord> cellrun::bench::runServer(
     if (status.ok()) {
       timing.ok = true;
       timing.finished = finished;
+      timing.missedDeadline =
+          options.deadlineMs > 0 &&
+          (finished - timing.arrival) * 1e3 > options.deadlineMs;
       auto compute = reply.parameters().find("compute_us");
       timing.started = compute != reply.parameters().end()
                            ? finished - compute->second.double_param() * 1e-6
@@ -250,6 +271,11 @@ Result<RunRecord> cellrun::bench::runServer(
       timing.finished = finished;
       if (reply && reply->status == 200) {
         timing.ok = true;
+        // Late by the bench's clock (from the scheduled arrival), as the
+        // engine counts it in-process from the submission.
+        timing.missedDeadline =
+            options.deadlineMs > 0 &&
+            (finished - timing.arrival) * 1e3 > options.deadlineMs;
         json parsed = json::parse(reply->body, nullptr, false);
         double compute = -1;
         if (parsed.is_object() && parsed.contains("parameters") &&

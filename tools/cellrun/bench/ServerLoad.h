@@ -24,8 +24,9 @@ namespace cellrun::bench {
 
 /// Request `line` (a `cellrun run` request line) as a KServe v2 infer body
 /// for a model with `signature`: tokens or steps as [L] / [L, ...] tensors,
-/// a tree as INT64 children [N, 2] (-1 for leaves) and its leaves' inputs,
-/// max_decode_length as a parameter.
+/// a tree as INT64 children [N, arity] (-1 for leaves), its leaves' inputs
+/// and its internal nodes' ("internal_<name>"), max_decode_length as a
+/// parameter.
 Result<nlohmann::json> kserveBody(const nlohmann::json &line,
                                   const ModelSignature &signature);
 
@@ -33,6 +34,7 @@ struct ServerOptions {
   std::string url;   // http://host:port or grpc://host:port
   std::string model; // the name the server serves
   uint32_t connections = 64;
+  double deadlineMs = 0; // sent as the deadline_ms parameter when > 0
 };
 
 Result<RunRecord> runServer(const ServerOptions &options,
