@@ -286,9 +286,11 @@ static LogicalResult writeRowReduction(FusedOp fused, Operation *reduce,
   int64_t width = rowWidth(input);
   std::string type = computeType(inputType.getElementType());
   bool largest = isa<ReduceMaxOp>(reduce);
+  // The largest element propagates NaN, as torch.max does (fmaxf would
+  // skip it).
   auto combine = [&](const std::string &a, const std::string &b) {
-    return largest ? std::string(type == "double" ? "fmax(" : "fmaxf(") + a +
-                         ", " + b + ")"
+    return largest ? "(" + a + " != " + a + " || " + a + " > " + b + " ? " + a +
+                         " : " + b + ")"
                    : a + " + " + b;
   };
   info.shape = KernelInfo::Shape::RowReduction;

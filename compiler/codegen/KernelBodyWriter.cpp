@@ -419,8 +419,17 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
   }
   // A reshape keeping the batch leading keeps a row's elements in order:
   // the same column of the input (a per-row scalar [B] reads no column).
-  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(op))
-    return this->element(op->getOperand(0), index);
+  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp>(op)) {
+    // [B] <-> [B, 1]: a per-row value read with no column becomes column 0
+    // of its [B, 1] input, and the other way round.
+    Value input = op->getOperand(0);
+    Index at = index;
+    if (tensorOf(input).getRank() >= 2 && at.col.empty())
+      at.col = "0";
+    else if (tensorOf(input).getRank() < 2)
+      at.col = "";
+    return this->element(input, at);
+  }
   if (auto gemm = dyn_cast<GemmOp>(op))
     return dotProduct(gemm, index);
   if (auto constant = dyn_cast<ConstantOp>(op)) {

@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/import/GraphImporter.h"
 
+#include "llvm/ADT/SmallSet.h"
+
 #include <numeric>
 
 using namespace mlir;
@@ -123,6 +125,10 @@ FailureOr<bool> followUnsqueeze(NodeContext &ctx) {
     return false;
   if (failed(normalizeAxes(ctx, axes, inputRank + axes.size())))
     return failure();
+  llvm::SmallSet<int64_t, 4> distinct;
+  for (int64_t axis : axes)
+    if (!distinct.insert(axis).second)
+      return ctx.emitError() << "lists axis " << axis << " twice";
   // An ordinary value stays ordinary unless a unit dimension goes first.
   if (!ctx.hasBatchLayout(0) && !llvm::is_contained(axes, 0))
     return false;
@@ -283,8 +289,17 @@ FailureOr<bool> followReshape(NodeContext &ctx) {
     if (ShapedType::isDynamic(dim))
       to.batchAxis = axis;
   // The columns keep their order when the dimensions before the batch hold
-  // as many elements as before (and so do those after it).
-  if (volumeBeforeBatch(to) != volumeBeforeBatch(in->layout))
+  // as many elements as before, and so do those after it (a -1 that took
+  // the batch in would make the row narrower).
+  auto volumeAfterBatch = [](const BatchLayout &layout) {
+    int64_t volume = 1;
+    for (int64_t dim = layout.batchAxis + 1; dim < int64_t(layout.shape.size());
+         ++dim)
+      volume *= layout.shape[dim];
+    return volume;
+  };
+  if (volumeBeforeBatch(to) != volumeBeforeBatch(in->layout) ||
+      volumeAfterBatch(to) != volumeAfterBatch(in->layout))
     return ctx.emitError() << "reshapes " << describe(in->layout.shape)
                            << " to " << describe(to.shape)
                            << ", which mixes the batch dimension with others";

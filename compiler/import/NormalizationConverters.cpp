@@ -130,7 +130,8 @@ static FailureOr<Value> scalarConstant(NodeContext &ctx, Type element,
     return ctx.emitError() << "normalises " << element
                            << " values; cellc does so for f32 and f64";
   }
-  std::string name = ctx.node().name + "." + suffix.str();
+  // Named after the node's output, which is unique in the graph.
+  std::string name = ctx.node().outputs.at(0) + ":" + suffix.str();
   GraphImporter &importer = ctx.importer();
   if (!importer.constantTensor(name))
     importer.defineConstantTensor(name, std::move(tensor));

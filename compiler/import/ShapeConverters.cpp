@@ -167,6 +167,10 @@ FailureOr<SliceBounds> cellc::sliceBounds(NodeContext &ctx,
     };
     starts[i] = clamp(starts[i]);
     ends[i] = std::max(starts[i], clamp(ends[i]));
+    if (ends[i] == starts[i])
+      return ctx.emitError() << "takes nothing of axis " << axes[i]
+                             << " (an empty slice); cellc does not carry "
+                                "empty values";
   }
   return bounds;
 }

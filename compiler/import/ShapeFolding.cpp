@@ -68,7 +68,7 @@ struct Folder {
       int64_t da = dimOf(a), db = dimOf(b);
       if (da != db && da != 1 && db != 1)
         return ctx.emitError() << "shapes do not broadcast";
-      dims.push_back(std::max(da, db));
+      dims.push_back(da == 1 ? db : da); // a 0 meets only 0 or 1
     }
     HostInts result{a.dataType, dims, {}, {}, batchNode()};
     for (int64_t i = 0, e = volume(dims); i < e; ++i) {
@@ -212,6 +212,8 @@ struct Folder {
       return ctx.emitError() << "folds a Slice of one axis with a non-zero "
                                 "step only";
     int64_t size = data.dims[0], step = steps[0];
+    if (size == 0)
+      return HostInts{data.dataType, {0}, {}, {}, data.batchNode};
     // ONNX clamps to [0, size] going forward; going backward, starts to
     // [0, size - 1] and ends to [-1, size - 1].
     auto clampIndex = [&](int64_t index, bool forEnd) {
@@ -318,6 +320,12 @@ FailureOr<bool> cellc::foldOnHost(NodeContext &ctx) {
       folder.inputs.push_back(input);
     }
     if (folder.inputs.empty() || !folder.inputs[0])
+      return false;
+    // Gather needs its indices, arithmetic both operands; a missing one is
+    // the converter's error to report.
+    if ((op == "Gather" || op == "Add" || op == "Sub" || op == "Mul" ||
+         op == "Div") &&
+        (folder.inputs.size() < 2 || !folder.inputs[1]))
       return false;
     // Gathers, Concats and Slices of anything but 1-D integer vectors are
     // tensor code (say a table lookup), not shape arithmetic.

@@ -41,6 +41,17 @@ RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
     parser->checker_ = resolved.makeUnfolder();
   }
   parser->signature_ = parser->makeSignature();
+  // Tensor requests match inputs by name ("internal_<name>" beside a tree
+  // leaf's own inputs): two of one name could never both be given.
+  const std::vector<TensorDescription> &inputs = parser->signature_.inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = i + 1; j < inputs.size(); ++j)
+      if (inputs[i].name == inputs[j].name)
+        return Status(StatusCode::InvalidArgument,
+                      parser->artifact_->displayName() +
+                          ": two request inputs are named '" + inputs[i].name +
+                          "' (a leaf input named like an internal cell's "
+                          "input with the internal_ prefix); rename one");
   return parser;
 }
 

@@ -134,14 +134,13 @@ static void printDiagnostic(Diagnostic &diag) {
   // An error at an op made from an ONNX node (after import: fusion, code
   // generation) names the node as the importer's errors do.
   std::string message = diag.str();
+  // (Node locations carry "Op, opset K"; an initializer's does not.)
   if (auto node = loc.dyn_cast<NameLoc>();
-      node && !StringRef(message).startswith("node '")) {
-    std::string what;
+      node && !StringRef(message).startswith("node '"))
     if (auto fused = node.getChildLoc().dyn_cast<FusedLoc>())
-      if (auto text = fused.getMetadata().dyn_cast_or_null<StringAttr>())
-        what = " (" + text.str() + ")";
-    message = "node '" + node.getName().str() + "'" + what + ": " + message;
-  }
+      if (auto what = fused.getMetadata().dyn_cast_or_null<StringAttr>())
+        message = "node '" + node.getName().str() + "' (" + what.str() +
+                  "): " + message;
   os << message << "\n";
   for (Diagnostic &note : diag.getNotes())
     printDiagnostic(note);

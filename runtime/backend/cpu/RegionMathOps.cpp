@@ -105,8 +105,11 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
       const float *row = in.floatRow(r);
       for (int64_t k = 0; k < in.count; ++k) {
         float &target = acc[into.empty() ? k : into[k]];
-        target = code == OpCode::ReduceMax ? std::max(target, row[k])
-                                           : target + row[k];
+        // The largest element propagates NaN, as torch.max does.
+        if (code != OpCode::ReduceMax)
+          target += row[k];
+        else if (!(target != target || target > row[k]))
+          target = row[k];
       }
       if (code == OpCode::ReduceMean)
         for (int64_t k = 0; k < out.count; ++k)

@@ -139,6 +139,18 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   auto rank = [&](uint32_t id) {
     return static_cast<int64_t>(values[id].shape.size());
   };
+  // Every dimension of a broadcast operand is 1 or the result's.
+  auto broadcastsTo = [&](uint32_t operand, uint32_t result) {
+    const std::vector<int64_t> &from = values[operand].shape,
+                               &to = values[result].shape;
+    if (from.size() > to.size())
+      return false;
+    size_t offset = to.size() - from.size();
+    for (size_t d = 0; d < from.size(); ++d)
+      if (from[d] != 1 && from[d] != to[d + offset])
+        return false;
+    return true;
+  };
   bool ok = true;
   int64_t axis = op.axis();
   switch (op.opcode()) {
@@ -147,8 +159,8 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   case OpCode::Mul:
   case OpCode::Div:
     ok = arity(2, 2, 1) &&
-         rank(prepared.operands[0]) <= rank(prepared.results[0]) &&
-         rank(prepared.operands[1]) <= rank(prepared.results[0]);
+         broadcastsTo(prepared.operands[0], prepared.results[0]) &&
+         broadcastsTo(prepared.operands[1], prepared.results[0]);
     break;
   case OpCode::Sigmoid:
   case OpCode::Tanh:
@@ -218,7 +230,7 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
     size_t count = op.opcode() == OpCode::Where ? 3 : 2;
     ok = arity(count, count, 1);
     for (uint32_t operand : prepared.operands)
-      ok &= ok && rank(operand) <= rank(prepared.results[0]);
+      ok &= ok && broadcastsTo(operand, prepared.results[0]);
     bool floatResult = values[prepared.results[0]].isFloat;
     if (ok && op.opcode() == OpCode::Pow)
       ok = floatResult && values[prepared.operands[0]].isFloat;
