@@ -11,6 +11,7 @@
 #include "bench/BenchReport.h"
 #include "bench/LatencyStats.h"
 #include "bench/LoadTrace.h"
+#include "bench/PeerRunner.h"
 #include "bench/ServerLoad.h"
 #include "bench/Workload.h"
 
@@ -227,6 +228,78 @@ TEST(KServeBodyTest, TreesOfAnyArityWithInternalInputs) {
   EXPECT_EQ(inputs[2]["name"], "internal_x");
   EXPECT_EQ(inputs[2]["shape"], nlohmann::json({1, 2}));
   EXPECT_EQ(inputs[2]["data"], nlohmann::json({7, 8}));
+}
+
+/// A stand-in for a peer script: reads the trace, answers every request in
+/// reverse order with start = arrival + 1 ms, end = start + 2 ms, batch 3;
+/// FAKE_PEER_MODE=unknown|repeat|short|fail makes it misbehave.
+constexpr const char *kFakePeer = R"(import json, os, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+mode = os.environ.get("FAKE_PEER_MODE", "")
+if mode == "fail":
+    print("fake peer: told to fail")
+    sys.exit(3)
+lines = [json.loads(l) for l in open(args["--trace"])]
+results = []
+for line in reversed(lines):
+    start = line["arrival_s"] + 0.001
+    results.append({"id": line["id"], "start_s": start, "end_s": start + 0.002,
+                    "batch": 3})
+if mode == "unknown":
+    results[0]["id"] = "nobody"
+if mode == "repeat":
+    results[1]["id"] = results[0]["id"]
+if mode == "short":
+    results.pop()
+with open(args["--out"], "w") as f:
+    for r in results:
+        f.write(json.dumps(r) + "\n")
+print(json.dumps({"peer": "fake", "requests": len(results)}))
+)";
+
+TEST(PeerRunnerTest, ResultsMapToTheirTraceEntriesById) {
+  std::string directory = ::testing::TempDir();
+  std::string script = directory + "/fake_peer.py";
+  std::ofstream(script) << kFakePeer;
+  // Requests 7, 2 and 5 of a bank arrive in that order (the trace refers to
+  // request numbers, the peer answers by id "r<number>").
+  std::vector<std::string> lines(8);
+  for (size_t k = 0; k < lines.size(); ++k)
+    lines[k] = "{\"id\": \"r" + std::to_string(k) + "\", \"tokens\": [1]}";
+  std::vector<TraceEntry> trace = {{0.5, 7}, {1.25, 2}, {2.0, 5}};
+  PeerOptions options;
+  options.script = script;
+  options.weights = directory;
+  std::string summary;
+  ::unsetenv("FAKE_PEER_MODE");
+  auto record = runPeer(options, lines, trace, directory, "fake", summary);
+  ASSERT_TRUE(record.ok()) << record.status().toString();
+  ASSERT_EQ(record->timings.size(), 3u);
+  for (size_t k = 0; k < trace.size(); ++k) {
+    const RequestTiming &timing = record->timings[k];
+    EXPECT_TRUE(timing.ok);
+    EXPECT_DOUBLE_EQ(timing.arrival, trace[k].arrival);
+    EXPECT_NEAR(timing.started, trace[k].arrival + 0.001, 1e-9);
+    EXPECT_NEAR(timing.finished, trace[k].arrival + 0.003, 1e-9);
+  }
+  EXPECT_NEAR(record->seconds, 2.003 - 0.5, 1e-9);
+  ASSERT_EQ(record->tasks.size(), 3u);
+  EXPECT_EQ(record->tasks[0].nodes, 3u);
+  EXPECT_EQ(summary, R"({"peer": "fake", "requests": 3})");
+
+  const std::pair<const char *, const char *> failures[] = {
+      {"unknown", "an unknown or repeated id"},
+      {"repeat", "an unknown or repeated id"},
+      {"short", "2 results for 3 requests"},
+      {"fail", "the peer failed (exit status 3)"}};
+  for (const auto &[mode, message] : failures) {
+    ::setenv("FAKE_PEER_MODE", mode, 1);
+    auto bad = runPeer(options, lines, trace, directory, "fake", summary);
+    ASSERT_FALSE(bad.ok()) << mode;
+    EXPECT_NE(bad.status().message().find(message), std::string::npos)
+        << mode << ": " << bad.status().message();
+  }
+  ::unsetenv("FAKE_PEER_MODE");
 }
 
 } // namespace
