@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs one fuzz target (test/fuzz/) under libFuzzer with AddressSanitizer and
 # UndefinedBehaviorSanitizer for SECONDS:
-#   scripts/fuzz.sh request_parser|artifact SECONDS [libFuzzer options...]
-# Builds the target with clang in build-fuzz/ (the runtime only), seeds it
+#   scripts/fuzz.sh request_parser|artifact|http_infer SECONDS [libFuzzer options...]
+# Builds the target with clang in build-fuzz/ (the runtime and, for
+# http_infer, the server's codecs only), seeds it
 # with the committed corpus (test/fuzz/corpus/TARGET) and, for the artifact
 # target, the example artifacts of the main build (scripts/build.sh first);
 # new inputs go to build-fuzz/corpus/TARGET, crashes to build-fuzz/crashes/.
@@ -10,11 +11,11 @@
 # ctest replays that directory without clang (fuzz.replay.TARGET).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-target="${1:?usage: fuzz.sh request_parser|artifact SECONDS [libFuzzer options]}"
+target="${1:?usage: fuzz.sh request_parser|artifact|http_infer SECONDS [libFuzzer options]}"
 seconds="${2:?usage: fuzz.sh TARGET SECONDS}"
 shift 2
-case "$target" in request_parser | artifact) ;; *)
-  echo "fuzz.sh: unknown target '$target' (request_parser, artifact)" >&2
+case "$target" in request_parser | artifact | http_infer) ;; *)
+  echo "fuzz.sh: unknown target '$target' (request_parser, artifact, http_infer)" >&2
   exit 2
   ;;
 esac

@@ -30,8 +30,8 @@ exampleArtifacts() {
   static const auto artifacts = [] {
     std::vector<std::shared_ptr<const cellrun::LoadedArtifact>> loaded;
     for (const char *model : {"lstm", "seq2seq", "treelstm", "stacked"}) {
-      auto artifact =
-          cellrun::loadArtifact(examplesDir() + "/" + model + "/model.cellpack");
+      auto artifact = cellrun::loadArtifact(examplesDir() + "/" + model +
+                                            "/model.cellpack");
       if (!artifact.ok()) {
         std::fprintf(stderr, "fuzz: %s\n",
                      artifact.status().toString().c_str());
