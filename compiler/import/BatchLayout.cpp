@@ -42,15 +42,6 @@ bool leadsColumns(const BatchLayout &layout, int64_t axis) {
   return true;
 }
 
-std::string describe(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  for (auto [axis, dim] : llvm::enumerate(shape))
-    text +=
-        (axis ? ", " : "") + (ShapedType::isDynamic(dim) ? std::string("batch")
-                                                         : std::to_string(dim));
-  return text + "]";
-}
-
 /// The type of input 0 when it is an ordinary batch-leading value.
 std::optional<RankedTensorType> batchLeadingInput(NodeContext &ctx) {
   if (ctx.hasBatchLayout(0) || !ctx.hasInput(0))
@@ -100,7 +91,7 @@ FailureOr<bool> followTranspose(NodeContext &ctx) {
     if (axis < last)
       return ctx.emitError()
              << "moves the batch dimension of a value of shape "
-             << describe(from.shape)
+             << describeShape(from.shape)
              << " and reorders its other dimensions at once; cellc does "
                 "one or the other";
     last = axis;
@@ -172,7 +163,7 @@ FailureOr<bool> followSqueeze(NodeContext &ctx) {
       return ctx.emitError() << "cannot squeeze the batch dimension";
     if (squeezed && dim != 1)
       return ctx.emitError()
-             << "axis " << axis << " of " << describe(from.shape)
+             << "axis " << axis << " of " << describeShape(from.shape)
              << " has size " << dim << ", not 1";
     if (squeezed)
       continue;
@@ -189,7 +180,7 @@ FailureOr<Value> takeRun(NodeContext &ctx, const Rows &in, int64_t axis,
   if (!leadsColumns(in.layout, axis))
     return ctx.emitError()
            << "takes a strided part of a value of shape "
-           << describe(in.layout.shape) << " (axis " << axis
+           << describeShape(in.layout.shape) << " (axis " << axis
            << ") whose batch dimension is at axis " << in.layout.batchAxis
            << "; cellc takes such parts only along the first dimension of "
               "size above 1";
@@ -300,8 +291,8 @@ FailureOr<bool> followReshape(NodeContext &ctx) {
   };
   if (volumeBeforeBatch(to) != volumeBeforeBatch(in->layout) ||
       volumeAfterBatch(to) != volumeAfterBatch(in->layout))
-    return ctx.emitError() << "reshapes " << describe(in->layout.shape)
-                           << " to " << describe(to.shape)
+    return ctx.emitError() << "reshapes " << describeShape(in->layout.shape)
+                           << " to " << describeShape(to.shape)
                            << ", which mixes the batch dimension with others";
   return succeeded(ctx.setOutputRows(0, in->value, to));
 }
@@ -336,15 +327,15 @@ FailureOr<bool> followConcat(NodeContext &ctx) {
     if (rows.layout.batchAxis != to.batchAxis ||
         rows.layout.shape != expected.shape)
       return ctx.emitError() << "concatenates values of shapes "
-                             << describe(inputs.front().layout.shape) << " and "
-                             << describe(rows.layout.shape)
+                             << describeShape(inputs.front().layout.shape)
+                             << " and " << describeShape(rows.layout.shape)
                              << ", which differ in more than axis " << *axis;
     to.shape[*axis] += rows.layout.shape[*axis];
     values.push_back(rows.value);
   }
   if (!leadsColumns(to, *axis))
     return ctx.emitError() << "concatenates along axis " << *axis
-                           << " of values of shape " << describe(to.shape)
+                           << " of values of shape " << describeShape(to.shape)
                            << " whose batch dimension is at axis "
                            << to.batchAxis
                            << "; cellc does so only along the first dimension "
@@ -357,6 +348,15 @@ FailureOr<bool> followConcat(NodeContext &ctx) {
   return succeeded(ctx.setOutputRows(0, (*op)->getResult(0), to));
 }
 } // namespace
+
+std::string cellc::describeShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [axis, dim] : llvm::enumerate(shape))
+    text +=
+        (axis ? ", " : "") + (ShapedType::isDynamic(dim) ? std::string("batch")
+                                                         : std::to_string(dim));
+  return text + "]";
+}
 
 FailureOr<Value> cellc::columnRange(NodeContext &ctx, Value rows, int64_t start,
                                     int64_t end) {

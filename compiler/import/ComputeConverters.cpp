@@ -23,10 +23,7 @@ static LogicalResult convertSimple(NodeContext &ctx) {
       return failure();
     operands.push_back(*value);
   }
-  SmallVector<Type> types;
-  if constexpr (!OpT::template hasTrait<InferTypeOpInterface::Trait>())
-    types.push_back(operands.front().getType());
-  FailureOr<Operation *> op = ctx.create<OpT>(operands, {}, types);
+  FailureOr<Operation *> op = ctx.create<OpT>(operands);
   if (failed(op))
     return failure();
   return ctx.setOutputs((*op)->getResults());

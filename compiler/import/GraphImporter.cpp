@@ -207,17 +207,13 @@ FailureOr<Value> NodeContext::input(size_t index) {
                        << "' is not a graph input, an initializer or the "
                           "output of an earlier node";
   if (const BatchLayout *layout = importer_.batchLayout(name)) {
-    InFlightDiagnostic diag = emitError();
-    diag << "input '" << name << "' has shape [";
-    for (auto [axis, dim] : llvm::enumerate(layout->shape))
-      diag << (axis ? ", " : "")
-           << (ShapedType::isDynamic(dim) ? std::string("batch")
-                                          : std::to_string(dim));
-    diag << "] with the batch dimension at axis " << layout->batchAxis
-         << "; cellc follows a batch dimension off axis 0 only through "
-            "Transpose, Squeeze, Unsqueeze, Reshape, Slice, Gather, Concat and "
-            "the LSTM, GRU and RNN ops";
-    return diag;
+    return emitError()
+           << "input '" << name << "' has shape "
+           << describeShape(layout->shape)
+           << " with the batch dimension at axis " << layout->batchAxis
+           << "; cellc follows a batch dimension off axis 0 only through "
+              "Transpose, Squeeze, Unsqueeze, Reshape, Slice, Gather, Concat "
+              "and the LSTM, GRU and RNN ops";
   }
   return value;
 }

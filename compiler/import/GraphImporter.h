@@ -48,6 +48,9 @@ struct BatchLayout {
   int64_t batchAxis = 0;
 };
 
+/// An ONNX shape for messages: "[2, batch, 32]".
+std::string describeShape(llvm::ArrayRef<int64_t> shape);
+
 /// A value as rows ([batch, columns]) with the ONNX shape it stands for.
 struct Rows {
   mlir::Value value;
@@ -102,8 +105,9 @@ public:
                                          llvm::StringRef what);
 
   /// Creates `OpT`, inferring its result types when it implements
-  /// InferTypeOpInterface and taking `resultTypes` otherwise, then verifies
-  /// it. Type or verifier errors become node errors and the op is removed.
+  /// InferTypeOpInterface and taking `resultTypes` otherwise (by default the
+  /// first operand's type), then verifies it. Type or verifier errors
+  /// become node errors and the op is removed.
   template <typename OpT>
   mlir::FailureOr<mlir::Operation *>
   create(mlir::ValueRange operands,
@@ -274,6 +278,10 @@ NodeContext::create(mlir::ValueRange operands,
                                        types);
         })))
       return mlir::failure();
+  } else if (types.empty() && !operands.empty()) {
+    // Elementwise ops without inference (Sigmoid, Tanh, ...) keep the
+    // type of their operand.
+    types.push_back(operands.front().getType());
   }
   mlir::OperationState state(loc_, OpT::getOperationName());
   OpT::build(builder(), state, types, operands, attributes);

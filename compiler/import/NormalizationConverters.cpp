@@ -104,10 +104,7 @@ static FailureOr<Value> make(NodeContext &ctx,
       return failure();
     values.push_back(*operand);
   }
-  SmallVector<Type> types;
-  if constexpr (!OpT::template hasTrait<InferTypeOpInterface::Trait>())
-    types.push_back(values.front().getType());
-  FailureOr<Operation *> op = ctx.create<OpT>(values, {}, types);
+  FailureOr<Operation *> op = ctx.create<OpT>(values);
   if (failed(op))
     return failure();
   return (*op)->getResult(0);

@@ -129,10 +129,7 @@ private:
   Value op(ArrayRef<Value> operands, ArrayRef<NamedAttribute> attrs = {}) {
     if (!ok_)
       return {};
-    SmallVector<Type> types;
-    if constexpr (!OpT::template hasTrait<InferTypeOpInterface::Trait>())
-      types.push_back(operands.front().getType());
-    FailureOr<Operation *> created = ctx_.create<OpT>(operands, attrs, types);
+    FailureOr<Operation *> created = ctx_.create<OpT>(operands, attrs);
     if (failed(created)) {
       ok_ = false;
       return {};
@@ -174,15 +171,6 @@ BatchLayout outputLayout(const Recurrent &rec) {
   if (rec.batchFirst)
     return {{ShapedType::kDynamic, 1, rec.directions, rec.hidden}, 0};
   return {{1, rec.directions, ShapedType::kDynamic, rec.hidden}, 2};
-}
-
-std::string describe(const BatchLayout &layout) {
-  std::string text = "[";
-  for (auto [axis, dim] : llvm::enumerate(layout.shape))
-    text +=
-        (axis ? ", " : "") + (ShapedType::isDynamic(dim) ? std::string("batch")
-                                                         : std::to_string(dim));
-  return text + "]";
 }
 
 /// A weight input that must be a constant of `rank` dimensions.
@@ -260,10 +248,10 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
           : BatchLayout{{1, ShapedType::kDynamic, rec.w->dims[2]}, 1};
   if (x->layout.shape != expected.shape ||
       x->layout.batchAxis != expected.batchAxis)
-    return ctx.emitError() << "X has shape " << describe(x->layout)
+    return ctx.emitError() << "X has shape " << describeShape(x->layout.shape)
                            << "; cellc imports " << ctx.node().opType
                            << " for one time step of the cell, so X must be "
-                           << describe(expected) << " (layout "
+                           << describeShape(expected.shape) << " (layout "
                            << (rec.batchFirst ? 1 : 0) << ")";
   rec.x = x->value;
   if (ctx.hasInput(5)) {
@@ -273,8 +261,9 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
     BatchLayout state = stateLayout(rec);
     if (h->layout.shape != state.shape ||
         h->layout.batchAxis != state.batchAxis)
-      return ctx.emitError() << "initial_h has shape " << describe(h->layout)
-                             << ", expected " << describe(state);
+      return ctx.emitError()
+             << "initial_h has shape " << describeShape(h->layout.shape)
+             << ", expected " << describeShape(state.shape);
     rec.h = h->value;
   }
 
@@ -329,8 +318,9 @@ LogicalResult cellc::convertLstm(NodeContext &ctx) {
     BatchLayout state = stateLayout(*rec);
     if (c->layout.shape != state.shape ||
         c->layout.batchAxis != state.batchAxis)
-      return ctx.emitError() << "initial_c has shape " << describe(c->layout)
-                             << ", expected " << describe(state);
+      return ctx.emitError()
+             << "initial_c has shape " << describeShape(c->layout.shape)
+             << ", expected " << describeShape(state.shape);
     cells = c->value;
   }
   StepWriter step(ctx);
