@@ -25,6 +25,10 @@ static cellpack::Role toRole(Role role) {
     return cellpack::Role::Child;
   case Role::Output:
     return cellpack::Role::Output;
+  case Role::Memory:
+    return cellpack::Role::Memory;
+  case Role::MemoryMask:
+    return cellpack::Role::MemoryMask;
   default:
     return cellpack::Role::Input;
   }

@@ -178,6 +178,7 @@ static cellpack::OpCode opCode(Operation *op) {
       .Case<ReduceMaxOp>([](auto) { return Code::ReduceMax; })
       .Case<ExpOp>([](auto) { return Code::Exp; })
       .Case<LogOp>([](auto) { return Code::Log; })
+      .Case<RowMatMulOp>([](auto) { return Code::RowMatMul; })
       .Default([](auto) { return Code::Identity; });
 }
 
@@ -243,6 +244,12 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
       transB = gemm.getTransB();
       alpha = gemm.getAlpha().convertToFloat();
       beta = gemm.getBeta().convertToFloat();
+    } else if (auto rowMatMul = dyn_cast<RowMatMulOp>(op)) {
+      sizes = {static_cast<int64_t>(rowMatMul.getM()),
+               static_cast<int64_t>(rowMatMul.getK()),
+               static_cast<int64_t>(rowMatMul.getN())};
+      transA = rowMatMul.getTransLhs();
+      transB = rowMatMul.getTransRhs();
     } else if (auto constantOp = dyn_cast<ConstantOp>(op)) {
       std::optional<std::vector<char>> bytes =
           constantBytes(constantOp.getValue());

@@ -325,6 +325,78 @@ static LogicalResult writeRowReduction(FusedOp fused, Operation *reduce,
   return success();
 }
 
+/// Element `flat` of row `row` of kernel input `i`, read in element order
+/// whatever the input's shape (a weight is the same for every row).
+static std::string flatElement(FusedOp fused, unsigned i,
+                               const std::string &row,
+                               const std::string &flat) {
+  std::string kind = access(fused, false, i);
+  if (kind == "broadcast")
+    return llvm::formatv("in{0}[{1}]", i, flat);
+  RankedTensorType type = tensorOf(fused.getInputs()[i]);
+  int64_t width = 1;
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    width *= type.getDimSize(d);
+  std::string at =
+      kind == "gather" ? llvm::formatv("rows{0}[{1}]", i, row).str() : row;
+  return llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, at, width, flat);
+}
+
+/// A product of per-row matrices (cell.row_matmul, alone in its kernel):
+/// one block per row. A matrix-vector product (n = 1: attention scores)
+/// reduces each of the m dot products across the block; otherwise each
+/// thread computes output elements (m * n of them: a context vector).
+static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
+                                    llvm::raw_ostream &os, KernelInfo &info) {
+  auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
+  auto lhs = matmul.getLhs().dyn_cast<BlockArgument>();
+  auto rhs = matmul.getRhs().dyn_cast<BlockArgument>();
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != matmul.getResult() || !lhs || !rhs ||
+      !tensorOf(matmul.getLhs()).getElementType().isF32())
+    return fused.emitError(
+        "code generation supports an fp32 row matmul of kernel inputs as the "
+        "only result of its kernel");
+  int64_t m = matmul.getM(), k = matmul.getK(), n = matmul.getN();
+  info.shape = KernelInfo::Shape::RowReduction;
+  info.rowWidth = m * n;
+  std::string a =
+      flatElement(fused, lhs.getArgNumber(), "r",
+                  matmul.getTransLhs() ? "kk * kM + i" : "(size_t)i * kK + kk");
+  std::string b = flatElement(fused, rhs.getArgNumber(), "r",
+                              matmul.getTransRhs() ? "(size_t)j * kK + kk"
+                                                   : "(size_t)kk * kN + j");
+  os << "  constexpr int kM = " << m << ", kK = " << k << ", kN = " << n
+     << ";\n"
+     << "  const int r = blockIdx.x;\n"
+     << "  if (r >= n)\n    return;\n";
+  if (n == 1) {
+    os << "  const int j = 0;\n"
+       << "  __shared__ float partial[256];\n"
+       << "  for (int i = 0; i < kM; ++i) {\n"
+       << "    float acc = 0.0f;\n"
+       << "    for (int kk = threadIdx.x; kk < kK; kk += blockDim.x)\n"
+       << "      acc += " << a << " * " << b << ";\n"
+       << "    partial[threadIdx.x] = acc;\n"
+       << "    __syncthreads();\n"
+       << "    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
+       << "      if (threadIdx.x < stride)\n"
+       << "        partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+       << "      __syncthreads();\n    }\n"
+       << "    if (threadIdx.x == 0)\n      " << destination(fused, 0, "r", "i")
+       << " = partial[0];\n"
+       << "    __syncthreads();\n  }\n";
+    return success();
+  }
+  os << "  for (int o = threadIdx.x; o < kM * kN; o += blockDim.x) {\n"
+     << "    const int i = o / kN, j = o % kN;\n"
+     << "    float acc = 0.0f;\n"
+     << "    for (int kk = 0; kk < kK; ++kk)\n"
+     << "      acc += " << a << " * " << b << ";\n"
+     << "    " << destination(fused, 0, "r", "o") << " = acc;\n  }\n";
+  return success();
+}
+
 LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
                                                int64_t batch,
                                                llvm::raw_ostream &os,
@@ -332,10 +404,13 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   info.name = name.str();
   info.batch = batch;
   info.blockSize = 256;
-  // Kernels index rows as [batch, columns]; wider rows are not generated.
+  RowMatMulOp rowMatMul;
+  fused.getBody().walk([&](RowMatMulOp op) { rowMatMul = op; });
+  // Kernels index rows as [batch, columns]; wider rows are not generated
+  // (a row matmul reads its inputs' elements in order, whatever the shape).
   // The error is at the op (so it names the ONNX node it came from).
   for (Type type : fused.getBody().getArgumentTypes())
-    if (type.cast<RankedTensorType>().getRank() > 2)
+    if (!rowMatMul && type.cast<RankedTensorType>().getRank() > 2)
       return fused.emitError()
              << "a kernel reads a " << type
              << " value, with more than one dimension after the batch; code "
@@ -366,9 +441,10 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
        << name << "(";
   writeParams(fused, body, info);
   body << " {\n  constexpr int kBatch = " << batch << ";\n  (void)kBatch;\n";
-  if (failed(argmax   ? writeArgMax(fused, argmax, body, info)
-             : reduce ? writeRowReduction(fused, reduce, body, info)
-                      : writeElementwise(fused, body, info)))
+  if (failed(argmax      ? writeArgMax(fused, argmax, body, info)
+             : reduce    ? writeRowReduction(fused, reduce, body, info)
+             : rowMatMul ? writeRowMatMul(fused, rowMatMul, body, info)
+                         : writeElementwise(fused, body, info)))
     return failure();
   body << "}\n";
   writeEmulationLauncher(info, body);

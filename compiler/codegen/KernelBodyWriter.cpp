@@ -54,11 +54,18 @@ std::string cellc::codegen::computeType(Type type) {
 }
 
 /// A C++ literal that reads back as exactly `value` (as float unless
-/// `isDouble`); nullopt for infinities and NaN.
+/// `isDouble`); infinities (a masked_fill with -inf) by their bits; nullopt
+/// for NaN.
 std::optional<std::string> cellc::codegen::floatLiteral(double value,
                                                         bool isDouble) {
-  if (!std::isfinite(value))
+  if (std::isnan(value))
     return std::nullopt;
+  if (std::isinf(value)) {
+    std::string infinity = isDouble
+                               ? "__longlong_as_double(0x7ff0000000000000LL)"
+                               : "__int_as_float(0x7f800000)";
+    return value < 0 ? "(-" + infinity + ")" : infinity;
+  }
   std::ostringstream os;
   os << std::setprecision(isDouble ? 17 : 9) << value;
   std::string text = os.str();
@@ -441,7 +448,8 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
           floatLiteral(dense.getSplatValue<APFloat>().convertToDouble(),
                        elementType.isF64());
       if (!literal)
-        return op->emitError("has a constant that is not a finite number");
+        return op->emitError("has a NaN constant, which code generation "
+                             "does not write");
       return *literal;
     }
     return std::to_string(dense.getSplatValue<APInt>().getSExtValue()) +

@@ -155,7 +155,7 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Log", convertSimple<cell::LogOp, 1>},
       {"LayerNormalization", convertLayerNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
-      {"MatMul", convertSimple<cell::MatMulOp, 2>},
+      {"MatMul", convertMatMul},
       {"Gemm", convertGemm},
       {"Cast", convertCast},
       {"Constant", convertConstant},

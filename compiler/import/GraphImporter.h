@@ -250,6 +250,9 @@ mlir::FailureOr<bool> followBatchLayout(NodeContext &ctx);
 mlir::FailureOr<mlir::Value> columnRange(NodeContext &ctx, mlir::Value rows,
                                          int64_t start, int64_t end);
 
+/// MatMul: by a weight matrix, or of per-row matrices (BatchedMatMul.cpp).
+mlir::LogicalResult convertMatMul(NodeContext &ctx);
+
 // Converters of the recurrent ops LSTM, GRU and RNN for one time step
 // (RecurrentConverters.cpp).
 mlir::LogicalResult convertLstm(NodeContext &ctx);

@@ -79,12 +79,12 @@ static DictionaryAttr roleAttrs(Builder &b, const RoleSpec &role) {
   if (!role.updates.empty())
     attrs.push_back(b.getNamedAttr(CellDialect::kUpdatesAttr,
                                    b.getStringAttr(role.updates)));
-  if (role.role == Role::Child) {
+  if (role.role == Role::Child)
     attrs.push_back(b.getNamedAttr(CellDialect::kChildAttr,
                                    b.getI64IntegerAttr(role.child)));
+  if (role.role == Role::Child || role.role == Role::Memory)
     attrs.push_back(
         b.getNamedAttr(CellDialect::kFromAttr, b.getStringAttr(role.from)));
-  }
   if (role.emit)
     attrs.push_back(b.getNamedAttr(CellDialect::kEmitAttr, b.getUnitAttr()));
   return b.getDictionaryAttr(attrs);
@@ -131,6 +131,54 @@ static bool isTokenType(Type type) {
   return tensor && tensor.getRank() == 1 &&
          tensor.getElementType().isSignlessInteger() &&
          tensor.getElementType().getIntOrFloatBitWidth() >= 32;
+}
+
+/// A memory is [batch, positions, width] and is filled from an encoder
+/// output [batch, width] of its element type; a memory_mask is float
+/// [batch, positions] with the memories' positions.
+static LogicalResult checkMemoryTypes(const CellSpec &decoderSpec,
+                                      CellOp encoder, CellOp decoder) {
+  int64_t positions = ShapedType::kDynamic;
+  std::string first;
+  const RoleSpec *mask = nullptr;
+  for (const RoleSpec &input : decoderSpec.inputs) {
+    if (input.role == Role::MemoryMask)
+      mask = &input;
+    if (input.role != Role::Memory)
+      continue;
+    auto memory = typeOf(decoder, input.name, false).cast<RankedTensorType>();
+    auto source =
+        typeOf(encoder, input.from, true).dyn_cast<RankedTensorType>();
+    if (memory.getRank() != 3 || ShapedType::isDynamic(memory.getDimSize(1)) ||
+        ShapedType::isDynamic(memory.getDimSize(2)))
+      return emitError(input.loc)
+             << "memory '" << input.name << "' has type " << memory
+             << "; a memory is [batch, positions, width] with fixed positions "
+                "(the longest source it holds) and width";
+    if (!source || source.getRank() != 2 ||
+        source.getDimSize(1) != memory.getDimSize(2) ||
+        source.getElementType() != memory.getElementType())
+      return emitError(input.loc)
+             << "memory '" << input.name << "' (" << memory
+             << ") holds one row of the encoder's '" << input.from
+             << "' a position, but that output has type " << source;
+    if (!first.empty() && memory.getDimSize(1) != positions)
+      return emitError(input.loc)
+             << "memory '" << input.name << "' has " << memory.getDimSize(1)
+             << " positions but memory '" << first << "' has " << positions;
+    positions = memory.getDimSize(1);
+    first = input.name;
+  }
+  if (!mask)
+    return success();
+  auto type = typeOf(decoder, mask->name, false).cast<RankedTensorType>();
+  if (type.getRank() != 2 || !type.getElementType().isF32() ||
+      type.getDimSize(1) != positions)
+    return emitError(mask->loc)
+           << "memory_mask '" << mask->name << "' has type " << type
+           << " but must be tensor<?x" << positions
+           << "xf32> (1 where the memory holds a source step, 0 past it)";
+  return success();
 }
 
 static LogicalResult checkSeq2SeqTypes(const Seq2SeqSpec &spec, CellOp encoder,
@@ -227,7 +275,9 @@ LogicalResult cellc::bindManifest(const Manifest &manifest, ModuleOp module) {
     setCellSchedule(cell, spec.batchSizes, manifest.effectivePriority(spec));
   }
   if (const auto &s = manifest.seq2seq)
-    if (failed(checkSeq2SeqTypes(*s, lookup(s->encoder), lookup(s->decoder))))
+    if (failed(checkSeq2SeqTypes(*s, lookup(s->encoder), lookup(s->decoder))) ||
+        failed(checkMemoryTypes(*manifest.findCell(s->decoder),
+                                lookup(s->encoder), lookup(s->decoder))))
       return failure();
   if (const auto &t = manifest.tree)
     if (failed(checkTreeTypes(*manifest.findCell(t->internal), lookup(t->leaf),

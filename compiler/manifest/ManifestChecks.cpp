@@ -89,6 +89,49 @@ static LogicalResult checkStatePairs(const CellSpec &cell, bool requireState) {
   return success();
 }
 
+/// Memory roles belong to a seq2seq decoder: each memory is filled from an
+/// encoder output, and one memory_mask at most goes with them.
+static LogicalResult checkMemoryRoles(const Manifest &manifest) {
+  const CellSpec *decoder =
+      manifest.seq2seq ? manifest.findCell(manifest.seq2seq->decoder) : nullptr;
+  const CellSpec *encoder =
+      manifest.seq2seq ? manifest.findCell(manifest.seq2seq->encoder) : nullptr;
+  for (const CellSpec &cell : manifest.cells) {
+    const RoleSpec *memory = nullptr, *mask = nullptr;
+    for (const RoleSpec &input : cell.inputs) {
+      bool isMask = input.role == Role::MemoryMask;
+      if (input.role != Role::Memory && !isMask)
+        continue;
+      if (&cell != decoder)
+        return emitError(input.loc)
+               << "input '" << input.name << "' of cell '" << cell.name
+               << "' has role " << (isMask ? "memory_mask" : "memory")
+               << ", which only a seq2seq decoder may use";
+      if (isMask) {
+        if (mask)
+          return emitError(input.loc)
+                 << "the decoder '" << cell.name
+                 << "' has two memory_mask inputs, '" << mask->name << "' and '"
+                 << input.name << "'";
+        mask = &input;
+        continue;
+      }
+      memory = &input;
+      const RoleSpec *source = findRole(encoder->outputs, input.from);
+      if (!source)
+        return emitError(input.loc) << "memory '" << input.name
+                                    << "' is filled 'from: " << input.from
+                                    << "', which is no output of the encoder '"
+                                    << encoder->name << "'";
+    }
+    if (mask && !memory)
+      return emitError(mask->loc)
+             << "memory_mask '" << mask->name << "' of cell '" << cell.name
+             << "' masks no memory: give the decoder an input of role memory";
+  }
+  return success();
+}
+
 static LogicalResult checkSeq2Seq(const Manifest &manifest,
                                   const Seq2SeqSpec &spec) {
   const CellSpec *encoder =
@@ -245,6 +288,11 @@ LogicalResult cellc::checkManifest(const Manifest &manifest,
                                    MLIRContext &context) {
   if (failed(checkSections(manifest, context)))
     return failure();
+  if (manifest.structure == Structure::Seq2Seq &&
+      failed(checkSeq2Seq(manifest, *manifest.seq2seq)))
+    return failure();
+  if (failed(checkMemoryRoles(manifest)))
+    return failure();
   switch (manifest.structure) {
   case Structure::Chain:
     if (manifest.cells.size() != 1)
@@ -253,7 +301,7 @@ LogicalResult cellc::checkManifest(const Manifest &manifest,
              << manifest.cells.size();
     return checkStatePairs(manifest.cells.front(), /*requireState=*/true);
   case Structure::Seq2Seq:
-    return checkSeq2Seq(manifest, *manifest.seq2seq);
+    return success(); // checked above
   case Structure::Tree:
     return checkTree(manifest, *manifest.tree);
   case Structure::Custom:

@@ -219,21 +219,28 @@ FailureOr<RoleSpec> ManifestParser::parseRole(StringRef name, yaml::Node *node,
     return error(roleNode) << "role '" << *roleText << "' of " << what
                            << " must be one of: "
                            << (output ? "state, output"
-                                      : "input, state, child");
+                                      : "input, state, child, memory, "
+                                        "memory_mask");
   spec.role = *role;
   bool isChild = spec.role == mlir::cell::Role::Child;
+  bool isMemory = spec.role == mlir::cell::Role::Memory;
   bool isStateOutput = output && spec.role == mlir::cell::Role::State;
   if (!spec.updates.empty() && !isStateOutput)
     return error(node) << "'updates' belongs to a state output, not to "
                        << what;
   if (spec.emit && !isStateOutput)
     return error(node) << "'emit' belongs to a state output, not to " << what;
-  if (isChild != (spec.child >= 0) || isChild != !spec.from.empty())
+  if (isMemory && (spec.child >= 0 || spec.from.empty()))
+    return error(node) << what
+                       << " has role memory and needs 'from' (the encoder "
+                          "output that fills it), not 'child'";
+  if (!isMemory &&
+      (isChild != (spec.child >= 0) || isChild != !spec.from.empty()))
     return error(node) << what
                        << (isChild ? " has role child and needs 'child' and "
                                      "'from'"
                                    : ": 'child' and 'from' belong to role "
-                                     "child");
+                                     "child ('from' also to role memory)");
   return spec;
 }
 

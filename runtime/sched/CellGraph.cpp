@@ -11,6 +11,7 @@
 #include "../backend/cpu/ElementIO.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace cellrun;
 
@@ -151,8 +152,20 @@ ReadySubgraph CellGraph::internalSubgraph() {
   return internal;
 }
 
+void CellGraph::attachMemories(uint32_t node) {
+  std::vector<NodeSource> &inputs = nodes_[node].inputs;
+  for (size_t m = 0; m < structure_.memories.size(); ++m)
+    inputs[structure_.memories[m].input] = {
+        NodeSource::Kind::Held, 0, static_cast<uint32_t>(m), &heldRows_[m]};
+  if (structure_.memoryMaskInput >= 0)
+    inputs[structure_.memoryMaskInput] = {
+        NodeSource::Kind::Held, 0,
+        static_cast<uint32_t>(structure_.memories.size()), &heldRows_.back()};
+}
+
 uint32_t CellGraph::addDecoderStep(uint32_t previous) {
   uint32_t node = addNode(1);
+  attachMemories(node);
   ++decoderSteps_;
   readFrom(node, structure_.decoderTokenInput, previous,
            structure_.decoderTokenOutput);
@@ -166,6 +179,7 @@ ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
   ReadySubgraph decoder;
   decoder.part = 1;
   uint32_t first = addNode(1);
+  attachMemories(first);
   ++decoderSteps_;
   NodeSource &token = nodes_[first].inputs[structure_.decoderTokenInput];
   token.kind = NodeSource::Kind::Data;
@@ -212,6 +226,17 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
   }
   if (keepsFinalState())
     ++nodes_[chain.nodes.back()].consumers; // released by the engine
+  // The memories start as zeros (the positions past the source) and the
+  // mask as 1 for each source step.
+  for (const ModelStructure::Memory &memory : structure_.memories)
+    heldRows_.emplace_back(structure_.memoryPositions * memory.positionBytes);
+  if (structure_.memoryMaskInput >= 0) {
+    std::vector<float> mask(structure_.memoryPositions, 0.0f);
+    std::fill_n(mask.begin(),
+                std::min<size_t>(mask.size(), request_.steps.size()), 1.0f);
+    heldRows_.emplace_back(mask.size() * sizeof(float));
+    std::memcpy(heldRows_.back().data(), mask.data(), heldRows_.back().size());
+  }
   lastEncoder_ = chain.nodes.back();
   return handOver({std::move(chain)});
 }
@@ -228,10 +253,17 @@ std::vector<uint32_t> CellGraph::hostReads(uint32_t node) const {
           reads.push_back(output);
     return reads;
   }
-  case cellpack::Structure::Seq2Seq:
+  case cellpack::Structure::Seq2Seq: {
     if (graphNode.part == 1)
       return {structure_.decoderTokenOutput};
-    return {};
+    // An encoder step's outputs that fill the memories.
+    std::vector<uint32_t> reads;
+    for (const ModelStructure::Memory &memory : structure_.memories)
+      if (std::find(reads.begin(), reads.end(), memory.encoderOutput) ==
+          reads.end())
+        reads.push_back(memory.encoderOutput);
+    return reads;
+  }
   case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) != request_.root)
       return {};
@@ -309,6 +341,7 @@ CellGraph::decoderDone(uint32_t node, const RowReader &read) {
   } else {
     // The host feeds the token it has just read to the next step.
     uint32_t next = addNode(1);
+    attachMemories(next);
     ++decoderSteps_;
     NodeSource &source = nodes_[next].inputs[structure_.decoderTokenInput];
     source.kind = NodeSource::Kind::Data;
@@ -348,6 +381,15 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
   case cellpack::Structure::Seq2Seq:
     if (part == 1)
       return decoderDone(node, read);
+    // Encoder nodes are the first nodes, one a source step.
+    for (size_t m = 0; m < structure_.memories.size(); ++m) {
+      const ModelStructure::Memory &memory = structure_.memories[m];
+      if (Status status =
+              read(node, memory.encoderOutput,
+                   heldRows_[m].data() + node * memory.positionBytes);
+          !status.isOk())
+        return status;
+    }
     if (node != lastEncoder_)
       return std::vector<ReadySubgraph>();
     return handOver({startDecoder(node)});
@@ -405,6 +447,11 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
     addPart(0, generations, nodesInFlight);
     uint32_t window = std::min(decodeWindow_, nodesInFlight);
     addPart(1, window + 1, 1);
+    for (const ModelStructure::Memory &memory : structure_.memories)
+      needs.push_back({1, memory.input, false, 1});
+    if (structure_.memoryMaskInput >= 0)
+      needs.push_back(
+          {1, static_cast<uint32_t>(structure_.memoryMaskInput), false, 1});
     break;
   }
   case cellpack::Structure::Tree: {

@@ -35,11 +35,14 @@ namespace cellrun {
 
 struct NodeSource {
   /// Pinned: a pool row the request did not produce (a session's state).
-  enum class Kind : uint8_t { Zero, Data, Output, Pinned };
+  /// Held: a row of request data written once, with the first node that
+  /// reads it, and read by later nodes until the request ends (a decoder's
+  /// memory and memory mask).
+  enum class Kind : uint8_t { Zero, Data, Output, Pinned, Held };
   Kind kind = Kind::Zero;
-  uint32_t node = 0;                          // Output: the producing node
-  uint32_t output = 0;                        // Output: its output index
-  const std::vector<uint8_t> *data = nullptr; // Data: the row
+  uint32_t node = 0;   // Output: the producing node
+  uint32_t output = 0; // Output: its output index; Held: the held row's slot
+  const std::vector<uint8_t> *data = nullptr; // Data, Held: the row
   int32_t row = -1;                           // Pinned: the pool row
 };
 
@@ -131,6 +134,10 @@ public:
               std::vector<uint8_t> &row) override;
   void finish() override { finished_ = true; }
 
+  /// Rows of request data held from their first reader to the request's
+  /// end (NodeSource::Kind::Held; the slot is the index).
+  size_t heldRowCount() const { return heldRows_.size(); }
+
   /// The request's deadline in steady-clock microseconds, or UINT64_MAX.
   uint64_t deadline() const;
 
@@ -150,6 +157,9 @@ private:
   ReadySubgraph internalSubgraph();
   ReadySubgraph startDecoder(uint32_t lastEncoder);
   uint32_t addDecoderStep(uint32_t previous);
+  /// Points the decoder node's memory and memory_mask inputs at the held
+  /// rows.
+  void attachMemories(uint32_t node);
   Result<std::vector<ReadySubgraph>> decoderDone(uint32_t node,
                                                  const RowReader &read);
   Result<std::vector<ReadySubgraph>> handOver(std::vector<ReadySubgraph> ready);
@@ -169,6 +179,9 @@ private:
   /// Rows of data the graph itself made: BOS and tokens fed back by the
   /// host, custom unfolders' data (stable addresses).
   std::deque<std::vector<uint8_t>> madeRows_;
+  /// seq2seq with memories: per memory its row (filled as encoder steps
+  /// finish), then the memory mask's row when the decoder has one.
+  std::vector<std::vector<uint8_t>> heldRows_;
   // custom
   std::unique_ptr<Unfolder> unfolder_;
   std::vector<ReadySubgraph> handedOver_;

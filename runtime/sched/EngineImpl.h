@@ -52,6 +52,9 @@ public:
     Status failure;
     /// A chunk of a session runs on the worker that holds its state.
     int32_t pinnedWorker = -1;
+    /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
+    /// row its first reader took, or row -1 before that.
+    std::vector<std::pair<uint32_t, int32_t>> heldRows;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);

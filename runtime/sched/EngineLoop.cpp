@@ -79,10 +79,16 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
   GraphNode &graphNode = graph.nodes()[node];
   auto &dataRows = flight.dataRows;
   size_t dataBefore = dataRows.size(), writesBefore = flight.io.writes.size();
+  std::vector<uint32_t> heldTaken; // held slots this node took first
   // On failure, the rows this node took go back: the node is not bound.
   auto undo = [&](Status status) {
     for (size_t d = dataBefore; d < dataRows.size(); ++d)
       releaseFor(entry.key, dataRows[d].pool, dataRows[d].row);
+    for (uint32_t slot : heldTaken) {
+      releaseFor(entry.key, entry.heldRows[slot].first,
+                 entry.heldRows[slot].second);
+      entry.heldRows[slot].second = -1;
+    }
     dataRows.resize(dataBefore);
     flight.io.writes.resize(writesBefore);
     releaseOutputs(entry, node);
@@ -106,6 +112,22 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
       // Written with the task (on cuda, in its one host-to-device copy).
       flight.io.writes.push_back({i, row, source.data->data()});
       inputRows[i][row] = acquired.value();
+      break;
+    }
+    case NodeSource::Kind::Held: {
+      entry.heldRows.resize(graph.heldRowCount(), {0, -1});
+      auto &[heldPool, heldRow] = entry.heldRows.at(source.output);
+      if (heldRow < 0) {
+        // The first reader writes it with its task; later ones read it.
+        auto acquired = acquireFor(entry, pool);
+        if (!acquired.ok())
+          return undo(acquired.status());
+        heldPool = pool;
+        heldRow = acquired.value();
+        heldTaken.push_back(source.output);
+        flight.io.writes.push_back({i, row, source.data->data()});
+      }
+      inputRows[i][row] = heldRow;
       break;
     }
     case NodeSource::Kind::Output: {

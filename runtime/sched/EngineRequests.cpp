@@ -225,6 +225,11 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
     endChunk(entry, status);
   for (uint32_t n = 0; n < graph.nodes().size(); ++n)
     releaseOutputs(entry, n);
+  for (auto &[pool, row] : entry.heldRows)
+    if (row >= 0) {
+      releaseFor(entry.key, pool, row);
+      row = -1;
+    }
   {
     // What tasks in flight still hold stays reserved until they finish.
     std::lock_guard<std::mutex> lock(admission_->mutex);

@@ -131,6 +131,74 @@ Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
   return roles;
 }
 
+/// The decoder's memory and memory_mask inputs: each memory [positions,
+/// width] is filled from an encoder output of `width` elements of its type,
+/// all memories have the same positions and the mask is float [positions].
+Status resolveMemories(const LoadedArtifact &artifact,
+                       const cellpack::CellType &encoder,
+                       const cellpack::CellType &decoder,
+                       ModelStructure &structure) {
+  const auto *inputs = decoder.inputs();
+  for (uint32_t i = 0; inputs && i < inputs->size(); ++i) {
+    const cellpack::TensorSpec &spec = *inputs->Get(i);
+    std::string name = spec.name()->str();
+    if (spec.role() == cellpack::Role::MemoryMask) {
+      if (structure.memoryMaskInput >= 0)
+        return fail(artifact, "the decoder has two memory_mask inputs");
+      structure.memoryMaskInput = static_cast<int32_t>(i);
+      continue;
+    }
+    if (spec.role() != cellpack::Role::Memory)
+      continue;
+    std::string from = spec.from() ? spec.from()->str() : "";
+    int32_t output = findTensor(encoder.outputs(), from);
+    const auto *shape = spec.row_shape();
+    if (output < 0 || !shape || shape->size() != 2 || shape->Get(0) < 1 ||
+        shape->Get(1) < 1)
+      return fail(artifact, "memory '" + name + "' is filled from '" + from +
+                                "', which is no encoder output, or is not "
+                                "[positions, width] a row");
+    const cellpack::TensorSpec &source = *encoder.outputs()->Get(output);
+    size_t positionBytes = tensorRowBytes(spec) / shape->Get(0);
+    if (source.dtype() != spec.dtype() ||
+        tensorRowBytes(source) != positionBytes)
+      return fail(artifact, "memory '" + name + "' holds rows of " +
+                                std::to_string(positionBytes) +
+                                " bytes, but the encoder's '" + from +
+                                "' has " +
+                                std::to_string(tensorRowBytes(source)));
+    uint32_t positions = static_cast<uint32_t>(shape->Get(0));
+    if (structure.memoryPositions != 0 &&
+        structure.memoryPositions != positions)
+      return fail(artifact, "the decoder's memories differ in positions");
+    structure.memoryPositions = positions;
+    structure.memories.push_back(
+        {i, static_cast<uint32_t>(output), positionBytes});
+  }
+  if (structure.memoryMaskInput >= 0) {
+    const cellpack::TensorSpec &mask = *inputs->Get(structure.memoryMaskInput);
+    if (structure.memories.empty() || mask.dtype() != cellpack::DType::F32 ||
+        tensorRowBytes(mask) != structure.memoryPositions * sizeof(float))
+      return fail(artifact, "the memory_mask is not one float a position of "
+                            "the decoder's memory");
+  }
+  return Status::ok();
+}
+
+/// Memory roles belong to a seq2seq decoder only.
+Status refuseMemories(const LoadedArtifact &artifact,
+                      const cellpack::CellType &cell) {
+  if (cell.inputs())
+    for (const cellpack::TensorSpec *spec : *cell.inputs())
+      if (spec->role() == cellpack::Role::Memory ||
+          spec->role() == cellpack::Role::MemoryMask)
+        return fail(artifact, "cell '" + cell.name()->str() + "': input '" +
+                                  spec->name()->str() +
+                                  "' is a memory, which only a seq2seq "
+                                  "decoder may have");
+  return Status::ok();
+}
+
 } // namespace
 
 Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
@@ -193,6 +261,10 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
                                     "encoder state");
         structure.initialFromEncoder[to] = output;
       }
+    if (Status memory =
+            resolveMemories(artifact, *encoder->cell, dec, structure);
+        !memory.isOk())
+      return memory;
     structure.cells.push_back(std::move(encoder).value());
     structure.cells.push_back(std::move(decoder).value());
     break;
@@ -240,5 +312,10 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
     }
     break;
   }
+  for (uint32_t part = 0; part < structure.cells.size(); ++part)
+    if (!(structure.kind == cellpack::Structure::Seq2Seq && part == 1))
+      if (Status status = refuseMemories(artifact, *structure.cells[part].cell);
+          !status.isOk())
+        return status;
   return structure;
 }

@@ -55,6 +55,21 @@ struct ModelStructure {
   int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
   /// Per decoder input: the encoder output that initialises it, or -1.
   std::vector<int32_t> initialFromEncoder;
+  /// Decoder inputs of role memory: one row a request, `positions` rows of
+  /// the encoder output `encoderOutput` laid end to end (a source step
+  /// each, zeros past the source), held from the first decoder step to the
+  /// request's end.
+  struct Memory {
+    uint32_t input = 0;
+    uint32_t encoderOutput = 0;
+    size_t positionBytes = 0;
+  };
+  std::vector<Memory> memories;
+  /// The longest source the memories hold (0 without memories).
+  uint32_t memoryPositions = 0;
+  /// The decoder input of role memory_mask (1.0 where a source step is,
+  /// 0.0 past it), or -1.
+  int32_t memoryMaskInput = -1;
   // tree
   int32_t arity = 0;
   // custom: every cell is a part, in the artifact's order

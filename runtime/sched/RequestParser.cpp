@@ -464,6 +464,13 @@ Status RequestParser::check(const Request &request) const {
     return bad(where, std::to_string(request.steps.size()) +
                           " steps, longer than the limit of " +
                           std::to_string(limits_.maxSteps));
+  if (structure_->memoryPositions != 0 &&
+      request.steps.size() > structure_->memoryPositions)
+    return bad(where, std::to_string(request.steps.size()) +
+                          " source steps, but the decoder attends over at "
+                          "most " +
+                          std::to_string(structure_->memoryPositions) +
+                          " (the positions of its memory)");
   for (size_t s = 0; s < request.steps.size(); ++s)
     if (Status status = checkNode(request.steps[s], 0,
                                   where + ", step " + std::to_string(s));

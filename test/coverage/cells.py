@@ -18,17 +18,20 @@ ALL_OPSETS = [9, 11, 14, 17]
 
 class Case:
     def __init__(self, name, make, inputs, outputs, opsets=None, structure="chain",
-                 refused=None, tree=None, dtype=torch.float32):
+                 refused=None, tree=None, dtype=torch.float32, seq2seq=None):
         self.name = name
         self.make = make            # () -> nn.Module, called after seeding
         self.inputs = inputs        # [(name, role, width, extra dict)]
         self.outputs = outputs      # [(name, role, width, extra dict)]
         self.opsets = opsets or ALL_OPSETS
-        self.structure = structure  # chain | tree
+        self.structure = structure  # chain | tree | seq2seq
         self.refused = refused      # None, or a regex the cellc error must match
         self.tree = tree            # tree: the internal cell {"make", "arity",
         #                             "inputs", "outputs"}; inputs/outputs are the leaf's
         self.dtype = dtype
+        self.seq2seq = seq2seq      # seq2seq: the decoder {"make", "inputs", "outputs",
+        #                             "initial_state", "bos", "eos", "max_decode",
+        #                             "longest_source"}; inputs/outputs are the encoder's
 
 
 def inp(name, width, role="input", **extra):
@@ -420,5 +423,9 @@ CASES += [
     _tree_case("nary_treelstm", lambda: NaryInternal(H, 2), 2, False),
     _tree_case("nary3_treelstm", lambda: NaryInternal(H, 3), 3, False),
 ]
+
+import attention  # noqa: E402  (seq2seq cases with attention decoders)
+
+CASES += attention.cases(Case)
 
 BY_NAME = {case.name: case for case in CASES}

@@ -33,10 +33,18 @@ def fail(message):
     sys.exit("FAIL: " + message)
 
 
+def example_input(width, extra, dtype):
+    """A batch of 2 for export: a width of None is one number per row (a [batch]
+    input), a tuple a matrix per row; "vocab" marks token ids."""
+    shape = (2,) if width is None else (2,) + (width if isinstance(width, tuple)
+                                               else (width,))
+    if "vocab" in extra:
+        return torch.randint(0, extra["vocab"], shape)
+    return torch.randn(*shape, dtype=dtype)
+
+
 def export(module, path, opset, inputs, outputs, dtype):
-    # A width of None is one number per row (a [batch] input).
-    ins = [torch.randn(*((2,) if width is None else (2, width)), dtype=dtype)
-           for _, _, width, _ in inputs]
+    ins = [example_input(width, extra, dtype) for _, _, width, extra in inputs]
     names_in = [n for n, *_ in inputs]
     names_out = [n for n, *_ in outputs]
     dynamic = {n: {0: "batch"} for n in names_in + names_out}
@@ -55,7 +63,7 @@ def cell_lines(name, onnx_name, inputs, outputs, priority=0):
         for entry_name, role, _, extra in entries:
             keys = ["role: %s" % role] + [
                 "%s: %s" % (k, str(v).lower() if isinstance(v, bool) else v)
-                for k, v in extra.items() if k != "binary"]
+                for k, v in extra.items() if k not in ("binary", "vocab")]
             out.append("      %s: {%s}" % (entry_name, ", ".join(keys)))
         return out
     return (["  - name: %s" % name, "    onnx: %s" % onnx_name,
@@ -224,9 +232,100 @@ def run_tree_opset(case, opset, args, work, label):
           % (label, len(requests), worst))
 
 
+def greedy_decode(encoder, decoder, spec, source):
+    """PyTorch's greedy decoding of one source: the encoder's h after each step
+    fills the memory (zeros past the source, mask 0 there), then the decoder runs
+    from BOS to EOS or the decode limit. Returns (tokens, stop)."""
+    positions = spec["longest_source"]
+    h = torch.zeros(1, encoder.cell.hidden_size)
+    c = torch.zeros(1, encoder.cell.hidden_size)
+    memory = torch.zeros(1, positions, encoder.cell.hidden_size)
+    mask = torch.zeros(1, positions)
+    with torch.no_grad():
+        for t, token in enumerate(source):
+            h, c = encoder(torch.tensor([token]), h, c)
+            memory[0, t] = h[0]
+            mask[0, t] = 1.0
+        token, tokens = torch.tensor([spec["bos"]]), []
+        while len(tokens) < spec["max_decode"]:
+            token, h, c = decoder(token, h, c, memory, mask)
+            tokens.append(int(token[0]))
+            if tokens[-1] == spec["eos"]:
+                return tokens, "eos"
+    return tokens, "limit"
+
+
+def run_seq2seq_opset(case, opset, args, work, label):
+    """A seq2seq case: encoder and decoder exported, random sources of every
+    length up to the memory's positions decoded by cellrun and by PyTorch."""
+    spec = case.seq2seq
+    torch.manual_seed(0)
+    encoder = case.make().eval()
+    decoder = spec["make"]().eval()
+    export(encoder, os.path.join(work, "encoder.onnx"), opset, case.inputs,
+           case.outputs, case.dtype)
+    export(decoder, os.path.join(work, "decoder.onnx"), opset, spec["inputs"],
+           spec["outputs"], case.dtype)
+    lines = (["name: %s" % case.name, "structure: seq2seq", "cells:"] +
+             cell_lines("encoder", "encoder.onnx", case.inputs, case.outputs, 0) +
+             cell_lines("decoder", "decoder.onnx", spec["inputs"], spec["outputs"], 1) +
+             ["seq2seq:", "  encoder: encoder", "  decoder: decoder",
+              "  initial_state: {%s}" % ", ".join(
+                  "%s: %s" % kv for kv in spec["initial_state"].items()),
+              "  token_input: token", "  token_output: next_token",
+              "  bos_token: %d" % spec["bos"], "  eos_token: %d" % spec["eos"],
+              "  max_decode_length: %d" % spec["max_decode"]])
+    manifest = os.path.join(work, "model.yaml")
+    with open(manifest, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    artifact = os.path.join(work, "model.cellpack")
+    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
+                              capture_output=True, text=True)
+    if compiled.returncode != 0:
+        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    generator = torch.Generator().manual_seed(opset)
+    vocab = encoder.embed.num_embeddings
+    sources = []
+    for r in range(3 * REQUESTS):
+        length = 1 + r % spec["longest_source"]
+        sources.append([int(t) for t in torch.randint(3, vocab, (length,),
+                                                      generator=generator)])
+    request_path = os.path.join(work, "requests.jsonl")
+    with open(request_path, "w") as f:
+        for r, source in enumerate(sources):
+            f.write(json.dumps({"id": "s%d" % r, "tokens": source}) + "\n")
+    result_path = os.path.join(work, "results.jsonl")
+    served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
+                             "--output", result_path, "--device", "cpu", "--quiet"],
+                            capture_output=True, text=True)
+    if served.returncode != 0:
+        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
+    with open(result_path) as f:
+        results = {r["id"]: r for r in map(json.loads, f)}
+    stops = {"eos": 0, "limit": 0}
+    for r, source in enumerate(sources):
+        rid = "s%d" % r
+        want, stop = greedy_decode(encoder, decoder, spec, source)
+        result = results.get(rid)
+        if result is None or "error" in result:
+            fail("%s: request %s: %s" % (label, rid, result))
+        got = [int(t) for t in result["outputs"]["tokens"]["data"]]
+        if got != want or result.get("stop") != stop:
+            fail("%s: request %s (source %s): cellrun decoded %s (%s), PyTorch %s (%s)"
+                 % (label, rid, source, got, result.get("stop"), want, stop))
+        stops[stop] += 1
+    if stops["eos"] == 0:
+        fail("%s: no source decoded to EOS; the case would not test stopping" % label)
+    print("%s: %d sources decode to PyTorch's tokens (%d to EOS, %d to the limit)"
+          % (label, len(sources), stops["eos"], stops["limit"]))
+
+
 def run_opset(case, opset, args):
     work = os.path.join(args.work, "%s-opset%d" % (case.name, opset))
     os.makedirs(work, exist_ok=True)
+    if case.structure == "seq2seq":
+        return run_seq2seq_opset(case, opset, args, work,
+                                 "%s opset %d" % (case.name, opset))
     if case.structure == "tree":
         return run_tree_opset(case, opset, args, work,
                               "%s opset %d" % (case.name, opset))

@@ -60,6 +60,10 @@ static const char *roleLetter(mlir::cell::Role role) {
     return "child";
   case mlir::cell::Role::Output:
     return "out";
+  case mlir::cell::Role::Memory:
+    return "memory";
+  case mlir::cell::Role::MemoryMask:
+    return "mask";
   }
   return "?";
 }

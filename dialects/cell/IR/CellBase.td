@@ -46,7 +46,9 @@ def Cell_Role : I32EnumAttr<"Role",
   I32EnumAttrCase<"Input", 0, "input">,
   I32EnumAttrCase<"State", 1, "state">,
   I32EnumAttrCase<"Child", 2, "child">,
-  I32EnumAttrCase<"Output", 3, "output">
+  I32EnumAttrCase<"Output", 3, "output">,
+  I32EnumAttrCase<"Memory", 4, "memory">,
+  I32EnumAttrCase<"MemoryMask", 5, "memory_mask">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::cell";

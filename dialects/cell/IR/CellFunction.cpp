@@ -119,8 +119,12 @@ LogicalResult CellOp::verify() {
       return emitOpError() << "two arguments are named '" << name << "'";
     DictionaryAttr attrs = getArgAttrDict(i);
     bool isChild = getArgumentRole(i) == Role::Child;
-    bool hasChildAttrs = attrs && (attrs.get(CellDialect::kChildAttr) ||
-                                   attrs.get(CellDialect::kFromAttr));
+    bool isMemory = getArgumentRole(i) == Role::Memory;
+    if (isMemory && !(attrs && attrs.get(CellDialect::kFromAttr)))
+      return emitOpError() << "memory argument #" << i << " needs 'cell.from'";
+    bool hasChildAttrs =
+        attrs && (attrs.get(CellDialect::kChildAttr) ||
+                  (!isMemory && attrs.get(CellDialect::kFromAttr)));
     if (isChild && !(attrs && attrs.get(CellDialect::kChildAttr) &&
                      attrs.get(CellDialect::kFromAttr)))
       return emitOpError() << "child argument #" << i

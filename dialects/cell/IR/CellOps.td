@@ -263,6 +263,27 @@ def Cell_MatMulOp : Cell_Op<"matmul", [Pure,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+def Cell_RowMatMulOp : Cell_Op<"row_matmul", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "per batch row, the product of two matrices held in the row";
+  let description = [{
+    Attention over a per-request memory: every row of `lhs` holds an m x k
+    matrix and every row of `rhs` a k x n matrix (row-major, in the order of
+    their elements, whatever the operand's shape), or the operand is a weight
+    without the batch holding one matrix for all rows. Row b of the
+    [batch, m * n] result is lhs_b * rhs_b; `trans_lhs` and `trans_rhs` say
+    the operand holds the transposed matrix (k x m, n x k). ONNX MatMul of
+    [batch, m, k] by [batch, k, n] (torch.bmm) imports as this op. Code
+    generation runs it in a kernel of its own, one block per row.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
+                       I64Attr:$m, I64Attr:$k, I64Attr:$n,
+                       BoolAttr:$trans_lhs, BoolAttr:$trans_rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
 def Cell_GemmOp : Cell_Op<"gemm", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";

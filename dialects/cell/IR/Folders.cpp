@@ -48,6 +48,27 @@ static Value undoneView(Value input, Type type) {
   return {};
 }
 
+/// A row matmul reads its operands' elements in order, whatever their shape:
+/// views in front of them (reshape, squeeze, unsqueeze) are looked through,
+/// in place, as long as they keep the batch where it is.
+OpFoldResult RowMatMulOp::fold(FoldAdaptor) {
+  bool changed = false;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    Operation *producer = operand.get().getDefiningOp();
+    if (!isa_and_nonnull<ReshapeOp, SqueezeOp, UnsqueezeOp>(producer))
+      continue;
+    auto from = producer->getOperand(0).getType().cast<RankedTensorType>();
+    auto to = operand.get().getType().cast<RankedTensorType>();
+    bool fromBatch = from.getRank() > 0 && from.isDynamicDim(0);
+    bool toBatch = to.getRank() > 0 && to.isDynamicDim(0);
+    if (fromBatch != toBatch || from.getNumDynamicDims() > 1)
+      continue;
+    operand.set(producer->getOperand(0));
+    changed = true;
+  }
+  return changed ? getResult() : OpFoldResult();
+}
+
 OpFoldResult SqueezeOp::fold(FoldAdaptor) {
   if (getAxes().empty())
     return getInput();

@@ -44,6 +44,65 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, Loc loc,
   return success();
 }
 
+LogicalResult RowMatMulOp::inferReturnTypes(MLIRContext *, Loc loc,
+                                            ValueRange operands,
+                                            DictionaryAttr attributes,
+                                            RegionRange regions,
+                                            SmallVectorImpl<Type> &types) {
+  RowMatMulOp::Adaptor adaptor(operands, attributes, regions);
+  RankedTensorType lhs = rankedType(adaptor.getLhs());
+  RankedTensorType rhs = rankedType(adaptor.getRhs());
+  if (!lhs || !rhs)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (failed(sameElementType(loc, lhs, rhs)))
+    return failure();
+  int64_t m = adaptor.getM(), k = adaptor.getK(), n = adaptor.getN();
+  if (m < 1 || k < 1 || n < 1)
+    return emitOptionalError(loc, "m, k and n must be positive");
+  // The rows an operand holds: `?` when its leading dimension is the
+  // dynamic batch, else its elements over the matrix's (1 for a weight;
+  // after batch specialisation the batch is static).
+  auto rowsOf = [&](RankedTensorType type, int64_t perMatrix,
+                    StringRef which) -> FailureOr<int64_t> {
+    bool dynamic = type.getRank() > 0 && type.isDynamicDim(0);
+    int64_t count = 1;
+    for (int64_t d = dynamic ? 1 : 0; d < type.getRank(); ++d) {
+      if (type.isDynamicDim(d))
+        return emitOptionalError(loc, "the ", which,
+                                 " operand has a dynamic dimension after the "
+                                 "batch");
+      count *= type.getDimSize(d);
+    }
+    if (dynamic ? count != perMatrix : count % perMatrix != 0)
+      return emitOptionalError(loc, "the ", which, " operand ", type,
+                               " does not hold ", perMatrix,
+                               "-element matrices a row");
+    return dynamic ? ShapedType::kDynamic : count / perMatrix;
+  };
+  FailureOr<int64_t> lhsRows = rowsOf(lhs, m * k, "left");
+  FailureOr<int64_t> rhsRows =
+      succeeded(lhsRows) ? rowsOf(rhs, k * n, "right") : FailureOr<int64_t>();
+  if (failed(lhsRows) || failed(rhsRows))
+    return failure();
+  bool lhsDynamic = ShapedType::isDynamic(*lhsRows);
+  bool rhsDynamic = ShapedType::isDynamic(*rhsRows);
+  int64_t rows;
+  if (lhsDynamic || rhsDynamic) {
+    if ((!lhsDynamic && *lhsRows != 1) || (!rhsDynamic && *rhsRows != 1))
+      return emitOptionalError(loc, "an operand without the batch must hold "
+                                    "one matrix (a weight)");
+    rows = ShapedType::kDynamic;
+  } else {
+    rows = std::max(*lhsRows, *rhsRows);
+    if ((*lhsRows != 1 && *lhsRows != rows) ||
+        (*rhsRows != 1 && *rhsRows != rows))
+      return emitOptionalError(loc, "the operands hold ", *lhsRows, " and ",
+                               *rhsRows, " matrices");
+  }
+  types.push_back(RankedTensorType::get({rows, m * n}, lhs.getElementType()));
+  return success();
+}
+
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, Loc loc,
                                        ValueRange operands,
                                        DictionaryAttr attributes,

@@ -29,11 +29,12 @@ static bool isFusible(Operation *op) {
   return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
 }
 
-/// Reductions over a row (ReduceMean, ReduceSum, ReduceMax) run as kernels
-/// of their own, one block per row: like a GEMM, they end a level, so their
-/// users (which need the whole row reduced) are in a later kernel.
+/// Reductions over a row (ReduceMean, ReduceSum, ReduceMax) and products of
+/// per-row matrices (RowMatMul) run as kernels of their own, one block per
+/// row: like a GEMM, they end a level, so their users (which need the whole
+/// row reduced) are in a later kernel.
 static bool isRowReduction(Operation *op) {
-  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op);
+  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, RowMatMulOp>(op);
 }
 
 /// Constants a kernel body holds itself: inline splats (one literal);

@@ -213,6 +213,7 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   case OpCode::ReduceMax:
   case OpCode::Exp:
   case OpCode::Log:
+  case OpCode::RowMatMul:
     return executeMathOp(prepared, rows);
   case OpCode::Sigmoid:
     sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);

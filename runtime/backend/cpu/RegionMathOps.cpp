@@ -1,8 +1,8 @@
 //===- RegionMathOps.cpp - Math, comparison and row-reduction ops --------===//
 //
-// Erf, Sqrt, Exp, Log, Pow, Equal, Where and the row reductions (ReduceMean,
-// ReduceSum, ReduceMax): the ops of layer-normalised cells, GELU heads,
-// softmaxes and masks, for the region
+// Erf, Sqrt, Exp, Log, Pow, Equal, Where, the row reductions (ReduceMean,
+// ReduceSum, ReduceMax) and RowMatMul: the ops of layer-normalised cells,
+// GELU heads, softmaxes, masks and attention, for the region
 // interpreter (RegionInterpreter.cpp dispatches here). Broadcasting uses the
 // index maps prepared once (RegionPreparation.cpp); ReduceMean's map sends
 // each input element to the output element it is summed into.
@@ -114,6 +114,39 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
       if (code == OpCode::ReduceMean)
         for (int64_t k = 0; k < out.count; ++k)
           acc[k] /= static_cast<float>(in.count / out.count);
+    }
+    return Status::ok();
+  }
+  case OpCode::RowMatMul: {
+    // Per row, an m x k by k x n product (attention over a memory): with
+    // B untransposed as axpys along its rows, else as dot products.
+    const Value &a = operand(0), &b = operand(1);
+    int64_t m = op.sizes()->Get(0), k = op.sizes()->Get(1),
+            n = op.sizes()->Get(2);
+    bool transA = op.trans_a(), transB = op.trans_b();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
+      float *result = out.f.data() + r * out.count;
+      for (int64_t i = 0; i < m; ++i) {
+        float *line = result + i * n;
+        if (transB) {
+          for (int64_t j = 0; j < n; ++j) {
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < k; ++kk)
+              acc += (transA ? lhs[kk * m + i] : lhs[i * k + kk]) *
+                     rhs[j * k + kk];
+            line[j] = acc;
+          }
+          continue;
+        }
+        std::fill(line, line + n, 0.0f);
+        for (int64_t kk = 0; kk < k; ++kk) {
+          float weight = transA ? lhs[kk * m + i] : lhs[i * k + kk];
+          const float *rhsLine = rhs + kk * n;
+          for (int64_t j = 0; j < n; ++j)
+            line[j] += weight * rhsLine[j];
+        }
+      }
     }
     return Status::ok();
   }

@@ -224,6 +224,19 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
         values[prepared.results[0]].isFloat &&
         values[prepared.operands[0]].count == values[prepared.results[0]].count;
     break;
+  case OpCode::RowMatMul: {
+    std::vector<int64_t> mkn = toVector(op.sizes());
+    ok = arity(2, 2, 1) && mkn.size() == 3 &&
+         values[prepared.operands[0]].isFloat &&
+         values[prepared.operands[1]].isFloat &&
+         values[prepared.results[0]].isFloat &&
+         values[prepared.results[0]].hasBatch;
+    ok &= ok && mkn[0] > 0 && mkn[1] > 0 && mkn[2] > 0 &&
+          values[prepared.operands[0]].count == mkn[0] * mkn[1] &&
+          values[prepared.operands[1]].count == mkn[1] * mkn[2] &&
+          values[prepared.results[0]].count == mkn[0] * mkn[2];
+    break;
+  }
   case OpCode::Pow:
   case OpCode::Equal:
   case OpCode::Where: {
