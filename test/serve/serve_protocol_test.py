@@ -55,7 +55,7 @@ check(status == 404, f"unknown model metadata: {status}")
 status, _, body = server.request("GET", "/v2/health/ready")
 model_name = None
 # The model's name: given (argument 4), or one of the examples'.
-names = sys.argv[4:5] or ["lstm_lm", "gru", "seq2seq", "treelstm"]
+names = sys.argv[4:5] or ["lstm_lm", "gru", "seq2seq", "treelstm", "attention"]
 for candidate in names:
     status, _, body = server.request("GET", f"/v2/models/{candidate}")
     if status == 200:

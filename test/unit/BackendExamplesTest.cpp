@@ -365,9 +365,11 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"lstm", "fp32"}, ExampleArtifact{"gru", "fp32"},
         ExampleArtifact{"seq2seq", "fp32"}, ExampleArtifact{"treelstm", "fp32"},
         ExampleArtifact{"stacked", "fp32"}, ExampleArtifact{"lnlstm", "fp32"},
-        ExampleArtifact{"lstm", "tf32"}, ExampleArtifact{"gru", "tf32"},
-        ExampleArtifact{"seq2seq", "tf32"}, ExampleArtifact{"treelstm", "tf32"},
-        ExampleArtifact{"stacked", "tf32"}, ExampleArtifact{"lnlstm", "tf32"}),
+        ExampleArtifact{"attention", "fp32"}, ExampleArtifact{"lstm", "tf32"},
+        ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
+        ExampleArtifact{"treelstm", "tf32"}, ExampleArtifact{"stacked", "tf32"},
+        ExampleArtifact{"lnlstm", "tf32"},
+        ExampleArtifact{"attention", "tf32"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return std::string(info.param.model) + "_" + info.param.precision;
     });

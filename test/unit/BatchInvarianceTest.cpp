@@ -1,7 +1,9 @@
 //===- BatchInvarianceTest.cpp - A request's bits do not depend on batching
 //===//
 //
-// For every example (and the seq2seq model whose decodes mostly reach EOS),
+// For every example (and the seq2seq model whose decodes mostly reach EOS;
+// the attention model's requests of different source lengths share decoder
+// tasks, each reading its own memory),
 // 150 random requests are run one at a time on a one-thread CPU engine
 // (a task holds one request's nodes only), then all arrive at random rounds of
 // a two-thread engine, so they run in batches of every size up to the largest
@@ -109,6 +111,7 @@ TEST_P(BatchInvarianceTest, ResultsAreTheSameBitsAloneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, BatchInvarianceTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "seq2seq_eos", "treelstm"));
+                                           "seq2seq_eos", "treelstm",
+                                           "attention"));
 
 } // namespace

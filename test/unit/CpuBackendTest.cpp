@@ -51,7 +51,7 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
-                         ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked", "lnlstm"));
+                         ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
+                                           "stacked", "lnlstm", "attention"));
 
 } // namespace

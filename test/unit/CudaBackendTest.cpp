@@ -166,7 +166,7 @@ TEST_P(CudaPlanTest, CodeForCommonGpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CudaPlanTest,
-                         ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked", "lnlstm"));
+                         ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
+                                           "stacked", "lnlstm", "attention"));
 
 } // namespace

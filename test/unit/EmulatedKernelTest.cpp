@@ -139,7 +139,7 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
-                         ::testing::Values("lstm", "gru", "seq2seq",
-                                           "treelstm", "stacked", "lnlstm"));
+                         ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
+                                           "stacked", "lnlstm", "attention"));
 
 } // namespace

@@ -111,6 +111,7 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, EngineCudaTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
-                                           "seq2seq_eos", "treelstm"));
+                                           "seq2seq_eos", "treelstm",
+                                           "attention"));
 
 } // namespace

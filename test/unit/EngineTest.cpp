@@ -27,11 +27,13 @@ using cellc::testing::randomRequest;
 
 namespace {
 
-/// An example's artifact; "seq2seq_eos" is the seq2seq example with an EOS
-/// that most decodes reach (test/data/seq2seq-eos.yaml).
+/// An example's artifact; "seq2seq_eos" and "attention_eos" are the seq2seq
+/// and attention examples with an EOS that most decodes reach
+/// (test/data/seq2seq-eos.yaml, attention-eos.yaml).
 std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
-  auto loaded = loadArtifact(model == "seq2seq_eos"
-                                 ? std::string(CELL_SEQ2SEQ_EOS_ARTIFACT)
+  auto loaded = loadArtifact(
+      model == "seq2seq_eos"     ? std::string(CELL_SEQ2SEQ_EOS_ARTIFACT)
+      : model == "attention_eos" ? std::string(CELL_ATTENTION_EOS_ARTIFACT)
                                  : std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
                                        model + "/model.cellpack");
   EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
@@ -128,7 +130,9 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
     expectSameResult(result, expected[i], std::string(model) + " " + result.id);
     if (const OutputTensor *tokens = result.find("tokens")) {
       // Decoding stops at the first EOS, or at the limit without one.
-      int64_t eosToken = std::string(model) == "seq2seq_eos" ? 74 : 2;
+      int64_t eosToken = std::string(model) == "seq2seq_eos"     ? 74
+                         : std::string(model) == "attention_eos" ? 314
+                                                                 : 2;
       const auto &values = tokens->integers;
       for (size_t t = 0; t + 1 < values.size(); ++t)
         EXPECT_NE(values[t], eosToken) << result.id << " decoded past EOS";
@@ -150,7 +154,8 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   EXPECT_GT(nodes, tasks) << "requests were never batched together";
   // Every row a request held (steps issued past EOS included) is back.
   EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
-  if (std::string(model) == "seq2seq_eos")
+  if (std::string(model) == "seq2seq_eos" ||
+      std::string(model) == "attention_eos")
     EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";
   std::printf("%s/%s: %llu nodes in %llu tasks, %d decodes ended at EOS\n",
               model, policyName(policy), (unsigned long long)nodes,
@@ -204,7 +209,14 @@ INSTANTIATE_TEST_SUITE_P(
                       EquivalenceCase{"gru", Policy::Cellular, true},
                       EquivalenceCase{"seq2seq_eos", Policy::Cellular, true},
                       EquivalenceCase{"treelstm", Policy::Cellular, true},
-                      EquivalenceCase{"seq2seq_eos", Policy::Graph, true}),
+                      EquivalenceCase{"seq2seq_eos", Policy::Graph, true},
+                      EquivalenceCase{"attention", Policy::Cellular},
+                      EquivalenceCase{"attention", Policy::Graph},
+                      EquivalenceCase{"attention", Policy::Padded},
+                      EquivalenceCase{"attention_eos", Policy::Cellular},
+                      EquivalenceCase{"attention_eos", Policy::Graph},
+                      EquivalenceCase{"attention_eos", Policy::Padded},
+                      EquivalenceCase{"attention_eos", Policy::Cellular, true}),
     [](const auto &info) {
       return std::string(info.param.model) + "_" +
              policyName(info.param.policy) +

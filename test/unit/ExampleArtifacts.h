@@ -30,6 +30,8 @@ inline std::string examplesBuildDir() {
 inline std::string exampleArtifactPath(const std::string &model) {
   if (model == "seq2seq_eos")
     return examplesBuildDir() + "/../test/seq2seq-eos.cellpack";
+  if (model == "attention_eos")
+    return examplesBuildDir() + "/../test/attention-eos.cellpack";
   return examplesBuildDir() + "/" + model + "/model.cellpack";
 }
 
