@@ -1,7 +1,8 @@
 # The example models (examples/) and their cells: examples/CMakeLists.txt
 # exports and compiles them, test/CMakeLists.txt builds tests on them (and
 # needs the cells to depend on the ONNX files, not just the targets).
-set(CELL_EXAMPLE_MODELS lstm gru seq2seq treelstm stacked lnlstm attention)
+set(CELL_EXAMPLE_MODELS lstm gru seq2seq treelstm stacked lnlstm attention
+                        bahdanau)
 set(cells_lstm lstm)
 set(cells_gru gru)
 set(cells_seq2seq encoder decoder)
@@ -9,3 +10,4 @@ set(cells_treelstm leaf internal)
 set(cells_stacked stacked)
 set(cells_lnlstm lnlstm)
 set(cells_attention encoder decoder)
+set(cells_bahdanau encoder decoder)

@@ -3,7 +3,9 @@
 sources, then greedy decoding with nn.LSTMCell, the output projection and
 argmax, step by step, the batch shrinking as requests reach the end token or
 their limit: what a user would run instead of cellrun, on the same trace and
-weights.
+weights. With the attention example's decoder (examples/attention: Luong
+`general` attention over the encoder's outputs, masked past each source),
+every step attends over the padded encoder outputs of its batch.
 
     pytorch_seq2seq.py --weights DIR --trace TRACE.jsonl --out RESULTS.jsonl
                        [--bos 1] [--eos 2] [--max-decode 64] [other options of
@@ -54,10 +56,21 @@ def load(weights):
     projection = nn.Linear(*decoder["proj.weight"].shape[::-1])
     projection.load_state_dict({"weight": decoder["proj.weight"],
                                 "bias": decoder["proj.bias"]})
-    return {"source_embedding": nn.Embedding.from_pretrained(encoder["embedding.weight"]),
-            "encoder": rnn.eval(),
-            "target_embedding": nn.Embedding.from_pretrained(decoder["embedding.weight"]),
-            "decoder": lstm_from(decoder).eval(), "projection": projection.eval()}
+    model = {"source_embedding": nn.Embedding.from_pretrained(encoder["embedding.weight"]),
+             "encoder": rnn.eval(),
+             "target_embedding": nn.Embedding.from_pretrained(decoder["embedding.weight"]),
+             "decoder": lstm_from(decoder).eval(), "projection": projection.eval()}
+    if "attn.weight" in decoder:  # Luong attention (examples/attention)
+        attn = nn.Linear(*decoder["attn.weight"].shape[::-1], bias=False)
+        attn.load_state_dict({"weight": decoder["attn.weight"]})
+        combine = nn.Linear(*decoder["combine.weight"].shape[::-1])
+        combine.load_state_dict({"weight": decoder["combine.weight"],
+                                 "bias": decoder["combine.bias"]})
+        model.update(attn=attn.eval(), combine=combine.eval())
+    elif any(not k.startswith(("embedding.", "cell.", "proj.")) for k in decoder):
+        sys.exit("pytorch_seq2seq.py: the decoder has weights this peer does not "
+                 "know: " + ", ".join(sorted(decoder)))
+    return model
 
 
 def item(request):
@@ -75,8 +88,11 @@ def run(model, batch):
     padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch])
     packed = pack_padded_sequence(model["source_embedding"](padded), lengths,
                                   enforce_sorted=False)
-    _, (h, c) = model["encoder"](packed)
+    outputs, (h, c) = model["encoder"](packed)
     h, c = h[0], c[0]
+    if "attn" in model:  # the encoder's outputs, [batch, longest source, hidden]
+        memory = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True)[0]
+        masked = torch.arange(memory.shape[1]).unsqueeze(0) >= lengths.unsqueeze(1)
     active = torch.arange(len(batch))
     token = torch.full((len(batch),), BOS, dtype=torch.int64)
     decoded = [[] for _ in batch]
@@ -84,7 +100,14 @@ def run(model, batch):
     step = 0
     while len(active):
         h, c = model["decoder"](model["target_embedding"](token), (h, c))
-        token = model["projection"](h).argmax(dim=1)
+        if "attn" in model:
+            scores = torch.bmm(memory, model["attn"](h).unsqueeze(2)).squeeze(2)
+            weights = torch.softmax(scores.masked_fill(masked, float("-inf")), dim=1)
+            context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)
+            token = model["projection"](
+                torch.tanh(model["combine"](torch.cat([context, h], dim=1)))).argmax(dim=1)
+        else:
+            token = model["projection"](h).argmax(dim=1)
         step += 1
         for request, value in zip(active.tolist(), token.tolist()):
             decoded[request].append(value)
@@ -92,6 +115,8 @@ def run(model, batch):
         if not bool(going.all()):  # finished rows leave the batch
             keep = going.nonzero().flatten()
             active, token, h, c = active[keep], token[keep], h[keep], c[keep]
+            if "attn" in model:
+                memory, masked = memory[keep], masked[keep]
     return [{"tokens": torch.tensor(tokens, dtype=torch.int64)} for tokens in decoded]
 
 
@@ -101,4 +126,5 @@ def compare(name, have, want):
 
 if __name__ == "__main__":
     peer_common.main(__doc__.splitlines()[0], load, item, run, compare,
-                     lambda model: "LSTM encoder + greedy LSTMCell decoder")
+                     lambda model: "LSTM encoder + greedy LSTMCell decoder" +
+                     (" with Luong attention" if "attn" in model else ""))

@@ -84,6 +84,11 @@ def main():
         pairs.append([n, target])
     write(os.path.join(args.out, "wmt15-pairs.csv"), "source,decode", pairs)
     describe("wmt15-pairs (decode)", [p[1] for p in pairs])
+    # The same pairs clipped at 50 steps each way: attention models attend over
+    # a memory of at most 50 source positions (examples/attention).
+    clipped = [[min(n, 50), min(target, 50)] for n, target in pairs]
+    write(os.path.join(args.out, "wmt15-pairs-max50.csv"), "source,decode", clipped)
+    describe("wmt15-pairs-max50 (source)", [p[0] for p in clipped])
 
 
 if __name__ == "__main__":

@@ -73,8 +73,8 @@ static void writeEmulationLauncher(const KernelInfo &info,
   os << "#ifdef CELL_CUDA_EMULATION\nextern \"C\" void " << info.name
      << "__emulate(void **args, unsigned grid, unsigned block) {\n"
      << "  cellEmulateLaunch(grid, block, "
-     << (info.shape == KernelInfo::Shape::RowReduction ? "true" : "false")
-     << ", [&] {\n    " << info.name << "(";
+     << (info.usesBarrier ? "true" : "false") << ", [&] {\n    " << info.name
+     << "(";
   for (auto [i, type] : llvm::enumerate(info.paramTypes))
     os << (i ? ",\n        " : "") << "*static_cast<" << type
        << " const *>(args[" << i << "])";
@@ -91,7 +91,15 @@ static std::string destination(FusedOp fused, unsigned i,
   if (type.getRank() < 2)
     return llvm::formatv("out{0}[{1}]", i, target);
   return llvm::formatv("out{0}[(size_t)({1}) * {2} + {3}]", i, target,
-                       type.getDimSize(1), col);
+                       rowWidth(fused.getResult(i)), col);
+}
+
+/// True when `op` reads or computes a value whose rows hold matrices
+/// ([batch, m, n]).
+static bool hasMatrixRows(Operation *op) {
+  auto isMatrix = [](Value value) { return tensorOf(value).getRank() > 2; };
+  return llvm::any_of(op->getOperands(), isMatrix) ||
+         llvm::any_of(op->getResults(), isMatrix);
 }
 
 /// True when every thread can handle four consecutive columns with float4
@@ -109,6 +117,11 @@ static bool canVectorize(FusedOp fused, int64_t width) {
   };
   Block &body = fused.getBody().front();
   if (!llvm::all_of(body.getArguments(), fits))
+    return false;
+  // [batch, m, n] rows broadcast within the row: one column at a time.
+  bool matrices = false;
+  body.walk([&](Operation *op) { matrices |= hasMatrixRows(op); });
+  if (matrices)
     return false;
   for (Value result : fused.getResults())
     if (tensorOf(result).getRank() != 2)
@@ -226,6 +239,7 @@ static LogicalResult writeArgMax(FusedOp fused, ArgMaxOp argmax,
   bool last = argmax.getSelectLastIndex();
   std::string type = computeType(tensorOf(input).getElementType());
   info.shape = KernelInfo::Shape::RowReduction;
+  info.usesBarrier = true;
   info.rowWidth = width;
   os << "  constexpr int kWidth = " << width << ";\n"
      << "  const int r = blockIdx.x;\n"
@@ -294,6 +308,7 @@ static LogicalResult writeRowReduction(FusedOp fused, Operation *reduce,
                    : a + " + " + b;
   };
   info.shape = KernelInfo::Shape::RowReduction;
+  info.usesBarrier = true;
   info.rowWidth = width;
   os << "  constexpr int kWidth = " << width << ";\n"
      << "  const int r = blockIdx.x;\n"
@@ -343,56 +358,51 @@ static std::string flatElement(FusedOp fused, unsigned i,
 }
 
 /// A product of per-row matrices (cell.row_matmul, alone in its kernel):
-/// one block per row. A matrix-vector product (n = 1: attention scores)
-/// reduces each of the m dot products across the block; otherwise each
-/// thread computes output elements (m * n of them: a context vector).
+/// one block per row, each thread computing output elements (m * n of them:
+/// the scores of the positions, or a context vector) without a barrier.
+/// A warp per dot product would read the memory coalesced for the scores;
+/// that waits for a GPU to measure it on (issue 13).
 static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
                                     llvm::raw_ostream &os, KernelInfo &info) {
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
-  auto lhs = matmul.getLhs().dyn_cast<BlockArgument>();
-  auto rhs = matmul.getRhs().dyn_cast<BlockArgument>();
+  // An operand is a kernel input, or a splat constant the kernel holds (the
+  // ones of a sum over a matrix dimension).
+  auto operand = [&](Value value,
+                     const std::string &flat) -> std::optional<std::string> {
+    if (auto arg = value.dyn_cast<BlockArgument>())
+      return flatElement(fused, arg.getArgNumber(), "r", flat);
+    auto constant = value.getDefiningOp<ConstantOp>();
+    auto dense = constant ? constant.getValue().dyn_cast<DenseElementsAttr>()
+                          : DenseElementsAttr();
+    if (!dense || !dense.isSplat())
+      return std::nullopt;
+    return floatLiteral(dense.getSplatValue<APFloat>().convertToDouble(),
+                        false);
+  };
+  int64_t m = matmul.getM(), k = matmul.getK(), n = matmul.getN();
+  std::optional<std::string> a =
+      operand(matmul.getLhs(),
+              matmul.getTransLhs() ? "kk * kM + i" : "(size_t)i * kK + kk");
+  std::optional<std::string> b =
+      operand(matmul.getRhs(), matmul.getTransRhs() ? "(size_t)j * kK + kk"
+                                                    : "(size_t)kk * kN + j");
   if (yield.getNumOperands() != 1 ||
-      yield.getOperand(0) != matmul.getResult() || !lhs || !rhs ||
+      yield.getOperand(0) != matmul.getResult() || !a || !b ||
       !tensorOf(matmul.getLhs()).getElementType().isF32())
     return fused.emitError(
         "code generation supports an fp32 row matmul of kernel inputs as the "
         "only result of its kernel");
-  int64_t m = matmul.getM(), k = matmul.getK(), n = matmul.getN();
   info.shape = KernelInfo::Shape::RowReduction;
   info.rowWidth = m * n;
-  std::string a =
-      flatElement(fused, lhs.getArgNumber(), "r",
-                  matmul.getTransLhs() ? "kk * kM + i" : "(size_t)i * kK + kk");
-  std::string b = flatElement(fused, rhs.getArgNumber(), "r",
-                              matmul.getTransRhs() ? "(size_t)j * kK + kk"
-                                                   : "(size_t)kk * kN + j");
   os << "  constexpr int kM = " << m << ", kK = " << k << ", kN = " << n
      << ";\n"
      << "  const int r = blockIdx.x;\n"
      << "  if (r >= n)\n    return;\n";
-  if (n == 1) {
-    os << "  const int j = 0;\n"
-       << "  __shared__ float partial[256];\n"
-       << "  for (int i = 0; i < kM; ++i) {\n"
-       << "    float acc = 0.0f;\n"
-       << "    for (int kk = threadIdx.x; kk < kK; kk += blockDim.x)\n"
-       << "      acc += " << a << " * " << b << ";\n"
-       << "    partial[threadIdx.x] = acc;\n"
-       << "    __syncthreads();\n"
-       << "    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
-       << "      if (threadIdx.x < stride)\n"
-       << "        partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
-       << "      __syncthreads();\n    }\n"
-       << "    if (threadIdx.x == 0)\n      " << destination(fused, 0, "r", "i")
-       << " = partial[0];\n"
-       << "    __syncthreads();\n  }\n";
-    return success();
-  }
   os << "  for (int o = threadIdx.x; o < kM * kN; o += blockDim.x) {\n"
      << "    const int i = o / kN, j = o % kN;\n"
      << "    float acc = 0.0f;\n"
      << "    for (int kk = 0; kk < kK; ++kk)\n"
-     << "      acc += " << a << " * " << b << ";\n"
+     << "      acc += " << *a << " * " << *b << ";\n"
      << "    " << destination(fused, 0, "r", "o") << " = acc;\n  }\n";
   return success();
 }
@@ -406,28 +416,25 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   info.blockSize = 256;
   RowMatMulOp rowMatMul;
   fused.getBody().walk([&](RowMatMulOp op) { rowMatMul = op; });
-  // Kernels index rows as [batch, columns]; wider rows are not generated
-  // (a row matmul reads its inputs' elements in order, whatever the shape).
-  // The error is at the op (so it names the ONNX node it came from).
-  for (Type type : fused.getBody().getArgumentTypes())
-    if (!rowMatMul && type.cast<RankedTensorType>().getRank() > 2)
-      return fused.emitError()
-             << "a kernel reads a " << type
-             << " value, with more than one dimension after the batch; code "
-                "generation supports [batch] and [batch, columns] values (and "
-                "matrices as weights)";
-  Operation *tooWide = nullptr;
+  // A row may hold a [m, n] matrix ([batch, m, n] values, attention over a
+  // memory): elementwise ops broadcast within the row, views keep its order,
+  // and row matmuls read it. Other ops index rows as [batch, columns]. The
+  // error is at the op (so it names the ONNX node it came from).
+  Operation *unsupported = nullptr;
   fused.getBody().walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (!tooWide && type.cast<RankedTensorType>().getRank() > 2)
-        tooWide = op;
+    if (hasMatrixRows(op) && !unsupported &&
+        !isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp, SigmoidOp,
+             TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, CastOp, IdentityOp,
+             ReshapeOp, SqueezeOp, UnsqueezeOp, ConstantOp, RowMatMulOp,
+             YieldOp>(op))
+      unsupported = op;
   });
-  if (tooWide)
-    return tooWide->emitError()
-           << "computes " << tooWide->getResult(0).getType()
-           << ", a value with more than one dimension after the batch; code "
-              "generation supports [batch] and [batch, columns] values (and "
-              "matrices as weights)";
+  if (unsupported)
+    return unsupported->emitError()
+           << "computes '" << unsupported->getName().getStringRef()
+           << "' over a value with more than one dimension after the batch; "
+              "code generation supports elementwise ops, reshapes and matrix "
+              "products (MatMul, ReduceSum, ReduceMean) of such values";
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
   Operation *reduce = nullptr;

@@ -78,10 +78,14 @@ RankedTensorType cellc::codegen::tensorOf(Value value) {
   return value.getType().cast<RankedTensorType>();
 }
 
-/// Columns per row of a batch value ([B] -> 1, [B, C] -> C).
+/// Columns per row of a batch value ([B] -> 1, [B, C] -> C, [B, S, C] ->
+/// S * C: a row holds the dimensions after the batch in order).
 int64_t cellc::codegen::rowWidth(Value value) {
   RankedTensorType type = tensorOf(value);
-  return type.getRank() < 2 ? 1 : type.getDimSize(1);
+  int64_t width = 1;
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    width *= type.getDimSize(d);
+  return width;
 }
 
 void KernelBodyWriter::analyzeBatch() {
@@ -188,13 +192,43 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
     value = type.getRank() < 2
                 ? llvm::formatv("in{0}[{1}]", i, row).str()
                 : llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, row,
-                                type.getDimSize(1), index.col)
+                                rowWidth(arg), index.col)
                       .str();
   }
   Type element = type.getElementType();
   if (element.isF16() || element.isBF16())
     return "(float)(" + value + ")";
   return value;
+}
+
+/// The column of an operand with row shape `from` broadcast (NumPy) to row
+/// shape `to` (both the dimensions after the batch, `from` padded with 1s to
+/// the same rank), read at column `col` of the result: each dimension of
+/// size 1 reads coordinate 0.
+static std::string broadcastColumn(ArrayRef<int64_t> from, ArrayRef<int64_t> to,
+                                   const std::string &col) {
+  std::vector<std::string> terms;
+  int64_t stride = 1, fromStride = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    if (from[d] != 1) {
+      std::string coordinate = col;
+      if (stride != 1)
+        coordinate = "(" + coordinate + ") / " + std::to_string(stride);
+      if (d != 0)
+        coordinate = "(" + coordinate + ") % " + std::to_string(to[d]);
+      terms.push_back(fromStride == 1 ? "(" + coordinate + ")"
+                                      : "(" + coordinate + ") * " +
+                                            std::to_string(fromStride));
+    }
+    stride *= to[d];
+    fromStride *= from[d];
+  }
+  if (terms.empty())
+    return "0";
+  std::string sum = terms.front();
+  for (size_t t = 1; t < terms.size(); ++t)
+    sum += " + " + terms[t];
+  return "(" + sum + ")";
 }
 
 /// The index of `operand` when the result of a broadcasting op is read at
@@ -205,6 +239,30 @@ FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
   RankedTensorType type = tensorOf(operand);
   Index at = index;
   bool batch = hasBatch(operand);
+  RankedTensorType resultType = tensorOf(result);
+  if (resultType.getRank() > 2) {
+    // [batch, m, n] rows: the operand's row shape, right-aligned (a weight's
+    // leading dimension may stand for the batch if it is 1).
+    ArrayRef<int64_t> to = resultType.getShape().drop_front();
+    ArrayRef<int64_t> shape = type.getShape();
+    if (batch)
+      shape = shape.drop_front();
+    else if (shape.size() > to.size() && shape.front() == 1)
+      shape = shape.drop_front();
+    if ((batch && type.getRank() != resultType.getRank()) ||
+        shape.size() > to.size())
+      return fused_.emitError()
+             << "cannot broadcast " << type << " to " << resultType;
+    SmallVector<int64_t> from(to.size() - shape.size(), 1);
+    from.append(shape.begin(), shape.end());
+    if (from == SmallVector<int64_t>(to.begin(), to.end()))
+      return element(operand, at);
+    at.lane = -1;
+    at.col = broadcastColumn(from, to, index.col);
+    if (!batch) // a weight, read at its element
+      at.row = "0";
+    return element(operand, at);
+  }
   if (!batch) {
     // [C], [1, C], [] or [1]: no row; a size-1 column is column 0.
     int64_t cols = type.getRank() == 0 ? 1 : type.getShape().back();

@@ -34,7 +34,7 @@ struct KernelInfo {
   enum class Shape {
     Elementwise,  // rowWidth threads a row, each computing one element or,
                   // when rows allow float4 access, four consecutive ones
-    RowReduction, // one block per row (argmax)
+    RowReduction, // one block per row (argmax, reductions, row matmuls)
   };
   std::string name; // extern "C" symbol, e.g. "lstm_b8_k1"
   std::string cell; // the specialized cell, e.g. "lstm_b8"
@@ -43,6 +43,9 @@ struct KernelInfo {
   int64_t rowWidth = 0;     // Elementwise: threads a row; RowReduction:
                             // columns reduced
   unsigned blockSize = 256; // threads per block
+  /// The block's threads meet at __syncthreads (a tree reduction); a row
+  /// matmul's threads never do.
+  bool usesBarrier = false;
   std::vector<KernelParam> params;
   std::vector<std::string> paramTypes; // C type of each parameter
   /// Number of blocks for a task with `rows` active rows.

@@ -6,7 +6,10 @@
 // (attention over a per-request memory: scores = memory x query, context =
 // weights x memory), becomes cell.row_matmul: a product per row, either
 // operand possibly a weight, either possibly transposed (a Transpose that
-// swaps the two matrix dimensions is folded into the product).
+// swaps the two matrix dimensions is folded into the product). A sum or mean
+// over one matrix dimension of a [batch, m, n] value (the context of additive
+// attention, (weights.unsqueeze(2) * memory).sum(1)) is a product by a
+// vector of ones (or of 1/count) the same way.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/GraphImporter.h"
@@ -117,4 +120,45 @@ LogicalResult cellc::convertMatMul(NodeContext &ctx) {
   if (failed(result))
     return failure();
   return ctx.setOutputs({*result});
+}
+
+FailureOr<Value> cellc::reduceRowMatrices(NodeContext &ctx, Value input,
+                                          int64_t axis, bool mean,
+                                          bool keepdims) {
+  auto type = input.getType().cast<RankedTensorType>();
+  int64_t rows = type.getDimSize(1), cols = type.getDimSize(2);
+  int64_t count = axis == 1 ? rows : cols;
+  auto vectorType = RankedTensorType::get({count}, type.getElementType());
+  Builder &b = ctx.builder();
+  FailureOr<Operation *> ones = ctx.create<cell::ConstantOp>(
+      {},
+      b.getNamedAttr("value",
+                     DenseElementsAttr::get(
+                         vectorType, b.getFloatAttr(type.getElementType(),
+                                                    mean ? 1.0 / count : 1.0)
+                                         .getValue())),
+      {vectorType});
+  if (failed(ones))
+    return failure();
+  // Over the rows: ones[1 x m] * x[m x n]; over the columns: x[m x n] *
+  // ones[n x 1].
+  Value vector = (*ones)->getResult(0);
+  bool overRows = axis == 1;
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr("m", b.getI64IntegerAttr(overRows ? 1 : rows)),
+      b.getNamedAttr("k", b.getI64IntegerAttr(count)),
+      b.getNamedAttr("n", b.getI64IntegerAttr(overRows ? cols : 1)),
+      b.getNamedAttr("trans_lhs", b.getBoolAttr(false)),
+      b.getNamedAttr("trans_rhs", b.getBoolAttr(false))};
+  FailureOr<Operation *> op = ctx.create<cell::RowMatMulOp>(
+      overRows ? ValueRange{vector, input} : ValueRange{input, vector}, attrs);
+  if (failed(op))
+    return failure();
+  SmallVector<int64_t> shape = {ShapedType::kDynamic};
+  if (!overRows || keepdims)
+    shape.push_back(overRows ? 1 : rows);
+  if (overRows || keepdims)
+    shape.push_back(overRows ? cols : 1);
+  return ctx.reshape((*op)->getResult(0),
+                     RankedTensorType::get(shape, type.getElementType()));
 }

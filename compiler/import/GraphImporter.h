@@ -252,6 +252,12 @@ mlir::FailureOr<mlir::Value> columnRange(NodeContext &ctx, mlir::Value rows,
 
 /// MatMul: by a weight matrix, or of per-row matrices (BatchedMatMul.cpp).
 mlir::LogicalResult convertMatMul(NodeContext &ctx);
+/// The sum (or `mean`) of `input` ([batch, m, n]) over `axis` 1 or 2, as a
+/// product by a constant vector; [batch, 1, n] or [batch, m, 1] when
+/// `keepdims`.
+mlir::FailureOr<mlir::Value> reduceRowMatrices(NodeContext &ctx,
+                                               mlir::Value input, int64_t axis,
+                                               bool mean, bool keepdims);
 
 // Converters of the recurrent ops LSTM, GRU and RNN for one time step
 // (RecurrentConverters.cpp).

@@ -7,13 +7,15 @@
 // `cell.reduce_mean` (a kernel of its own, one block per row);
 // LayerNormalization is written out as the same ops the older opsets export.
 // Softmax and LogSoftmax are written out over ReduceMax and ReduceSum. All
-// reduce the columns of a [batch, columns] value only: anything else is
-// refused naming the node.
+// reduce the columns of a [batch, columns] value only (a sum or mean over one
+// dimension of [batch, m, n] rows is a row matmul, BatchedMatMul.cpp):
+// anything else is refused naming the node.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/import/GraphImporter.h"
 
 #include <cstring>
+#include <type_traits>
 
 using namespace mlir;
 using namespace cellc;
@@ -74,10 +76,20 @@ static LogicalResult convertReduce(NodeContext &ctx) {
     for (int64_t dim = 0; dim < type->getRank(); ++dim)
       axes.push_back(dim);
   }
+  bool keepdims = ctx.intAttr("keepdims", 1) != 0;
+  // A sum or mean over one matrix dimension of [batch, m, n] rows.
+  if (!std::is_same_v<ReduceOp, cell::ReduceMaxOp> && type->getRank() == 3 &&
+      type->isDynamicDim(0) && axes.size() == 1 && axes[0] >= 1) {
+    FailureOr<Value> reduced = reduceRowMatrices(
+        ctx, *ctx.input(0), axes[0],
+        std::is_same_v<ReduceOp, cell::ReduceMeanOp>, keepdims);
+    if (failed(reduced))
+      return failure();
+    return ctx.setOutputs(*reduced);
+  }
   if (failed(rowsInput(ctx, axes)))
     return failure();
-  FailureOr<Value> reduced =
-      rowReduce<ReduceOp>(ctx, *ctx.input(0), ctx.intAttr("keepdims", 1) != 0);
+  FailureOr<Value> reduced = rowReduce<ReduceOp>(ctx, *ctx.input(0), keepdims);
   if (failed(reduced))
     return failure();
   return ctx.setOutputs(*reduced);

@@ -96,6 +96,8 @@ static LogicalResult checkMemoryRoles(const Manifest &manifest) {
       manifest.seq2seq ? manifest.findCell(manifest.seq2seq->decoder) : nullptr;
   const CellSpec *encoder =
       manifest.seq2seq ? manifest.findCell(manifest.seq2seq->encoder) : nullptr;
+  if (manifest.seq2seq && (!encoder || !decoder || encoder == decoder))
+    return success(); // checkSeq2Seq says what is wrong
   for (const CellSpec &cell : manifest.cells) {
     const RoleSpec *memory = nullptr, *mask = nullptr;
     for (const RoleSpec &input : cell.inputs) {
@@ -288,9 +290,6 @@ LogicalResult cellc::checkManifest(const Manifest &manifest,
                                    MLIRContext &context) {
   if (failed(checkSections(manifest, context)))
     return failure();
-  if (manifest.structure == Structure::Seq2Seq &&
-      failed(checkSeq2Seq(manifest, *manifest.seq2seq)))
-    return failure();
   if (failed(checkMemoryRoles(manifest)))
     return failure();
   switch (manifest.structure) {
@@ -301,7 +300,7 @@ LogicalResult cellc::checkManifest(const Manifest &manifest,
              << manifest.cells.size();
     return checkStatePairs(manifest.cells.front(), /*requireState=*/true);
   case Structure::Seq2Seq:
-    return success(); // checked above
+    return checkSeq2Seq(manifest, *manifest.seq2seq);
   case Structure::Tree:
     return checkTree(manifest, *manifest.tree);
   case Structure::Custom:

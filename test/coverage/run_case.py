@@ -232,23 +232,48 @@ def run_tree_opset(case, opset, args, work, label):
           % (label, len(requests), worst))
 
 
-def greedy_decode(encoder, decoder, spec, source):
-    """PyTorch's greedy decoding of one source: the encoder's h after each step
-    fills the memory (zeros past the source, mask 0 there), then the decoder runs
-    from BOS to EOS or the decode limit. Returns (tokens, stop)."""
+def greedy_decode(case, encoder, decoder, source):
+    """PyTorch's greedy decoding of one source: each memory holds the encoder output
+    it is filled from after each source step (zeros past the source, mask 0 there),
+    then the decoder runs from BOS to EOS or the decode limit, its states starting
+    from the encoder's (initial_state). Returns (tokens, stop)."""
+    spec = case.seq2seq
     positions = spec["longest_source"]
-    h = torch.zeros(1, encoder.cell.hidden_size)
-    c = torch.zeros(1, encoder.cell.hidden_size)
-    memory = torch.zeros(1, positions, encoder.cell.hidden_size)
+    width = lambda w: (1,) + (w if isinstance(w, tuple) else (w,))
+    states = {n: torch.zeros(*width(w)) for n, role, w, _ in case.inputs
+              if role == "state"}
+    memories = {n: torch.zeros(*width(w)) for n, role, w, _ in spec["inputs"]
+                if role == "memory"}
+    sources = {n: extra["from"] for n, role, _, extra in spec["inputs"]
+               if role == "memory"}
     mask = torch.zeros(1, positions)
+
+    def step(module, inputs, outputs, token, states, memories):
+        args = [token if role == "input" else states[n] if role == "state" else
+                memories[n] if role == "memory" else mask
+                for n, role, _, _ in inputs]
+        outs = module(*args)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        values = dict(zip([n for n, *_ in outputs], outs))
+        for n, role, _, extra in outputs:
+            if role == "state":
+                states[extra["updates"]] = values[n]
+        return values
+
     with torch.no_grad():
         for t, token in enumerate(source):
-            h, c = encoder(torch.tensor([token]), h, c)
-            memory[0, t] = h[0]
+            values = step(encoder, case.inputs, case.outputs, torch.tensor([token]),
+                          states, {})
+            for n, source_output in sources.items():
+                memories[n][0, t] = values[source_output][0]
             mask[0, t] = 1.0
+        decoder_states = {to: states[source_state]
+                          for to, source_state in spec["initial_state"].items()}
         token, tokens = torch.tensor([spec["bos"]]), []
         while len(tokens) < spec["max_decode"]:
-            token, h, c = decoder(token, h, c, memory, mask)
+            values = step(decoder, spec["inputs"], spec["outputs"], token,
+                          decoder_states, memories)
+            token = values["next_token"]
             tokens.append(int(token[0]))
             if tokens[-1] == spec["eos"]:
                 return tokens, "eos"
@@ -284,7 +309,7 @@ def run_seq2seq_opset(case, opset, args, work, label):
     if compiled.returncode != 0:
         fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
     generator = torch.Generator().manual_seed(opset)
-    vocab = encoder.embed.num_embeddings
+    vocab = [extra["vocab"] for _, _, _, extra in case.inputs if "vocab" in extra][0]
     sources = []
     for r in range(3 * REQUESTS):
         length = 1 + r % spec["longest_source"]
@@ -305,7 +330,7 @@ def run_seq2seq_opset(case, opset, args, work, label):
     stops = {"eos": 0, "limit": 0}
     for r, source in enumerate(sources):
         rid = "s%d" % r
-        want, stop = greedy_decode(encoder, decoder, spec, source)
+        want, stop = greedy_decode(case, encoder, decoder, source)
         result = results.get(rid)
         if result is None or "error" in result:
             fail("%s: request %s: %s" % (label, rid, result))

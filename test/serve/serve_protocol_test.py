@@ -55,7 +55,8 @@ check(status == 404, f"unknown model metadata: {status}")
 status, _, body = server.request("GET", "/v2/health/ready")
 model_name = None
 # The model's name: given (argument 4), or one of the examples'.
-names = sys.argv[4:5] or ["lstm_lm", "gru", "seq2seq", "treelstm", "attention"]
+names = sys.argv[4:5] or ["lstm_lm", "gru", "seq2seq", "treelstm", "attention",
+                            "bahdanau"]
 for candidate in names:
     status, _, body = server.request("GET", f"/v2/models/{candidate}")
     if status == 200:

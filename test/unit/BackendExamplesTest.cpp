@@ -365,11 +365,12 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"lstm", "fp32"}, ExampleArtifact{"gru", "fp32"},
         ExampleArtifact{"seq2seq", "fp32"}, ExampleArtifact{"treelstm", "fp32"},
         ExampleArtifact{"stacked", "fp32"}, ExampleArtifact{"lnlstm", "fp32"},
-        ExampleArtifact{"attention", "fp32"}, ExampleArtifact{"lstm", "tf32"},
+        ExampleArtifact{"attention", "fp32"},
+        ExampleArtifact{"bahdanau", "fp32"}, ExampleArtifact{"lstm", "tf32"},
         ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
         ExampleArtifact{"treelstm", "tf32"}, ExampleArtifact{"stacked", "tf32"},
-        ExampleArtifact{"lnlstm", "tf32"},
-        ExampleArtifact{"attention", "tf32"}),
+        ExampleArtifact{"lnlstm", "tf32"}, ExampleArtifact{"attention", "tf32"},
+        ExampleArtifact{"bahdanau", "tf32"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return std::string(info.param.model) + "_" + info.param.precision;
     });

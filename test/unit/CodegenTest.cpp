@@ -107,6 +107,7 @@ TEST_P(CodegenTest, EveryBatchSizeCompilesForSm80AndSm90) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CodegenTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
-                                           "stacked", "lnlstm", "attention"));
+                                           "stacked", "lnlstm", "attention",
+                                           "bahdanau"));
 
 } // namespace

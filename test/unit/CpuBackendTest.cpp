@@ -52,6 +52,7 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
-                                           "stacked", "lnlstm", "attention"));
+                                           "stacked", "lnlstm", "attention",
+                                           "bahdanau"));
 
 } // namespace

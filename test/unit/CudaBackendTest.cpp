@@ -167,6 +167,7 @@ TEST_P(CudaPlanTest, CodeForCommonGpus) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, CudaPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
-                                           "stacked", "lnlstm", "attention"));
+                                           "stacked", "lnlstm", "attention",
+                                           "bahdanau"));
 
 } // namespace

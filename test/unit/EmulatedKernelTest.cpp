@@ -140,6 +140,7 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
-                                           "stacked", "lnlstm", "attention"));
+                                           "stacked", "lnlstm", "attention",
+                                           "bahdanau"));
 
 } // namespace

@@ -213,6 +213,8 @@ INSTANTIATE_TEST_SUITE_P(
                       EquivalenceCase{"attention", Policy::Cellular},
                       EquivalenceCase{"attention", Policy::Graph},
                       EquivalenceCase{"attention", Policy::Padded},
+                      EquivalenceCase{"bahdanau", Policy::Cellular},
+                      EquivalenceCase{"bahdanau", Policy::Cellular, true},
                       EquivalenceCase{"attention_eos", Policy::Cellular},
                       EquivalenceCase{"attention_eos", Policy::Graph},
                       EquivalenceCase{"attention_eos", Policy::Padded},

@@ -144,6 +144,7 @@ TEST_P(MemoryPlanTest, EveryBatchSizeHasAnExactPlan) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, MemoryPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
-                                           "stacked", "lnlstm", "attention"));
+                                           "stacked", "lnlstm", "attention",
+                                           "bahdanau"));
 
 } // namespace

@@ -19,8 +19,8 @@ namespace cellc::testing {
 inline std::string randomRequest(const std::string &model, int id,
                                  std::mt19937 &random, int maxLength = 24) {
   std::string json = "{\"id\": \"r" + std::to_string(id) + "\", ";
-  bool seq2seq =
-      model.rfind("seq2seq", 0) == 0 || model.rfind("attention", 0) == 0;
+  bool seq2seq = model.rfind("seq2seq", 0) == 0 ||
+                 model.rfind("attention", 0) == 0 || model == "bahdanau";
   int vocab = seq2seq ? 500 : 1000;
   if (model == "treelstm") {
     int leaves = std::uniform_int_distribution<int>(1, 12)(random);

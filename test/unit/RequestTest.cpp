@@ -70,6 +70,26 @@ TEST(RequestTest, BadSequencesAreRefusedPrecisely) {
   EXPECT_EQ(parseError(*engine, R"({"id": "h", "tokens": [1, 2]})"), "");
 }
 
+TEST(RequestTest, SourcesLongerThanTheMemoryAreRefused) {
+  // The attention example's memory holds 50 positions; below the step
+  // limit (60 here), they are the bound.
+  EngineOptions options;
+  options.startWorker = false;
+  options.limits.maxSteps = 60;
+  auto roomy = Engine::create(loadExample("attention"), options);
+  ASSERT_TRUE(roomy.ok()) << roomy.status().toString();
+  auto source = [](int steps) {
+    std::string json = R"({"id": "s", "tokens": [)";
+    for (int i = 0; i < steps; ++i)
+      json += (i ? ", " : "") + std::to_string(i + 3);
+    return json + "]}";
+  };
+  EXPECT_EQ(parseError(*roomy.value(), source(50)), "");
+  EXPECT_EQ(parseError(*roomy.value(), source(51)),
+            "request s: 51 source steps, but the decoder attends over at most "
+            "50 (the positions of its memory)");
+}
+
 TEST(RequestTest, JsonIsReadStrictlyAndNeverThrows) {
   auto engine = manualEngine("lstm");
   ASSERT_TRUE(engine);

@@ -10,8 +10,8 @@
 // batching leaves results unchanged.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Engine.h"
 #include "ExampleArtifacts.h"
+#include "cellrun/Engine.h"
 
 #include "../../runtime/backend/cpu/ElementIO.h"
 
