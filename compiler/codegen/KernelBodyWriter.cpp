@@ -201,36 +201,6 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
   return value;
 }
 
-/// The column of an operand with row shape `from` broadcast (NumPy) to row
-/// shape `to` (both the dimensions after the batch, `from` padded with 1s to
-/// the same rank), read at column `col` of the result: each dimension of
-/// size 1 reads coordinate 0.
-static std::string broadcastColumn(ArrayRef<int64_t> from, ArrayRef<int64_t> to,
-                                   const std::string &col) {
-  std::vector<std::string> terms;
-  int64_t stride = 1, fromStride = 1;
-  for (size_t d = to.size(); d-- > 0;) {
-    if (from[d] != 1) {
-      std::string coordinate = col;
-      if (stride != 1)
-        coordinate = "(" + coordinate + ") / " + std::to_string(stride);
-      if (d != 0)
-        coordinate = "(" + coordinate + ") % " + std::to_string(to[d]);
-      terms.push_back(fromStride == 1 ? "(" + coordinate + ")"
-                                      : "(" + coordinate + ") * " +
-                                            std::to_string(fromStride));
-    }
-    stride *= to[d];
-    fromStride *= from[d];
-  }
-  if (terms.empty())
-    return "0";
-  std::string sum = terms.front();
-  for (size_t t = 1; t < terms.size(); ++t)
-    sum += " + " + terms[t];
-  return "(" + sum + ")";
-}
-
 /// The index of `operand` when the result of a broadcasting op is read at
 /// `index`: dimensions of size 1 read element 0.
 FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,

@@ -26,11 +26,19 @@ using mlir::FailureOr;
 
 /// The tensor type of `value`.
 mlir::RankedTensorType tensorOf(mlir::Value value);
-/// Columns per row of a batch value ([B] -> 1, [B, C] -> C).
+/// Columns per row of a batch value ([B] -> 1, [B, C] -> C, [B, M, N] ->
+/// M * N).
 int64_t rowWidth(mlir::Value value);
+/// The column expression of an operand with row shape `from` broadcast
+/// (NumPy) to row shape `to` (the dimensions after the batch, `from` padded
+/// with 1s to the same rank), read at column `col` of the result
+/// (RowBroadcast.cpp).
+std::string broadcastColumn(llvm::ArrayRef<int64_t> from,
+                            llvm::ArrayRef<int64_t> to, const std::string &col);
 /// The type the kernel computes an element type in.
 std::string computeType(mlir::Type type);
-/// A C++ literal that reads back as exactly `value`; nullopt if not finite.
+/// A C++ literal that reads back as exactly `value` (infinities by their
+/// bits); nullopt for NaN.
 std::optional<std::string> floatLiteral(double value, bool isDouble);
 
 /// Where an element is: row and column expressions (column empty for values
