@@ -181,6 +181,8 @@ FailureOr<std::string> KernelBodyWriter::load(BlockArgument arg,
       value = llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, index.row,
                             type.getDimSize(1), index.col)
                   .str();
+    else if (index.row == "0") // broadcast into rows of matrices: flat
+      value = llvm::formatv("in{0}[{1}]", i, index.col).str();
     else
       return fused_.emitError()
              << "operand #" << i << " of type " << type
@@ -225,11 +227,12 @@ FailureOr<std::string> KernelBodyWriter::broadcastOperand(Value operand,
              << "cannot broadcast " << type << " to " << resultType;
     SmallVector<int64_t> from(to.size() - shape.size(), 1);
     from.append(shape.begin(), shape.end());
-    if (from == SmallVector<int64_t>(to.begin(), to.end()))
+    bool same = from == SmallVector<int64_t>(to.begin(), to.end());
+    if (batch && same)
       return element(operand, at);
     at.lane = -1;
-    at.col = broadcastColumn(from, to, index.col);
-    if (!batch) // a weight, read at its element
+    at.col = same ? index.col : broadcastColumn(from, to, index.col);
+    if (!batch) // a weight, the same for every row: read at its element
       at.row = "0";
     return element(operand, at);
   }

@@ -87,6 +87,10 @@ LogicalResult cellc::convertMatMul(NodeContext &ctx) {
       return failure();
     return ctx.setOutputs((*op)->getResults());
   }
+  if (!lhsType->getElementType().isa<FloatType>())
+    return ctx.emitError() << "multiplies " << *lhsType
+                           << " matrices; a product of per-row matrices is of "
+                              "floats";
   FailureOr<MatrixOperand> lhs = matrixOperand(ctx, 0, true);
   if (failed(lhs))
     return failure();

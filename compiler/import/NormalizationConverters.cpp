@@ -79,7 +79,8 @@ static LogicalResult convertReduce(NodeContext &ctx) {
   bool keepdims = ctx.intAttr("keepdims", 1) != 0;
   // A sum or mean over one matrix dimension of [batch, m, n] rows.
   if (!std::is_same_v<ReduceOp, cell::ReduceMaxOp> && type->getRank() == 3 &&
-      type->isDynamicDim(0) && axes.size() == 1 && axes[0] >= 1) {
+      type->isDynamicDim(0) && axes.size() == 1 && axes[0] >= 1 &&
+      type->getElementType().isa<FloatType>()) {
     FailureOr<Value> reduced = reduceRowMatrices(
         ctx, *ctx.input(0), axes[0],
         std::is_same_v<ReduceOp, cell::ReduceMeanOp>, keepdims);
