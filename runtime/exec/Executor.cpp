@@ -61,6 +61,11 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
   }
   if (Status status = executor->createPools(rowsPerPool); !status.isOk())
     return status;
+  if ((executor->injectFault_ = options.injectFault))
+    for (auto &[key, pool] : executor->pools_)
+      pool->setAcquireFault([inject = options.injectFault] {
+        return inject(FaultPoint::Allocate);
+      });
   return executor;
 }
 
@@ -227,6 +232,20 @@ Result<uint64_t> Executor::submitWithPlan(
                       std::to_string(batchPlan.batch_size()));
   if (Status status = checkIO(cell, rows, io); !status.isOk())
     return status;
+  if (injectFault_)
+    if (Status fault = injectFault_(FaultPoint::Transfer); !fault.isOk())
+      return fault;
+  auto issued = issue(cell, batchPlan, rows, inputRows, outputRows, io);
+  if (issued.ok() && injectFault_)
+    if (Status fault = injectFault_(FaultPoint::Kernel); !fault.isOk())
+      failedTickets_[issued.value()] = fault;
+  return issued;
+}
+
+Result<uint64_t> Executor::issue(
+    const cellpack::CellType &cell, const cellpack::BatchPlan &batchPlan,
+    uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
+    const std::vector<std::vector<int32_t>> &outputRows, const TaskIO &io) {
   const cellpack::BatchPlan *plan = &batchPlan;
   if (cuda_)
     return submitCuda(cell, *plan, rows, inputRows, outputRows, io);
@@ -304,8 +323,17 @@ Result<uint64_t> Executor::submitCuda(
 }
 
 Status Executor::wait(uint64_t ticket) {
-  if (cuda_)
-    return cuda_->wait(ticket);
+  // A task whose kernels failed (injected) reports it when waited for,
+  // after the tasks before it, as a device error would.
+  Status waited = cuda_ ? cuda_->wait(ticket) : Status::ok();
+  for (auto failed = failedTickets_.begin();
+       failed != failedTickets_.end() && failed->first <= ticket;) {
+    if (waited.isOk())
+      waited = failed->second;
+    failed = failedTickets_.erase(failed);
+  }
+  if (cuda_ || !waited.isOk())
+    return waited;
   if (ticket == 0 || ticket > cpuTickets_)
     return Status(StatusCode::InvalidArgument,
                   "ticket " + std::to_string(ticket) + " was never issued");

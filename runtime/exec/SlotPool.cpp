@@ -31,6 +31,9 @@ SlotPool::SlotPool(size_t rowBytes, uint32_t capacity, void *memory,
 }
 
 Result<uint32_t> SlotPool::acquire() {
+  if (failAcquire_)
+    if (Status fault = failAcquire_(); !fault.isOk())
+      return fault;
   if (free_.empty())
     return Status(StatusCode::ResourceExhausted,
                   "all " + std::to_string(capacity_) + " rows of " +

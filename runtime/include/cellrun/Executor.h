@@ -20,6 +20,7 @@
 #include "cellrun/Device.h"
 #include "cellrun/SlotPool.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,14 @@ namespace cuda {
 class CudaBackend;
 } // namespace cuda
 
+/// Where a test may make the executor fail (fault injection): taking a pool
+/// row (an allocation), moving a task's data (a transfer), running a task's
+/// kernels (the task is issued, and its wait reports the error).
+enum class FaultPoint : uint8_t { Allocate, Transfer, Kernel };
+/// Called at every fault point when set; a status that is not Ok is the
+/// fault, returned where the operation would have failed.
+using FaultInjector = std::function<Status(FaultPoint)>;
+
 struct ExecutorOptions {
   DeviceKind device = DeviceKind::Cpu;
   /// cpu: threads that share a task's GEMM columns and kernel rows;
@@ -44,6 +53,8 @@ struct ExecutorOptions {
   /// cuda: the device index and how many tasks may be in flight.
   int cudaDevice = 0;
   unsigned tasksInFlight = 4;
+  /// Tests only: faults to inject (none when empty).
+  FaultInjector injectFault;
 };
 
 class Executor {
@@ -142,6 +153,12 @@ private:
                    bool isOutput);
   Status checkIO(const cellpack::CellType &cell, uint32_t rows,
                  const TaskIO &io);
+  /// Runs (cpu) or enqueues (cuda) a checked task.
+  Result<uint64_t> issue(const cellpack::CellType &cell,
+                         const cellpack::BatchPlan &plan, uint32_t rows,
+                         const std::vector<std::vector<int32_t>> &inputRows,
+                         const std::vector<std::vector<int32_t>> &outputRows,
+                         const TaskIO &io);
   Result<uint64_t>
   submitCuda(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
              uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
@@ -157,6 +174,9 @@ private:
   std::unique_ptr<cpu::PackedWeightCache> packedWeights_;
   std::unique_ptr<cuda::CudaBackend> cuda_;
   uint64_t cpuTickets_ = 0;
+  FaultInjector injectFault_;
+  /// Tickets of issued tasks whose kernels failed (injected), until waited.
+  std::map<uint64_t, Status> failedTickets_;
   /// (element type, row bytes) -> pool.
   std::map<std::pair<int, size_t>, std::unique_ptr<SlotPool>> pools_;
   std::unordered_map<const cellpack::BatchPlan *,

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -29,8 +30,12 @@ public:
   /// view of it when the host can access it directly, else null.
   SlotPool(size_t rowBytes, uint32_t capacity, void *memory, void *hostMemory);
 
-  /// A free row, or ResourceExhausted when every row is taken.
+  /// A free row, or ResourceExhausted when every row is taken (or the
+  /// failure `failAcquire`, when set, returns: fault injection in tests).
   Result<uint32_t> acquire();
+  void setAcquireFault(std::function<Status()> failAcquire) {
+    failAcquire_ = std::move(failAcquire);
+  }
   /// Returns `row` to the pool. Releasing a row twice, or one that is not
   /// taken, is InvalidArgument and changes nothing.
   Status release(uint32_t row);
@@ -57,6 +62,7 @@ private:
   uint8_t *hostBase_ = nullptr;
   std::vector<uint32_t> free_; // stack of free rows
   std::vector<uint8_t> taken_; // per row: 1 while acquired
+  std::function<Status()> failAcquire_;
 };
 
 } // namespace cellrun
