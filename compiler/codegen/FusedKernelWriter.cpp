@@ -348,13 +348,10 @@ static std::string flatElement(FusedOp fused, unsigned i,
   std::string kind = access(fused, false, i);
   if (kind == "broadcast")
     return llvm::formatv("in{0}[{1}]", i, flat);
-  RankedTensorType type = tensorOf(fused.getInputs()[i]);
-  int64_t width = 1;
-  for (int64_t d = 1; d < type.getRank(); ++d)
-    width *= type.getDimSize(d);
   std::string at =
       kind == "gather" ? llvm::formatv("rows{0}[{1}]", i, row).str() : row;
-  return llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, at, width, flat);
+  return llvm::formatv("in{0}[(size_t)({1}) * {2} + {3}]", i, at,
+                       rowWidth(fused.getInputs()[i]), flat);
 }
 
 /// A product of per-row matrices (cell.row_matmul, alone in its kernel):

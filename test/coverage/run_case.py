@@ -140,6 +140,20 @@ def compare(label, expected, got, reference="PyTorch"):
                                 (RTOL * np.abs(w) + ATOL)) for n, w in expected.items()]))
 
 
+def compile_manifest(args, work, lines, label):
+    """Writes the manifest `lines` to <work>/model.yaml and compiles it with cellc;
+    returns the artifact's path (a cellc failure fails the case)."""
+    manifest = os.path.join(work, "model.yaml")
+    with open(manifest, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    artifact = os.path.join(work, "model.cellpack")
+    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
+                              capture_output=True, text=True)
+    if compiled.returncode != 0:
+        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    return artifact
+
+
 def random_tree(generator, arity, max_leaves):
     """Nodes in creation order (children before parents): arity-many random
     subtrees are joined until one is left. Returns [children lists], root."""
@@ -174,14 +188,7 @@ def run_tree_opset(case, opset, args, work, label):
                         case.tree["outputs"], 1) +
              ["tree:", "  leaf: leaf", "  internal: internal",
               "  arity: %d" % case.tree["arity"]])
-    manifest = os.path.join(work, "model.yaml")
-    with open(manifest, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    artifact = os.path.join(work, "model.cellpack")
-    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
-                              capture_output=True, text=True)
-    if compiled.returncode != 0:
-        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    artifact = compile_manifest(args, work, lines, label)
     generator = torch.Generator().manual_seed(opset)
     internal_inputs = [(n, w) for n, role, w, _ in case.tree["inputs"] if role == "input"]
     leaf_inputs = [(n, w) for n, role, w, _ in case.inputs if role == "input"]
@@ -300,14 +307,7 @@ def run_seq2seq_opset(case, opset, args, work, label):
               "  token_input: token", "  token_output: next_token",
               "  bos_token: %d" % spec["bos"], "  eos_token: %d" % spec["eos"],
               "  max_decode_length: %d" % spec["max_decode"]])
-    manifest = os.path.join(work, "model.yaml")
-    with open(manifest, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    artifact = os.path.join(work, "model.cellpack")
-    compiled = subprocess.run([args.cellc, manifest, "-o", artifact, "--quiet"],
-                              capture_output=True, text=True)
-    if compiled.returncode != 0:
-        fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
+    artifact = compile_manifest(args, work, lines, label)
     generator = torch.Generator().manual_seed(opset)
     vocab = [extra["vocab"] for _, _, _, extra in case.inputs if "vocab" in extra][0]
     sources = []
