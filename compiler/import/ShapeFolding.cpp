@@ -11,7 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/import/GraphImporter.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 #include <cstring>
+#include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace cellc;
@@ -78,18 +82,26 @@ struct Folder {
         result.kinds.push_back(Kind::Unknown);
         continue;
       }
-      int64_t x = a.values[ia], y = b.values[ib], value = 0;
+      int64_t x = a.values[ia], y = b.values[ib];
+      std::optional<int64_t> value;
       if (op == "Add")
-        value = x + y;
+        value = llvm::checkedAdd(x, y);
       else if (op == "Sub")
-        value = x - y;
+        value = llvm::checkedSub(x, y);
       else if (op == "Mul")
-        value = x * y;
+        value = llvm::checkedMul(x, y);
       else if (y == 0)
         return ctx.emitError() << "divides by zero";
-      else
+      else if (!(x == std::numeric_limits<int64_t>::min() && y == -1))
         value = x / y; // integer Div truncates
-      result.values.push_back(value);
+      if (!value)
+        return ctx.emitError() << "overflows int64 (" << x << " "
+                               << (op == "Add"   ? "+"
+                                   : op == "Sub" ? "-"
+                                   : op == "Mul" ? "*"
+                                                 : "/")
+                               << " " << y << ")";
+      result.values.push_back(*value);
       result.kinds.push_back(Kind::Known);
     }
     return result;

@@ -36,8 +36,12 @@ public:
 
 private:
   LocationAttr locOf(yaml::Node *node) {
-    auto [line, column] =
-        sourceMgr_.getLineAndColumn(node->getSourceRange().Start);
+    // After a syntax error (a NUL byte, say) LLVM's YAML parser may hand out
+    // nodes whose range points outside the text: the file, without a line.
+    llvm::SMLoc start = node ? node->getSourceRange().Start : llvm::SMLoc();
+    if (!start.isValid() || sourceMgr_.FindBufferContainingLoc(start) == 0)
+      return FileLineColLoc::get(&context_, path_, 0, 0);
+    auto [line, column] = sourceMgr_.getLineAndColumn(start);
     return FileLineColLoc::get(&context_, path_, line, column);
   }
   /// An error at `node`; silent once the YAML itself was malformed, since

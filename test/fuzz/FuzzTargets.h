@@ -1,12 +1,13 @@
 //===- FuzzTargets.h - What the fuzz targets share --------------*- C++ -*-===//
 //
-// The example artifacts a target parses requests against, found like the
-// tests find them (CELL_EXAMPLES_BUILD_DIR in the environment, else the
-// build tree's), loaded once.
+// The example artifacts a target parses requests against (ExamplesDir.h),
+// loaded once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELL_TEST_FUZZ_FUZZTARGETS_H
 #define CELL_TEST_FUZZ_FUZZTARGETS_H
+
+#include "ExamplesDir.h"
 
 #include "cellrun/Artifact.h"
 
@@ -17,11 +18,6 @@
 #include <vector>
 
 namespace cellfuzz {
-
-inline std::string examplesDir() {
-  const char *dir = std::getenv("CELL_EXAMPLES_BUILD_DIR");
-  return dir ? dir : CELL_EXAMPLES_BUILD_DIR;
-}
 
 /// The fp32 artifacts of the examples with one structure each (chain,
 /// seq2seq, tree, stacked chain); exits when one is missing.
