@@ -12,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
 tests=(scheduler-tests engine-tests custom-unfolder-tests executor-tests backend-examples-cpu-tests cpu-backend-tests
-  fault-injection-tests
+  fault-injection-tests worker-stop-tests
   artifact-tests device-tests)
 
 "$root/scripts/install-deps.sh"

@@ -232,14 +232,30 @@ Result<uint64_t> Executor::submitWithPlan(
                       std::to_string(batchPlan.batch_size()));
   if (Status status = checkIO(cell, rows, io); !status.isOk())
     return status;
-  if (injectFault_)
+  if (!lost_.isOk())
+    return lost_;
+  if (injectFault_) {
+    if (Status fault = injectFault_(FaultPoint::Device); !fault.isOk())
+      return noteLoss(Status(StatusCode::Unavailable,
+                             "the device stopped: " + fault.message()));
     if (Status fault = injectFault_(FaultPoint::Transfer); !fault.isOk())
       return fault;
+  }
   auto issued = issue(cell, batchPlan, rows, inputRows, outputRows, io);
-  if (issued.ok() && injectFault_)
+  if (!issued.ok())
+    return noteLoss(issued.status());
+  if (injectFault_)
     if (Status fault = injectFault_(FaultPoint::Kernel); !fault.isOk())
       failedTickets_[issued.value()] = fault;
   return issued;
+}
+
+Status Executor::noteLoss(Status status) {
+  // The CUDA backend reports errors that leave the context unusable as
+  // Unavailable (CudaCheck.h); the cpu backend only when injected.
+  if (status.code() == StatusCode::Unavailable && lost_.isOk())
+    lost_ = status;
+  return status;
 }
 
 Result<uint64_t> Executor::issue(
@@ -325,7 +341,11 @@ Result<uint64_t> Executor::submitCuda(
 Status Executor::wait(uint64_t ticket) {
   // A task whose kernels failed (injected) reports it when waited for,
   // after the tasks before it, as a device error would.
-  Status waited = cuda_ ? cuda_->wait(ticket) : Status::ok();
+  if (!lost_.isOk()) {
+    failedTickets_.clear();
+    return lost_;
+  }
+  Status waited = cuda_ ? noteLoss(cuda_->wait(ticket)) : Status::ok();
   for (auto failed = failedTickets_.begin();
        failed != failedTickets_.end() && failed->first <= ticket;) {
     if (waited.isOk())

@@ -191,7 +191,12 @@ void EngineWorker::workerLoop() {
         return;
       }
     }
-    if (runOnce()) {
+    bool ran = runOnce();
+    if (outOfService_) {
+      exited_ = true; // its executor is lost: the others serve on
+      return;
+    }
+    if (ran) {
       idleRounds = 0;
       continue;
     }
@@ -251,6 +256,7 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
     impl->admission.workers.push_back(worker.get());
     impl->workers.push_back(std::move(worker));
   }
+  impl->admission.inService = options.workers;
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -292,6 +298,12 @@ Status Engine::submit(Request request, Callback done) {
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
     auto &waiting = admission.waiting;
+    if (admission.inService == 0) {
+      ++admission.rejected;
+      return Status(StatusCode::Unavailable, "no worker is serving (" +
+                                                 admission.lastLoss.message() +
+                                                 ")");
+    }
     if (waiting.size() + admission.chunksPending >= admission.limit) {
       ++admission.rejected;
       return Status(
@@ -405,6 +417,7 @@ EngineStats Engine::stats() const {
                                           impl_->admission.chunksPending);
     total.sessionsOpen = impl_->admission.sessions.size();
     total.sessionsExpired = impl_->admission.sessionsExpired;
+    total.workersInService = impl_->admission.inService;
     // Reservations are guarded by the admission mutex.
     for (auto &worker : impl_->workers)
       for (const EngineWorker::PoolState &state : worker->pools_) {

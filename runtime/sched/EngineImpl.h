@@ -109,6 +109,9 @@ public:
   std::thread worker_;
   /// The worker thread has returned (it admits nothing any more).
   std::atomic<bool> exited_{false};
+  /// Its executor was lost (Executor::lost): it failed what it held and
+  /// admits and runs nothing any more (set with exited_).
+  std::atomic<bool> outOfService_{false};
   /// Nothing admitted and nothing in flight: its reservations are only the
   /// state of parked sessions. Set true by the worker after a round, false
   /// under the admission mutex when it admits.
@@ -198,6 +201,14 @@ private:
   std::vector<uint32_t> parkedFor(const Entry &entry) const;
   void deliver(uint64_t key);
   void failStuck();
+  /// The executor is lost: fails the round in flight, every request
+  /// admitted here, the sessions whose state is parked here and the chunks
+  /// waiting for this worker (every waiting request when no worker is left),
+  /// gives their rows back and leaves the other workers serving.
+  void takeOutOfService(const Status &lost);
+  /// The error of a request this worker fails because `lost` lost its
+  /// executor ("worker N stopped serving: ...").
+  Status stoppedBy(const Status &lost) const;
   uint32_t poolId(uint32_t part, bool isOutput, uint32_t index) const;
   SlotPool &poolOf(uint32_t part, bool isOutput, uint32_t index) {
     return *pools_[poolId(part, isOutput, index)].pool;
@@ -236,6 +247,9 @@ struct AdmissionQueue {
   std::deque<std::unique_ptr<EngineWorker::Entry>> waiting;
   std::vector<EngineWorker *> workers;
   uint32_t limit = 0;
+  /// Workers still serving, and why the last one that stopped did.
+  uint32_t inService = 0;
+  Status lastLoss;
   uint64_t nextKey = 1;
   uint64_t submitted = 0, rejected = 0;
   bool stopping = false;

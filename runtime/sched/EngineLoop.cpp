@@ -14,6 +14,8 @@
 using namespace cellrun;
 
 bool EngineWorker::runOnce() {
+  if (outOfService_)
+    return false;
   expireSessions();
   bool admitted = admit();
   std::vector<PlannedTask> planned = policy_->next();
@@ -33,6 +35,10 @@ bool EngineWorker::runOnce() {
   } else {
     for (InFlight &flight : round)
       complete(flight);
+  }
+  if (!executor_->lost().isOk()) {
+    takeOutOfService(executor_->lost());
+    return true;
   }
   if (entries_.empty() && pending_.empty())
     idle_ = true; // set false again under the admission mutex
@@ -242,6 +248,10 @@ void EngineWorker::complete(InFlight &flight) {
   const PlannedTask &task = flight.task;
   if (!flight.nodes.empty() && flight.status.isOk())
     flight.status = executor_->wait(flight.ticket);
+  // The task that lost the device fails like the rest of this worker's.
+  if (!flight.status.isOk() && !executor_->lost().isOk() &&
+      flight.status.message() == executor_->lost().message())
+    flight.status = stoppedBy(flight.status);
   for (const DataRow &data : flight.dataRows)
     releaseFor(data.request, data.pool, data.row);
   TaskRecord record;

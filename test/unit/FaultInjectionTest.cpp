@@ -12,13 +12,13 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "RandomRequests.h"
+#include "SameResult.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 using namespace cellrun;
+using cellc::testing::expectSameBits;
 using cellc::testing::loadExampleArtifact;
 using cellc::testing::randomRequest;
 
@@ -38,6 +38,8 @@ std::string pointName(FaultPoint point) {
     return "transfer";
   case FaultPoint::Kernel:
     return "kernel";
+  case FaultPoint::Device:
+    return "device";
   }
   return "?";
 }
@@ -53,24 +55,6 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
   auto engine = Engine::create(std::move(model), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
-}
-
-void expectSameBits(const RequestResult &got, const RequestResult &alone,
-                    const std::string &what) {
-  ASSERT_TRUE(got.status.isOk()) << what << ": " << got.status.toString();
-  ASSERT_EQ(got.outputs.size(), alone.outputs.size()) << what;
-  EXPECT_EQ(got.stopReason, alone.stopReason) << what;
-  for (const OutputTensor &want : alone.outputs) {
-    const OutputTensor *have = got.find(want.name);
-    ASSERT_NE(have, nullptr) << what << ": no output " << want.name;
-    EXPECT_EQ(have->integers, want.integers) << what << " " << want.name;
-    ASSERT_EQ(have->floats.size(), want.floats.size()) << what;
-    if (!want.floats.empty())
-      EXPECT_EQ(std::memcmp(have->floats.data(), want.floats.data(),
-                            want.floats.size() * sizeof(float)),
-                0)
-          << what << " " << want.name;
-  }
 }
 
 class FaultInjectionTest : public ::testing::TestWithParam<FaultCase> {};

@@ -17,6 +17,26 @@
 
 namespace cellrun::cuda {
 
+/// Errors after which the CUDA context is unusable until the process ends
+/// (every later call returns them): the executor is lost.
+inline bool isStickyCudaError(cudaError_t error) {
+  switch (error) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorAssert:
+  case cudaErrorECCUncorrectable:
+    return true;
+  default:
+    return false;
+  }
+}
+
 inline Status cudaFailure(cudaError_t error, const char *call, const char *file,
                           int line) {
   cudaGetLastError(); // clear a non-sticky error so later calls can go on
@@ -24,14 +44,19 @@ inline Status cudaFailure(cudaError_t error, const char *call, const char *file,
   size_t slash = where.find_last_of('/');
   if (slash != std::string::npos)
     where = where.substr(slash + 1);
-  StatusCode code =
-      error == cudaErrorMemoryAllocation ? StatusCode::ResourceExhausted
-      : error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver
-          ? StatusCode::Unavailable
-          : StatusCode::Internal;
+  bool sticky = isStickyCudaError(error);
+  StatusCode code = error == cudaErrorMemoryAllocation
+                        ? StatusCode::ResourceExhausted
+                    : sticky || error == cudaErrorNoDevice ||
+                            error == cudaErrorInsufficientDriver
+                        ? StatusCode::Unavailable
+                        : StatusCode::Internal;
   return Status(code, std::string(call) +
                           " failed: " + cudaGetErrorName(error) + " (" +
-                          cudaGetErrorString(error) + ") at " + where);
+                          cudaGetErrorString(error) + ") at " + where +
+                          (sticky ? "; the device is lost until the process "
+                                    "restarts"
+                                  : ""));
 }
 
 inline Status cublasFailure(cublasStatus_t error, const char *call,

@@ -104,6 +104,10 @@ struct EngineStats {
   uint64_t sessionsOpen = 0, sessionsExpired = 0;
   std::vector<CellTypeStats> cells;  // summed over the workers
   std::vector<uint64_t> workerTasks; // tasks each worker ran
+  /// Workers still serving: one whose executor is lost (a GPU after a
+  /// sticky error) fails what it held and stops; at 0 the engine refuses
+  /// every request with Unavailable.
+  uint32_t workersInService = 0;
 };
 
 class Engine {
@@ -124,7 +128,8 @@ public:
 
   /// Queues `request` (checked first); `done` is called exactly once, on
   /// the worker, unless an error is returned here (queue full:
-  /// ResourceExhausted; a bad request: InvalidArgument).
+  /// ResourceExhausted; a bad request: InvalidArgument; no worker left
+  /// serving: Unavailable).
   Status submit(Request request, Callback done);
   /// The same with a future; errors arrive through the future too.
   std::future<RequestResult> submit(Request request);

@@ -39,8 +39,10 @@ class CudaBackend;
 
 /// Where a test may make the executor fail (fault injection): taking a pool
 /// row (an allocation), moving a task's data (a transfer), running a task's
-/// kernels (the task is issued, and its wait reports the error).
-enum class FaultPoint : uint8_t { Allocate, Transfer, Kernel };
+/// kernels (the task is issued, and its wait reports the error), the device
+/// itself (checked as each task is submitted: from then on the executor is
+/// lost, like a GPU after a sticky error, and fails every task).
+enum class FaultPoint : uint8_t { Allocate, Transfer, Kernel, Device };
 /// Called at every fault point when set; a status that is not Ok is the
 /// fault, returned where the operation would have failed.
 using FaultInjector = std::function<Status(FaultPoint)>;
@@ -137,6 +139,11 @@ public:
   /// True when tasks run after submit returns (cuda), so the caller can
   /// submit more before waiting.
   bool asynchronous() const { return cuda_ != nullptr; }
+  /// Ok while the executor can run tasks; once its device is lost (a sticky
+  /// CUDA error such as an illegal address, or an injected Device fault),
+  /// the error that lost it: every later submit and wait returns it, and
+  /// only a new executor (a new process, for a GPU) can serve again.
+  const Status &lost() const { return lost_; }
   /// submit with a given plan of `cell` (its batch size must be >= rows):
   /// tests run every batch size this way.
   Result<uint64_t>
@@ -177,6 +184,11 @@ private:
   FaultInjector injectFault_;
   /// Tickets of issued tasks whose kernels failed (injected), until waited.
   std::map<uint64_t, Status> failedTickets_;
+  /// Set once the device is lost (see lost()).
+  Status lost_;
+  /// Records `status` as the loss of the device when it says so
+  /// (Unavailable); returns it.
+  Status noteLoss(Status status);
   /// (element type, row bytes) -> pool.
   std::map<std::pair<int, size_t>, std::unique_ptr<SlotPool>> pools_;
   std::unordered_map<const cellpack::BatchPlan *,

@@ -69,7 +69,11 @@ public:
   Engine &engine() { return *engine_; }
 
   bool live() const { return true; }
-  bool ready() const { return ready_ && !stopping_; }
+  /// Ready while accepting and some engine worker serves (a worker whose
+  /// device is lost stops; with none left the server is not ready).
+  bool ready() const {
+    return ready_ && !stopping_ && engine_->stats().workersInService > 0;
+  }
   /// NotFound when `name` (and `version`, when not empty) is not ours.
   Status checkModel(const std::string &name, const std::string &version) const;
 

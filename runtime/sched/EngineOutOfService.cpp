@@ -1,0 +1,119 @@
+//===- EngineOutOfService.cpp - A worker whose device is lost -------------===//
+//
+// When a worker's executor is lost (a GPU after a sticky error such as an
+// illegal address, or an injected Device fault), nothing it holds can be
+// computed any more: the worker fails the round in flight, every request
+// admitted to it, the sessions whose state is parked in its pools and the
+// chunks waiting for it, each with an Unavailable error naming the worker
+// and the cause, gives their rows back, and stops. The other workers take
+// the waiting requests; when none is left, every waiting request fails and
+// the engine refuses new ones (Engine::submit).
+//
+//===----------------------------------------------------------------------===//
+#include "EngineImpl.h"
+
+using namespace cellrun;
+
+Status EngineWorker::stoppedBy(const Status &lost) const {
+  return Status(StatusCode::Unavailable,
+                "worker " + std::to_string(index_) +
+                    " stopped serving: " + lost.message());
+}
+
+void EngineWorker::takeOutOfService(const Status &lost) {
+  Status cause = stoppedBy(lost);
+  bool noneLeft = false;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    if (outOfService_)
+      return;
+    outOfService_ = true;
+    exited_ = true; // the other workers no longer count on it
+    --admission_->inService;
+    admission_->lastLoss = cause;
+    noneLeft = admission_->inService == 0;
+  }
+  // The round in flight fails without waiting on the lost device.
+  std::vector<InFlight> inFlight = std::move(pending_);
+  pending_.clear();
+  for (InFlight &flight : inFlight) {
+    if (flight.status.isOk())
+      flight.status = cause;
+    complete(flight);
+  }
+  // Every request admitted here; those a policy holds back for their batch
+  // (graph batching) are delivered too.
+  std::vector<uint64_t> keys;
+  for (auto &[key, entry] : entries_)
+    keys.push_back(key);
+  for (uint64_t key : keys) {
+    auto found = entries_.find(key);
+    if (found != entries_.end() && !found->second->complete)
+      finishRequest(*found->second, cause);
+  }
+  keys.clear();
+  for (auto &[key, entry] : entries_)
+    keys.push_back(key);
+  for (uint64_t key : keys)
+    deliver(key);
+
+  // Sessions parked here, chunks pinned here, and everything waiting when
+  // no worker is left. Closing a session may queue the chunk that starts
+  // its id anew: passes until nothing more is taken.
+  std::vector<SessionState::ParkedRow> freed;
+  // A deque: a deque of entries cannot be copied, and vector would copy.
+  std::deque<std::pair<uint64_t, std::deque<std::unique_ptr<Entry>>>> orphaned;
+  std::vector<std::unique_ptr<Entry>> unserved;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    auto &waiting = admission_->waiting;
+    auto &sessions = admission_->sessions;
+    int32_t self = static_cast<int32_t>(index_);
+    for (bool took = true; took;) {
+      took = false;
+      for (auto at = waiting.begin(); at != waiting.end();) {
+        if (noneLeft || (*at)->pinnedWorker == self) {
+          unserved.push_back(std::move(*at));
+          at = waiting.erase(at);
+          took = true;
+        } else {
+          ++at;
+        }
+      }
+      for (auto at = sessions.begin(); at != sessions.end();) {
+        auto next = std::next(at);
+        if (noneLeft || at->second.worker == self) {
+          if (at->second.worker == self)
+            for (const SessionState::ParkedRow &row : at->second.parked)
+              freed.push_back(row);
+          at->second.parked.clear();
+          uint64_t id = at->first;
+          orphaned.emplace_back(id, admission_->closeSession(at));
+          took = true;
+        }
+        at = next;
+      }
+    }
+  }
+  for (const SessionState::ParkedRow &row : freed)
+    releaseFor(0, row.pool, row.row);
+  for (std::unique_ptr<Entry> &entry : unserved) {
+    RequestResult result;
+    result.id = entry->graph->request().id;
+    result.status =
+        Status(StatusCode::Unavailable,
+               "request " + result.id + " was not run: " + cause.message() +
+                   (noneLeft ? " (no worker is serving)" : ""));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.failed;
+    }
+    if (entry->done)
+      entry->done(std::move(result));
+  }
+  for (auto &[session, orphans] : orphaned)
+    failOrphans(std::move(orphans), session, cause);
+  idle_ = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.running = 0;
+}
