@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -107,6 +108,16 @@ public:
   /// Runs one request; `done` gets the reply (on the engine's thread).
   void run(const inference::ModelInferRequest &in,
            InferenceService::ReplyCallback done) {
+    auto received = std::chrono::steady_clock::now();
+    done = [this, received, done = std::move(done)](InferReply reply) {
+      if (reply.outcome == Outcome::Overload ||
+          reply.outcome == Outcome::Unavailable)
+        service_.metrics().observeRefusal(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          received)
+                .count());
+      done(std::move(reply));
+    };
     auto call = decodeInferRequest(in);
     if (!call.ok()) {
       service_.metrics().countRequest(Outcome::Invalid);

@@ -6,6 +6,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/socket.h>
+
+#include <chrono>
+
 #include <future>
 
 using namespace cellrun;
@@ -91,6 +95,7 @@ void HttpServer::addRoutes() {
   api.Post(std::string(kModelPath) + "/infer", [&service](
                                                    const httplib::Request &req,
                                                    httplib::Response &res) {
+    auto received = std::chrono::steady_clock::now();
     std::optional<std::string> headerLength;
     if (req.has_header("Inference-Header-Content-Length"))
       headerLength = req.get_header_value("Inference-Header-Content-Length");
@@ -107,8 +112,16 @@ void HttpServer::addRoutes() {
     service.infer(request.call, [&promise](InferReply reply) {
       promise.set_value(std::move(reply));
     });
-    send(res, encodeInferReply(future.get(), request, service.signature(),
+    InferReply reply = future.get();
+    bool refused = reply.outcome == Outcome::Overload ||
+                   reply.outcome == Outcome::Unavailable;
+    send(res, encodeInferReply(std::move(reply), request, service.signature(),
                                service.modelName(), service.modelVersion()));
+    if (refused)
+      service.metrics().observeRefusal(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        received)
+              .count());
   });
   // Unknown paths and refusals by the library (413) get a JSON body too.
   api.set_error_handler([](const httplib::Request &req,
@@ -125,6 +138,31 @@ void HttpServer::addRoutes() {
   });
 }
 
+namespace {
+
+/// Binds `server` to host:port and listens with the system's largest
+/// backlog. Debian's cpp-httplib listens with a backlog of 5
+/// (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the library was built): a burst of
+/// new connections overflowed it, and clients saw their requests fail after
+/// the SYN-ACK retransmit, a second later (found by cellrun-soak). The
+/// socket-options hook sees the listening socket; Linux takes a second
+/// listen() on it as a new backlog.
+bool bindWithFullBacklog(httplib::Server &server, const std::string &host,
+                         int port) {
+  int listening = -1;
+  server.set_socket_options([&listening](socket_t socket) {
+    httplib::default_socket_options(socket);
+    listening = socket;
+  });
+  if (!server.bind_to_port(host.c_str(), port))
+    return false;
+  if (listening >= 0)
+    ::listen(listening, SOMAXCONN);
+  return true;
+}
+
+} // namespace
+
 Status HttpServer::start(const HttpOptions &options) {
   if (options.port > 0) {
     api_ = std::make_unique<httplib::Server>();
@@ -138,7 +176,7 @@ Status HttpServer::start(const HttpOptions &options) {
     // Nagle's algorithm and the client's delayed ACK add ~40 ms to each.
     api_->set_tcp_nodelay(true);
     addRoutes();
-    if (!api_->bind_to_port(options.host.c_str(), options.port))
+    if (!bindWithFullBacklog(*api_, options.host, options.port))
       return Status(StatusCode::Unavailable,
                     "cannot listen on " + options.host + ":" +
                         std::to_string(options.port) +
@@ -155,7 +193,7 @@ Status HttpServer::start(const HttpOptions &options) {
                     res.set_content(service.renderMetrics(),
                                     "text/plain; version=0.0.4; charset=utf-8");
                   });
-    if (!metrics_->bind_to_port(options.host.c_str(), options.metricsPort))
+    if (!bindWithFullBacklog(*metrics_, options.host, options.metricsPort))
       return Status(StatusCode::Unavailable,
                     "cannot listen on " + options.host + ":" +
                         std::to_string(options.metricsPort) +

@@ -37,6 +37,10 @@ std::vector<double> latencyBounds() {
           5e-2, 0.1,  0.25,   0.5,  1,    2.5,    5,    10};
 }
 
+std::vector<double> refusalBounds() {
+  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1};
+}
+
 std::vector<double> batchBounds() {
   return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 }
@@ -92,7 +96,7 @@ void Histogram::render(std::string &out, const std::string &name,
 
 ServerMetrics::ServerMetrics(std::vector<std::string> cellNames)
     : cellNames_(std::move(cellNames)), queueSeconds_(latencyBounds()),
-      computeSeconds_(latencyBounds()) {
+      computeSeconds_(latencyBounds()), refusalSeconds_(refusalBounds()) {
   for (size_t c = 0; c < cellNames_.size(); ++c)
     batchRows_.emplace_back(batchBounds());
 }
@@ -106,6 +110,11 @@ void ServerMetrics::observeRequest(double queueSeconds, double computeSeconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   queueSeconds_.observe(queueSeconds);
   computeSeconds_.observe(computeSeconds);
+}
+
+void ServerMetrics::observeRefusal(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  refusalSeconds_.observe(seconds);
 }
 
 void ServerMetrics::observeTask(uint32_t cell, uint32_t rows) {
@@ -131,6 +140,9 @@ std::string ServerMetrics::render(const EngineStats &engine,
   header(out, "cellrun_request_compute_seconds", "histogram",
          "First cell to completion of a request, successful requests.");
   computeSeconds_.render(out, "cellrun_request_compute_seconds", "");
+  header(out, "cellrun_refusal_seconds", "histogram",
+         "Request read to its 429/503 answer ready, in the server.");
+  refusalSeconds_.render(out, "cellrun_refusal_seconds", "");
   header(out, "cellrun_task_batch_rows", "histogram",
          "Request rows of each task (cell invocations batched together).");
   for (size_t c = 0; c < batchRows_.size(); ++c)

@@ -54,6 +54,9 @@ public:
   void countRequest(Outcome outcome);
   /// A successful request's times in the engine, in seconds.
   void observeRequest(double queueSeconds, double computeSeconds);
+  /// A 429/503 answer: seconds from the request read (HTTP handler entry,
+  /// gRPC call) to the reply ready.
+  void observeRefusal(double seconds);
   /// A task of cell type `cell` with `rows` request rows.
   void observeTask(uint32_t cell, uint32_t rows);
 
@@ -64,7 +67,7 @@ private:
   mutable std::mutex mutex_;
   std::vector<std::string> cellNames_;
   std::array<uint64_t, kOutcomes> requests_{};
-  Histogram queueSeconds_, computeSeconds_;
+  Histogram queueSeconds_, computeSeconds_, refusalSeconds_;
   std::vector<Histogram> batchRows_; // per cell type
 };
 

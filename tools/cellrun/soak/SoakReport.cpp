@@ -1,0 +1,241 @@
+//===- SoakReport.cpp - The soak's verdict, tables and files --------------===//
+#include "SoakReport.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace cellrun::soak;
+using json = nlohmann::json;
+
+namespace {
+
+double percentile(const std::vector<double> &sorted, double p) {
+  if (sorted.empty())
+    return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+/// Mean RSS of `model` over samples in [from, to) seconds.
+double meanRss(const std::vector<Sample> &samples, size_t model, double from,
+               double to) {
+  double sum = 0;
+  size_t count = 0;
+  for (const Sample &sample : samples)
+    if (sample.model == model && sample.seconds >= from &&
+        sample.seconds < to && sample.rssKiB > 0) {
+      sum += sample.rssKiB;
+      ++count;
+    }
+  return count ? sum / count : -1;
+}
+
+std::string fixed(double value, int digits = 1) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << value;
+  return out.str();
+}
+
+struct Check {
+  std::string name;
+  bool passed;
+  std::string detail;
+  bool judged = true;
+};
+
+} // namespace
+
+bool cellrun::soak::writeReport(
+    const std::string &dir, const SoakConfig &config,
+    const std::vector<SoakModel> &models, const Outcomes &outcomes,
+    const std::vector<Sample> &samples, const std::vector<ServerExit> &exits,
+    const RefusalTimes &serverRefusals, double loadSeconds) {
+  std::vector<Check> checks;
+  uint64_t lost = outcomes.total(Outcome::Lost);
+  uint64_t failed = outcomes.total(Outcome::Failed);
+  uint64_t wrong = outcomes.total(Outcome::Wrong);
+  uint64_t refusedOtherwise = outcomes.total(Outcome::RefusedOtherwise);
+  checks.push_back(
+      {"nothing lost", lost == 0 && failed == 0,
+       std::to_string(lost) + " lost, " + std::to_string(failed) + " failed"});
+  checks.push_back({"no wrong answer", wrong == 0,
+                    std::to_string(wrong) + " answers differ from the "
+                                            "request's answer alone"});
+  checks.push_back({"every invalid request refused as its class must be",
+                    refusedOtherwise == 0,
+                    std::to_string(refusedOtherwise) + " refused otherwise"});
+
+  // Resident memory: the first minute after the warm-up against the last
+  // minute of load.
+  json rss = json::array();
+  bool flat = true;
+  std::string rssDetail;
+  for (size_t m = 0; m < models.size(); ++m) {
+    double early = meanRss(samples, m, config.warmup, config.warmup + 60);
+    double late = meanRss(samples, m, loadSeconds - 60, loadSeconds);
+    double growth = early > 0 && late > 0 ? (late - early) / early * 100 : NAN;
+    flat &= !std::isnan(growth) && growth < 1.0;
+    rss.push_back(
+        {{"model", models[m].label},
+         {"after_warmup_kib", early},
+         {"last_minute_kib", late},
+         {"growth_percent", std::isnan(growth) ? json() : json(growth)}});
+    rssDetail += models[m].label + " " + fixed(growth, 2) + "% ";
+  }
+  checks.push_back(
+      {"resident memory flat after the warm-up (< 1%)", flat, rssDetail});
+
+  // Pools empty once the load and the sessions' timeout are over.
+  bool empty = true;
+  std::string poolDetail;
+  for (size_t m = 0; m < models.size(); ++m) {
+    const Sample *last = nullptr;
+    for (const Sample &sample : samples)
+      if (sample.model == m)
+        last = &sample;
+    bool back = last && last->poolBytesReserved == 0 && last->sessions == 0;
+    empty &= back;
+    poolDetail += models[m].label + " " +
+                  (last ? fixed(last->poolBytesReserved, 0) : "?") + " B ";
+  }
+  checks.push_back({"every pool row back at the end", empty, poolDetail});
+
+  bool clean = true;
+  std::string exitDetail;
+  for (const ServerExit &exit : exits) {
+    bool ok = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0;
+    clean &= ok;
+    exitDetail +=
+        exit.label +
+        (ok ? " exit 0 " : " status " + std::to_string(exit.status) + " ");
+  }
+  checks.push_back(
+      {"every server stopped cleanly (SIGTERM, exit 0)", clean, exitDetail});
+
+  std::vector<double> overload = outcomes.overloadTimes();
+  double p50 = percentile(overload, 0.5), p99 = percentile(overload, 0.99);
+  double worst = overload.empty() ? 0 : overload.back();
+  double withinShare = serverRefusals.count > 0
+                           ? serverRefusals.withinOneMs / serverRefusals.count
+                           : 0;
+  checks.push_back(
+      {"429/503 answered within 1 ms at p99 (server side)",
+       serverRefusals.count > 0 && withinShare >= 0.99,
+       fixed(serverRefusals.withinOneMs, 0) + " of " +
+           fixed(serverRefusals.count, 0) + " (" + fixed(withinShare * 100, 2) +
+           "%) ready within 1 ms of the request read; client side " +
+           std::to_string(overload.size()) + " answers, p50 " + fixed(p50, 3) +
+           " ms, p99 " + fixed(p99, 3) + " ms, max " + fixed(worst, 3) + " ms",
+       !config.smoke});
+
+  bool passed = true;
+  for (const Check &check : checks)
+    passed &= check.passed || !check.judged;
+
+  // soak.json
+  json report;
+  report["command"] = config.command;
+  report["date"] = config.date;
+  report["machine"] = config.machine;
+  report["duration_s"] = config.duration;
+  report["load_seconds"] = loadSeconds;
+  report["warmup_s"] = config.warmup;
+  report["peak_per_s"] = config.peak;
+  report["rate_per_s"] = config.rate;
+  report["load_fraction"] = config.loadFraction;
+  report["smoke"] = config.smoke;
+  report["invalid_fraction"] = config.invalidFraction;
+  report["server_args"] = config.serverArgs;
+  report["disconnects"] = outcomes.disconnects();
+  report["sessions_abandoned"] = outcomes.abandonedSessions();
+  json kinds = json::object();
+  for (const auto &[kind, counts] : outcomes.byKind()) {
+    json row = json::object();
+    for (size_t o = 0; o < kOutcomeCount; ++o)
+      row[outcomeName(static_cast<Outcome>(o))] = counts[o];
+    kinds[kind] = row;
+  }
+  report["outcomes"] = kinds;
+  report["overload_ms"] = {
+      {"count", overload.size()}, {"p50", p50}, {"p99", p99}, {"max", worst}};
+  report["rss"] = rss;
+  report["problems"] = outcomes.problems();
+  json checkList = json::array();
+  for (const Check &check : checks)
+    checkList.push_back({{"check", check.name},
+                         {"passed", check.passed},
+                         {"judged", check.judged},
+                         {"detail", check.detail}});
+  report["checks"] = checkList;
+  report["passed"] = passed;
+  std::ofstream(dir + "/soak.json") << report.dump(2) << "\n";
+
+  std::ofstream csv(dir + "/timeseries.csv");
+  csv << "seconds,model,rss_kib,pool_bytes_reserved,waiting,sessions\n";
+  for (const Sample &sample : samples)
+    csv << fixed(sample.seconds, 1) << "," << models[sample.model].label << ","
+        << sample.rssKiB << "," << sample.poolBytesReserved << ","
+        << sample.waiting << "," << sample.sessions << "\n";
+
+  std::ofstream md(dir + "/soak-report.md");
+  md << "# Soak, " << config.date << "\n\n"
+     << "Machine: " << config.machine << "\n\n```\n"
+     << config.command << "\n```\n\n"
+     << "Peak (closed loop, " << fixed(config.calibrateSeconds, 0)
+     << " s): " << fixed(config.peak) << " valid requests/s; load "
+     << fixed(config.rate) << "/s (" << fixed(config.loadFraction * 100, 0)
+     << "% of the peak), " << fixed(config.invalidFraction * 100, 0)
+     << "% invalid, " << fixed(loadSeconds, 0) << " s of load (warm-up "
+     << fixed(config.warmup, 0) << " s), bursts of " << config.burstSize
+     << " every " << fixed(config.burstEvery, 0) << " s; "
+     << outcomes.disconnects() << " clients disconnected mid-request, "
+     << outcomes.abandonedSessions() << " sessions abandoned.\n\n"
+     << "Servers: `cellrun serve`";
+  for (const std::string &arg : config.serverArgs)
+    md << " " << arg;
+  md << "\n\n## Checks\n\n| check | result | detail |\n|---|---|---|\n";
+  for (const Check &check : checks)
+    md << "| " << check.name << " | "
+       << (check.passed   ? "pass"
+           : check.judged ? "FAIL"
+                          : "not judged (smoke)")
+       << " | " << check.detail << " |\n";
+  md << "\n## Outcomes by kind\n\n| kind |";
+  for (size_t o = 0; o < kOutcomeCount; ++o)
+    md << " " << outcomeName(static_cast<Outcome>(o)) << " |";
+  md << "\n|---|";
+  for (size_t o = 0; o < kOutcomeCount; ++o)
+    md << "---:|";
+  md << "\n";
+  for (const auto &[kind, counts] : outcomes.byKind()) {
+    md << "| " << kind << " |";
+    for (uint64_t count : counts)
+      md << " " << count << " |";
+    md << "\n";
+  }
+  md << "\n## Resident memory\n\n| model | after warm-up (MiB) | last minute "
+        "(MiB) | growth |\n|---|---:|---:|---:|\n";
+  for (const json &row : rss)
+    md << "| " << row["model"].get<std::string>() << " | "
+       << fixed(row["after_warmup_kib"].get<double>() / 1024) << " | "
+       << fixed(row["last_minute_kib"].get<double>() / 1024) << " | "
+       << (row["growth_percent"].is_null()
+               ? std::string("?")
+               : fixed(row["growth_percent"].get<double>(), 2) + "%")
+       << " |\n";
+  std::vector<std::string> problems = outcomes.problems();
+  if (!problems.empty()) {
+    md << "\n## First problems\n\n";
+    for (const std::string &problem : problems)
+      md << "- " << problem << "\n";
+  }
+  md << "\nTime series (one sample a second per server): `timeseries.csv`; "
+        "all numbers: `soak.json`.\n";
+  return passed;
+}
