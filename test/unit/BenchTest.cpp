@@ -194,14 +194,72 @@ TEST(BenchReport, CsvAndJsonCarryTheColumns) {
   EXPECT_EQ(parsed["peer"]["peer"], "pytorch");
   ASSERT_EQ(parsed["rows"].size(), 1u);
   const auto &first = parsed["rows"][0];
-  for (const char *key :
-       {"system", "rate_per_s", "measured", "completed", "dropped", "failed",
-        "offered_per_s", "achieved_per_s", "p50_ms", "p90_ms", "p99_ms",
-        "max_ms", "mean_queue_ms", "mean_compute_ms", "mean_batch",
-        "padding_rows", "deadline_misses"})
+  for (const char *key : {"system",
+                          "rate_per_s",
+                          "measured",
+                          "completed",
+                          "dropped",
+                          "failed",
+                          "offered_per_s",
+                          "achieved_per_s",
+                          "p50_ms",
+                          "p90_ms",
+                          "p99_ms",
+                          "max_ms",
+                          "mean_queue_ms",
+                          "mean_compute_ms",
+                          "mean_batch",
+                          "padding_rows",
+                          "deadline_misses",
+                          "runs",
+                          "achieved_min_per_s",
+                          "achieved_max_per_s",
+                          "p50_min_ms",
+                          "p50_max_ms",
+                          "p99_min_ms",
+                          "p99_max_ms"})
     EXPECT_TRUE(first.contains(key)) << key;
   EXPECT_NEAR(first["p90_ms"].get<double>(), 1000, 1e-9); // 2 s -> 3 s
   EXPECT_EQ(first["mean_batch"]["decoder"], 4.0);
+}
+
+TEST(BenchReport, RepeatedRunsGiveTheMedianAndTheSpread) {
+  std::vector<BenchRow> runs(3);
+  double served[] = {10, 30, 20}, p50[] = {0.003, 0.001, 0.002};
+  for (int r = 0; r < 3; ++r) {
+    runs[r].system = "cellular";
+    runs[r].rate = 50;
+    runs[r].summary.achievedPerSecond = served[r];
+    runs[r].summary.p50 = p50[r];
+    runs[r].summary.p99 = 10 * p50[r];
+    runs[r].summary.completed = 100 + r;
+    runs[r].meanBatch = {{"cell", 2.0 + r}};
+    runs[r].achievedMin = runs[r].achievedMax = served[r];
+    runs[r].p50Min = runs[r].p50Max = p50[r];
+    runs[r].p99Min = runs[r].p99Max = 10 * p50[r];
+  }
+  BenchRow median = medianRow(runs);
+  EXPECT_EQ(median.runs, 3u);
+  EXPECT_EQ(median.summary.achievedPerSecond, 20);
+  EXPECT_EQ(median.summary.p50, 0.002);
+  EXPECT_EQ(median.summary.p99, 0.02);
+  EXPECT_EQ(median.summary.completed, 101u);
+  EXPECT_EQ(median.meanBatch[0].second, 3.0);
+  EXPECT_EQ(median.achievedMin, 10);
+  EXPECT_EQ(median.achievedMax, 30);
+  EXPECT_EQ(median.p50Min, 0.001);
+  EXPECT_EQ(median.p50Max, 0.003);
+  EXPECT_EQ(median.p99Max, 0.03);
+  // One run is its own median; an even count takes the lower middle.
+  EXPECT_EQ(medianRow({runs[1]}).summary.achievedPerSecond, 30);
+  EXPECT_EQ(medianRow({runs[0], runs[1]}).summary.achievedPerSecond, 10);
+  std::ostringstream csv;
+  writeCsv(csv, {median});
+  std::string text = csv.str();
+  std::string line = text.substr(text.find('\n') + 1);
+  EXPECT_NE(line.find(",3,10.000,30.000,1.0000,3.0000,10.0000,30.0000"),
+            std::string::npos)
+      << line;
 }
 
 TEST(KServeBodyTest, TreesOfAnyArityWithInternalInputs) {

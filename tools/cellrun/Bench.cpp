@@ -47,7 +47,7 @@ struct BenchArgs {
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
   uint32_t threads = 0, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
-           peerBuckets = 0, offline = 0;
+           peerBuckets = 0, offline = 0, repeat = 1;
   std::string server, serverModel;
   uint32_t connections = 64;
   std::string peerWeights, python = "/usr/bin/python3",
@@ -112,6 +112,12 @@ void addOptions(CLI::App &app, BenchArgs &args) {
                  "that count as deadline misses (0: none)")
       ->check(CLI::Range(0.0, 86400000.0));
   app.add_option("--seed", args.seed, "arrivals and request contents")
+      ->capture_default_str();
+  app.add_option("--repeat", args.repeat,
+                 "runs of every system at every rate on the same trace: each "
+                 "column is their median, and the spread of throughput, p50 "
+                 "and p99 is printed and written")
+      ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
   app.add_option("--out", args.out, "directory for bench.csv, bench.json")
       ->capture_default_str();
@@ -274,6 +280,7 @@ int runBench(const std::vector<std::string> &arguments) {
   setup.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";
   setup.date = today();
   setup.seed = args.seed;
+  setup.repeat = args.repeat;
   setup.duration = args.duration;
   setup.warmup = args.warmup;
   setup.cooldown = args.cooldown;
@@ -418,13 +425,17 @@ int runBench(const std::vector<std::string> &arguments) {
     for (const std::string &system : systems) {
       if (diverged[system])
         continue;
-      Result<RunRecord> record = runSystem(system, trace, label, false);
-      if (!record.ok())
-        return fail(record.status());
-      if (system != "pytorch")
-        lastRun[system] = {system + " at " + label + "/s", record.value()};
-      rows.push_back(
-          makeRow(system, rate, record.value(), windowStart, windowEnd));
+      std::vector<BenchRow> runs;
+      for (uint32_t run = 0; run < args.repeat; ++run) {
+        Result<RunRecord> record = runSystem(system, trace, label, false);
+        if (!record.ok())
+          return fail(record.status());
+        if (system != "pytorch")
+          lastRun[system] = {system + " at " + label + "/s", record.value()};
+        runs.push_back(
+            makeRow(system, rate, record.value(), windowStart, windowEnd));
+      }
+      rows.push_back(medianRow(runs));
       printRow(std::cout, rows.back());
       std::cout.flush();
       const LatencySummary &s = rows.back().summary;
@@ -451,10 +462,15 @@ int runBench(const std::vector<std::string> &arguments) {
     for (const std::string &system : systems) {
       if (isServer(system))
         continue; // a server is measured under load, not offline
-      Result<RunRecord> record = runSystem(system, trace, "", true);
-      if (!record.ok())
-        return fail(record.status());
-      rows.push_back(makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));
+      std::vector<BenchRow> runs;
+      for (uint32_t run = 0; run < args.repeat; ++run) {
+        Result<RunRecord> record = runSystem(system, trace, "", true);
+        if (!record.ok())
+          return fail(record.status());
+        runs.push_back(
+            makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));
+      }
+      rows.push_back(medianRow(runs));
       printRow(std::cout, rows.back());
       std::cout.flush();
     }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace cellrun::bench;
@@ -27,6 +28,62 @@ BenchRow cellrun::bench::makeRow(const std::string &system, double rate,
   for (size_t c = 0; c < record.cellNames.size(); ++c)
     row.meanBatch.push_back(
         {record.cellNames[c], tasks[c] ? double(nodes[c]) / tasks[c] : 0.0});
+  row.achievedMin = row.achievedMax = row.summary.achievedPerSecond;
+  row.p50Min = row.p50Max = row.summary.p50;
+  row.p99Min = row.p99Max = row.summary.p99;
+  return row;
+}
+
+namespace {
+
+/// The median (lower for an even count) of `field` over `runs`.
+template <typename Field>
+auto medianOf(const std::vector<BenchRow> &runs, Field field) {
+  std::vector<decltype(field(runs[0]))> values;
+  for (const BenchRow &run : runs)
+    values.push_back(field(run));
+  std::sort(values.begin(), values.end());
+  return values[(values.size() - 1) / 2];
+}
+
+} // namespace
+
+BenchRow cellrun::bench::medianRow(const std::vector<BenchRow> &runs) {
+  BenchRow row = runs.front();
+  if (runs.size() == 1)
+    return row;
+  row.runs = static_cast<uint32_t>(runs.size());
+  LatencySummary &s = row.summary;
+  auto summary = [&](auto member) {
+    return medianOf(runs, [&](const BenchRow &r) { return r.summary.*member; });
+  };
+  s.measured = summary(&LatencySummary::measured);
+  s.completed = summary(&LatencySummary::completed);
+  s.failed = summary(&LatencySummary::failed);
+  s.dropped = summary(&LatencySummary::dropped);
+  s.deadlineMisses = summary(&LatencySummary::deadlineMisses);
+  s.offeredPerSecond = summary(&LatencySummary::offeredPerSecond);
+  s.achievedPerSecond = summary(&LatencySummary::achievedPerSecond);
+  s.p50 = summary(&LatencySummary::p50);
+  s.p90 = summary(&LatencySummary::p90);
+  s.p99 = summary(&LatencySummary::p99);
+  s.max = summary(&LatencySummary::max);
+  s.meanQueue = summary(&LatencySummary::meanQueue);
+  s.meanCompute = summary(&LatencySummary::meanCompute);
+  row.paddingRows =
+      medianOf(runs, [](const BenchRow &r) { return r.paddingRows; });
+  for (size_t c = 0; c < row.meanBatch.size(); ++c)
+    row.meanBatch[c].second = medianOf(runs, [&](const BenchRow &r) {
+      return c < r.meanBatch.size() ? r.meanBatch[c].second : 0.0;
+    });
+  for (const BenchRow &run : runs) {
+    row.achievedMin = std::min(row.achievedMin, run.summary.achievedPerSecond);
+    row.achievedMax = std::max(row.achievedMax, run.summary.achievedPerSecond);
+    row.p50Min = std::min(row.p50Min, run.summary.p50);
+    row.p50Max = std::max(row.p50Max, run.summary.p50);
+    row.p99Min = std::min(row.p99Min, run.summary.p99);
+    row.p99Max = std::max(row.p99Max, run.summary.p99);
+  }
   return row;
 }
 
@@ -34,7 +91,8 @@ const char *cellrun::bench::csvHeader() {
   return "system,rate_per_s,measured,completed,dropped,failed,"
          "offered_per_s,achieved_per_s,p50_ms,p90_ms,p99_ms,max_ms,"
          "mean_queue_ms,mean_compute_ms,mean_batch,padding_rows,"
-         "deadline_misses";
+         "deadline_misses,runs,achieved_min_per_s,achieved_max_per_s,"
+         "p50_min_ms,p50_max_ms,p99_min_ms,p99_max_ms";
 }
 
 static std::string batchText(const BenchRow &row, const char *separator) {
@@ -72,6 +130,15 @@ void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
                 s.max * 1e3, s.meanQueue * 1e3, s.meanCompute * 1e3, s.dropped,
                 s.failed, s.deadlineMisses, batchText(row, ", ").c_str());
   out << line;
+  if (row.runs > 1) {
+    std::snprintf(line, sizeof(line),
+                  "%-9s %8s median of %u runs: served %.1f-%.1f/s, p50 "
+                  "%.2f-%.2f ms, p99 %.2f-%.2f ms\n",
+                  "", "", row.runs, row.achievedMin, row.achievedMax,
+                  row.p50Min * 1e3, row.p50Max * 1e3, row.p99Min * 1e3,
+                  row.p99Max * 1e3);
+    out << line;
+  }
 }
 
 void cellrun::bench::writeCsv(std::ostream &out,
@@ -83,12 +150,14 @@ void cellrun::bench::writeCsv(std::ostream &out,
     std::snprintf(
         line, sizeof(line),
         "%s,%.3f,%zu,%zu,%zu,%zu,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
-        "%.4f,%s,%llu,%zu\n",
+        "%.4f,%s,%llu,%zu,%u,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f\n",
         row.system.c_str(), row.rate, s.measured, s.completed, s.dropped,
         s.failed, s.offeredPerSecond, s.achievedPerSecond, s.p50 * 1e3,
         s.p90 * 1e3, s.p99 * 1e3, s.max * 1e3, s.meanQueue * 1e3,
         s.meanCompute * 1e3, batchText(row, ";").c_str(),
-        static_cast<unsigned long long>(row.paddingRows), s.deadlineMisses);
+        static_cast<unsigned long long>(row.paddingRows), s.deadlineMisses,
+        row.runs, row.achievedMin, row.achievedMax, row.p50Min * 1e3,
+        row.p50Max * 1e3, row.p99Min * 1e3, row.p99Max * 1e3);
     out << line;
   }
 }
@@ -102,6 +171,7 @@ void cellrun::bench::writeJson(std::ostream &out, const BenchSetup &setup,
   root["date"] = setup.date;
   root["command"] = setup.command;
   root["seed"] = setup.seed;
+  root["repeat"] = setup.repeat;
   root["duration_s"] = setup.duration;
   root["warmup_s"] = setup.warmup;
   root["cooldown_s"] = setup.cooldown;
@@ -129,7 +199,14 @@ void cellrun::bench::writeJson(std::ostream &out, const BenchSetup &setup,
                     {"mean_compute_ms", s.meanCompute * 1e3},
                     {"mean_batch", batch},
                     {"padding_rows", row.paddingRows},
-                    {"deadline_misses", s.deadlineMisses}});
+                    {"deadline_misses", s.deadlineMisses},
+                    {"runs", row.runs},
+                    {"achieved_min_per_s", row.achievedMin},
+                    {"achieved_max_per_s", row.achievedMax},
+                    {"p50_min_ms", row.p50Min * 1e3},
+                    {"p50_max_ms", row.p50Max * 1e3},
+                    {"p99_min_ms", row.p99Min * 1e3},
+                    {"p99_max_ms", row.p99Max * 1e3}});
   }
   root["rows"] = std::move(list);
   out << root.dump(2) << "\n";

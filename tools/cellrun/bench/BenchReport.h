@@ -25,15 +25,26 @@ struct BenchRow {
   /// Per cell type: name and mean request rows a task in the window.
   std::vector<std::pair<std::string, double>> meanBatch;
   uint64_t paddingRows = 0;
+  /// Runs of the same trace this row stands for (--repeat): each column is
+  /// their median, and the spread of throughput and latency is kept.
+  uint32_t runs = 1;
+  double achievedMin = 0, achievedMax = 0;               // requests a second
+  double p50Min = 0, p50Max = 0, p99Min = 0, p99Max = 0; // seconds
 };
 
 /// The row of `record` (its tasks and timings) over the window.
 BenchRow makeRow(const std::string &system, double rate,
                  const RunRecord &record, double windowStart, double windowEnd);
 
+/// One row for runs of the same system, rate and trace: every column the
+/// median (nearest rank, the lower one for an even count), with the smallest
+/// and largest throughput, p50 and p99 kept beside it.
+BenchRow medianRow(const std::vector<BenchRow> &runs);
+
 struct BenchSetup {
   std::string model, workload, device, command, date;
   uint64_t seed = 0;
+  uint32_t repeat = 1;
   double duration = 0, warmup = 0, cooldown = 0;
   std::string peerSummary; // the peer's one-line JSON, when one ran
 };
