@@ -346,7 +346,8 @@ FailureOr<bool> cellc::foldOnHost(NodeContext &ctx) {
         (op == "Slice" && !vector) ||
         (op == "Concat" &&
          llvm::any_of(folder.inputs, [](const HostInts *input) {
-           return input->dims.size() != 1;
+           // An absent input (`Concat(s, )`) is the converter's to report.
+           return !input || input->dims.size() != 1;
          })))
       return false;
   }
