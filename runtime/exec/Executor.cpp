@@ -140,8 +140,10 @@ Status Executor::writeRow(SlotPool &pool, uint32_t row, const void *bytes) {
                 pool.rowBytes());
     return Status::ok();
   }
-  return cuda_->copyIn(static_cast<uint8_t *>(pool.data()) + offset, bytes,
-                       pool.rowBytes());
+  if (!lost_.isOk())
+    return lost_;
+  return noteLoss(cuda_->copyIn(static_cast<uint8_t *>(pool.data()) + offset,
+                                bytes, pool.rowBytes()));
 }
 
 Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
@@ -154,8 +156,10 @@ Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
                 pool.rowBytes());
     return Status::ok();
   }
-  return cuda_->copyOut(bytes, static_cast<uint8_t *>(pool.data()) + offset,
-                        pool.rowBytes());
+  if (!lost_.isOk())
+    return lost_;
+  return noteLoss(cuda_->copyOut(
+      bytes, static_cast<uint8_t *>(pool.data()) + offset, pool.rowBytes()));
 }
 
 Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,

@@ -330,13 +330,20 @@ Status Engine::submit(Request request, Callback done) {
       }
       if (!chunk.start && found == admission.sessions.end()) {
         ++admission.rejected;
+        if (auto lost = admission.lostSessions.find(chunk.id);
+            lost != admission.lostSessions.end())
+          return Status(StatusCode::Unavailable,
+                        where + " was closed when its state was lost (" +
+                            lost->second + ")");
         return Status(StatusCode::InvalidArgument,
                       where + " is not an open session (start one with "
                               "sequence_start; idle sessions close after the "
                               "session timeout)");
       }
-      if (chunk.start)
+      if (chunk.start) {
         found = admission.sessions.emplace(chunk.id, SessionState()).first;
+        admission.lostSessions.erase(chunk.id);
+      }
       session = &found->second;
       entry->pinnedWorker = session->worker;
       if (chunk.start)

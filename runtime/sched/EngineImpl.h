@@ -255,6 +255,15 @@ struct AdmissionQueue {
   bool stopping = false;
   /// Open sessions by id (guarded by the mutex, like the queue).
   std::unordered_map<uint64_t, SessionState> sessions;
+  /// Sessions closed because their worker stopped, and why: a later chunk
+  /// gets Unavailable with the cause, not "not an open session". Bounded
+  /// (forgotten all at once past 4096); a new start of the id forgets it.
+  std::unordered_map<uint64_t, std::string> lostSessions;
+  void rememberLost(uint64_t session, const std::string &why) {
+    if (lostSessions.size() >= 4096)
+      lostSessions.clear();
+    lostSessions[session] = why;
+  }
   uint64_t sessionsExpired = 0;
   /// Chunks waiting behind their session's running chunk: they count
   /// against the queue limit like waiting requests.

@@ -80,14 +80,18 @@ void EngineWorker::takeOutOfService(const Status &lost) {
           ++at;
         }
       }
+      // Sessions whose state is here; with no worker left, also those
+      // never placed. One parked on another stopped worker is that
+      // worker's to close: only its thread may give its rows back.
       for (auto at = sessions.begin(); at != sessions.end();) {
         auto next = std::next(at);
-        if (noneLeft || at->second.worker == self) {
-          if (at->second.worker == self)
-            for (const SessionState::ParkedRow &row : at->second.parked)
-              freed.push_back(row);
+        int32_t worker = at->second.worker;
+        if (worker == self || (noneLeft && worker < 0)) {
+          for (const SessionState::ParkedRow &row : at->second.parked)
+            freed.push_back(row);
           at->second.parked.clear();
           uint64_t id = at->first;
+          admission_->rememberLost(id, cause.message());
           orphaned.emplace_back(id, admission_->closeSession(at));
           took = true;
         }

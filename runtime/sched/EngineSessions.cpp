@@ -83,6 +83,10 @@ void EngineWorker::endChunk(Entry &entry, const Status &status) {
         admission_->wake.notify_all();
       }
     } else {
+      // A chunk that failed for want of a device (its worker stopped)
+      // lost the session's state: later chunks hear why.
+      if (status.code() == StatusCode::Unavailable)
+        admission_->rememberLost(chunk.id, status.message());
       orphans = admission_->closeSession(found);
     }
   }

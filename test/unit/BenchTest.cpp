@@ -233,6 +233,8 @@ TEST(BenchReport, RepeatedRunsGiveTheMedianAndTheSpread) {
     runs[r].summary.p50 = p50[r];
     runs[r].summary.p99 = 10 * p50[r];
     runs[r].summary.completed = 100 + r;
+    runs[r].summary.failed = r == 2 ? 4 : 0; // one run failed some
+    runs[r].summary.max = 0.1 * (r + 1);
     runs[r].meanBatch = {{"cell", 2.0 + r}};
     runs[r].achievedMin = runs[r].achievedMax = served[r];
     runs[r].p50Min = runs[r].p50Max = p50[r];
@@ -244,6 +246,8 @@ TEST(BenchReport, RepeatedRunsGiveTheMedianAndTheSpread) {
   EXPECT_EQ(median.summary.p50, 0.002);
   EXPECT_EQ(median.summary.p99, 0.02);
   EXPECT_EQ(median.summary.completed, 101u);
+  EXPECT_EQ(median.summary.failed, 4u) << "failures are never a median";
+  EXPECT_DOUBLE_EQ(median.summary.max, 0.3);
   EXPECT_EQ(median.meanBatch[0].second, 3.0);
   EXPECT_EQ(median.achievedMin, 10);
   EXPECT_EQ(median.achievedMax, 30);

@@ -43,22 +43,37 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
-/// A device fault at the `at`-th task submitted (over every worker), once.
+/// Device faults at tasks `at` .. `at + count - 1` submitted (over every
+/// worker) once armed.
 struct DeviceLoss {
   std::atomic<bool> armed{false}, fired{false};
   std::atomic<uint64_t> calls{0};
-  uint64_t at = 1;
+  uint64_t at = 1, count = 1;
   FaultInjector injector() {
     return [this](FaultPoint point) {
-      if (!armed || point != FaultPoint::Device || fired)
+      if (!armed || point != FaultPoint::Device)
         return Status::ok();
-      if (++calls != at)
+      uint64_t call = ++calls;
+      if (call < at || call >= at + count)
         return Status::ok();
       fired = true;
       return Status(StatusCode::Internal, "injected device loss");
     };
   }
 };
+
+/// A random LSTM request of up to `length` tokens (at least `minimum`).
+Request lstmRequest(const Engine &engine, int id, std::mt19937 &random,
+                    int length, SessionChunk session = {}, size_t minimum = 1) {
+  Request request;
+  do
+    request = engine.parser()
+                  .parse(randomRequest("lstm", id, random, length), "")
+                  .value();
+  while (request.steps.size() < minimum);
+  request.session = session;
+  return request;
+}
 
 std::vector<RequestResult>
 resultsAlone(std::shared_ptr<const LoadedArtifact> model,
@@ -253,6 +268,110 @@ TEST(WorkerStop, TheLastWorkerFailsEverythingAndRefusesNewRequests) {
                                           "stopped serving"),
             std::string::npos)
       << refused.status.toString();
+}
+
+TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {
+  auto artifact = loadExampleArtifact("lstm");
+  ASSERT_TRUE(artifact);
+  DeviceLoss loss;
+  auto engine = makeEngine(artifact, 2, false, loss.injector());
+  ASSERT_TRUE(engine);
+  uint32_t idle0 = engine->executor(0).rowsInUse();
+  uint32_t idle1 = engine->executor(1).rowsInUse();
+  std::mt19937 random(8);
+  // Session 1 starts on worker 0; session 2 arrives while worker 0 is busy
+  // and goes to worker 1, which has more room.
+  auto first =
+      engine->submit(lstmRequest(*engine, 1, random, 40, {1, true}, 30));
+  engine->runOnce();
+  auto second = engine->submit(lstmRequest(*engine, 2, random, 6, {2, true}));
+  engine->runOnce();
+  engine->drain();
+  ASSERT_TRUE(first.get().status.isOk());
+  ASSERT_TRUE(second.get().status.isOk());
+  ASSERT_GT(engine->executor(0).rowsInUse(), idle0) << "session 1's state";
+  ASSERT_GT(engine->executor(1).rowsInUse(), idle1) << "session 2's state";
+
+  // Session 1 continues: its worker loses the device at that task.
+  loss.armed = true;
+  auto lost = engine->submit(lstmRequest(*engine, 3, random, 5, {1}));
+  engine->drain();
+  ASSERT_TRUE(loss.fired);
+  RequestResult lostResult = lost.get();
+  EXPECT_EQ(lostResult.status.code(), StatusCode::Unavailable)
+      << lostResult.status.toString();
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.workersInService, 1u);
+  EXPECT_EQ(stats.sessionsOpen, 1u) << "session 2 lives on worker 1";
+  EXPECT_EQ(engine->executor(0).rowsInUse(), idle0);
+
+  // Session 1's next chunk: Unavailable with the cause, not a client error.
+  RequestResult again =
+      engine->submit(lstmRequest(*engine, 4, random, 3, {1, false, true}))
+          .get();
+  EXPECT_EQ(again.status.code(), StatusCode::Unavailable)
+      << again.status.toString();
+  EXPECT_NE(again.status.message().find("was closed when its state was lost "
+                                        "(worker 0 stopped serving"),
+            std::string::npos)
+      << again.status.toString();
+  // Session 2 goes on and ends on worker 1; a new request is served there.
+  auto ending =
+      engine->submit(lstmRequest(*engine, 5, random, 4, {2, false, true}));
+  auto plain = engine->submit(lstmRequest(*engine, 6, random, 9));
+  engine->drain();
+  EXPECT_TRUE(ending.get().status.isOk());
+  EXPECT_TRUE(plain.get().status.isOk());
+  stats = engine->stats();
+  EXPECT_EQ(stats.sessionsOpen, 0u);
+  EXPECT_EQ(stats.poolBytesReserved, 0u) << "every reservation given back";
+  EXPECT_EQ(engine->executor(1).rowsInUse(), idle1);
+  // A new session with the lost id starts afresh.
+  auto fresh =
+      engine->submit(lstmRequest(*engine, 7, random, 4, {1, true, true}));
+  engine->drain();
+  EXPECT_TRUE(fresh.get().status.isOk());
+}
+
+TEST(WorkerStop, BothWorkersStopWithSessionsOnEach) {
+  auto artifact = loadExampleArtifact("lstm");
+  ASSERT_TRUE(artifact);
+  DeviceLoss loss;
+  loss.count = 2; // the next two tasks, one on each worker
+  auto engine = makeEngine(artifact, 2, false, loss.injector());
+  ASSERT_TRUE(engine);
+  uint32_t idle0 = engine->executor(0).rowsInUse();
+  uint32_t idle1 = engine->executor(1).rowsInUse();
+  std::mt19937 random(12);
+  auto first =
+      engine->submit(lstmRequest(*engine, 1, random, 40, {1, true}, 30));
+  engine->runOnce();
+  auto second =
+      engine->submit(lstmRequest(*engine, 2, random, 40, {2, true}, 30));
+  engine->runOnce();
+  auto third = engine->submit(lstmRequest(*engine, 3, random, 6, {3, true}));
+  engine->drain();
+  for (auto *future : {&first, &second, &third})
+    ASSERT_TRUE(future->get().status.isOk());
+  ASSERT_GT(engine->executor(0).rowsInUse(), idle0);
+  ASSERT_GT(engine->executor(1).rowsInUse(), idle1);
+
+  loss.armed = true;
+  auto on0 = engine->submit(lstmRequest(*engine, 4, random, 5, {1}));
+  auto on1 = engine->submit(lstmRequest(*engine, 5, random, 5, {2}));
+  auto plain = engine->submit(lstmRequest(*engine, 6, random, 5));
+  engine->drain();
+  for (auto *future : {&on0, &on1, &plain}) {
+    RequestResult result = future->get();
+    EXPECT_EQ(result.status.code(), StatusCode::Unavailable)
+        << result.status.toString();
+  }
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.workersInService, 0u);
+  EXPECT_EQ(stats.sessionsOpen, 0u);
+  EXPECT_EQ(stats.poolBytesReserved, 0u);
+  EXPECT_EQ(engine->executor(0).rowsInUse(), idle0);
+  EXPECT_EQ(engine->executor(1).rowsInUse(), idle1);
 }
 
 } // namespace

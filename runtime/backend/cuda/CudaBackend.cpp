@@ -202,12 +202,15 @@ Status CudaBackend::wait(uint64_t ticket) {
     // The stream failed (or went idle short of the ticket): no task after
     // the last one seen finished can be trusted, and their callers' read
     // destinations may go away, so nothing more is delivered.
-    failure_ =
+    // From now on every task fails: to the executor, the device is lost.
+    Status failed =
         state == cudaSuccess
             ? Status(StatusCode::Internal, "the stream is idle but ticket " +
                                                std::to_string(ticket) +
                                                " never completed")
             : cudaFailure(state, "a task on the stream", __FILE__, __LINE__);
+    failure_ = Status(StatusCode::Unavailable,
+                      failed.message() + " (the stream takes no more tasks)");
     deliverFinished();
     for (Slot &slot : slots_)
       slot.deliveries.clear();

@@ -31,6 +31,10 @@ inline bool isStickyCudaError(cudaError_t error) {
   case cudaErrorInvalidPc:
   case cudaErrorAssert:
   case cudaErrorECCUncorrectable:
+#if CUDART_VERSION >= 12000
+  case cudaErrorContained:
+  case cudaErrorExternalDevice:
+#endif
     return true;
   default:
     return false;

@@ -59,15 +59,11 @@ BenchRow cellrun::bench::medianRow(const std::vector<BenchRow> &runs) {
   };
   s.measured = summary(&LatencySummary::measured);
   s.completed = summary(&LatencySummary::completed);
-  s.failed = summary(&LatencySummary::failed);
-  s.dropped = summary(&LatencySummary::dropped);
-  s.deadlineMisses = summary(&LatencySummary::deadlineMisses);
   s.offeredPerSecond = summary(&LatencySummary::offeredPerSecond);
   s.achievedPerSecond = summary(&LatencySummary::achievedPerSecond);
   s.p50 = summary(&LatencySummary::p50);
   s.p90 = summary(&LatencySummary::p90);
   s.p99 = summary(&LatencySummary::p99);
-  s.max = summary(&LatencySummary::max);
   s.meanQueue = summary(&LatencySummary::meanQueue);
   s.meanCompute = summary(&LatencySummary::meanCompute);
   row.paddingRows =
@@ -76,7 +72,15 @@ BenchRow cellrun::bench::medianRow(const std::vector<BenchRow> &runs) {
     row.meanBatch[c].second = medianOf(runs, [&](const BenchRow &r) {
       return c < r.meanBatch.size() ? r.meanBatch[c].second : 0.0;
     });
+  // Failures, drops, misses and the worst latency are not averaged away:
+  // the row shows the most any run had.
+  s.failed = s.dropped = s.deadlineMisses = 0;
+  s.max = 0;
   for (const BenchRow &run : runs) {
+    s.failed = std::max(s.failed, run.summary.failed);
+    s.dropped = std::max(s.dropped, run.summary.dropped);
+    s.deadlineMisses = std::max(s.deadlineMisses, run.summary.deadlineMisses);
+    s.max = std::max(s.max, run.summary.max);
     row.achievedMin = std::min(row.achievedMin, run.summary.achievedPerSecond);
     row.achievedMax = std::max(row.achievedMax, run.summary.achievedPerSecond);
     row.p50Min = std::min(row.p50Min, run.summary.p50);

@@ -37,8 +37,9 @@ BenchRow makeRow(const std::string &system, double rate,
                  const RunRecord &record, double windowStart, double windowEnd);
 
 /// One row for runs of the same system, rate and trace: every column the
-/// median (nearest rank, the lower one for an even count), with the smallest
-/// and largest throughput, p50 and p99 kept beside it.
+/// median (nearest rank, the lower one for an even count), except failures,
+/// drops, deadline misses and the maximum latency (the most any run had),
+/// with the smallest and largest throughput, p50 and p99 kept beside it.
 BenchRow medianRow(const std::vector<BenchRow> &runs);
 
 struct BenchSetup {

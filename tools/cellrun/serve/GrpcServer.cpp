@@ -110,8 +110,8 @@ public:
            InferenceService::ReplyCallback done) {
     auto received = std::chrono::steady_clock::now();
     done = [this, received, done = std::move(done)](InferReply reply) {
-      if (reply.outcome == Outcome::Overload ||
-          reply.outcome == Outcome::Unavailable)
+      if (reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
+                                  reply.outcome == Outcome::Unavailable))
         service_.metrics().observeRefusal(
             std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                           received)

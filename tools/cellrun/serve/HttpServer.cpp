@@ -113,8 +113,9 @@ void HttpServer::addRoutes() {
       promise.set_value(std::move(reply));
     });
     InferReply reply = future.get();
-    bool refused = reply.outcome == Outcome::Overload ||
-                   reply.outcome == Outcome::Unavailable;
+    bool refused =
+        reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
+                                reply.outcome == Outcome::Unavailable);
     send(res, encodeInferReply(std::move(reply), request, service.signature(),
                                service.modelName(), service.modelVersion()));
     if (refused)
@@ -154,11 +155,9 @@ bool bindWithFullBacklog(httplib::Server &server, const std::string &host,
     httplib::default_socket_options(socket);
     listening = socket;
   });
-  if (!server.bind_to_port(host.c_str(), port))
-    return false;
-  if (listening >= 0)
-    ::listen(listening, SOMAXCONN);
-  return true;
+  bool bound = server.bind_to_port(host.c_str(), port);
+  server.set_socket_options(httplib::default_socket_options);
+  return bound && listening >= 0 && ::listen(listening, SOMAXCONN) == 0;
 }
 
 } // namespace

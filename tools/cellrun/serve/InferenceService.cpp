@@ -130,6 +130,7 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
     reply.status = Status(StatusCode::Unavailable,
                           "the server is shutting down and takes no new "
                           "requests");
+    reply.refusedAtOnce = true;
     finish(reply, done);
     leave();
     return;
@@ -185,6 +186,7 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
       });
   if (!submitted.isOk()) {
     reply.status = submitted;
+    reply.refusedAtOnce = true;
     finish(reply, *callback);
     leave();
   }

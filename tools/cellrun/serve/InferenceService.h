@@ -46,6 +46,9 @@ struct InferReply {
   std::vector<OutputTensor> outputs;
   std::string stopReason; // seq2seq: "eos" or "limit"
   double queueMicros = 0, computeMicros = 0;
+  /// Refused before it reached a worker (queue full, no worker, shutting
+  /// down): what cellrun_refusal_seconds times.
+  bool refusedAtOnce = false;
 };
 
 /// The outcome a failed Status maps to (InvalidArgument: Invalid, ...).

@@ -141,7 +141,8 @@ std::string ServerMetrics::render(const EngineStats &engine,
          "First cell to completion of a request, successful requests.");
   computeSeconds_.render(out, "cellrun_request_compute_seconds", "");
   header(out, "cellrun_refusal_seconds", "histogram",
-         "Request read to its 429/503 answer ready, in the server.");
+         "Request read to the answer ready, for requests refused with "
+         "429/503 before reaching a worker.");
   refusalSeconds_.render(out, "cellrun_refusal_seconds", "");
   header(out, "cellrun_task_batch_rows", "histogram",
          "Request rows of each task (cell invocations batched together).");

@@ -27,7 +27,9 @@ Outcome judgeValid(const httplib::Result &reply, const json &expected,
              std::to_string(ms) + " ms";
     return ms >= timeoutMs - 500 ? Outcome::Lost : Outcome::Failed;
   }
-  if (reply->status == 429 || reply->status == 503)
+  // 429 is load; a 503 means a worker or the server stopped, which
+  // nothing in a soak should cause.
+  if (reply->status == 429)
     return Outcome::Overloaded;
   if (reply->status != 200) {
     detail = std::to_string(reply->status) + " " + reply->body.substr(0, 300);
@@ -110,7 +112,7 @@ void cellrun::soak::sendInvalid(Sender &sender, const SoakModel &model,
         -1, model.label + ": " + httplib::to_string(reply.error()));
     return;
   }
-  if (reply->status == 429 || reply->status == 503) {
+  if (reply->status == 429) {
     outcomes.record(kind, Outcome::Overloaded, ms);
     return;
   }

@@ -4,8 +4,8 @@
 // Every request gets exactly one outcome: answered and equal to its
 // reference, answered wrongly, refused as expected (an invalid request with
 // the status its class must get, and an error message), refused otherwise,
-// overloaded (429/503 for a valid request), failed (another status or a
-// broken connection) or lost (no answer within the timeout). Thread-safe.
+// overloaded (429), failed (another status, 503 included, or a broken
+// connection) or lost (no answer within the timeout). Thread-safe.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_SOAK_SOAKOUTCOMES_H
@@ -38,7 +38,7 @@ const char *outcomeName(Outcome outcome);
 class Outcomes {
 public:
   /// Records one request of `kind` ("plain", "session", "burst",
-  /// "invalid:<class>", ...); `overloadMs` >= 0 for a 429/503 answer: the
+  /// "invalid:<class>", ...); `overloadMs` >= 0 for a 429 answer: the
   /// time it took; `detail` describes a wrong or failed one.
   void record(const std::string &kind, Outcome outcome, double overloadMs = -1,
               const std::string &detail = "");
@@ -49,7 +49,7 @@ public:
   uint64_t sent() const;
   uint64_t disconnects() const { return disconnects_; }
   uint64_t abandonedSessions() const { return abandonedSessions_; }
-  /// Client-side times of the 429/503 answers, in ms, sorted.
+  /// Client-side times of the 429 answers, in ms, sorted.
   std::vector<double> overloadTimes() const;
   /// Per kind, the count of each outcome.
   std::map<std::string, std::array<uint64_t, kOutcomeCount>> byKind() const;

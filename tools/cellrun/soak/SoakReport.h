@@ -1,7 +1,9 @@
 //===- SoakReport.h - The soak's verdict, tables and files ------*- C++ -*-===//
 //
 // Writes soak-report.md, soak.json and timeseries.csv under the output
-// directory and decides the verdict: nothing lost, nothing wrong, no
+// directory and decides the verdict: the load generator kept up (nothing
+// left unsent), at least 90% of the valid requests outside bursts answered
+// correctly, nothing lost, nothing wrong, no
 // invalid request answered otherwise than its class must be, resident
 // memory flat after the warm-up (growth under 1% from the first minute
 // after it to the last minute of load), every pool back to empty at the
@@ -44,7 +46,8 @@ bool writeReport(const std::string &dir, const SoakConfig &config,
                  const std::vector<SoakModel> &models, const Outcomes &outcomes,
                  const std::vector<Sample> &samples,
                  const std::vector<ServerExit> &exits,
-                 const RefusalTimes &serverRefusals, double loadSeconds);
+                 const RefusalTimes &serverRefusals, double loadSeconds,
+                 size_t unsent);
 
 } // namespace cellrun::soak
 

@@ -182,11 +182,13 @@ public:
       : args_(args), models_(models), outcomes_(outcomes),
         sequences_(sequences) {}
 
-  /// Runs the load for args.duration seconds at `rate` a second.
-  void run(double rate);
+  /// Runs the load for args.duration seconds at `rate` a second; returns
+  /// the requests still queued in the client when it ended (not sent: the
+  /// load generator fell behind).
+  size_t run(double rate);
 
 private:
-  void client(uint32_t seed);
+  void client();
   void bursts();
   Job draw(std::mt19937_64 &random);
 
@@ -228,12 +230,11 @@ Job LoadRun::draw(std::mt19937_64 &random) {
   return job;
 }
 
-void LoadRun::client(uint32_t seed) {
+void LoadRun::client() {
   std::vector<std::unique_ptr<Sender>> senders;
   for (const SoakModel &model : models_)
     senders.push_back(
         std::make_unique<Sender>(model, static_cast<int>(args_.timeout)));
-  (void)seed;
   while (true) {
     Job job;
     {
@@ -295,10 +296,10 @@ void LoadRun::bursts() {
   }
 }
 
-void LoadRun::run(double rate) {
+size_t LoadRun::run(double rate) {
   std::vector<std::thread> clients;
   for (uint32_t c = 0; c < args_.clients; ++c)
-    clients.emplace_back([this, c] { client(c); });
+    clients.emplace_back([this] { client(); });
   std::thread burster([this] { bursts(); });
   std::mt19937_64 random(args_.seed);
   std::exponential_distribution<double> gap(rate);
@@ -331,16 +332,32 @@ void LoadRun::run(double rate) {
     }
   }
   loading_ = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sending_ = false;
+  // The clients get ten seconds to take what arrived; what is still queued
+  // then was never sent (the load generator fell behind).
+  Clock::time_point drainBy = Clock::now() + std::chrono::seconds(10);
+  size_t unsent = 0;
+  for (bool drained = false; !drained;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      drained = queue_.empty() || Clock::now() > drainBy;
+      if (drained) {
+        unsent = queue_.size();
+        queue_.clear();
+        sending_ = false;
+      }
+    }
+    if (!drained)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   due_.notify_all();
   for (std::thread &thread : clients)
     thread.join();
   burster.join();
-  std::fprintf(stderr, "soak: load done; the client's backlog peaked at %zu\n",
-               backlogPeak_);
+  std::fprintf(stderr,
+               "soak: load done; the client's backlog peaked at %zu, %zu left "
+               "unsent\n",
+               backlogPeak_, unsent);
+  return unsent;
 }
 
 std::string today() {
@@ -438,10 +455,21 @@ int main(int argc, char **argv) {
     for (SoakModel &model : models)
       if (model.pid > 0)
         kill(model.pid, SIGTERM);
+    // A server that does not exit within 30 s of SIGTERM (an accepted
+    // request never answered) is killed, and its exit counts as unclean.
+    Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
     for (SoakModel &model : models) {
       ServerExit exit{model.label, -1};
-      if (model.pid > 0)
-        waitpid(model.pid, &exit.status, 0);
+      while (model.pid > 0) {
+        if (waitpid(model.pid, &exit.status, WNOHANG) == model.pid)
+          break;
+        if (Clock::now() > deadline) {
+          kill(model.pid, SIGKILL);
+          waitpid(model.pid, &exit.status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       exits.push_back(exit);
     }
     return exits;
@@ -472,8 +500,14 @@ int main(int argc, char **argv) {
   config.burstEvery = args.burstEvery;
   config.serverArgs = args.serverArgs;
   config.smoke = smoke;
-  config.peak = measurePeak(models, 32, args.calibrate, args.timeout);
+  config.peak = measurePeak(models, args.clients, args.calibrate, args.timeout);
   config.rate = args.rate > 0 ? args.rate : args.load * config.peak;
+  if (!(config.rate > 0)) {
+    stopServers();
+    return fail(Status(StatusCode::Unavailable,
+                       "no valid request was answered correctly while "
+                       "measuring the peak"));
+  }
   std::fprintf(stderr,
                "soak: peak %.1f valid requests/s; load at %.1f/s for "
                "%.0f s\n",
@@ -483,7 +517,7 @@ int main(int argc, char **argv) {
   Monitor monitor(models);
   monitor.start();
   Clock::time_point start = Clock::now();
-  LoadRun(args, models, outcomes, sequences).run(config.rate);
+  size_t unsent = LoadRun(args, models, outcomes, sequences).run(config.rate);
   double loadSeconds = secondsSince(start);
   // Abandoned sessions close after the server's session timeout.
   std::this_thread::sleep_for(std::chrono::seconds(4));
@@ -491,8 +525,9 @@ int main(int argc, char **argv) {
   monitor.sampleNow(secondsSince(start));
   RefusalTimes refusals = serverRefusalTimes(models);
   std::vector<ServerExit> exits = stopServers();
-  bool passed = writeReport(args.out, config, models, outcomes,
-                            monitor.samples(), exits, refusals, loadSeconds);
+  bool passed =
+      writeReport(args.out, config, models, outcomes, monitor.samples(), exits,
+                  refusals, loadSeconds, unsent);
   std::printf("%s\n", passed ? "soak: PASSED" : "soak: FAILED");
   std::ifstream report(args.out + "/soak-report.md");
   std::printf("%s",
