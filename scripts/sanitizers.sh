@@ -11,6 +11,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
+# Objects cached by path relative to the checkout, as in scripts/build.sh:
+# a fresh clone reuses what an earlier sanitizer build compiled.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 tests=(scheduler-tests engine-tests custom-unfolder-tests executor-tests backend-examples-cpu-tests cpu-backend-tests
   fault-injection-tests worker-stop-tests
   artifact-tests device-tests)
