@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExamplesDir.h"
 
+#include "CompilerContext.h"
 #include "compiler/import/OnnxImporter.h"
 #include "compiler/import/OnnxModel.h"
 #include "compiler/manifest/Manifest.h"
@@ -92,16 +93,9 @@ const cellc::onnx_model::Model &cellFor(const cellc::Manifest &manifest,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  mlir::MLIRContext context;
-  context.disableMultithreading();
-  cellc::loadImporterDialects(context);
-  unsigned errors = 0;
-  mlir::ScopedDiagnosticHandler countErrors(
-      &context, [&](mlir::Diagnostic &diagnostic) {
-        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error)
-          ++errors;
-        return mlir::success();
-      });
+  cellfuzz::CompilerContext fresh;
+  mlir::MLIRContext &context = fresh.context;
+  const unsigned &errors = fresh.errors;
   mlir::FailureOr<cellc::Manifest> manifest =
       cellc::parseManifest(text, "fuzz.yaml", context);
   if (mlir::failed(manifest)) {

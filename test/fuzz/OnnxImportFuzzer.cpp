@@ -9,6 +9,7 @@
 // (fuzz.replay.onnx_import).
 //
 //===----------------------------------------------------------------------===//
+#include "CompilerContext.h"
 #include "compiler/import/OnnxImporter.h"
 #include "compiler/import/OnnxModel.h"
 
@@ -38,18 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::abort(); // every refusal says why
     return 0;
   }
-  // A fresh context per input: weights become resource blobs that a shared
-  // context would keep for the whole run.
-  mlir::MLIRContext context;
-  context.disableMultithreading();
-  cellc::loadImporterDialects(context);
-  unsigned errors = 0;
-  mlir::ScopedDiagnosticHandler countErrors(
-      &context, [&](mlir::Diagnostic &diagnostic) {
-        if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error)
-          ++errors;
-        return mlir::success();
-      });
+  cellfuzz::CompilerContext fresh;
+  mlir::MLIRContext &context = fresh.context;
+  const unsigned &errors = fresh.errors;
   mlir::OpBuilder builder(&context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::ModuleOp::create(builder.getUnknownLoc());

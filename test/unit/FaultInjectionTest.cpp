@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
+#include "FaultTests.h"
 #include "RandomRequests.h"
-#include "SameResult.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@ using namespace cellrun;
 using cellc::testing::expectSameBits;
 using cellc::testing::loadExampleArtifact;
 using cellc::testing::randomRequest;
+using cellc::testing::submitInTrickles;
 
 namespace {
 
@@ -100,15 +101,8 @@ TEST_P(FaultInjectionTest, HitRequestsFailAndTheRestAreServed) {
   ASSERT_TRUE(engine);
   uint32_t idleRows = engine->executor().rowsInUse();
   armed = true;
-  std::vector<std::future<RequestResult>> futures;
-  for (int next = 0; next < kRequests;) {
-    int arrivals = std::uniform_int_distribution<int>(0, 6)(random);
-    for (int a = 0; a < arrivals && next < kRequests; ++a, ++next)
-      futures.push_back(
-          engine->submit(engine->parser().parse(texts[next], "").value()));
-    engine->runOnce();
-  }
-  engine->drain();
+  std::vector<std::future<RequestResult>> futures =
+      submitInTrickles(*engine, texts, random);
   armed = false;
   ASSERT_GT(injected, 0u) << "no fault was injected";
   int failed = 0;

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
+#include "FaultTests.h"
 #include "RandomRequests.h"
-#include "SameResult.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@ using namespace cellrun;
 using cellc::testing::expectSameBits;
 using cellc::testing::loadExampleArtifact;
 using cellc::testing::randomRequest;
+using cellc::testing::submitInTrickles;
 
 namespace {
 
@@ -118,15 +119,8 @@ TEST_P(WorkerStopTest, TheOtherWorkerServesOn) {
   uint32_t idle0 = engine->executor(0).rowsInUse();
   uint32_t idle1 = engine->executor(1).rowsInUse();
   loss.armed = true;
-  std::vector<std::future<RequestResult>> futures;
-  for (int next = 0; next < kRequests;) {
-    int arrivals = std::uniform_int_distribution<int>(0, 6)(random);
-    for (int a = 0; a < arrivals && next < kRequests; ++a, ++next)
-      futures.push_back(
-          engine->submit(engine->parser().parse(texts[next], "").value()));
-    engine->runOnce();
-  }
-  engine->drain();
+  std::vector<std::future<RequestResult>> futures =
+      submitInTrickles(*engine, texts, random);
   ASSERT_TRUE(loss.fired);
   EXPECT_EQ(engine->stats().workersInService, 1u);
   int failed = 0;
