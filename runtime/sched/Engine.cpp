@@ -298,20 +298,9 @@ Status Engine::submit(Request request, Callback done) {
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
     auto &waiting = admission.waiting;
-    if (admission.inService == 0) {
+    if (Status refusal = admission.loadRefusal(); !refusal.isOk()) {
       ++admission.rejected;
-      return Status(StatusCode::Unavailable, "no worker is serving (" +
-                                                 admission.lastLoss.message() +
-                                                 ")");
-    }
-    if (waiting.size() + admission.chunksPending >= admission.limit) {
-      ++admission.rejected;
-      return Status(
-          StatusCode::ResourceExhausted,
-          "overloaded: " +
-              std::to_string(waiting.size() + admission.chunksPending) +
-              " requests are waiting (the limit is " +
-              std::to_string(admission.limit) + ")");
+      return refusal;
     }
     SessionState *session = nullptr;
     if (const SessionChunk &chunk = entry->graph->request().session;
@@ -371,6 +360,28 @@ Status Engine::submit(Request request, Callback done) {
   }
   admission.wake.notify_all();
   return Status::ok();
+}
+
+Status AdmissionQueue::loadRefusal() const {
+  if (inService == 0)
+    return Status(StatusCode::Unavailable,
+                  "no worker is serving (" + lastLoss.message() + ")");
+  if (waiting.size() + chunksPending >= limit)
+    return Status(
+        StatusCode::ResourceExhausted,
+        "overloaded: " + std::to_string(waiting.size() + chunksPending) +
+            " requests are waiting (the limit is " + std::to_string(limit) +
+            ")");
+  return Status::ok();
+}
+
+Status Engine::admissionStatus() {
+  AdmissionQueue &admission = impl_->admission;
+  std::lock_guard<std::mutex> lock(admission.mutex);
+  Status refusal = admission.loadRefusal();
+  if (!refusal.isOk())
+    ++admission.rejected;
+  return refusal;
 }
 
 std::future<RequestResult> Engine::submit(Request request) {

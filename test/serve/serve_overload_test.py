@@ -56,6 +56,9 @@ def model_name(server):
 server = Server(cellrun, model, "--max-queue", "1", "--pool-rows", "96")
 path, bodies = prepare(server)
 outcomes = {200: 0, 429: 0}
+# Malformed bodies among them: 400, or 429 when the queue is full (refused
+# before the body is read).
+malformed = {400: 0, 429: 0}
 refusal_seconds = []
 lock = threading.Lock()
 
@@ -65,6 +68,15 @@ def send(item):
     start = time.monotonic()
     status, reply_headers, reply = server.request("POST", path, body, headers)
     elapsed = time.monotonic() - start
+    if request is None:
+        with lock:
+            if status not in malformed:
+                fail(server, f"malformed body: status {status}: {reply[:300]}")
+            malformed[status] += 1
+            reason = b"overloaded" if status == 429 else b"JSON"
+            if reason not in reply:
+                fail(server, f"{status} without the reason: {reply}")
+        return
     with lock:
         if status not in outcomes:
             fail(server, f"{request['id']}: status {status}: {reply[:300]}")
@@ -79,8 +91,10 @@ def send(item):
 
 
 with ThreadPoolExecutor(max_workers=32) as pool:
+    broken = (None, b'{"inputs": [{"name": ', {})
     for round_ in range(3):
-        list(pool.map(send, bodies))
+        list(pool.map(send, [item for body in bodies
+                             for item in (body, broken)]))
 if outcomes[429] == 0 or outcomes[200] == 0:
     fail(server, f"expected both answers and refusals, got {outcomes}")
 refusal_seconds.sort()
@@ -92,13 +106,16 @@ metrics = server.request("GET", "/metrics", port=server.metrics)[2].decode()
 counted = {s.labels["outcome"]: s.value
            for f in text_string_to_metric_families(metrics)
            if f.name == "cellrun_requests" for s in f.samples}
-if counted["success"] != outcomes[200] or counted["overload"] != outcomes[429]:
-    fail(server, f"metrics {counted} != answers {outcomes}")
+if (counted["success"] != outcomes[200]
+        or counted["overload"] != outcomes[429] + malformed[429]
+        or counted["invalid"] != malformed[400]):
+    fail(server, f"metrics {counted} != answers {outcomes}, malformed {malformed}")
 code, log = server.stop()
 if code != 0:
     fail(server, f"exit code {code}")
 print(f"overload: {outcomes[200]} answered and correct, {outcomes[429]} refused "
-      f"with 429 (median {refusal_seconds[len(refusal_seconds) // 2] * 1e3:.1f} ms)")
+      f"with 429 (median {refusal_seconds[len(refusal_seconds) // 2] * 1e3:.1f} ms); "
+      f"malformed bodies: {malformed[400]} got 400, {malformed[429]} 429")
 
 # 2. SIGTERM during load.
 server = Server(cellrun, model)

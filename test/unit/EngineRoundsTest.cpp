@@ -217,6 +217,35 @@ TEST(EngineRoundsTest, ConcurrentSubmittersNeverExceedTheQueueLimit) {
   EXPECT_EQ(stats.waiting, 0u);
 }
 
+TEST(EngineRoundsTest, AdmissionStatusRefusesWhileTheQueueIsFull) {
+  auto artifact = load(example("lstm"));
+  ASSERT_TRUE(artifact);
+  EngineOptions options;
+  options.startWorker = false;
+  options.maxQueue = 2;
+  auto engine = Engine::create(artifact, options).value();
+  auto submitOne = [&] {
+    return engine->submit(
+        engine->parser().parse(R"({"tokens": [4, 5, 6]})", "q").value(),
+        [](RequestResult) {});
+  };
+  EXPECT_TRUE(engine->admissionStatus().isOk());
+  ASSERT_TRUE(submitOne().isOk());
+  EXPECT_TRUE(engine->admissionStatus().isOk());
+  ASSERT_TRUE(submitOne().isOk());
+  // Full: the check refuses as submit would, and counts the refusal.
+  Status full = engine->admissionStatus();
+  EXPECT_EQ(full.code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(full.message().find("overloaded: 2 requests are waiting"),
+            std::string::npos)
+      << full.message();
+  EXPECT_EQ(submitOne().code(), StatusCode::ResourceExhausted);
+  EXPECT_EQ(engine->stats().rejected, 2u);
+  engine->drain();
+  EXPECT_TRUE(engine->admissionStatus().isOk());
+  EXPECT_EQ(engine->stats().completed, 2u);
+}
+
 TEST(EngineRoundsTest, OverlappedRoundsWithSmallPoolsWaitNeverFail) {
   auto artifact = load(example("lstm"));
   ASSERT_TRUE(artifact);

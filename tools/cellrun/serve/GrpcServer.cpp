@@ -118,6 +118,10 @@ public:
                 .count());
       done(std::move(reply));
     };
+    // Overloaded or stopping: refuse before the tensors are copied out.
+    if (service_.refuseEarly(in.model_name(), in.model_version(), in.id(),
+                             done))
+      return;
     auto call = decodeInferRequest(in);
     if (!call.ok()) {
       service_.metrics().countRequest(Outcome::Invalid);

@@ -96,6 +96,19 @@ void HttpServer::addRoutes() {
                                                    const httplib::Request &req,
                                                    httplib::Response &res) {
     auto received = std::chrono::steady_clock::now();
+    auto observeRefusal = [&service, received] {
+      service.metrics().observeRefusal(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        received)
+              .count());
+    };
+    // Overloaded or stopping: refuse before the body is decoded.
+    if (service.refuseEarly(req.matches[1], versionOf(req), "",
+                            [&res](InferReply reply) {
+                              send(res, errorReply(httpStatusOf(reply.outcome),
+                                                   reply.status.message()));
+                            }))
+      return observeRefusal();
     std::optional<std::string> headerLength;
     if (req.has_header("Inference-Header-Content-Length"))
       headerLength = req.get_header_value("Inference-Header-Content-Length");
@@ -119,10 +132,7 @@ void HttpServer::addRoutes() {
     send(res, encodeInferReply(std::move(reply), request, service.signature(),
                                service.modelName(), service.modelVersion()));
     if (refused)
-      service.metrics().observeRefusal(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        received)
-              .count());
+      observeRefusal();
   });
   // Unknown paths and refusals by the library (413) get a JSON body too.
   api.set_error_handler([](const httplib::Request &req,

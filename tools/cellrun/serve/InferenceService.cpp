@@ -192,6 +192,27 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
   }
 }
 
+bool InferenceService::refuseEarly(const std::string &name,
+                                   const std::string &version,
+                                   const std::string &id,
+                                   const ReplyCallback &done) {
+  if (!checkModel(name, version).isOk())
+    return false;
+  InferReply reply;
+  reply.id = id;
+  if (stopping_)
+    reply.status = Status(StatusCode::Unavailable,
+                          "the server is shutting down and takes no new "
+                          "requests");
+  else
+    reply.status = engine_->admissionStatus();
+  if (reply.status.isOk())
+    return false;
+  reply.refusedAtOnce = true;
+  finish(reply, done);
+  return true;
+}
+
 void InferenceService::stopAccepting() { stopping_ = true; }
 
 void InferenceService::waitIdle() {

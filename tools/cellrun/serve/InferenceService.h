@@ -83,6 +83,13 @@ public:
   /// Runs `call`; `done` is called exactly once (inline when the request is
   /// refused before it reaches the engine).
   void infer(InferCall call, ReplyCallback done);
+  /// Refuses a request for `name` (and `version`) before a front end has
+  /// decoded it, when the server is shutting down (503), no worker serves
+  /// (503) or the engine's queue is full (429): calls `done` inline with
+  /// the refusal and returns true. Otherwise, or when the model is not ours
+  /// (infer() answers that with 404), returns false and does nothing.
+  bool refuseEarly(const std::string &name, const std::string &version,
+                   const std::string &id, const ReplyCallback &done);
 
   /// Refuses new requests from now on (503) and marks the server not ready.
   void stopAccepting();
