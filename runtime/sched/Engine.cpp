@@ -375,7 +375,7 @@ Status AdmissionQueue::loadRefusal() const {
   return Status::ok();
 }
 
-Status Engine::admissionStatus() {
+Status Engine::refuseForLoad() {
   AdmissionQueue &admission = impl_->admission;
   std::lock_guard<std::mutex> lock(admission.mutex);
   Status refusal = admission.loadRefusal();

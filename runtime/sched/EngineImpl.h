@@ -272,9 +272,8 @@ struct AdmissionQueue {
   /// behind it up to the first that starts the id anew, which reopens it
   /// (queued for admission, with the chunks after it waiting behind).
   std::deque<std::unique_ptr<EngineWorker::Entry>>
-  closeSession(std::unordered_map<uint64_t, SessionState>::iterator
-                   session); /// Why a new request would be refused for load now
-                             /// (no worker serving:
+  closeSession(std::unordered_map<uint64_t, SessionState>::iterator session);
+  /// Why a new request would be refused for load now (no worker serving:
   /// Unavailable; the queue full: ResourceExhausted), or ok (under the
   /// mutex).
   Status loadRefusal() const;

@@ -229,20 +229,21 @@ TEST(EngineRoundsTest, AdmissionStatusRefusesWhileTheQueueIsFull) {
         engine->parser().parse(R"({"tokens": [4, 5, 6]})", "q").value(),
         [](RequestResult) {});
   };
-  EXPECT_TRUE(engine->admissionStatus().isOk());
+  EXPECT_TRUE(engine->refuseForLoad().isOk());
   ASSERT_TRUE(submitOne().isOk());
-  EXPECT_TRUE(engine->admissionStatus().isOk());
+  EXPECT_TRUE(engine->refuseForLoad().isOk());
   ASSERT_TRUE(submitOne().isOk());
   // Full: the check refuses as submit would, and counts the refusal.
-  Status full = engine->admissionStatus();
+  Status full = engine->refuseForLoad();
   EXPECT_EQ(full.code(), StatusCode::ResourceExhausted);
   EXPECT_NE(full.message().find("overloaded: 2 requests are waiting"),
             std::string::npos)
       << full.message();
   EXPECT_EQ(submitOne().code(), StatusCode::ResourceExhausted);
   EXPECT_EQ(engine->stats().rejected, 2u);
+  EXPECT_EQ(engine->stats().submitted, 2u);
   engine->drain();
-  EXPECT_TRUE(engine->admissionStatus().isOk());
+  EXPECT_TRUE(engine->refuseForLoad().isOk());
   EXPECT_EQ(engine->stats().completed, 2u);
 }
 

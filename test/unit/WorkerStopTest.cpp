@@ -262,6 +262,11 @@ TEST(WorkerStop, TheLastWorkerFailsEverythingAndRefusesNewRequests) {
                                           "stopped serving"),
             std::string::npos)
       << refused.status.toString();
+  // A front end's check before decoding refuses the same way.
+  Status early = engine->refuseForLoad();
+  EXPECT_EQ(early.code(), StatusCode::Unavailable);
+  EXPECT_NE(early.message().find("no worker is serving"), std::string::npos)
+      << early.toString();
 }
 
 TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {

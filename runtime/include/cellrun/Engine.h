@@ -133,12 +133,13 @@ public:
   Status submit(Request request, Callback done);
   /// The same with a future; errors arrive through the future too.
   std::future<RequestResult> submit(Request request);
-  /// Whether submit would refuse any request now for load, checked
-  /// without one: no worker serving (Unavailable) or the queue full
-  /// (ResourceExhausted), counted as rejected like submit's refusals; ok
-  /// otherwise (submit checks again). A front end calls it before it
-  /// decodes a body, so an overloaded server refuses at once and cheaply.
-  Status admissionStatus();
+  /// Refuses now, without a request, when submit would refuse any request
+  /// for load: no worker serving (Unavailable) or the queue full
+  /// (ResourceExhausted), counted as rejected like submit's refusals (so
+  /// call it once per request you refuse with it); ok otherwise, counting
+  /// nothing (submit checks again). A front end calls it before it decodes
+  /// a body, so an overloaded server refuses at once and cheaply.
+  Status refuseForLoad();
 
   /// Manual mode: one round of the loop on every worker (admission, one
   /// call to the policy, its tasks run). False when there was nothing to do.

@@ -205,7 +205,7 @@ bool InferenceService::refuseEarly(const std::string &name,
                           "the server is shutting down and takes no new "
                           "requests");
   else
-    reply.status = engine_->admissionStatus();
+    reply.status = engine_->refuseForLoad();
   if (reply.status.isOk())
     return false;
   reply.refusedAtOnce = true;
