@@ -284,9 +284,8 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
                                const RowReader &read, bool perStep) {
   const cellpack::TensorSpec &spec =
       *structure_.cells[part].cell->outputs()->Get(output);
-  std::vector<uint8_t> row(tensorRowBytes(spec));
-  if (Status status = read(node, output, row.data()); !status.isOk())
-    return status;
+  size_t rowBytes = tensorRowBytes(spec);
+  size_t elements = rowBytes / cpu::elementSize(spec.dtype());
   OutputTensor *tensor = nullptr;
   for (OutputTensor &existing : result_.outputs)
     if (existing.name == name)
@@ -299,10 +298,41 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
     if (spec.row_shape())
       tensor->shape.insert(tensor->shape.end(), spec.row_shape()->begin(),
                            spec.row_shape()->end());
+    // A chain emits a row at each of its steps: room for all at once.
+    size_t rows = perStep && structure_.kind == cellpack::Structure::Chain
+                      ? nodes_.size()
+                      : 1;
+    if (cpu::isFloatType(spec.dtype()))
+      tensor->floats.reserve(rows * elements);
+    else
+      tensor->integers.reserve(rows * elements);
   }
   if (perStep)
     ++tensor->shape[0];
-  size_t elements = row.size() / cpu::elementSize(spec.dtype());
+  // fp32 and int64 rows are read straight into the result; others convert.
+  if (spec.dtype() == cellpack::DType::F32 ||
+      spec.dtype() == cellpack::DType::I64) {
+    bool isFloat = spec.dtype() == cellpack::DType::F32;
+    size_t at = isFloat ? tensor->floats.size() : tensor->integers.size();
+    void *into;
+    if (isFloat) {
+      tensor->floats.resize(at + elements);
+      into = tensor->floats.data() + at;
+    } else {
+      tensor->integers.resize(at + elements);
+      into = tensor->integers.data() + at;
+    }
+    Status status = read(node, output, into);
+    if (!status.isOk()) { // leave the result as it was
+      isFloat ? tensor->floats.resize(at) : tensor->integers.resize(at);
+      if (perStep)
+        --tensor->shape[0];
+    }
+    return status;
+  }
+  std::vector<uint8_t> row(rowBytes);
+  if (Status status = read(node, output, row.data()); !status.isOk())
+    return status;
   for (size_t e = 0; e < elements; ++e) {
     if (cpu::isFloatType(spec.dtype()))
       tensor->floats.push_back(cpu::loadFloat(row.data(), spec.dtype(), e));
