@@ -6,6 +6,10 @@ A peer module provides load(weights) -> model, item(request) -> dict with
 "length" (the bucketing key) and its data, run(model, items) (one batch;
 returns per item a dict of output name -> tensor), and the output names it
 compares. See pytorch_chain.py for the file formats.
+
+With --device cuda the models live on the GPU (cuDNN's LSTM, cuBLAS GEMMs);
+requests stay on the host until their batch is formed, as a server receives
+them, and each batch's end is taken after torch.cuda.synchronize().
 """
 import argparse
 import json
@@ -14,6 +18,10 @@ import sys
 import time
 
 import torch
+
+# Where the models and each batch's tensors live (--device); the peers'
+# run() functions put what they build here.
+DEVICE = torch.device("cpu")
 
 
 def parse_args(description):
@@ -31,7 +39,26 @@ def parse_args(description):
                         help="torch threads (0: torch's default)")
     parser.add_argument("--reference", help="a `cellrun run --output` file to check against")
     parser.add_argument("--check", type=int, default=8)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where the model runs (cuda: the first GPU)")
     return parser.parse_args()
+
+
+def to_device(model):
+    """`model` (a module, or tuples and dicts of them) moved to DEVICE."""
+    if isinstance(model, torch.nn.Module):
+        return model.to(DEVICE)
+    if isinstance(model, tuple):
+        return tuple(to_device(part) for part in model)
+    if isinstance(model, dict):
+        return {key: to_device(part) for key, part in model.items()}
+    return model
+
+
+def synchronize():
+    """Waits for the GPU's queued work (timing points on --device cuda)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def weight_file(weights, cell):
@@ -90,6 +117,7 @@ def online(model, run, requests, width, max_batch):
         began = time.perf_counter() - start
         with torch.no_grad():
             run(model, [requests[k] for k in members])
+        synchronize()
         ended = time.perf_counter() - start
         for k in members:
             requests[k].update(start_s=began, end_s=ended, batch=len(members))
@@ -105,6 +133,7 @@ def sorted_offline(model, run, requests, max_batch):
         began = time.perf_counter() - start
         with torch.no_grad():
             run(model, [requests[k] for k in members])
+        synchronize()
         ended = time.perf_counter() - start
         for k in members:
             requests[k].update(arrival_s=0.0, start_s=began, end_s=ended,
@@ -131,6 +160,8 @@ def check(model, run, requests, reference_path, count, compare):
         for name, tensor in theirs["outputs"].items():
             want = torch.tensor(tensor["data"]).reshape(tensor["shape"])
             have = mine.get(name)
+            if have is not None:
+                have = have.cpu()
             if have is None or tuple(have.shape) != tuple(want.shape):
                 print(f"peer check: {request['id']} output {name}: shape "
                       f"{None if have is None else tuple(have.shape)} against ours "
@@ -153,19 +184,27 @@ def float_error(have, want):
 
 
 def main(description, load, item, run, compare, describe):
+    global DEVICE
     args = parse_args(description)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    model = load(args.weights)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"--device cuda: torch {torch.__version__} sees no CUDA device")
+    DEVICE = torch.device(args.device)
+    model = to_device(load(args.weights))
     requests = load_trace(args.trace, item)
     summary = {"peer": "pytorch", "torch": torch.__version__, "mode": args.mode,
                "threads": torch.get_num_threads(), "model": describe(model),
-               "blas": blas_in_use()}
+               "blas": blas_in_use(), "device": args.device}
+    if DEVICE.type == "cuda":
+        summary.update(gpu=torch.cuda.get_device_name(DEVICE),
+                       cudnn=torch.backends.cudnn.version())
     if args.reference:
         compared, worst = check(model, run, requests, args.reference, args.check, compare)
         summary.update(checked_outputs=compared, worst_error_vs_tolerance=worst)
     with torch.no_grad():  # warm-up, not timed
         run(model, requests[:min(len(requests), args.max_batch)])
+    synchronize()
     if args.mode == "online":
         online(model, run, requests, args.bucket_width, args.max_batch)
     else:

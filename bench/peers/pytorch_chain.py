@@ -5,13 +5,14 @@ instead of cellrun, on the same trace and the same weights.
     pytorch_chain.py --weights CELL.pt|DIR --trace TRACE.jsonl --out RESULTS.jsonl
                      [--mode online|sorted] [--bucket-width 10] [--max-batch 512]
                      [--threads N] [--reference OURS.jsonl] [--check 8]
+                     [--device cpu|cuda]
 
 CELL.pt is the generator's state_dict (examples/<model>/generate.py writes it
 beside the ONNX file; a directory holding one .pt file also does): an
 optional `embedding.weight` and the cell's `cell.weight_ih`, `cell.weight_hh`,
 `cell.bias_ih`, `cell.bias_hh`, loaded into one nn.LSTM or nn.GRU (4 or 3
-gates), which runs whole sequences with its fused CPU kernels (the peers run
-on the CPU only so far).
+gates), which runs whole sequences with its fused kernels (on the CPU, or
+with --device cuda cuDNN's).
 
 TRACE.jsonl: one request a line as `cellrun run` reads it ("id", "tokens" or
 "steps" of {"x": [...]}) plus "arrival_s", the open-loop arrival time.
@@ -81,7 +82,7 @@ def item(request):
 def run(model, batch):
     embedding, rnn = model
     lengths = torch.tensor([r["length"] for r in batch])
-    padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch])
+    padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch]).to(peer_common.DEVICE)
     inputs = embedding(padded) if embedding is not None else padded
     output, final = rnn(pack_padded_sequence(inputs, lengths, enforce_sorted=False))
     steps, _ = pad_packed_sequence(output)

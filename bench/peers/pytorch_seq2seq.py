@@ -85,18 +85,20 @@ def item(request):
 
 def run(model, batch):
     lengths = torch.tensor([r["length"] for r in batch])
-    padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch])
+    device = peer_common.DEVICE
+    padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch]).to(device)
     packed = pack_padded_sequence(model["source_embedding"](padded), lengths,
                                   enforce_sorted=False)
     outputs, (h, c) = model["encoder"](packed)
     h, c = h[0], c[0]
     if "attn" in model:  # the encoder's outputs, [batch, longest source, hidden]
         memory = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True)[0]
-        masked = torch.arange(memory.shape[1]).unsqueeze(0) >= lengths.unsqueeze(1)
-    active = torch.arange(len(batch))
-    token = torch.full((len(batch),), BOS, dtype=torch.int64)
+        masked = (torch.arange(memory.shape[1], device=device).unsqueeze(0)
+                  >= lengths.to(device).unsqueeze(1))
+    active = torch.arange(len(batch), device=device)
+    token = torch.full((len(batch),), BOS, dtype=torch.int64, device=device)
     decoded = [[] for _ in batch]
-    limits = torch.tensor([r["limit"] for r in batch])
+    limits = torch.tensor([r["limit"] for r in batch], device=device)
     step = 0
     while len(active):
         h, c = model["decoder"](model["target_embedding"](token), (h, c))

@@ -49,7 +49,8 @@ def run(model, batch):
     h, c = {}, {}
     leaves = [(b, n) for b, r in enumerate(batch)
               for n, node in enumerate(r["nodes"]) if "children" not in node]
-    tokens = torch.tensor([batch[b]["nodes"][n]["token"] for b, n in leaves])
+    tokens = torch.tensor([batch[b]["nodes"][n]["token"] for b, n in leaves],
+                          device=peer_common.DEVICE)
     i, o, u = model["W"](model["embedding"](tokens)).split(hidden, dim=1)
     leaf_c = torch.sigmoid(i) * torch.tanh(u)
     leaf_h = torch.sigmoid(o) * torch.tanh(leaf_c)

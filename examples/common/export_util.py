@@ -54,6 +54,10 @@ def parse_args(description, sizes):
                    help="directory to write <cell>.onnx files into (created if missing)")
     p.add_argument("--seed", type=int, default=0,
                    help="torch.manual_seed applied before the modules are built (default: 0)")
+    p.add_argument("--weights-only", action="store_true",
+                   help="write only <out>/<cell>.pt, the weights for the PyTorch peers "
+                        "(no ONNX export: for a machine without cellc, such as the GPU "
+                        "machine; check them with weights_digest.py)")
     p.add_argument("--no-op-check", action="store_true",
                    help="do not fail when an exported graph uses an op outside the "
                         "supported set (it is still reported)")
@@ -554,6 +558,8 @@ def export_and_check(args, module, make_inputs, cell, input_names, output_names,
     # the benchmarks (bench/peers/): they run the same weights as the ONNX.
     import torch
     torch.save(module.state_dict(), os.path.join(args.out, cell + ".pt"))
+    if args.weights_only:
+        return
     example = make_inputs(TRACE_BATCH)
     export_cell(module, example, path, input_names, output_names)
     model = check_exported(path, allow_any_ops=args.no_op_check)

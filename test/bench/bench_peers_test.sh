@@ -19,6 +19,7 @@ result = json.load(open(sys.argv[1]))
 systems = [row["system"] for row in result["rows"]]
 assert systems == ["cellular", "pytorch"], systems
 assert result["peer"]["checked_outputs"] == int(sys.argv[2]), result["peer"]
+assert result["peer"]["device"] == "cpu", result["peer"]  # where we ran
 for row in result["rows"]:
     assert row["completed"] == 40 and row["failed"] == 0, row
 print(sys.argv[1], "peer checked", result["peer"]["checked_outputs"], "outputs")

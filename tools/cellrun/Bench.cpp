@@ -133,7 +133,8 @@ void addOptions(CLI::App &app, BenchArgs &args) {
       ->check(CLI::Range(1u, 4096u));
   app.add_option("--peer-weights", args.peerWeights,
                  "run the PyTorch peer with these weights: the generator's "
-                 "<cell>.pt (chain), or the directory of its .pt files");
+                 "<cell>.pt (chain), or the directory of its .pt files; it "
+                 "runs on our device (cpu, or cuda with cuDNN)");
   app.add_option("--peer-buckets", args.peerBuckets,
                  "online, the peer batches only the oldest request's length "
                  "bucket of this width (0: every waiting request, packed)")
@@ -290,10 +291,6 @@ int runBench(const std::vector<std::string> &arguments) {
 
   PeerOptions peer;
   bool withPeer = !args.peerWeights.empty();
-  if (withPeer && kind.value() != DeviceKind::Cpu)
-    return fail(Status(StatusCode::Unsupported,
-                       "the PyTorch peers run on the CPU only so far: with "
-                       "--peer-weights, pass --device cpu"));
   if (withPeer) {
     const cellpack::Unfolding &unfolding =
         *artifact.value()->model().unfolding();
@@ -317,6 +314,8 @@ int runBench(const std::vector<std::string> &arguments) {
                          "no PyTorch peer for a custom unfolder's model"));
     }
     peer.python = args.python;
+    // The peer runs where we run: cuDNN against our CUDA kernels.
+    peer.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";
     peer.weights = args.peerWeights;
     peer.threads = args.threads
                        ? args.threads

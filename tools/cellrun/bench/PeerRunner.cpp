@@ -41,7 +41,7 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
       " --mode " + options.mode + " --threads " +
       std::to_string(options.threads) + " --bucket-width " +
       std::to_string(options.bucketWidth) + " --max-batch " +
-      std::to_string(options.maxBatch);
+      std::to_string(options.maxBatch) + " --device " + options.device;
   if (!options.reference.empty())
     command += " --reference " + shellQuoted(options.reference);
   command += options.extra;

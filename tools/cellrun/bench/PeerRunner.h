@@ -22,8 +22,9 @@ struct PeerOptions {
   std::string weights;         // the generator's <cell>.pt, or their directory
   std::string mode = "online"; // or "sorted" (offline, PyTorch at its best)
   uint32_t threads = 1, bucketWidth = 0, maxBatch = 512; // 0: no buckets
-  std::string reference; // our outputs, checked by the peer ("": none)
-  std::string extra;     // more options for the script (already quoted)
+  std::string reference;      // our outputs, checked by the peer ("": none)
+  std::string extra;          // more options for the script (already quoted)
+  std::string device = "cpu"; // or "cuda": where the peer's model runs
 };
 
 /// `lines[k]` is request k as a JSON line. Files go to `directory` (named
