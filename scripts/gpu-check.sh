@@ -7,7 +7,8 @@
 #                                                   with a whole build tree)
 # Writes into LOGDIR: device.txt; the CUDA backend, example and engine tests'
 # logs and XML (and the CPU example tests on that machine); `cellrun run` of
-# every example on the GPU against the CPU backend; the CUDA microbenchmark
+# every example on the GPU against the CPU backend; `cellrun serve` on the
+# GPU answering over HTTP (test/serve/serve_device_check.py); the CUDA microbenchmark
 # of the hidden-1024 LSTM (table + CSV); `cellrun bench --device cuda` on the
 # same LSTM with the PyTorch peer on cuDNN (weights regenerated there and
 # checked against the digest of the ones the artifact was built from); the
@@ -78,6 +79,15 @@ for model in lstm gru seq2seq treelstm attention bahdanau; do
   "$python" "$root/scripts/compare-results.py" "$logs/run-$model-cuda.jsonl" \
     "$logs/run-$model-cpu.jsonl" 2>&1 | tee "$logs/run-$model-compare.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || fail "$model: the GPU's results differ from the CPU's"
+done
+
+# `cellrun serve` on the GPU: answers over HTTP against `cellrun run` on the CPU.
+for model in lstm seq2seq treelstm attention; do
+  step "cellrun serve $model --device cuda"
+  timeout 120 "$python" "$root/test/serve/serve_device_check.py" "$build/tools/cellrun/cellrun" \
+    "$build/examples/$model/model.cellpack" "$root/examples/$model/requests.jsonl" cuda 128 \
+    >"$logs/serve-$model-cuda.txt" 2>&1 || fail "cellrun serve $model --device cuda (log: serve-$model-cuda.txt)"
+  tail -n 1 "$logs/serve-$model-cuda.txt"
 done
 
 for precision in fp32 tf32; do

@@ -32,14 +32,14 @@ class Server:
     """`cellrun serve` on free ports; stop() sends SIGTERM and returns the
     exit code and the log."""
 
-    def __init__(self, cellrun, model, *extra):
+    def __init__(self, cellrun, model, *extra, device="cpu"):
         self.http, self.grpc, self.metrics = free_ports(3)
         self.log_path = f"/tmp/cellrun-serve-{os.getpid()}-{self.http}.log"
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [cellrun, "serve", model, "--host", "127.0.0.1",
              "--http-port", str(self.http), "--grpc-port", str(self.grpc),
-             "--metrics-port", str(self.metrics), "--device", "cpu", *extra],
+             "--metrics-port", str(self.metrics), "--device", device, *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
