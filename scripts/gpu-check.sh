@@ -114,8 +114,8 @@ if [ -n "$weights_digest" ] && [ "$have" != "$weights_digest" ]; then
   fail "the regenerated weights differ from the artifact's ($have, not $weights_digest)"
 else
   timeout 300 "$build/tools/cellrun/cellrun" bench "$build/examples/lstm/bench-fp32.cellpack" \
-    --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep 500,2000,8000 \
-    --duration 6 --offline 4000 --policy cellular,graph --peer-weights "$peer_weights" \
+    --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep 1000,8000 \
+    --duration 5 --offline 4000 --policy cellular,graph --peer-weights "$peer_weights" \
     --python "$python" --peers-dir "$root/bench/peers" --out "$logs/bench-lstm1024" \
     --quiet >"$logs/bench-lstm1024.txt" 2>&1 || fail "cellrun bench --device cuda failed"
   cat "$logs/bench-lstm1024.txt"
