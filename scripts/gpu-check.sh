@@ -1,59 +1,109 @@
 #!/usr/bin/env bash
 # The GPU tests and benchmarks in one go, for a GPU machine that has only the
-# CUDA toolkit and PyTorch (see docs/building.md). Here:
+# CUDA toolkit and PyTorch (see docs/runtime.md). Here:
 #   scripts/build.sh && ninja -C build bench-artifacts && scripts/gpu-pack.sh
 # then carry the checkout with gpu-pack/ (under 64 MiB) and run there:
-#   scripts/gpu-check.sh LOGDIR --pack gpu-pack     (or LOGDIR [BUILD_DIR]
+#   scripts/gpu-check.sh OUTDIR --pack gpu-pack     (or OUTDIR [BUILD_DIR]
 #                                                   with a whole build tree)
-# Writes into LOGDIR: device.txt; the CUDA backend, example and engine tests'
-# logs and XML (and the CPU example tests on that machine); `cellrun run` of
-# every example on the GPU against the CPU backend; `cellrun serve` on the
-# GPU answering over HTTP (test/serve/serve_device_check.py); the CUDA microbenchmark
-# of the hidden-1024 LSTM (table + CSV); `cellrun bench --device cuda` on the
-# same LSTM with the PyTorch peer on cuDNN (weights regenerated there and
-# checked against the digest of the ones the artifact was built from); the
-# CPU backend's microbenchmark on the same machine. Exits non-zero when a
-# test fails or a step is missing; without a GPU the tests skip and the
-# benchmarks say so. Each step has a time limit, so the whole run ends in
-# about 9 minutes at most.
+# Steps: the CUDA backend, example and engine tests (logs and XML);
+# `cellrun run` of every example on the GPU against the CPU backend;
+# `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
+# CUDA microbenchmark of the hidden-1024 LSTM; `cellrun bench --device cuda`
+# on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
+# regenerated there and checked against the digest of the ones the artifact
+# was built from); the CPU backend's microbenchmark on the same machine.
+# OUTDIR gets two files (the device tool brings back 8 at most):
+# gpu-check.txt (what was printed) and gpu-check-logs.tgz (every log, XML and
+# CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
+# (default 480); exits non-zero when a step failed or was cut.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-logs="${1:?usage: gpu-check.sh LOGDIR [BUILD_DIR | --pack PACK_DIR]}"
+out="${1:?usage: gpu-check.sh OUTDIR [BUILD_DIR | --pack PACK_DIR]}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+work="$(mktemp -d)"
+logs="$work/gpu-check"
 mkdir -p "$logs"
-logs="$(cd "$logs" && pwd)"
+deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-480}))
+python="${PYTHON:-python3}"
+status=0
+step() { echo "== $* ($((deadline - SECONDS)) s left)"; }
+fail() { echo "gpu-check: $*" | tee -a "$logs/failures.txt"; status=1; }
+# Seconds a step may take: its own limit, or what is left of the run.
+limit() {
+  local left=$((deadline - SECONDS))
+  [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+}
+enough() { # enough time left for a step that needs $1 seconds?
+  [ $((deadline - SECONDS)) -ge "$1" ] && return 0
+  fail "out of time: skipped $2"
+  return 1
+}
+finish() {
+  tar -C "$work" -czf "$out/gpu-check-logs.tgz" --exclude='*.jsonl' gpu-check
+  rm -rf "$work"
+}
+trap finish EXIT
+exec > >(tee "$out/gpu-check.txt") 2>&1
+
+unxz() { # unxz FILE DIR: xz, or Python's lzma where xz is missing
+  if command -v xz >/dev/null; then
+    xz -dc "$1" | tar -C "$2" -xf -
+  else
+    "$python" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
+      "$1" | tar -C "$2" -xf -
+  fi
+}
 build="$root/build"
 weights_digest=""
 if [ "${2:-}" = "--pack" ]; then
   pack="$(cd "${3:?--pack PACK_DIR}" && pwd)"
-  build="${TMPDIR:-/tmp}/cellrun-gpu-build"
-  rm -rf "$build" && mkdir -p "$build/examples/lstm"
-  xz -dc "$pack/binaries.tar.xz" | tar -C "$build" -xf - &&
-    xz -dc "$pack/examples.tar.xz" | tar -C "$build" -xf - &&
+  build="$work/build"
+  mkdir -p "$build/examples/lstm"
+  unxz "$pack/binaries.tar.xz" "$build" && unxz "$pack/examples.tar.xz" "$build" &&
     cp "$pack/bench-fp32.cellpack" "$build/examples/lstm/" ||
-    { echo "gpu-check: cannot unpack $pack" >&2; exit 1; }
-  weights_digest="$(cut -d' ' -f1 "$pack/bench-weights.sha256")"
+    { echo "gpu-check: cannot unpack $pack"; exit 1; }
+  weights_digest="$(cut -d' ' -f1 "$pack/bench-weights.sha256" 2>/dev/null)"
+  [ -n "$weights_digest" ] || fail "$pack/bench-weights.sha256 is missing: the peer's weights cannot be checked"
   echo "unpacked $pack (commit $(cat "$pack/commit.txt" 2>/dev/null)) into $build"
 elif [ -n "${2:-}" ]; then
   build="$2"
 fi
-python="${PYTHON:-python3}"
-status=0
 # The test binaries find the example artifacts and references here.
 export CELL_EXAMPLES_BUILD_DIR="$build/examples"
-step() { echo "== $*"; }
-fail() { echo "gpu-check: $*" | tee -a "$logs/failures.txt"; status=1; }
+cellrun="$build/tools/cellrun/cellrun"
+# The peer's Python without the libraries cellrun brought (gpu-pack.sh).
+cat >"$work/python" <<EOF
+#!/bin/sh
+unset LD_LIBRARY_PATH
+exec "$python" "\$@"
+EOF
+chmod +x "$work/python"
 
 { date -u; uname -a; nvidia-smi -L 2>&1
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
   "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
 "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())' 2>&1
-} >"$logs/device.txt"
-cat "$logs/device.txt"
+} | tee "$logs/device.txt"
 
-for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests \
-  backend-examples-cpu-tests; do
+# Preflight: every program finds its libraries (cuBLAS from the toolkit, or
+# from PyTorch's wheels), before any minute goes to a step.
+if ldd "$build/test/cuda-backend-tests" | grep -q "libcublasLt.* not found"; then
+  extra="$("$python" -c 'import glob, os, nvidia; print(":".join(sorted({os.path.dirname(p)
+for d in nvidia.__path__ for p in glob.glob(d + "/**/libcublasLt.so*", recursive=True)})))' 2>/dev/null)"
+  [ -n "$extra" ] && export LD_LIBRARY_PATH="$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "cuBLAS from PyTorch's wheels: $extra"
+fi
+for program in test/cuda-backend-tests test/backend-examples-cuda-tests test/engine-cuda-tests \
+  bench/cuda_task_bench bench/task_bench tools/cellrun/cellrun.bin; do
+  [ -f "$build/$program" ] || continue
+  missing="$(LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$build/$program" | grep "not found")"
+  [ -z "$missing" ] || { fail "$program cannot start: $missing"; exit 1; }
+done
+
+for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests; do
+  enough 30 "$test" || continue
   step "$test"
-  timeout 240 "$build/test/$test" --gtest_output="xml:$logs/$test.xml" >"$logs/$test.log" 2>&1
+  timeout "$(limit 200)" "$build/test/$test" --gtest_output="xml:$logs/$test.xml" >"$logs/$test.log" 2>&1
   code=$?
   grep -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test" "$logs/$test.log" | head -n 20
   [ "$code" -eq 0 ] || fail "$test exited with $code (log: $test.log)"
@@ -64,10 +114,11 @@ for model in lstm gru seq2seq treelstm attention bahdanau; do
   artifact="$build/examples/$model/model.cellpack"
   requests="$root/examples/$model/requests.jsonl"
   [ -f "$artifact" ] && [ -f "$requests" ] || { fail "$model: artifact or requests missing"; continue; }
+  enough 20 "cellrun run $model" || continue
   step "cellrun run $model (cuda against cpu)"
   ran=0
   for device in cuda cpu; do
-    if timeout 60 "$build/tools/cellrun/cellrun" run "$artifact" --input "$requests" \
+    if timeout "$(limit 60)" "$cellrun" run "$artifact" --input "$requests" \
       --device "$device" --output "$logs/run-$model-$device.jsonl" \
       >"$logs/run-$model-$device.log" 2>&1; then
       ran=$((ran + 1))
@@ -76,56 +127,62 @@ for model in lstm gru seq2seq treelstm attention bahdanau; do
     fi
   done
   [ "$ran" -eq 2 ] || continue
-  "$python" "$root/scripts/compare-results.py" "$logs/run-$model-cuda.jsonl" \
+  "$python" "$root/scripts/compare-results.py" --across-devices "$logs/run-$model-cuda.jsonl" \
     "$logs/run-$model-cpu.jsonl" 2>&1 | tee "$logs/run-$model-compare.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || fail "$model: the GPU's results differ from the CPU's"
 done
 
 # `cellrun serve` on the GPU: answers over HTTP against `cellrun run` on the CPU.
 for model in lstm seq2seq treelstm attention; do
+  enough 20 "cellrun serve $model" || continue
   step "cellrun serve $model --device cuda"
-  timeout 120 "$python" "$root/test/serve/serve_device_check.py" "$build/tools/cellrun/cellrun" \
+  timeout "$(limit 90)" "$python" "$root/test/serve/serve_device_check.py" "$cellrun" \
     "$build/examples/$model/model.cellpack" "$root/examples/$model/requests.jsonl" cuda 128 \
     >"$logs/serve-$model-cuda.txt" 2>&1 || fail "cellrun serve $model --device cuda (log: serve-$model-cuda.txt)"
-  tail -n 1 "$logs/serve-$model-cuda.txt"
+  head -n 1 "$logs/serve-$model-cuda.txt"
 done
 
 for precision in fp32 tf32; do
   artifact="$build/examples/lstm/bench-$precision.cellpack"
   [ -f "$artifact" ] || { echo "(no $artifact: skipped)"; continue; }
+  enough 30 "cuda_task_bench $precision" || continue
   step "cuda_task_bench ($precision)"
-  timeout 120 "$build/bench/cuda_task_bench" "$artifact" \
+  timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$artifact" \
     --csv "$logs/cuda-lstm1024-$precision.csv" >"$logs/cuda-lstm1024-$precision.txt" 2>&1 ||
     fail "cuda_task_bench $precision failed"
   cat "$logs/cuda-lstm1024-$precision.txt"
 done
 
 # The system against PyTorch on cuDNN, same trace and weights.
-step "cellrun bench --device cuda with the PyTorch peer (hidden-1024 LSTM)"
-peer_weights="$build/examples/lstm/h1024-bench/lstm.pt"
-if [ ! -f "$peer_weights" ]; then
-  peer_weights="$logs/h1024/lstm.pt"
-  timeout 120 "$python" "$root/examples/lstm/generate.py" --size bench \
-    --out "$logs/h1024" --weights-only >"$logs/h1024-generate.log" 2>&1 ||
-    fail "regenerating the peer's weights failed (log: h1024-generate.log)"
-fi
-have="$("$python" "$root/examples/common/weights_digest.py" "$peer_weights" 2>&1 | cut -d' ' -f1)"
-if [ -n "$weights_digest" ] && [ "$have" != "$weights_digest" ]; then
-  fail "the regenerated weights differ from the artifact's ($have, not $weights_digest)"
-else
-  timeout 300 "$build/tools/cellrun/cellrun" bench "$build/examples/lstm/bench-fp32.cellpack" \
+if enough 120 "cellrun bench --device cuda"; then
+  step "cellrun bench --device cuda with the PyTorch peer (hidden-1024 LSTM)"
+  peer_weights="$build/examples/lstm/h1024-bench/lstm.pt"
+  if [ ! -f "$peer_weights" ]; then
+    peer_weights="$work/h1024/lstm.pt"
+    timeout "$(limit 60)" "$python" "$root/examples/lstm/generate.py" --size bench \
+      --out "$work/h1024" --weights-only >"$logs/h1024-generate.log" 2>&1 ||
+      fail "regenerating the peer's weights failed (log: h1024-generate.log)"
+  fi
+  have="$("$python" "$root/examples/common/weights_digest.py" "$peer_weights" 2>"$logs/digest.log" | tail -n 1 | cut -d' ' -f1)"
+  peer=(--peer-weights "$peer_weights" --python "$work/python" --peers-dir "$root/bench/peers")
+  if [ -n "$weights_digest" ] && [ "$have" != "$weights_digest" ]; then
+    fail "the regenerated weights differ from the artifact's ($have, not $weights_digest): bench without the peer"
+    peer=()
+  fi
+  timeout "$(limit 240)" "$cellrun" bench "$build/examples/lstm/bench-fp32.cellpack" \
     --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep 1000,8000 \
-    --duration 5 --offline 4000 --policy cellular,graph --peer-weights "$peer_weights" \
-    --python "$python" --peers-dir "$root/bench/peers" --out "$logs/bench-lstm1024" \
-    --quiet >"$logs/bench-lstm1024.txt" 2>&1 || fail "cellrun bench --device cuda failed"
+    --duration 5 --offline 4000 --policy cellular,graph "${peer[@]}" \
+    --out "$logs/bench-lstm1024" --quiet >"$logs/bench-lstm1024.txt" 2>&1 ||
+    fail "cellrun bench --device cuda failed"
   cat "$logs/bench-lstm1024.txt"
 fi
-rm -rf "$logs/h1024"
 
-step "task_bench (the CPU backend on this machine)"
-timeout 120 "$build/bench/task_bench" "$build/examples/lstm/bench-fp32.cellpack" \
-  --csv "$logs/cpu-lstm1024.csv" --min-seconds 0.1 --threads 4 >"$logs/cpu-lstm1024.txt" 2>&1 ||
-  fail "task_bench failed"
-cat "$logs/cpu-lstm1024.txt"
+if enough 30 "task_bench"; then
+  step "task_bench (the CPU backend on this machine)"
+  timeout "$(limit 60)" "$build/bench/task_bench" "$build/examples/lstm/bench-fp32.cellpack" \
+    --csv "$logs/cpu-lstm1024.csv" --min-seconds 0.1 --threads 4 >"$logs/cpu-lstm1024.txt" 2>&1 ||
+    fail "task_bench failed"
+  cat "$logs/cpu-lstm1024.txt"
+fi
 [ "$status" -eq 0 ] && echo "gpu-check: every step passed" || cat "$logs/failures.txt"
 exit "$status"

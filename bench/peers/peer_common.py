@@ -191,6 +191,12 @@ def main(description, load, item, run, compare, describe):
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit(f"--device cuda: torch {torch.__version__} sees no CUDA device")
     DEVICE = torch.device(args.device)
+    if DEVICE.type == "cuda":
+        # fp32 as ours: no TF32 in cuDNN's RNNs or in cuBLAS (both on by
+        # default for cuDNN), else the check against ours fails and the
+        # timing compares TF32 with fp32.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     model = to_device(load(args.weights))
     requests = load_trace(args.trace, item)
     summary = {"peer": "pytorch", "torch": torch.__version__, "mode": args.mode,
@@ -198,7 +204,7 @@ def main(description, load, item, run, compare, describe):
                "blas": blas_in_use(), "device": args.device}
     if DEVICE.type == "cuda":
         summary.update(gpu=torch.cuda.get_device_name(DEVICE),
-                       cudnn=torch.backends.cudnn.version())
+                       cudnn=torch.backends.cudnn.version(), tf32=False)
     if args.reference:
         compared, worst = check(model, run, requests, args.reference, args.check, compare)
         summary.update(checked_outputs=compared, worst_error_vs_tolerance=worst)

@@ -2,8 +2,11 @@
 `--device DEVICE` (cuda on a GPU machine: scripts/gpu-check.sh), sends the
 first COUNT requests of REQUESTS over HTTP with JSON tensors from 16
 concurrent clients, and checks every answer against `cellrun run` on the CPU
-backend (floats within the serve tests' tolerance, tokens exactly). Needs
-only Python's standard library and numpy.
+backend: on the CPU with the serve tests' tolerance and tokens exactly; on
+another device floats within 1e-3 relative + 1e-4 absolute and at most 2% of
+the requests decoding other tokens (near ties of two logits flip the argmax
+when fp32 rounds differently, as EngineCudaTest allows). Needs only Python's
+standard library and numpy.
 
   serve_device_check.py CELLRUN MODEL.cellpack REQUESTS.jsonl DEVICE [COUNT]"""
 import json
@@ -12,6 +15,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+import kserve_client
 from kserve_client import (Server, check_outputs, decode_reply, json_body,
                            load_lines, reference_results, to_tensors)
 
@@ -25,6 +29,9 @@ def main():
     reference = reference_results(cellrun, model, requests, tempfile.mkdtemp())
     name = json.loads(subprocess.run([cellrun, "inspect", model], check=True,
                                      capture_output=True, text=True).stdout)["model_name"]
+    if device != "cpu":
+        kserve_client.REL_TOL, kserve_client.ABS_TOL = 1e-3, 1e-4
+    decoded_otherwise = []
     server = Server(cellrun, model, device=device)
     try:
         status, _, body = server.request("GET", f"/v2/models/{name}")
@@ -39,21 +46,44 @@ def main():
                 "POST", f"/v2/models/{name}/infer", body, headers)
             if status != 200:
                 raise AssertionError(f"{request['id']}: {status} {reply[:300]}")
-            check_outputs(decode_reply(reply_headers, reply)[1],
-                          reference[request["id"]], request["id"])
+            arrays = decode_reply(reply_headers, reply)[1]
+            tokens = {name for name, array in arrays.items() if array.dtype.kind == "i"}
+            wanted = reference[request["id"]]["outputs"]
+            if device != "cpu" and any(
+                    arrays[name].flatten().tolist() != wanted[name]["data"]
+                    for name in tokens if name in wanted):
+                decoded_otherwise.append(request["id"])
+                return
+            check_outputs(arrays, reference[request["id"]], request["id"])
 
         with ThreadPoolExecutor(max_workers=16) as pool:
             list(pool.map(send, requests))
-    except (AssertionError, OSError) as error:
-        code, log = server.stop()
-        print(f"FAIL ({device}): {error}\n{log[-2000:]}")
+        allowed = int(0.02 * len(requests)) if device != "cpu" else 0
+        if len(decoded_otherwise) > allowed:
+            raise AssertionError(f"{len(decoded_otherwise)} requests decoded other "
+                                 f"tokens (at most {allowed}): {decoded_otherwise[:5]}")
+    except Exception as error:  # noqa: BLE001 (any failure: stop the server)
+        code, log = stop(server)
+        print(f"FAIL ({device}): {type(error).__name__}: {error}\n{log[-2000:]}")
         sys.exit(1)
-    code, log = server.stop()
+    code, log = stop(server)
     if code != 0:
         print(f"FAIL ({device}): the server exited with {code}\n{log[-2000:]}")
         sys.exit(1)
     print(f"serve --device {device}: {len(requests)} answers over HTTP equal to "
-          f"cellrun run on the CPU; clean exit")
+          f"cellrun run on the CPU" + (f" ({len(decoded_otherwise)} decoded other "
+                                       f"tokens: near ties)" if decoded_otherwise else "")
+          + "; clean exit")
+
+
+def stop(server):
+    """SIGTERM, then SIGKILL if it has not exited in 30 s: never left running."""
+    try:
+        return server.stop(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+        return -9, server.read_log()
 
 
 if __name__ == "__main__":
