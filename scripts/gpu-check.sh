@@ -11,7 +11,8 @@
 # CUDA microbenchmark of the hidden-1024 LSTM; `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
-# was built from); the CPU backend's microbenchmark on the same machine.
+# was built from); the CPU backend's microbenchmark on the same machine; with
+# the time left, compute-sanitizer memcheck and racecheck.
 # OUTDIR gets two files (the device tool brings back 8 at most):
 # gpu-check.txt (what was printed) and gpu-check-logs.tgz (every log, XML and
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
@@ -183,6 +184,24 @@ if enough 30 "task_bench"; then
     --csv "$logs/cpu-lstm1024.csv" --min-seconds 0.1 --threads 4 >"$logs/cpu-lstm1024.txt" 2>&1 ||
     fail "task_bench failed"
   cat "$logs/cpu-lstm1024.txt"
+fi
+# With what time is left: compute-sanitizer's memcheck and racecheck on the
+# CUDA backend's tests and one engine case (slow: tens of times the run).
+sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+if [ -z "$sanitizer" ]; then
+  echo "(no compute-sanitizer on this machine: skipped)"
+else
+  for tool in memcheck racecheck; do
+    enough 60 "compute-sanitizer $tool" || continue
+    step "compute-sanitizer --tool $tool cuda-backend-tests, engine-cuda-tests (lstm)"
+    timeout "$(limit 120)" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+      "$build/test/cuda-backend-tests" >"$logs/sanitizer-$tool-backend.log" 2>&1 ||
+      fail "compute-sanitizer $tool cuda-backend-tests (log: sanitizer-$tool-backend.log)"
+    timeout "$(limit 120)" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+      "$build/test/engine-cuda-tests" --gtest_filter='*/0' >"$logs/sanitizer-$tool-engine.log" 2>&1 ||
+      fail "compute-sanitizer $tool engine-cuda-tests (log: sanitizer-$tool-engine.log)"
+    tail -n 2 "$logs/sanitizer-$tool-backend.log" "$logs/sanitizer-$tool-engine.log"
+  done
 fi
 [ "$status" -eq 0 ] && echo "gpu-check: every step passed" || cat "$logs/failures.txt"
 exit "$status"
