@@ -217,7 +217,7 @@ TEST(EngineRoundsTest, ConcurrentSubmittersNeverExceedTheQueueLimit) {
   EXPECT_EQ(stats.waiting, 0u);
 }
 
-TEST(EngineRoundsTest, AdmissionStatusRefusesWhileTheQueueIsFull) {
+TEST(EngineRoundsTest, RefuseForLoadWhileTheQueueIsFull) {
   auto artifact = load(example("lstm"));
   ASSERT_TRUE(artifact);
   EngineOptions options;
