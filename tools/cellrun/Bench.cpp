@@ -292,27 +292,10 @@ int runBench(const std::vector<std::string> &arguments) {
   PeerOptions peer;
   bool withPeer = !args.peerWeights.empty();
   if (withPeer) {
-    const cellpack::Unfolding &unfolding =
-        *artifact.value()->model().unfolding();
-    switch (unfolding.structure()) {
-    case cellpack::Structure::Chain:
-      peer.script = args.peersDir + "/pytorch_chain.py";
-      break;
-    case cellpack::Structure::Seq2Seq:
-      peer.script = args.peersDir + "/pytorch_seq2seq.py";
-      peer.extra = " --bos " + std::to_string(unfolding.bos_token()) +
-                   " --eos " + std::to_string(unfolding.eos_token());
-      if (unfolding.max_decode_length() > 0) // 0: no limit of the model's
-        peer.extra +=
-            " --max-decode " + std::to_string(unfolding.max_decode_length());
-      break;
-    case cellpack::Structure::Tree:
-      peer.script = args.peersDir + "/pytorch_treelstm.py";
-      break;
-    case cellpack::Structure::Custom:
-      return fail(Status(StatusCode::Unsupported,
-                         "no PyTorch peer for a custom unfolder's model"));
-    }
+    Status scripted = choosePeerScript(*artifact.value()->model().unfolding(),
+                                       args.peersDir, peer);
+    if (!scripted.isOk())
+      return fail(scripted);
     peer.python = args.python;
     // The peer runs where we run: cuDNN against our CUDA kernels.
     peer.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";

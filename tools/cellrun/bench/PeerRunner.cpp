@@ -14,6 +14,31 @@
 using namespace cellrun;
 using namespace cellrun::bench;
 
+Status cellrun::bench::choosePeerScript(const cellpack::Unfolding &unfolding,
+                                        const std::string &peersDir,
+                                        PeerOptions &peer) {
+  switch (unfolding.structure()) {
+  case cellpack::Structure::Chain:
+    peer.script = peersDir + "/pytorch_chain.py";
+    return Status::ok();
+  case cellpack::Structure::Seq2Seq:
+    peer.script = peersDir + "/pytorch_seq2seq.py";
+    peer.extra = " --bos " + std::to_string(unfolding.bos_token()) + " --eos " +
+                 std::to_string(unfolding.eos_token());
+    if (unfolding.max_decode_length() > 0) // 0: no limit of the model's
+      peer.extra +=
+          " --max-decode " + std::to_string(unfolding.max_decode_length());
+    return Status::ok();
+  case cellpack::Structure::Tree:
+    peer.script = peersDir + "/pytorch_treelstm.py";
+    return Status::ok();
+  case cellpack::Structure::Custom:
+    break;
+  }
+  return Status(StatusCode::Unsupported,
+                "no PyTorch peer for a custom unfolder's model");
+}
+
 Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
                                           const std::vector<std::string> &lines,
                                           const std::vector<TraceEntry> &trace,

@@ -35,6 +35,11 @@ Result<RunRecord> runPeer(const PeerOptions &options,
                           const std::string &directory,
                           const std::string &label, std::string &summary);
 
+/// Sets `peer.script` (and its model options) to the peer in `peersDir`
+/// for the model's structure; Unsupported for a custom unfolder's model.
+Status choosePeerScript(const cellpack::Unfolding &unfolding,
+                        const std::string &peersDir, PeerOptions &peer);
+
 /// Our outputs for `requests` (run alone, cellular) in the format of
 /// `cellrun run --output`, for the peer to check against.
 Status writeReference(std::shared_ptr<const LoadedArtifact> artifact,
