@@ -227,7 +227,11 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
         return status;
       continue;
     }
-    if (!pool_ || kernels_[i].size() == 1) {
+    // Few rows of little work run on this thread alone (as small GEMMs do):
+    // a hand-off to the pool costs more, and wakes workers that then spin.
+    constexpr int64_t kMinParallelBytes = 64 * 1024;
+    if (!pool_ || kernels_[i].size() == 1 ||
+        rows * kernels_[i][0]->bytesPerRow() < kMinParallelBytes) {
       if (Status status = kernels_[i][0]->run(rows, in, out); !status.isOk())
         return status;
       continue;

@@ -200,7 +200,12 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
       isa == CpuIsa::Avx2 ? microKernelAvx2() : microKernelGeneric();
   WideKernel wide = isa == CpuIsa::Avx2 ? wideKernelAvx2() : nullptr;
   int64_t panels = b.panels();
-  if (!pool || pool->size() == 1 || panels == 1) {
+  // A small product runs on the caller alone: handing it to the pool costs
+  // more than it saves, and workers woken for it spin afterwards, taking
+  // cores from the threads that serve requests (measured: bench/results).
+  double flops = 2.0 * double(m) * double(b.columns()) * double(b.depth());
+  if (!pool || pool->size() == 1 || panels == 1 ||
+      flops < kMinParallelGemmFlops) {
     gemmPanels(a, lda, m, b, epilogue, d, ldd, 0, panels, kernel, wide);
     return;
   }

@@ -62,8 +62,13 @@ struct GemmEpilogue {
   int64_t biasStride = 0; // 0: the same bias row for every row
 };
 
+/// Below this many floating-point operations (2 m n k, about 40 us on one
+/// core) a product runs on the calling thread alone.
+constexpr double kMinParallelGemmFlops = 2e6;
+
 /// D[m, n] (row stride ldd) = epilogue(A[m, k] (row stride lda) * B).
-/// With `pool`, the panels are split among its workers. `isa` picks the
+/// With `pool`, the panels of a large enough product are split among its
+/// workers. `isa` picks the
 /// micro-kernels (the machine's best by default).
 void packedGemm(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
                 const GemmEpilogue &epilogue, float *d, int64_t ldd,

@@ -370,6 +370,7 @@ RegionInterpreter::create(const cellpack::KernelStep &step,
 }
 
 bool RegionInterpreter::hasGemm() const { return impl_->hasGemm; }
+int64_t RegionInterpreter::bytesPerRow() const { return impl_->rowBytes; }
 
 Status RegionInterpreter::run(int64_t rows,
                               const std::vector<InputView> &inputs,

@@ -58,6 +58,9 @@ public:
   /// task's rows (the GEMM reads its weights once per call and splits its
   /// columns among the pool's workers) rather than rows per worker.
   bool hasGemm() const;
+  /// Bytes of values a row of the region works through (a measure of its
+  /// work a row, to decide whether splitting rows among threads pays).
+  int64_t bytesPerRow() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

@@ -117,6 +117,7 @@ struct RegionInterpreter::Impl {
   std::vector<uint32_t> results;
   RegionOptions options;
   int64_t blockRows = 1; // rows per pass over the ops
+  int64_t rowBytes = 0;  // bytes of batch values a row
   bool hasGemm = false;
   Impl(const cellpack::KernelStep &step, RegionOptions options)
       : step(step), options(std::move(options)) {}

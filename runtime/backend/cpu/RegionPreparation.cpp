@@ -108,7 +108,7 @@ Status RegionInterpreter::Impl::prepare() {
 /// block's values within about 128 KB (in L2 while the ops run).
 void RegionInterpreter::Impl::allocate() {
   constexpr int64_t kBlockBytes = 128 * 1024;
-  int64_t rowBytes = 0;
+  rowBytes = 0;
   for (const Value &value : values)
     if (value.hasBatch)
       rowBytes += value.count * (value.isFloat ? 4 : 8);
