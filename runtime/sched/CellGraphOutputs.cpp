@@ -42,26 +42,21 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
   if (perStep)
     ++tensor->shape[0];
   // fp32 and int64 rows are read straight into the result; others convert.
-  if (spec.dtype() == cellpack::DType::F32 ||
-      spec.dtype() == cellpack::DType::I64) {
-    bool isFloat = spec.dtype() == cellpack::DType::F32;
-    size_t at = isFloat ? tensor->floats.size() : tensor->integers.size();
-    void *into;
-    if (isFloat) {
-      tensor->floats.resize(at + elements);
-      into = tensor->floats.data() + at;
-    } else {
-      tensor->integers.resize(at + elements);
-      into = tensor->integers.data() + at;
-    }
-    Status status = read(node, output, into);
+  auto readInto = [&](auto &values) {
+    size_t at = values.size();
+    values.resize(at + elements);
+    Status status = read(node, output, values.data() + at);
     if (!status.isOk()) { // leave the result as it was
-      isFloat ? tensor->floats.resize(at) : tensor->integers.resize(at);
+      values.resize(at);
       if (perStep)
         --tensor->shape[0];
     }
     return status;
-  }
+  };
+  if (spec.dtype() == cellpack::DType::F32)
+    return readInto(tensor->floats);
+  if (spec.dtype() == cellpack::DType::I64)
+    return readInto(tensor->integers);
   std::vector<uint8_t> row(rowBytes);
   if (Status status = read(node, output, row.data()); !status.isOk())
     return status;

@@ -68,8 +68,7 @@ constexpr double kMinParallelGemmFlops = 2e6;
 
 /// D[m, n] (row stride ldd) = epilogue(A[m, k] (row stride lda) * B).
 /// With `pool`, the panels of a large enough product are split among its
-/// workers. `isa` picks the
-/// micro-kernels (the machine's best by default).
+/// workers. `isa` picks the micro-kernels (the machine's best by default).
 void packedGemm(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
                 const GemmEpilogue &epilogue, float *d, int64_t ldd,
                 ThreadPool *pool = nullptr, CpuIsa isa = detectCpuIsa());

@@ -106,6 +106,12 @@ Status InferenceService::checkModel(const std::string &name,
   return Status::ok();
 }
 
+/// Why a request is refused once stopAccepting() was called.
+static Status shuttingDown() {
+  return Status(StatusCode::Unavailable,
+                "the server is shutting down and takes no new requests");
+}
+
 void InferenceService::finish(InferReply &reply, const ReplyCallback &done) {
   reply.outcome = outcomeOf(reply.status);
   metrics_->countRequest(reply.outcome);
@@ -127,9 +133,7 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
       idle_.notify_all();
   };
   if (stopping_) {
-    reply.status = Status(StatusCode::Unavailable,
-                          "the server is shutting down and takes no new "
-                          "requests");
+    reply.status = shuttingDown();
     reply.refusedAtOnce = true;
     finish(reply, done);
     leave();
@@ -200,12 +204,7 @@ bool InferenceService::refuseEarly(const std::string &name,
     return false;
   InferReply reply;
   reply.id = id;
-  if (stopping_)
-    reply.status = Status(StatusCode::Unavailable,
-                          "the server is shutting down and takes no new "
-                          "requests");
-  else
-    reply.status = engine_->refuseForLoad();
+  reply.status = stopping_ ? shuttingDown() : engine_->refuseForLoad();
   if (reply.status.isOk())
     return false;
   reply.refusedAtOnce = true;
