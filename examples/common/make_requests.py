@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Writes example request files for `cellrun run` (one JSON object a line).
 
-    make_requests.py MODEL COUNT OUT.jsonl [--seed S]
+    make_requests.py MODEL COUNT OUT.jsonl [--seed S] [--lengths CSV]
 
 MODEL is lstm, gru, seq2seq or treelstm (the small examples): token
 sequences of 1..40 steps, 64-feature steps for gru, source sentences with a
 decode limit for seq2seq, random binary trees of 1..16 leaves for treelstm.
+With --lengths (lstm only), sequence lengths are drawn from the `length`
+column of a benchmark workload (bench/workloads/wmt15.csv: WMT-like).
 """
+import csv
 import argparse
 import json
 import random
@@ -30,7 +33,16 @@ def main():
     parser.add_argument("count", type=int)
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=2018)
+    parser.add_argument("--lengths", metavar="CSV",
+                        help="lstm: draw each length from this workload's "
+                             "'length' column")
     args = parser.parse_args()
+    if args.lengths and args.model != "lstm":
+        parser.error("--lengths is for the lstm model")
+    lengths = None
+    if args.lengths:
+        with open(args.lengths) as f:
+            lengths = [int(row["length"]) for row in csv.DictReader(f)]
     rng = random.Random(args.seed)
     with open(args.out, "w") as out:
         for i in range(args.count):
@@ -44,7 +56,7 @@ def main():
                     for _ in range(steps)]
             else:
                 vocab = 500 if args.model == "seq2seq" else 1000
-                length = rng.randint(1, 40)
+                length = rng.choice(lengths) if lengths else rng.randint(1, 40)
                 request["tokens"] = [rng.randrange(3, vocab) for _ in range(length)]
                 if args.model == "seq2seq":
                     request["max_decode_length"] = rng.randint(4, 40)

@@ -16,6 +16,9 @@ SIZES = {
     # The paper's cell with a small vocabulary: the same GEMMs, an artifact
     # small enough to carry to a GPU machine (the benchmarks' model).
     "bench": {"vocab": 1000, "embed": 1024, "hidden": 1024},
+    # Almost no arithmetic: what the runtime's host path costs a step
+    # (bench/host_bench, `cellrun run` on docs/performance.md's host case).
+    "tiny": {"vocab": 1000, "embed": 16, "hidden": 16},
 }
 
 

@@ -17,10 +17,11 @@
 using namespace cellrun;
 
 CellGraph::CellGraph(const ModelStructure &structure, Request request,
-                     uint32_t decodeWindow)
+                     uint32_t decodeWindow, bool directReads)
     : structure_(structure), request_(std::move(request)),
       decodeWindow_(structure.tokenFeedbackOnDevice ? std::max(1u, decodeWindow)
-                                                    : 1u) {
+                                                    : 1u),
+      directReads_(directReads) {
   result_.id = request_.id;
 }
 
@@ -36,19 +37,20 @@ uint64_t CellGraph::deadline() const {
 }
 
 uint32_t CellGraph::addNode(uint32_t part) {
-  const cellpack::CellType &cell = *structure_.cells[part].cell;
+  const CellRoles &roles = structure_.cells[part];
   GraphNode node;
   node.part = part;
-  node.inputs.resize(cell.inputs() ? cell.inputs()->size() : 0);
-  node.outputRows.assign(cell.outputs() ? cell.outputs()->size() : 0, -1);
-  nodes_.push_back(std::move(node));
+  node.firstInput = static_cast<uint32_t>(sources_.size());
+  node.firstOutput = static_cast<uint32_t>(outputRows_.size());
+  sources_.resize(sources_.size() + roles.inputCount);
+  outputRows_.resize(outputRows_.size() + roles.outputCount, -1);
+  nodes_.push_back(node);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 void CellGraph::readFrom(uint32_t node, uint32_t input, uint32_t producer,
                          uint32_t output) {
-  nodes_[node].inputs[input] = {NodeSource::Kind::Output, producer, output,
-                                nullptr};
+  inputs(node)[input] = {NodeSource::Kind::Output, producer, output, nullptr};
   ++nodes_[producer].consumers;
 }
 
@@ -60,12 +62,12 @@ void CellGraph::linkState(uint32_t node, uint32_t previous) {
                static_cast<uint32_t>(roles.updatedBy[i]));
 }
 
-const std::vector<uint8_t> *CellGraph::tokenRow(int64_t token) {
+const uint8_t *CellGraph::tokenRow(int64_t token) {
   const cellpack::TensorSpec &spec =
       *structure_.cells[1].cell->inputs()->Get(structure_.decoderTokenInput);
   madeRows_.emplace_back(tensorRowBytes(spec));
   cpu::storeInt(madeRows_.back().data(), spec.dtype(), 0, token);
-  return &madeRows_.back();
+  return madeRows_.back().data();
 }
 
 Result<std::vector<ReadySubgraph>>
@@ -84,19 +86,19 @@ ReadySubgraph CellGraph::startTree() {
     addNode(treeNode.children.empty() ? 0 : 1);
   for (uint32_t n = 0; n < request_.tree.size(); ++n) {
     const TreeNode &treeNode = request_.tree[n];
-    GraphNode &node = nodes_[n];
+    Span<NodeSource> in = inputs(n);
     if (treeNode.children.empty()) {
       for (size_t d = 0; d < leaf.dataInputs.size(); ++d) {
-        node.inputs[leaf.dataInputs[d]].kind = NodeSource::Kind::Data;
-        node.inputs[leaf.dataInputs[d]].data = &treeNode.data[d];
+        in[leaf.dataInputs[d]].kind = NodeSource::Kind::Data;
+        in[leaf.dataInputs[d]].bytes = treeNode.data[d].data();
       }
       leaves.nodes.push_back(n);
       leaves.successor.push_back(-1); // leaves do not read each other
       continue;
     }
     for (size_t d = 0; d < internal.dataInputs.size(); ++d) {
-      node.inputs[internal.dataInputs[d]].kind = NodeSource::Kind::Data;
-      node.inputs[internal.dataInputs[d]].data = &treeNode.data[d];
+      in[internal.dataInputs[d]].kind = NodeSource::Kind::Data;
+      in[internal.dataInputs[d]].bytes = treeNode.data[d].data();
     }
     for (size_t i = 0; i < internal.childIndex.size(); ++i) {
       if (internal.childIndex[i] < 0)
@@ -154,14 +156,16 @@ ReadySubgraph CellGraph::internalSubgraph() {
 }
 
 void CellGraph::attachMemories(uint32_t node) {
-  std::vector<NodeSource> &inputs = nodes_[node].inputs;
+  Span<NodeSource> in = inputs(node);
   for (size_t m = 0; m < structure_.memories.size(); ++m)
-    inputs[structure_.memories[m].input] = {
-        NodeSource::Kind::Held, 0, static_cast<uint32_t>(m), &heldRows_[m]};
+    in[structure_.memories[m].input] = {
+        NodeSource::Kind::Held, 0, static_cast<uint32_t>(m),
+        heldRows_[m].data()};
   if (structure_.memoryMaskInput >= 0)
-    inputs[structure_.memoryMaskInput] = {
+    in[structure_.memoryMaskInput] = {
         NodeSource::Kind::Held, 0,
-        static_cast<uint32_t>(structure_.memories.size()), &heldRows_.back()};
+        static_cast<uint32_t>(structure_.memories.size()),
+        heldRows_.back().data()};
 }
 
 uint32_t CellGraph::addDecoderStep(uint32_t previous) {
@@ -182,9 +186,9 @@ ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
   uint32_t first = addNode(1);
   attachMemories(first);
   ++decoderSteps_;
-  NodeSource &token = nodes_[first].inputs[structure_.decoderTokenInput];
+  NodeSource &token = inputs(first)[structure_.decoderTokenInput];
   token.kind = NodeSource::Kind::Data;
-  token.data = tokenRow(structure_.bosToken);
+  token.bytes = tokenRow(structure_.bosToken);
   for (size_t i = 0; i < structure_.initialFromEncoder.size(); ++i)
     if (structure_.initialFromEncoder[i] >= 0)
       readFrom(first, static_cast<uint32_t>(i), lastEncoder,
@@ -210,18 +214,26 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
   // chain, seq2seq encoder: one node a step.
   const CellRoles &roles = structure_.cells[0];
   ReadySubgraph chain;
-  for (uint32_t s = 0; s < request_.steps.size(); ++s) {
+  size_t steps = request_.steps.size();
+  nodes_.reserve(steps);
+  sources_.reserve(steps * roles.inputCount);
+  outputRows_.reserve(steps * roles.outputCount);
+  chain.nodes.reserve(steps);
+  for (uint32_t s = 0; s < steps; ++s) {
     uint32_t node = addNode(0);
+    Span<NodeSource> in = inputs(node);
     for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
-      nodes_[node].inputs[roles.dataInputs[d]].kind = NodeSource::Kind::Data;
-      nodes_[node].inputs[roles.dataInputs[d]].data = &request_.steps[s][d];
+      in[roles.dataInputs[d]].kind = NodeSource::Kind::Data;
+      in[roles.dataInputs[d]].bytes = request_.steps.row(s, d);
     }
     if (s > 0)
       linkState(node, node - 1);
     chain.nodes.push_back(node);
   }
+  if (structure_.kind == cellpack::Structure::Chain)
+    createChainOutputs();
   for (const auto &[input, row] : initialState_) {
-    NodeSource &source = nodes_[chain.nodes[0]].inputs[input];
+    NodeSource &source = inputs(chain.nodes[0])[input];
     source.kind = NodeSource::Kind::Pinned;
     source.row = row;
   }
@@ -242,38 +254,19 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
   return handOver({std::move(chain)});
 }
 
-std::vector<uint32_t> CellGraph::hostReads(uint32_t node) const {
-  const GraphNode &graphNode = nodes_[node];
-  const CellRoles &roles = structure_.cells[graphNode.part];
+Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
+  const CellRoles &roles = structure_.cells[nodes_[node].part];
   switch (structure_.kind) {
-  case cellpack::Structure::Chain: {
-    std::vector<uint32_t> reads = roles.emitted;
-    if (node + 1 == nodes_.size())
-      for (uint32_t output : roles.stateOutputs)
-        if (std::find(reads.begin(), reads.end(), output) == reads.end())
-          reads.push_back(output);
-    return reads;
-  }
-  case cellpack::Structure::Seq2Seq: {
-    if (graphNode.part == 1)
-      return {structure_.decoderTokenOutput};
-    // An encoder step's outputs that fill the memories.
-    std::vector<uint32_t> reads;
-    for (const ModelStructure::Memory &memory : structure_.memories)
-      if (std::find(reads.begin(), reads.end(), memory.encoderOutput) ==
-          reads.end())
-        reads.push_back(memory.encoderOutput);
-    return reads;
-  }
+  case cellpack::Structure::Chain:
+    return node + 1 == nodes_.size() ? roles.emittedAndStates : roles.emitted;
+  case cellpack::Structure::Seq2Seq:
+    // The decoder's token; an encoder step's outputs that fill the memories.
+    return nodes_[node].part == 1 ? structure_.tokenOutputs
+                                  : structure_.memoryOutputs;
   case cellpack::Structure::Tree:
-    if (static_cast<int32_t>(node) != request_.root)
-      return {};
-    {
-      std::vector<uint32_t> all(roles.cell->outputs()->size());
-      for (uint32_t o = 0; o < all.size(); ++o)
-        all[o] = o;
-      return all;
-    }
+    if (static_cast<int32_t>(node) == request_.root)
+      return roles.allOutputs;
+    return {};
   case cellpack::Structure::Custom:
     return {};
   }
@@ -283,11 +276,17 @@ std::vector<uint32_t> CellGraph::hostReads(uint32_t node) const {
 Result<std::vector<ReadySubgraph>>
 CellGraph::decoderDone(uint32_t node, const RowReader &read) {
   uint32_t tokenOutput = structure_.decoderTokenOutput;
-  if (Status status = appendOutput("tokens", 1, tokenOutput, node, read, true);
+  if (tokensTensor_ < 0) {
+    tokensTensor_ = static_cast<int32_t>(result_.outputs.size());
+    result_.outputs.push_back(
+        newOutputTensor(structure_.cells[1], tokenOutput, "tokens", true, 0));
+  }
+  const OutputTensor *tokens = &result_.outputs[tokensTensor_];
+  if (Status status = appendTo(result_.outputs[tokensTensor_], 1, tokenOutput,
+                               node, read, true);
       !status.isOk())
     return status;
-  const OutputTensor *tokens = result_.find("tokens");
-  if (!tokens || tokens->integers.empty())
+  if (tokens->integers.empty())
     return Status(StatusCode::Internal, "the decoder's token output is not "
                                         "an integer");
   int64_t token = tokens->integers.back();
@@ -311,9 +310,9 @@ CellGraph::decoderDone(uint32_t node, const RowReader &read) {
     uint32_t next = addNode(1);
     attachMemories(next);
     ++decoderSteps_;
-    NodeSource &source = nodes_[next].inputs[structure_.decoderTokenInput];
+    NodeSource &source = inputs(next)[structure_.decoderTokenInput];
     source.kind = NodeSource::Kind::Data;
-    source.data = tokenRow(token);
+    source.bytes = tokenRow(token);
     linkState(next, node);
     more.nodes.push_back(next);
   }
@@ -327,24 +326,10 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
   --outstanding_;
   uint32_t part = graphNode.part;
   const CellRoles &roles = structure_.cells[part];
-  auto outputName = [&](uint32_t output) {
-    return roles.cell->outputs()->Get(output)->name()->str();
-  };
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
-    for (uint32_t output : roles.emitted)
-      if (Status status =
-              appendOutput(outputName(output), 0, output, node, read, true);
-          !status.isOk())
-        return status;
-    if (node + 1 == nodes_.size()) {
-      for (uint32_t output : roles.stateOutputs)
-        if (Status status = appendOutput("final_" + outputName(output), 0,
-                                         output, node, read, false);
-            !status.isOk())
-          return status;
-      finished_ = true;
-    }
+    if (Status status = chainDone(node, read); !status.isOk())
+      return status;
     return std::vector<ReadySubgraph>();
   case cellpack::Structure::Seq2Seq:
     if (part == 1)
@@ -363,10 +348,9 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
     return handOver({startDecoder(node)});
   case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) == request_.root) {
-      for (uint32_t output = 0; output < roles.cell->outputs()->size();
-           ++output)
-        if (Status status = appendOutput(outputName(output), part, output, node,
-                                         read, false);
+      for (uint32_t output = 0; output < roles.outputCount; ++output)
+        if (Status status = appendOutput(roles.outputNames[output], part,
+                                         output, node, read, false);
             !status.isOk())
           return status;
       finished_ = true;

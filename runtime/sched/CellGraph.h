@@ -23,13 +23,14 @@
 #ifndef CELLRUN_SCHED_CELLGRAPH_H
 #define CELLRUN_SCHED_CELLGRAPH_H
 
+#include "FunctionRef.h"
 #include "ModelStructure.h"
+#include "Span.h"
 
 #include "cellrun/Request.h"
 
 #include <chrono>
 #include <deque>
-#include <functional>
 
 namespace cellrun {
 
@@ -42,17 +43,20 @@ struct NodeSource {
   Kind kind = Kind::Zero;
   uint32_t node = 0;   // Output: the producing node
   uint32_t output = 0; // Output: its output index; Held: the held row's slot
-  const std::vector<uint8_t> *data = nullptr; // Data, Held: the row
-  int32_t row = -1;                           // Pinned: the pool row
+  const uint8_t *bytes = nullptr; // Data, Held: the row's bytes
+  int32_t row = -1;               // Pinned: the pool row
 };
 
+/// A node's inputs and output rows live in flat arrays of its graph
+/// (CellGraph::inputs and CellGraph::outputRows), one allocation per
+/// request rather than two per node.
 struct GraphNode {
-  uint32_t part = 0; // index into ModelStructure::cells
-  std::vector<NodeSource> inputs;
-  std::vector<int32_t> outputRows; // pool rows, -1 until the node runs
-  uint32_t consumers = 0;          // nodes not yet run that read its outputs
+  uint32_t part = 0;        // index into ModelStructure::cells
+  uint32_t firstInput = 0;  // its inputs in the graph's sources
+  uint32_t firstOutput = 0; // its pool rows in the graph's output rows
+  uint32_t consumers = 0;   // nodes not yet run that read its outputs
+  int32_t parent = -1;      // tree
   bool done = false;
-  int32_t parent = -1; // tree
 };
 
 /// Nodes of one part whose dependencies outside them are met.
@@ -70,15 +74,39 @@ struct ReadySubgraph {
 
 using Clock = std::chrono::steady_clock;
 
+/// An empty result tensor for output `output` of a part, its storage
+/// reserved for `rows` rows (per step: shape [0, row shape...]).
+OutputTensor newOutputTensor(const CellRoles &roles, uint32_t output,
+                             const std::string &name, bool perStep,
+                             size_t rows);
+
 class CellGraph final : public GraphBuilder {
 public:
   /// `decodeWindow`: seq2seq decoder steps issued ahead of the last step
-  /// whose token the host has read (at least 1).
+  /// whose token the host has read (at least 1). `directReads`: the engine
+  /// copies rows to readTarget (a synchronous executor, where a task's
+  /// copies are done when it returns).
   CellGraph(const ModelStructure &structure, Request request,
-            uint32_t decodeWindow = 1);
+            uint32_t decodeWindow = 1, bool directReads = false);
 
   const Request &request() const { return request_; }
   std::vector<GraphNode> &nodes() { return nodes_; }
+  const std::vector<GraphNode> &nodes() const { return nodes_; }
+  /// Where each input of `node` comes from, and the pool rows of its
+  /// outputs (-1 until it is bound): views valid until the graph grows.
+  Span<NodeSource> inputs(uint32_t node) {
+    const GraphNode &at = nodes_[node];
+    return {sources_.data() + at.firstInput,
+            structure_.cells[at.part].inputCount};
+  }
+  Span<int32_t> outputRows(uint32_t node) {
+    const GraphNode &at = nodes_[node];
+    return {outputRows_.data() + at.firstOutput,
+            structure_.cells[at.part].outputCount};
+  }
+  const CellRoles &roles(uint32_t node) const {
+    return structure_.cells[nodes_[node].part];
+  }
   RequestResult &result() override { return result_; }
   bool finished() const { return finished_; }
   /// Handed-over nodes that have not run (custom: a request with none left
@@ -100,13 +128,20 @@ public:
 
   /// The outputs of `node` the host reads when it has run (so a backend
   /// can copy them back with the task); a custom unfolder may read others.
-  std::vector<uint32_t> hostReads(uint32_t node) const;
+  Span<const uint32_t> hostReads(uint32_t node) const;
+  /// Where output `output` of `node` goes in the result, when the task may
+  /// copy it there itself (a chain's fp32 and int64 outputs: the result's
+  /// storage is sized for every step when the graph starts), else null. A
+  /// row copied there is not read again by nodeDone; the caller must copy
+  /// it before nodeDone(node) and never after the request has ended.
+  void *readTarget(uint32_t node, uint32_t output);
 
   /// Reads the outputs of `node` the result needs (`read(pool output o of
-  /// node, bytes)`), then grows the graph: returns the subgraphs that
-  /// became ready. Sets finished() when the request is complete.
+  /// node, bytes)`) that readTarget did not place, then grows the graph:
+  /// returns the subgraphs that became ready. Sets finished() when the
+  /// request is complete.
   using RowReader =
-      std::function<Status(uint32_t node, uint32_t output, void *bytes)>;
+      FunctionRef<Status(uint32_t node, uint32_t output, void *bytes)>;
   Result<std::vector<ReadySubgraph>> nodeDone(uint32_t node,
                                               const RowReader &read);
 
@@ -147,12 +182,24 @@ public:
 
 private:
   uint32_t addNode(uint32_t part);
+  /// Chains: the result's tensors, created for every step at the start.
+  void createChainOutputs();
+  /// A chain's outputs the task copies straight into the result.
+  bool direct(uint32_t output) const;
+  Status chainDone(uint32_t node, const RowReader &read);
   void linkState(uint32_t node, uint32_t previous);
+  /// Input `input` of `node` stops reading whatever it read before.
+  void dropSource(uint32_t node, uint32_t input);
   void readFrom(uint32_t node, uint32_t input, uint32_t producer,
                 uint32_t output);
-  const std::vector<uint8_t> *tokenRow(int64_t token);
+  const uint8_t *tokenRow(int64_t token);
+  /// Appends output `output` of `node` (of part `part`) to the result
+  /// tensor `name` (created at its first row; `perStep`: one row a step).
   Status appendOutput(const std::string &name, uint32_t part, uint32_t output,
                       uint32_t node, const RowReader &read, bool perStep);
+  /// Reads output `output` of `node` into existing tensor `tensor`.
+  Status appendTo(OutputTensor &tensor, uint32_t part, uint32_t output,
+                  uint32_t node, const RowReader &read, bool perStep);
   ReadySubgraph startTree();
   ReadySubgraph internalSubgraph();
   ReadySubgraph startDecoder(uint32_t lastEncoder);
@@ -167,7 +214,14 @@ private:
   const ModelStructure &structure_;
   Request request_;
   uint32_t decodeWindow_;
+  bool directReads_;
   std::vector<GraphNode> nodes_;
+  std::vector<NodeSource> sources_; // every node's inputs, node after node
+  std::vector<int32_t> outputRows_; // every node's output rows
+  /// Chains: per output, the result tensor it is emitted into and its
+  /// final-state tensor (-1: none).
+  std::vector<int32_t> emittedTensor_, finalTensor_;
+  int32_t tokensTensor_ = -1; // seq2seq: the decoded tokens' tensor
   RequestResult result_;
   bool finished_ = false;
   uint32_t outstanding_ = 0;

@@ -18,6 +18,13 @@ static int32_t tensorIndex(
   return -1;
 }
 
+void CellGraph::dropSource(uint32_t node, uint32_t input) {
+  NodeSource &source = inputs(node)[input];
+  if (source.kind == NodeSource::Kind::Output)
+    --nodes_[source.node].consumers;
+  source = NodeSource();
+}
+
 Result<uint32_t> CellGraph::addNode(std::string_view cell) {
   for (uint32_t part = 0; part < structure_.cells.size(); ++part)
     if (structure_.cells[part].cell->name()->string_view() == cell) {
@@ -41,14 +48,6 @@ static Status checkUnsent(uint32_t node, size_t nodes,
   return Status::ok();
 }
 
-/// Input `input` of `node` stops reading whatever it read before.
-static void dropSource(std::vector<GraphNode> &nodes, uint32_t node,
-                       uint32_t input) {
-  NodeSource &source = nodes[node].inputs[input];
-  if (source.kind == NodeSource::Kind::Output)
-    --nodes[source.node].consumers;
-  source = NodeSource();
-}
 
 Status CellGraph::setData(uint32_t node, std::string_view input,
                           std::vector<uint8_t> row) {
@@ -68,9 +67,8 @@ Status CellGraph::setData(uint32_t node, std::string_view input,
                       std::to_string(bytes) + " bytes, given " +
                       std::to_string(row.size()));
   madeRows_.push_back(std::move(row));
-  dropSource(nodes_, node, static_cast<uint32_t>(index));
-  nodes_[node].inputs[index] = {NodeSource::Kind::Data, 0, 0,
-                                &madeRows_.back()};
+  dropSource(node, static_cast<uint32_t>(index));
+  inputs(node)[index] = {NodeSource::Kind::Data, 0, 0, madeRows_.back().data()};
   return Status::ok();
 }
 
@@ -102,12 +100,12 @@ Status CellGraph::setOutput(uint32_t node, std::string_view input,
                   "unfolder: output '" + std::string(output) + "' and input '" +
                       std::string(input) + "' have different row types");
   if (nodes_[producer].done && nodes_[producer].consumers == 0 &&
-      nodes_[producer].outputRows[out] < 0)
+      outputRows(producer)[out] < 0)
     return Status(StatusCode::InvalidArgument,
                   "unfolder: node " + std::to_string(producer) +
                       " has run and its rows are gone; read it from the "
                       "node added after it in the same call");
-  dropSource(nodes_, node, static_cast<uint32_t>(in));
+  dropSource(node, static_cast<uint32_t>(in));
   readFrom(node, static_cast<uint32_t>(in), producer,
            static_cast<uint32_t>(out));
   return Status::ok();
@@ -128,7 +126,7 @@ Status CellGraph::ready(std::vector<uint32_t> chain) {
     if (nodes_[node].part != part)
       return Status(StatusCode::InvalidArgument,
                     "unfolder: a chain mixes cells");
-    for (const NodeSource &source : nodes_[node].inputs)
+    for (const NodeSource &source : inputs(node))
       if (source.kind == NodeSource::Kind::Output &&
           !nodes_[source.node].done && !(k > 0 && source.node == chain[k - 1]))
         return Status(StatusCode::InvalidArgument,
@@ -156,7 +154,7 @@ Status CellGraph::read(uint32_t node, std::string_view output,
     return Status(StatusCode::InvalidArgument,
                   "unfolder: cell '" + cell.name()->str() +
                       "' has no output '" + std::string(output) + "'");
-  if (nodes_[node].outputRows[index] < 0)
+  if (outputRows(node)[index] < 0)
     return Status(StatusCode::InvalidArgument,
                   "unfolder: the rows of node " + std::to_string(node) +
                       " are gone (read a node from its own nodeDone, or "

@@ -1,46 +1,152 @@
 //===- CellGraphOutputs.cpp - A request's result, row by row --------------===//
 //
-// Appends the rows a request's nodes emit to its result tensors: fp32 and
-// int64 rows straight into the result (a chain's per-step outputs reserved
-// for every step when the first arrives), other types converted.
+// The rows a request's nodes emit go into its result tensors. A chain's
+// tensors are created when it starts: fp32 and int64 outputs sized for
+// every step, so that a task can copy each row straight to its place
+// (readTarget) and the host touches it once; other types are converted as
+// their rows arrive. Seq2seq tokens and a tree's root outputs are appended
+// as they are read.
 //
 //===----------------------------------------------------------------------===//
 #include "CellGraph.h"
 
 #include "../backend/cpu/ElementIO.h"
 
+#include <algorithm>
+#include <cstring>
+
 using namespace cellrun;
+
+static size_t elementsOf(const CellRoles &roles, uint32_t output) {
+  return roles.outputRowBytes[output] /
+         cpu::elementSize(roles.outputTypes[output]);
+}
+
+/// A new tensor for output `output`: `steps` rows (0: grown row by row)
+/// when per step, else one row; storage for `filled` rows made now.
+static OutputTensor newTensor(const CellRoles &roles, uint32_t output,
+                              const std::string &name, bool perStep,
+                              size_t steps, size_t filled) {
+  steps = std::max<size_t>(steps, 1);
+  OutputTensor tensor;
+  tensor.name = name;
+  if (perStep)
+    tensor.shape.push_back(static_cast<int64_t>(filled));
+  if (const auto *rowShape = roles.cell->outputs()->Get(output)->row_shape())
+    tensor.shape.insert(tensor.shape.end(), rowShape->begin(), rowShape->end());
+  size_t elements = elementsOf(roles, output);
+  bool isFloat = cpu::isFloatType(roles.outputTypes[output]);
+  if (isFloat)
+    tensor.floats.reserve(steps * elements);
+  else
+    tensor.integers.reserve(steps * elements);
+  if (isFloat)
+    tensor.floats.resize(filled * elements);
+  else
+    tensor.integers.resize(filled * elements);
+  return tensor;
+}
+
+bool CellGraph::direct(uint32_t output) const {
+  if (!directReads_ || structure_.kind != cellpack::Structure::Chain)
+    return false;
+  cellpack::DType type = structure_.cells[0].outputTypes[output];
+  return type == cellpack::DType::F32 || type == cellpack::DType::I64;
+}
+
+void CellGraph::createChainOutputs() {
+  const CellRoles &roles = structure_.cells[0];
+  size_t steps = nodes_.size();
+  emittedTensor_.assign(roles.outputCount, -1);
+  finalTensor_.assign(roles.outputCount, -1);
+  for (uint32_t output : roles.emitted) {
+    emittedTensor_[output] = static_cast<int32_t>(result_.outputs.size());
+    result_.outputs.push_back(newTensor(roles, output,
+                                        roles.outputNames[output], true, steps,
+                                        direct(output) ? steps : 0));
+  }
+  for (uint32_t output : roles.stateOutputs) {
+    finalTensor_[output] = static_cast<int32_t>(result_.outputs.size());
+    result_.outputs.push_back(newTensor(roles, output,
+                                        roles.finalNames[output], false, 1,
+                                        direct(output) ? 1 : 0));
+  }
+}
+
+/// Row `row` of a directly filled tensor of output `output`.
+static void *rowOf(OutputTensor &tensor, const CellRoles &roles,
+                   uint32_t output, size_t row) {
+  uint8_t *base =
+      roles.outputTypes[output] == cellpack::DType::F32
+          ? reinterpret_cast<uint8_t *>(tensor.floats.data())
+          : reinterpret_cast<uint8_t *>(tensor.integers.data());
+  return base + row * roles.outputRowBytes[output];
+}
+
+void *CellGraph::readTarget(uint32_t node, uint32_t output) {
+  if (!direct(output))
+    return nullptr;
+  const CellRoles &roles = structure_.cells[0];
+  if (emittedTensor_[output] >= 0)
+    return rowOf(result_.outputs[emittedTensor_[output]], roles, output, node);
+  if (finalTensor_[output] >= 0 && node + 1 == nodes_.size())
+    return rowOf(result_.outputs[finalTensor_[output]], roles, output, 0);
+  return nullptr;
+}
+
+Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
+  const CellRoles &roles = structure_.cells[0];
+  for (uint32_t output : roles.emitted)
+    if (!direct(output))
+      if (Status status = appendTo(result_.outputs[emittedTensor_[output]], 0,
+                                   output, node, read, true);
+          !status.isOk())
+        return status;
+  if (node + 1 != nodes_.size())
+    return Status::ok();
+  for (uint32_t output : roles.stateOutputs) {
+    OutputTensor &last = result_.outputs[finalTensor_[output]];
+    if (!direct(output)) {
+      if (Status status = appendTo(last, 0, output, node, read, false);
+          !status.isOk())
+        return status;
+    } else if (emittedTensor_[output] >= 0) {
+      // The task copied it once, into the emitted rows.
+      std::memcpy(rowOf(last, roles, output, 0),
+                  rowOf(result_.outputs[emittedTensor_[output]], roles, output,
+                        node),
+                  roles.outputRowBytes[output]);
+    }
+  }
+  finished_ = true;
+  return Status::ok();
+}
+
+OutputTensor cellrun::newOutputTensor(const CellRoles &roles,
+                                      uint32_t output, const std::string &name,
+                                      bool perStep, size_t rows) {
+  return newTensor(roles, output, name, perStep, rows, 0);
+}
 
 Status CellGraph::appendOutput(const std::string &name, uint32_t part,
                                uint32_t output, uint32_t node,
                                const RowReader &read, bool perStep) {
-  const cellpack::TensorSpec &spec =
-      *structure_.cells[part].cell->outputs()->Get(output);
-  size_t rowBytes = tensorRowBytes(spec);
-  size_t elements = rowBytes / cpu::elementSize(spec.dtype());
-  OutputTensor *tensor = nullptr;
   for (OutputTensor &existing : result_.outputs)
     if (existing.name == name)
-      tensor = &existing;
-  if (!tensor) {
-    result_.outputs.push_back({name, {}, {}, {}});
-    tensor = &result_.outputs.back();
-    if (perStep)
-      tensor->shape.push_back(0);
-    if (spec.row_shape())
-      tensor->shape.insert(tensor->shape.end(), spec.row_shape()->begin(),
-                           spec.row_shape()->end());
-    // A chain emits a row at each of its steps: room for all at once.
-    size_t rows = perStep && structure_.kind == cellpack::Structure::Chain
-                      ? nodes_.size()
-                      : 1;
-    if (cpu::isFloatType(spec.dtype()))
-      tensor->floats.reserve(rows * elements);
-    else
-      tensor->integers.reserve(rows * elements);
-  }
+      return appendTo(existing, part, output, node, read, perStep);
+  result_.outputs.push_back(
+      newTensor(structure_.cells[part], output, name, perStep, 1, 0));
+  return appendTo(result_.outputs.back(), part, output, node, read, perStep);
+}
+
+Status CellGraph::appendTo(OutputTensor &tensor, uint32_t part,
+                           uint32_t output, uint32_t node,
+                           const RowReader &read, bool perStep) {
+  const CellRoles &roles = structure_.cells[part];
+  cellpack::DType type = roles.outputTypes[output];
+  size_t elements = elementsOf(roles, output);
   if (perStep)
-    ++tensor->shape[0];
+    ++tensor.shape[0];
   // fp32 and int64 rows are read straight into the result; others convert.
   auto readInto = [&](auto &values) {
     size_t at = values.size();
@@ -49,22 +155,25 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
     if (!status.isOk()) { // leave the result as it was
       values.resize(at);
       if (perStep)
-        --tensor->shape[0];
+        --tensor.shape[0];
     }
     return status;
   };
-  if (spec.dtype() == cellpack::DType::F32)
-    return readInto(tensor->floats);
-  if (spec.dtype() == cellpack::DType::I64)
-    return readInto(tensor->integers);
-  std::vector<uint8_t> row(rowBytes);
-  if (Status status = read(node, output, row.data()); !status.isOk())
+  if (type == cellpack::DType::F32)
+    return readInto(tensor.floats);
+  if (type == cellpack::DType::I64)
+    return readInto(tensor.integers);
+  std::vector<uint8_t> row(roles.outputRowBytes[output]);
+  if (Status status = read(node, output, row.data()); !status.isOk()) {
+    if (perStep)
+      --tensor.shape[0];
     return status;
+  }
   for (size_t e = 0; e < elements; ++e) {
-    if (cpu::isFloatType(spec.dtype()))
-      tensor->floats.push_back(cpu::loadFloat(row.data(), spec.dtype(), e));
+    if (cpu::isFloatType(type))
+      tensor.floats.push_back(cpu::loadFloat(row.data(), type, e));
     else
-      tensor->integers.push_back(cpu::loadInt(row.data(), spec.dtype(), e));
+      tensor.integers.push_back(cpu::loadInt(row.data(), type, e));
   }
   return Status::ok();
 }

@@ -78,6 +78,7 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(executor).value();
+  directReads_ = !executor_->asynchronous();
 
   std::vector<PartInfo> parts;
   for (const CellRoles &roles : structure.cells)
@@ -282,8 +283,9 @@ Status Engine::submit(Request request, Callback done) {
   entry->done = std::move(done);
   // Decoder steps issued ahead: as many as may be in flight.
   EngineWorker &worker = *impl_->workers[0];
-  entry->graph = std::make_unique<CellGraph>(
-      parser.structure(), std::move(request), worker.nodesInFlight_);
+  entry->graph =
+      std::make_unique<CellGraph>(parser.structure(), std::move(request),
+                                  worker.nodesInFlight_, worker.directReads_);
   entry->graph->arrival = Clock::now();
   // The rows it may hold at once (every worker's pools are alike); a
   // request that can never fit is refused now.
@@ -339,7 +341,6 @@ Status Engine::submit(Request request, Callback done) {
         session->ending = false; // the chunks after it are the new one's
       session->ending |= chunk.end;
     }
-    entry->key = admission.nextKey++;
     ++admission.submitted;
     if (session) {
       // One chunk of a session at a time: later ones wait for it.
@@ -382,6 +383,12 @@ Status Engine::refuseForLoad() {
   if (!refusal.isOk())
     ++admission.rejected;
   return refusal;
+}
+
+bool Engine::hasRoom() const {
+  AdmissionQueue &admission = impl_->admission;
+  std::lock_guard<std::mutex> lock(admission.mutex);
+  return admission.waiting.size() + admission.chunksPending < admission.limit;
 }
 
 std::future<RequestResult> Engine::submit(Request request) {
@@ -463,6 +470,8 @@ EngineStats Engine::stats() const {
       sum.batchSizeSum += stats.cells[c].batchSizeSum;
       tasks += stats.cells[c].tasks;
     }
+    total.roundSeconds += stats.roundSeconds;
+    total.executorSeconds += stats.executorSeconds;
     total.workerTasks.push_back(tasks);
   }
   return total;

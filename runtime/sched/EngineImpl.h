@@ -19,6 +19,7 @@
 #define CELLRUN_SCHED_ENGINEIMPL_H
 
 #include "BatchingPolicy.h"
+#include "SlotTable.h"
 
 #include "cellrun/Engine.h"
 
@@ -39,7 +40,7 @@ class EngineWorker {
 public:
   using Callback = Engine::Callback;
   struct Entry {
-    uint64_t key = 0;
+    uint64_t key = 0; // in the worker's table, from admission on
     std::unique_ptr<CellGraph> graph;
     Callback done;
     /// Per pool id: the rows it may hold at once (found at submission and
@@ -81,7 +82,13 @@ public:
   AdmissionQueue *admission_ = nullptr;
 
   // Worker-owned state: the requests admitted here.
-  std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
+  SlotTable<Entry> entries_;
+  /// The engine copies a task's host reads straight into the results
+  /// (CellGraph::readTarget): the executor is synchronous.
+  bool directReads_ = false;
+  /// Time in the executor's submit and wait calls during this round
+  /// (EngineStats::executorSeconds).
+  Clock::duration executorTime_{};
   /// The executor's pools, by id.
   struct PoolState {
     SlotPool *pool = nullptr;
@@ -138,13 +145,21 @@ private:
     uint64_t ticket = 0;
     uint32_t batchSize = 0;
     std::vector<DataRow> dataRows;
-    Executor::TaskIO io;             // request data in, results out
-    std::vector<ReadSlot> reads;     // in row order
-    std::vector<uint32_t> firstRead; // per task row: its first entry of reads
+    /// Per cell input (output): the pool row of each task row.
+    std::vector<std::vector<int32_t>> inputRows, outputRows;
+    Executor::TaskIO io; // request data in, results out
+    /// Reads into readBuffer (those not copied straight into a result), in
+    /// row order; per task row, its first entry of reads.
+    std::vector<ReadSlot> reads;
+    std::vector<uint32_t> firstRead;
     std::vector<uint8_t> readBuffer;
     Clock::time_point submitted;
     Status status;
   };
+  /// Finished flights, cleared, kept for their vectors' capacity.
+  std::vector<InFlight> spareFlights_;
+  InFlight takeFlight();
+  void recycle(InFlight &&flight);
 
   /// Admits waiting requests while they fit here and this worker is the
   /// one to take them; true when it took one.
@@ -173,15 +188,19 @@ private:
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row,
-                  std::vector<std::vector<int32_t>> &inputRows,
-                  std::vector<std::vector<int32_t>> &outputRows,
                   InFlight &flight);
+  /// The reads of task row `row` (node `node` of `entry`'s graph), laid
+  /// out in the flight's read buffer unless copied straight to the result.
+  void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
   /// A row of pool `pool` for `entry`, within its reservation.
   Result<int32_t> acquireFor(Entry &entry, uint32_t pool);
   /// Gives back a row `request` held (its own count, or the pool's
   /// reservation once the request has ended).
-  void releaseFor(uint64_t request, uint32_t pool, int32_t row);
-  void planReads(InFlight &flight);
+  void releaseFor(uint64_t request, uint32_t pool, int32_t row) {
+    releaseRow(entries_.find(request), pool, row);
+  }
+  /// The same for a request at hand (null: one that has left).
+  void releaseRow(Entry *entry, uint32_t pool, int32_t row);
   void afterNode(Entry &entry, uint32_t node, const InFlight &flight,
                  uint32_t row);
   void addReady(Entry &entry, std::vector<ReadySubgraph> ready);
@@ -194,7 +213,7 @@ private:
   void expireSessions();
   Clock::time_point lastSessionSweep_;
   /// Gives back the session state `node` read (the entry holds it).
-  void releasePinned(Entry &entry, GraphNode &node);
+  void releasePinned(Entry &entry, uint32_t node);
   /// Per pool id, the rows of session state parked here for `entry`, the
   /// chunk that continues the session (under the admission mutex): they
   /// count towards its need, as the outputs of the node before its first.
@@ -250,7 +269,6 @@ struct AdmissionQueue {
   /// Workers still serving, and why the last one that stopped did.
   uint32_t inService = 0;
   Status lastLoss;
-  uint64_t nextKey = 1;
   uint64_t submitted = 0, rejected = 0;
   bool stopping = false;
   /// Open sessions by id (guarded by the mutex, like the queue).

@@ -16,6 +16,8 @@ using namespace cellrun;
 bool EngineWorker::runOnce() {
   if (outOfService_)
     return false;
+  Clock::time_point begin = Clock::now();
+  executorTime_ = {};
   expireSessions();
   bool admitted = admit();
   std::vector<PlannedTask> planned = policy_->next();
@@ -32,9 +34,13 @@ bool EngineWorker::runOnce() {
     pending_ = std::move(round);
     for (InFlight &flight : previous)
       complete(flight);
+    for (InFlight &flight : previous)
+      recycle(std::move(flight));
   } else {
     for (InFlight &flight : round)
       complete(flight);
+    for (InFlight &flight : round)
+      recycle(std::move(flight));
   }
   if (!executor_->lost().isOk()) {
     takeOutOfService(executor_->lost());
@@ -42,7 +48,39 @@ bool EngineWorker::runOnce() {
   }
   if (entries_.empty() && pending_.empty())
     idle_ = true; // set false again under the admission mutex
+  if (worked) {
+    using Seconds = std::chrono::duration<double>;
+    Clock::duration round = Clock::now() - begin;
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.roundSeconds += Seconds(round).count();
+    stats_.executorSeconds += Seconds(executorTime_).count();
+  }
   return worked;
+}
+
+EngineWorker::InFlight EngineWorker::takeFlight() {
+  if (spareFlights_.empty())
+    return InFlight();
+  InFlight flight = std::move(spareFlights_.back());
+  spareFlights_.pop_back();
+  return flight;
+}
+
+void EngineWorker::recycle(InFlight &&flight) {
+  if (spareFlights_.size() >= 4 * std::max(1u, options_.maxTasksToSubmit))
+    return;
+  flight.task = PlannedTask();
+  flight.nodes.clear();
+  flight.ticket = 0;
+  flight.batchSize = 0;
+  flight.dataRows.clear();
+  flight.io.writes.clear();
+  flight.io.reads.clear();
+  flight.reads.clear();
+  flight.firstRead.clear();
+  flight.readBuffer.clear();
+  flight.status = Status::ok();
+  spareFlights_.push_back(std::move(flight));
 }
 
 Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
@@ -66,49 +104,52 @@ Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
   return static_cast<int32_t>(acquired.value());
 }
 
-void EngineWorker::releaseFor(uint64_t request, uint32_t pool, int32_t row) {
+void EngineWorker::releaseRow(Entry *entry, uint32_t pool, int32_t row) {
   (void)pools_[pool].pool->release(static_cast<uint32_t>(row));
-  auto found = entries_.find(request);
-  if (found != entries_.end() && !found->second->complete)
-    --found->second->held[pool];
-  else {
+  if (entry && !entry->complete) {
+    --entry->held[pool];
+  } else {
     std::lock_guard<std::mutex> lock(admission_->mutex);
     --pools_[pool].reserved; // the ended request's rows in flight
   }
 }
 
 Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
-                              std::vector<std::vector<int32_t>> &inputRows,
-                              std::vector<std::vector<int32_t>> &outputRows,
                               InFlight &flight) {
   CellGraph &graph = *entry.graph;
-  GraphNode &graphNode = graph.nodes()[node];
+  Span<NodeSource> sources = graph.inputs(node);
+  const PartPools &pools = partPools_[graph.nodes()[node].part];
   auto &dataRows = flight.dataRows;
   size_t dataBefore = dataRows.size(), writesBefore = flight.io.writes.size();
-  std::vector<uint32_t> heldTaken; // held slots this node took first
+  uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
+  std::vector<uint32_t> moreHeldTaken;        // past eight (rare)
   // On failure, the rows this node took go back: the node is not bound.
   auto undo = [&](Status status) {
     for (size_t d = dataBefore; d < dataRows.size(); ++d)
-      releaseFor(entry.key, dataRows[d].pool, dataRows[d].row);
-    for (uint32_t slot : heldTaken) {
-      releaseFor(entry.key, entry.heldRows[slot].first,
+      releaseRow(&entry, dataRows[d].pool, dataRows[d].row);
+    auto giveBack = [&](uint32_t slot) {
+      releaseRow(&entry, entry.heldRows[slot].first,
                  entry.heldRows[slot].second);
       entry.heldRows[slot].second = -1;
-    }
+    };
+    for (uint32_t k = 0; k < heldTakenCount; ++k)
+      giveBack(heldTaken[k]);
+    for (uint32_t slot : moreHeldTaken)
+      giveBack(slot);
     dataRows.resize(dataBefore);
     flight.io.writes.resize(writesBefore);
     releaseOutputs(entry, node);
     return status;
   };
-  for (uint32_t i = 0; i < graphNode.inputs.size(); ++i) {
-    const NodeSource &source = graphNode.inputs[i];
-    uint32_t pool = poolId(graphNode.part, false, i);
+  for (uint32_t i = 0; i < sources.size(); ++i) {
+    const NodeSource &source = sources[i];
+    uint32_t pool = pools.inputs[i];
     switch (source.kind) {
     case NodeSource::Kind::Zero:
-      inputRows[i][row] = pools_[pool].zeroRow;
+      flight.inputRows[i][row] = pools_[pool].zeroRow;
       break;
     case NodeSource::Kind::Pinned:
-      inputRows[i][row] = source.row;
+      flight.inputRows[i][row] = source.row;
       break;
     case NodeSource::Kind::Data: {
       auto acquired = acquireFor(entry, pool);
@@ -116,12 +157,13 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
         return undo(acquired.status());
       dataRows.push_back({entry.key, pool, acquired.value()});
       // Written with the task (on cuda, in its one host-to-device copy).
-      flight.io.writes.push_back({i, row, source.data->data()});
-      inputRows[i][row] = acquired.value();
+      flight.io.writes.push_back({i, row, source.bytes});
+      flight.inputRows[i][row] = acquired.value();
       break;
     }
     case NodeSource::Kind::Held: {
-      entry.heldRows.resize(graph.heldRowCount(), {0, -1});
+      if (entry.heldRows.size() < graph.heldRowCount())
+        entry.heldRows.resize(graph.heldRowCount(), {0, -1});
       auto &[heldPool, heldRow] = entry.heldRows.at(source.output);
       if (heldRow < 0) {
         // The first reader writes it with its task; later ones read it.
@@ -130,113 +172,126 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
           return undo(acquired.status());
         heldPool = pool;
         heldRow = acquired.value();
-        heldTaken.push_back(source.output);
-        flight.io.writes.push_back({i, row, source.data->data()});
+        if (heldTakenCount < 8)
+          heldTaken[heldTakenCount++] = source.output;
+        else
+          moreHeldTaken.push_back(source.output);
+        flight.io.writes.push_back({i, row, source.bytes});
       }
-      inputRows[i][row] = heldRow;
+      flight.inputRows[i][row] = heldRow;
       break;
     }
     case NodeSource::Kind::Output: {
-      int32_t produced = graph.nodes()[source.node].outputRows[source.output];
+      int32_t produced = graph.outputRows(source.node)[source.output];
       if (produced < 0)
         return undo(Status(StatusCode::Internal,
                            "node " + std::to_string(node) + " reads node " +
                                std::to_string(source.node) +
                                ", which has no rows"));
-      inputRows[i][row] = produced;
+      flight.inputRows[i][row] = produced;
       break;
     }
     }
   }
-  for (uint32_t o = 0; o < graphNode.outputRows.size(); ++o) {
-    auto acquired = acquireFor(entry, poolId(graphNode.part, true, o));
+  Span<int32_t> outputRows = graph.outputRows(node);
+  for (uint32_t o = 0; o < outputRows.size(); ++o) {
+    auto acquired = acquireFor(entry, pools.outputs[o]);
     if (!acquired.ok())
       return undo(acquired.status());
-    graphNode.outputRows[o] = acquired.value();
-    outputRows[o][row] = acquired.value();
+    outputRows[o] = acquired.value();
+    flight.outputRows[o][row] = acquired.value();
   }
   return Status::ok();
 }
 
-/// The rows the host will read when the task has finished, laid out in one
-/// buffer the executor fills with the task.
-void EngineWorker::planReads(InFlight &flight) {
-  const cellpack::CellType &cell =
-      *parser_->structure().cells[flight.task.part].cell;
-  size_t bytes = 0;
-  flight.firstRead.resize(flight.nodes.size() + 1);
-  for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
-    flight.firstRead[r] = static_cast<uint32_t>(flight.reads.size());
-    const CellGraph &graph = *entries_[flight.nodes[r].request]->graph;
-    for (uint32_t output : graph.hostReads(flight.nodes[r].node)) {
-      flight.reads.push_back({r, output, bytes});
-      bytes += tensorRowBytes(*cell.outputs()->Get(output));
+/// The rows the host will read when the task has finished: straight into
+/// the request's result where the graph says so, else laid out in one
+/// buffer the executor fills with the task (its addresses are taken once
+/// the whole task is planned, in launch).
+void EngineWorker::planReads(Entry &entry, uint32_t node, uint32_t row,
+                             InFlight &flight) {
+  CellGraph &graph = *entry.graph;
+  flight.firstRead[row] = static_cast<uint32_t>(flight.reads.size());
+  const CellRoles &roles = graph.roles(node);
+  size_t bytes = flight.readBuffer.size();
+  for (uint32_t output : graph.hostReads(node)) {
+    if (void *target = directReads_ ? graph.readTarget(node, output) : nullptr) {
+      flight.io.reads.push_back({output, row, target});
+      continue;
     }
+    flight.reads.push_back({row, output, bytes});
+    bytes += roles.outputRowBytes[output];
   }
-  flight.firstRead.back() = static_cast<uint32_t>(flight.reads.size());
   flight.readBuffer.resize(bytes);
-  flight.io.reads.reserve(flight.reads.size());
-  for (const ReadSlot &slot : flight.reads)
-    flight.io.reads.push_back(
-        {slot.output, slot.row, flight.readBuffer.data() + slot.offset});
 }
 
 EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
-  InFlight flight;
+  InFlight flight = takeFlight();
   flight.task = std::move(task);
   const PlannedTask &planned = flight.task;
-  const cellpack::CellType &cell =
-      *parser_->structure().cells[planned.part].cell;
-  uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
-  uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
+  const CellRoles &roles = parser_->structure().cells[planned.part];
   uint32_t capacity =
       static_cast<uint32_t>(planned.nodes.size()) + planned.padding;
-  std::vector<std::vector<int32_t>> inputRows(inputs,
-                                              std::vector<int32_t>(capacity)),
-      outputRows(outputs, std::vector<int32_t>(capacity));
+  flight.inputRows.resize(roles.inputCount);
+  flight.outputRows.resize(roles.outputCount);
+  for (auto &taskRows : flight.inputRows)
+    taskRows.resize(capacity);
+  for (auto &taskRows : flight.outputRows)
+    taskRows.resize(capacity);
+  flight.firstRead.resize(capacity + 1);
+  flight.nodes.reserve(planned.nodes.size());
   flight.submitted = Clock::now();
   // Nodes of requests that ended or are failing are dropped; a node that
   // cannot be bound fails its own request only.
   for (const PlannedNode &node : planned.nodes) {
-    auto found = entries_.find(node.request);
-    if (found == entries_.end() || found->second->complete ||
-        !found->second->failure.isOk())
+    Entry *entry = entries_.find(node.request);
+    if (!entry || entry->complete || !entry->failure.isOk())
       continue;
-    Entry &entry = *found->second;
-    CellGraph &graph = *entry.graph;
+    CellGraph &graph = *entry->graph;
     uint32_t row = static_cast<uint32_t>(flight.nodes.size());
-    Status bound =
-        bindNode(entry, node.node, row, inputRows, outputRows, flight);
+    Status bound = bindNode(*entry, node.node, row, flight);
     if (!bound.isOk()) {
-      entry.failure = bound;
+      entry->failure = bound;
       continue;
     }
     if (!graph.started) {
       graph.started = true;
       graph.firstStart = flight.submitted;
     }
+    planReads(*entry, node.node, row, flight);
     flight.nodes.push_back(node);
   }
   if (flight.nodes.empty())
     return flight;
+  uint32_t bound = static_cast<uint32_t>(flight.nodes.size());
+  flight.firstRead[bound] = static_cast<uint32_t>(flight.reads.size());
+  for (const ReadSlot &slot : flight.reads)
+    flight.io.reads.push_back(
+        {slot.output, slot.row, flight.readBuffer.data() + slot.offset});
   // Padding rows read zeros and write scratch rows.
-  uint32_t rows = static_cast<uint32_t>(flight.nodes.size()) + planned.padding;
-  std::vector<uint32_t> scratchUsed(pools_.size(), 0);
-  for (uint32_t r = static_cast<uint32_t>(flight.nodes.size()); r < rows; ++r) {
-    for (uint32_t i = 0; i < inputs; ++i)
-      inputRows[i][r] = pools_[poolId(planned.part, false, i)].zeroRow;
-    for (uint32_t o = 0; o < outputs; ++o) {
-      uint32_t pool = poolId(planned.part, true, o);
-      outputRows[o][r] = pools_[pool].scratchRows.at(scratchUsed[pool]++);
+  const PartPools &pools = partPools_[planned.part];
+  uint32_t rows = bound + planned.padding;
+  if (planned.padding > 0) {
+    std::vector<uint32_t> scratchUsed(pools_.size(), 0);
+    for (uint32_t r = bound; r < rows; ++r) {
+      for (uint32_t i = 0; i < roles.inputCount; ++i)
+        flight.inputRows[i][r] = pools_[pools.inputs[i]].zeroRow;
+      for (uint32_t o = 0; o < roles.outputCount; ++o) {
+        uint32_t pool = pools.outputs[o];
+        flight.outputRows[o][r] =
+            pools_[pool].scratchRows.at(scratchUsed[pool]++);
+      }
     }
   }
-  for (auto &taskRows : inputRows)
+  for (auto &taskRows : flight.inputRows)
     taskRows.resize(rows);
-  for (auto &taskRows : outputRows)
+  for (auto &taskRows : flight.outputRows)
     taskRows.resize(rows);
-  planReads(flight);
-  auto ticket = executor_->submit(cell, rows, inputRows, outputRows,
-                                  &flight.batchSize, flight.io);
+  Clock::time_point before = Clock::now();
+  auto ticket = executor_->submit(*roles.cell, rows, flight.inputRows,
+                                  flight.outputRows, &flight.batchSize,
+                                  flight.io);
+  executorTime_ += Clock::now() - before;
   if (ticket.ok())
     flight.ticket = ticket.value();
   else
@@ -246,8 +301,11 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
 
 void EngineWorker::complete(InFlight &flight) {
   const PlannedTask &task = flight.task;
-  if (!flight.nodes.empty() && flight.status.isOk())
+  if (!flight.nodes.empty() && flight.status.isOk()) {
+    Clock::time_point before = Clock::now();
     flight.status = executor_->wait(flight.ticket);
+    executorTime_ += Clock::now() - before;
+  }
   // The task that lost the device fails like the rest of this worker's.
   if (!flight.status.isOk() && !executor_->lost().isOk() &&
       flight.status.message() == executor_->lost().message())
@@ -264,11 +322,9 @@ void EngineWorker::complete(InFlight &flight) {
   record.submitted = flight.submitted;
   record.finished = Clock::now();
   if (!flight.status.isOk()) {
-    for (const PlannedNode &node : flight.nodes) {
-      auto found = entries_.find(node.request);
-      if (found != entries_.end() && !found->second->complete)
-        finishRequest(*found->second, flight.status);
-    }
+    for (const PlannedNode &node : flight.nodes)
+      if (Entry *entry = entries_.find(node.request); entry && !entry->complete)
+        finishRequest(*entry, flight.status);
   } else if (!flight.nodes.empty()) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -280,20 +336,17 @@ void EngineWorker::complete(InFlight &flight) {
     }
     for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
       const PlannedNode &node = flight.nodes[r];
-      auto found = entries_.find(node.request);
-      if (found != entries_.end() && !found->second->complete &&
-          found->second->failure.isOk())
-        afterNode(*found->second, node.node, flight, r);
+      Entry *entry = entries_.find(node.request);
+      if (entry && !entry->complete && entry->failure.isOk())
+        afterNode(*entry, node.node, flight, r);
     }
   }
   // Requests that could not bind a node fail now that no task of this
   // round holds their rows any more.
-  for (const PlannedNode &node : task.nodes) {
-    auto found = entries_.find(node.request);
-    if (found != entries_.end() && !found->second->complete &&
-        !found->second->failure.isOk())
-      finishRequest(*found->second, found->second->failure);
-  }
+  for (const PlannedNode &node : task.nodes)
+    if (Entry *entry = entries_.find(node.request);
+        entry && !entry->complete && !entry->failure.isOk())
+      finishRequest(*entry, entry->failure);
   policy_->finished(task);
   if (options_.onTask && !flight.nodes.empty())
     options_.onTask(record);
@@ -305,17 +358,17 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
   // What the task copied back, else (a custom unfolder reading another
   // node) a read of the row itself.
   auto reader = [&](uint32_t producer, uint32_t output, void *bytes) {
-    const GraphNode &graphNode = graph.nodes()[producer];
+    size_t rowBytes = graph.roles(producer).outputRowBytes[output];
     if (producer == node)
       for (uint32_t k = flight.firstRead[row]; k < flight.firstRead[row + 1];
            ++k)
         if (const ReadSlot &slot = flight.reads[k]; slot.output == output) {
-          std::memcpy(bytes, flight.readBuffer.data() + slot.offset,
-                      poolOf(graphNode.part, true, output).rowBytes());
+          std::memcpy(bytes, flight.readBuffer.data() + slot.offset, rowBytes);
           return Status::ok();
         }
-    return executor_->readRow(poolOf(graphNode.part, true, output),
-                              graphNode.outputRows[output], bytes);
+    uint32_t part = graph.nodes()[producer].part;
+    return executor_->readRow(poolOf(part, true, output),
+                              graph.outputRows(producer)[output], bytes);
   };
   auto ready = graph.nodeDone(node, reader);
   if (!ready.ok()) {
@@ -324,8 +377,8 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
   }
   // The node has read its inputs: producers with no reader left free rows,
   // and so does a session's state it started from.
-  releasePinned(entry, graph.nodes()[node]);
-  for (const NodeSource &source : graph.nodes()[node].inputs)
+  releasePinned(entry, node);
+  for (const NodeSource &source : graph.inputs(node))
     if (source.kind == NodeSource::Kind::Output) {
       GraphNode &producer = graph.nodes()[source.node];
       if (--producer.consumers == 0 && producer.done)
@@ -333,7 +386,8 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
     }
   if (graph.nodes()[node].consumers == 0)
     releaseOutputs(entry, node);
-  addReady(entry, std::move(ready).value());
+  if (graph.finished() || !ready.value().empty() || graph.outstanding() == 0)
+    addReady(entry, std::move(ready).value());
 }
 
 /// Hands what became ready to the policy; finishes the request when it is
@@ -361,11 +415,12 @@ void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> ready) {
 }
 
 void EngineWorker::releaseOutputs(Entry &entry, uint32_t node) {
-  GraphNode &graphNode = entry.graph->nodes()[node];
-  for (uint32_t o = 0; o < graphNode.outputRows.size(); ++o)
-    if (graphNode.outputRows[o] >= 0) {
-      releaseFor(entry.key, poolId(graphNode.part, true, o),
-                 graphNode.outputRows[o]);
-      graphNode.outputRows[o] = -1;
+  CellGraph &graph = *entry.graph;
+  const PartPools &pools = partPools_[graph.nodes()[node].part];
+  Span<int32_t> rows = graph.outputRows(node);
+  for (uint32_t o = 0; o < rows.size(); ++o)
+    if (rows[o] >= 0) {
+      releaseRow(&entry, pools.outputs[o], rows[o]);
+      rows[o] = -1;
     }
 }

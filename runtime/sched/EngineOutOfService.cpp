@@ -41,20 +41,14 @@ void EngineWorker::takeOutOfService(const Status &lost) {
       flight.status = cause;
     complete(flight);
   }
+  for (InFlight &flight : inFlight)
+    recycle(std::move(flight));
   // Every request admitted here; those a policy holds back for their batch
   // (graph batching) are delivered too.
-  std::vector<uint64_t> keys;
-  for (auto &[key, entry] : entries_)
-    keys.push_back(key);
-  for (uint64_t key : keys) {
-    auto found = entries_.find(key);
-    if (found != entries_.end() && !found->second->complete)
-      finishRequest(*found->second, cause);
-  }
-  keys.clear();
-  for (auto &[key, entry] : entries_)
-    keys.push_back(key);
-  for (uint64_t key : keys)
+  for (uint64_t key : entries_.keys())
+    if (Entry *entry = entries_.find(key); entry && !entry->complete)
+      finishRequest(*entry, cause);
+  for (uint64_t key : entries_.keys())
     deliver(key);
 
   // Sessions parked here, chunks pinned here, and everything waiting when

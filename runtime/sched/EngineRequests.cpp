@@ -134,7 +134,7 @@ bool EngineWorker::admit() {
       continue;
     }
     Entry &admitted = *entry;
-    entries_[admitted.key] = std::move(entry);
+    admitted.key = entries_.insert(std::move(entry));
     startRequest(admitted);
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -219,15 +219,16 @@ void EngineWorker::startRequest(Entry &entry) {
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
-  for (GraphNode &node : graph.nodes())
+  uint32_t nodes = static_cast<uint32_t>(graph.nodes().size());
+  for (uint32_t node = 0; node < nodes; ++node)
     releasePinned(entry, node);
   if (graph.request().session.id != 0)
     endChunk(entry, status);
-  for (uint32_t n = 0; n < graph.nodes().size(); ++n)
-    releaseOutputs(entry, n);
+  for (uint32_t node = 0; node < nodes; ++node)
+    releaseOutputs(entry, node);
   for (auto &[pool, row] : entry.heldRows)
     if (row >= 0) {
-      releaseFor(entry.key, pool, row);
+      releaseRow(&entry, pool, row);
       row = -1;
     }
   {
@@ -248,11 +249,9 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
 }
 
 void EngineWorker::deliver(uint64_t key) {
-  auto found = entries_.find(key);
-  if (found == entries_.end())
+  std::unique_ptr<Entry> entry = entries_.erase(key);
+  if (!entry)
     return;
-  std::unique_ptr<Entry> entry = std::move(found->second);
-  entries_.erase(found);
   CellGraph &graph = *entry->graph;
   RequestResult result = std::move(graph.result());
   Clock::time_point now = Clock::now();
@@ -279,16 +278,13 @@ void EngineWorker::deliver(uint64_t key) {
 void EngineWorker::failStuck() {
   // Admitted requests with nothing to run: only a bug gets here. Fail them
   // so that no caller waits forever.
-  std::vector<uint64_t> stuck;
-  for (auto &[key, entry] : entries_)
-    stuck.push_back(key);
-  for (uint64_t key : stuck) {
-    auto found = entries_.find(key);
-    if (found != entries_.end() && !found->second->complete)
-      finishRequest(*found->second,
-                    Status(StatusCode::Internal,
-                           "the batching policy stalled with request " +
-                               found->second->graph->request().id +
-                               " unfinished"));
+  for (uint64_t key : entries_.keys()) {
+    Entry *entry = entries_.find(key);
+    if (entry && !entry->complete)
+      finishRequest(*entry, Status(StatusCode::Internal,
+                                   "the batching policy stalled with "
+                                   "request " +
+                                       entry->graph->request().id +
+                                       " unfinished"));
   }
 }

@@ -31,13 +31,15 @@ std::vector<uint32_t> EngineWorker::parkedFor(const Entry &entry) const {
   return rows;
 }
 
-void EngineWorker::releasePinned(Entry &entry, GraphNode &node) {
-  for (uint32_t i = 0; i < node.inputs.size(); ++i) {
-    NodeSource &source = node.inputs[i];
+void EngineWorker::releasePinned(Entry &entry, uint32_t node) {
+  Span<NodeSource> sources = entry.graph->inputs(node);
+  const PartPools &pools = partPools_[entry.graph->nodes()[node].part];
+  for (uint32_t i = 0; i < sources.size(); ++i) {
+    NodeSource &source = sources[i];
     if (source.kind != NodeSource::Kind::Pinned)
       continue;
     // Held by the chunk since its admission.
-    releaseFor(entry.key, poolId(node.part, false, i), source.row);
+    releaseRow(&entry, pools.inputs[i], source.row);
     source.kind = NodeSource::Kind::Zero;
     source.row = -1;
   }
@@ -49,17 +51,18 @@ void EngineWorker::endChunk(Entry &entry, const Status &status) {
   bool keep = status.isOk() && !chunk.end && !graph.nodes().empty();
   std::vector<SessionState::ParkedRow> parked;
   if (keep) {
-    GraphNode &last = graph.nodes().back();
+    Span<int32_t> last =
+        graph.outputRows(static_cast<uint32_t>(graph.nodes().size() - 1));
     const CellRoles &roles = parser_->structure().cells[0];
     for (uint32_t input = 0; input < roles.updatedBy.size(); ++input) {
       int32_t output = roles.updatedBy[input];
-      if (output < 0 || last.outputRows[output] < 0)
+      if (output < 0 || last[output] < 0)
         continue;
       parked.push_back({input, poolId(0, true, static_cast<uint32_t>(output)),
-                        last.outputRows[output]});
+                        last[output]});
       // The entry keeps holding the row: it stays reserved once the
       // request has ended, until the next chunk has read it.
-      last.outputRows[output] = -1;
+      last[output] = -1;
     }
   }
   std::deque<std::unique_ptr<Entry>> orphans;

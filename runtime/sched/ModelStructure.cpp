@@ -1,6 +1,7 @@
 //===- ModelStructure.cpp - The unfolding spec, resolved to indices -------===//
 #include "ModelStructure.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -79,6 +80,36 @@ std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
     }
   }
   return limits;
+}
+
+/// The derived fields of every part and of the structure (ModelStructure.h).
+void finishRoles(ModelStructure &structure) {
+  for (CellRoles &roles : structure.cells) {
+    const auto *inputs = roles.cell->inputs();
+    const auto *outputs = roles.cell->outputs();
+    roles.inputCount = inputs ? inputs->size() : 0;
+    roles.outputCount = outputs ? outputs->size() : 0;
+    roles.emittedAndStates = roles.emitted;
+    for (uint32_t o = 0; o < roles.outputCount; ++o) {
+      const cellpack::TensorSpec &spec = *outputs->Get(o);
+      roles.outputNames.push_back(spec.name()->str());
+      roles.finalNames.push_back("final_" + spec.name()->str());
+      roles.outputTypes.push_back(spec.dtype());
+      roles.outputRowBytes.push_back(tensorRowBytes(spec));
+      roles.allOutputs.push_back(o);
+    }
+    for (uint32_t output : roles.stateOutputs)
+      if (std::find(roles.emittedAndStates.begin(),
+                    roles.emittedAndStates.end(),
+                    output) == roles.emittedAndStates.end())
+        roles.emittedAndStates.push_back(output);
+  }
+  for (const ModelStructure::Memory &memory : structure.memories)
+    if (std::find(structure.memoryOutputs.begin(),
+                  structure.memoryOutputs.end(),
+                  memory.encoderOutput) == structure.memoryOutputs.end())
+      structure.memoryOutputs.push_back(memory.encoderOutput);
+  structure.tokenOutputs = {structure.decoderTokenOutput};
 }
 
 Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
@@ -317,5 +348,6 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
       if (Status status = refuseMemories(artifact, *structure.cells[part].cell);
           !status.isOk())
         return status;
+  finishRoles(structure);
   return structure;
 }

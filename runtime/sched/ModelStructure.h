@@ -40,6 +40,20 @@ struct CellRoles {
   std::vector<uint32_t> emitted;
   /// Outputs with role state (their last value is returned).
   std::vector<uint32_t> stateOutputs;
+
+  // Derived once (finishRoles), so that the per-step path reads no
+  // FlatBuffers tables and builds no strings.
+  uint32_t inputCount = 0, outputCount = 0;
+  /// Per output: its name, "final_" + its name (a chain's last state), its
+  /// element type and row bytes.
+  std::vector<std::string> outputNames, finalNames;
+  std::vector<cellpack::DType> outputTypes;
+  std::vector<size_t> outputRowBytes;
+  /// The emitted outputs, then the state outputs not emitted: what the host
+  /// reads after a chain's last step.
+  std::vector<uint32_t> emittedAndStates;
+  /// Every output, in order.
+  std::vector<uint32_t> allOutputs;
 };
 
 struct ModelStructure {
@@ -70,6 +84,9 @@ struct ModelStructure {
   /// The decoder input of role memory_mask (1.0 where a source step is,
   /// 0.0 past it), or -1.
   int32_t memoryMaskInput = -1;
+  /// The encoder outputs the memories are filled from (each once), and the
+  /// decoder's token output alone: what the host reads after such steps.
+  std::vector<uint32_t> memoryOutputs, tokenOutputs;
   // tree
   int32_t arity = 0;
   // custom: every cell is a part, in the artifact's order

@@ -205,14 +205,15 @@ Result<Request> RequestParser::fromJson(const Json &json,
                               "\"steps\"");
       if (!tokens->is_array())
         return bad(where, "\"tokens\" must be an array of integers");
+      request.steps.reserve(tokens->size(), 1, roles.dataRowBytes[0]);
       for (size_t s = 0; s < tokens->size(); ++s) {
         std::optional<int64_t> token = jsonInteger((*tokens)[s]);
         if (!token)
           return bad(where,
                      "token " + std::to_string(s) + " is not an integer");
-        std::vector<uint8_t> row(roles.dataRowBytes[0]);
-        cpu::storeInt(row.data(), spec->dtype(), 0, *token);
-        request.steps.push_back({std::move(row)});
+        cpu::storeInt(request.steps.appendRow(roles.dataRowBytes[0]),
+                      spec->dtype(), 0, *token);
+        request.steps.endStep();
       }
     } else {
       if (!steps->is_array())
@@ -311,35 +312,47 @@ Result<NodeData> RequestParser::parseTreeNode(const Json &values, uint32_t cell,
   return data;
 }
 
-Status RequestParser::checkNode(const NodeData &data, uint32_t cell,
-                                const std::string &where) const {
+Status RequestParser::checkRows(const std::vector<RowView> &rows,
+                                uint32_t cell, const std::string &where,
+                                int64_t step) const {
   const CellRoles &roles = structure_->cells[cell];
-  if (data.size() != roles.dataInputs.size())
-    return bad(where, "the cell '" + roles.cell->name()->str() + "' takes " +
-                          std::to_string(roles.dataInputs.size()) +
-                          " request input(s), found " +
-                          std::to_string(data.size()));
-  for (size_t d = 0; d < data.size(); ++d) {
+  auto at = [&] {
+    return step < 0 ? where : where + ", step " + std::to_string(step);
+  };
+  if (rows.size() != roles.dataInputs.size())
+    return bad(at(), "the cell '" + roles.cell->name()->str() + "' takes " +
+                         std::to_string(roles.dataInputs.size()) +
+                         " request input(s), found " +
+                         std::to_string(rows.size()));
+  for (size_t d = 0; d < rows.size(); ++d) {
     const cellpack::TensorSpec &spec =
         *roles.cell->inputs()->Get(roles.dataInputs[d]);
-    if (data[d].size() != roles.dataRowBytes[d])
-      return bad(where, "input '" + spec.name()->str() + "' has " +
-                            std::to_string(data[d].size()) + " bytes, not " +
-                            std::to_string(roles.dataRowBytes[d]));
-    if (cpu::isFloatType(spec.dtype()))
+    if (rows[d].size != roles.dataRowBytes[d])
+      return bad(at(), "input '" + spec.name()->str() + "' has " +
+                           std::to_string(rows[d].size) + " bytes, not " +
+                           std::to_string(roles.dataRowBytes[d]));
+    int64_t limit = roles.dataLimits[d];
+    if (cpu::isFloatType(spec.dtype()) || limit <= 0)
       continue;
-    size_t elements = data[d].size() / cpu::elementSize(spec.dtype());
+    size_t elements = rows[d].size / cpu::elementSize(spec.dtype());
     for (size_t e = 0; e < elements; ++e) {
-      int64_t value = cpu::loadInt(data[d].data(), spec.dtype(), e);
-      int64_t limit = roles.dataLimits[d];
-      if (limit > 0 && (value < 0 || value >= limit))
-        return bad(where, "token " + std::to_string(value) + " of input '" +
-                              spec.name()->str() +
-                              "' is outside the vocabulary (0.." +
-                              std::to_string(limit - 1) + ")");
+      int64_t value = cpu::loadInt(rows[d].bytes, spec.dtype(), e);
+      if (value < 0 || value >= limit)
+        return bad(at(), "token " + std::to_string(value) + " of input '" +
+                             spec.name()->str() +
+                             "' is outside the vocabulary (0.." +
+                             std::to_string(limit - 1) + ")");
     }
   }
   return Status::ok();
+}
+
+Status RequestParser::checkNode(const NodeData &data, uint32_t cell,
+                                const std::string &where) const {
+  std::vector<RowView> rows;
+  for (const std::vector<uint8_t> &row : data)
+    rows.push_back({row.data(), row.size()});
+  return checkRows(rows, cell, where, -1);
 }
 
 Status RequestParser::checkTree(const Request &request) const {
@@ -471,11 +484,15 @@ Status RequestParser::check(const Request &request) const {
                           "most " +
                           std::to_string(structure_->memoryPositions) +
                           " (the positions of its memory)");
-  for (size_t s = 0; s < request.steps.size(); ++s)
-    if (Status status = checkNode(request.steps[s], 0,
-                                  where + ", step " + std::to_string(s));
+  std::vector<RowView> rows;
+  for (size_t s = 0; s < request.steps.size(); ++s) {
+    rows.resize(request.steps.rows(s));
+    for (size_t d = 0; d < rows.size(); ++d)
+      rows[d] = {request.steps.row(s, d), request.steps.rowSize(s, d)};
+    if (Status status = checkRows(rows, 0, where, static_cast<int64_t>(s));
         !status.isOk())
       return status;
+  }
   if (request.maxDecodeLength < 0 ||
       request.maxDecodeLength > structure_->maxDecodeLength)
     return bad(where, "max decode length " +

@@ -132,18 +132,18 @@ Status checkTensor(const NamedTensor &tensor,
 
 /// Row `row` of `tensor` (elements [row * count, (row + 1) * count)) in the
 /// cell's element type.
+/// Row `row` of `tensor` as `rowBytes` bytes of `spec`'s type at `out`.
 void storeRow(const NamedTensor &tensor, int64_t row,
               const cellpack::TensorSpec &spec, size_t rowBytes,
-              std::vector<uint8_t> &out) {
+              uint8_t *out) {
   size_t count = rowBytes / cpu::elementSize(spec.dtype());
-  out.assign(rowBytes, 0);
   bool integral = !cpu::isFloatType(spec.dtype());
   for (size_t e = 0; e < count; ++e) {
     size_t index = static_cast<size_t>(row) * count + e;
     if (integral)
-      cpu::storeInt(out.data(), spec.dtype(), e, tensor.integerAt(index));
+      cpu::storeInt(out, spec.dtype(), e, tensor.integerAt(index));
     else
-      cpu::storeFloat(out.data(), spec.dtype(), e,
+      cpu::storeFloat(out, spec.dtype(), e,
                       static_cast<float>(tensor.numberAt(index)));
   }
 }
@@ -274,13 +274,17 @@ RequestParser::fromTensors(const std::vector<NamedTensor> &tensors,
     return bad(where, std::to_string(steps) +
                           " steps, longer than the limit of " +
                           std::to_string(limits_.maxSteps));
-  request.steps.resize(static_cast<size_t>(steps));
+  size_t stepBytes = 0;
+  for (size_t bytes : roles.dataRowBytes)
+    stepBytes += bytes;
+  request.steps.reserve(static_cast<size_t>(steps), roles.dataInputs.size(),
+                        stepBytes);
   for (int64_t s = 0; s < steps; ++s) {
-    NodeData &node = request.steps[static_cast<size_t>(s)];
-    node.resize(roles.dataInputs.size());
     for (size_t d = 0; d < roles.dataInputs.size(); ++d)
       storeRow(*found[d], s, *roles.cell->inputs()->Get(roles.dataInputs[d]),
-               roles.dataRowBytes[d], node[d]);
+               roles.dataRowBytes[d],
+               request.steps.appendRow(roles.dataRowBytes[d]));
+    request.steps.endStep();
   }
   if (Status status = check(request); !status.isOk())
     return status;
@@ -345,10 +349,12 @@ RequestParser::treeFromTensors(const std::vector<const NamedTensor *> &found,
     for (size_t k = 0; k < owners.size(); ++k) {
       NodeData &data = request.tree[owners[k]].data;
       data.resize(roles.dataInputs.size());
-      for (size_t d = 0; d < roles.dataInputs.size(); ++d)
+      for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
+        data[d].assign(roles.dataRowBytes[d], 0);
         storeRow(*found[first + d], static_cast<int64_t>(k),
                  *roles.cell->inputs()->Get(roles.dataInputs[d]),
-                 roles.dataRowBytes[d], data[d]);
+                 roles.dataRowBytes[d], data[d].data());
+      }
     }
   }
   if (Status status = check(request); !status.isOk())

@@ -154,7 +154,7 @@ TEST(CustomUnfolderTest, BothDirectionsMatchTheChainModel) {
         reference->parser()
             .parse("{\"tokens\": " + sequences[i] + "}", "b")
             .value();
-    std::reverse(backwardRequest.steps.begin(), backwardRequest.steps.end());
+    backwardRequest.steps.reverse();
     auto backward = reference->submit(std::move(backwardRequest));
     reference->drain();
     RequestResult f = forward.get(), b = backward.get();

@@ -76,8 +76,7 @@ std::vector<Request> chunks(const Request &whole, std::vector<int> lengths,
   for (size_t k = 0; k < lengths.size(); ++k) {
     Request part;
     part.id = whole.id + "/" + std::to_string(k);
-    part.steps.assign(whole.steps.begin() + at,
-                      whole.steps.begin() + at + lengths[k]);
+    part.steps = whole.steps.slice(at, at + lengths[k]);
     at += lengths[k];
     part.session = {session, k == 0, k + 1 == lengths.size()};
     parts.push_back(std::move(part));

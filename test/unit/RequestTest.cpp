@@ -228,7 +228,7 @@ TEST(RequestTest, BadRequestsDoNotDisturbOthers) {
   // Mid-flight: a request with a token beyond the vocabulary built in C++.
   Request bad = engine->parser().parse(good, "").value();
   bad.id = "bad";
-  std::memset(bad.steps[2][0].data(), 0x7f, bad.steps[2][0].size());
+  std::memset(bad.steps.row(2, 0), 0x7f, bad.steps.rowSize(2, 0));
   auto refused = engine->submit(std::move(bad));
   RequestResult refusal = refused.get();
   EXPECT_EQ(refusal.status.code(), StatusCode::InvalidArgument);
@@ -312,10 +312,10 @@ TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   EXPECT_FALSE(window.continuesChain);
   ASSERT_EQ(window.nodes.size(), 4u); // four steps issued at once
   uint32_t tokenIn = structure->decoderTokenInput;
-  EXPECT_EQ(graph.nodes()[window.nodes[0]].inputs[tokenIn].kind,
+  EXPECT_EQ(graph.inputs(window.nodes[0])[tokenIn].kind,
             NodeSource::Kind::Data); // BOS
   for (size_t k = 1; k < 4; ++k) {
-    const NodeSource &token = graph.nodes()[window.nodes[k]].inputs[tokenIn];
+    const NodeSource &token = graph.inputs(window.nodes[k])[tokenIn];
     EXPECT_EQ(token.kind, NodeSource::Kind::Output);
     EXPECT_EQ(token.node, window.nodes[k - 1]);
     EXPECT_EQ(token.output, structure->decoderTokenOutput);

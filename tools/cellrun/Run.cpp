@@ -1,25 +1,28 @@
 //===- Run.cpp - `cellrun run`: offline inference of a request file -------===//
 //
-// Reads requests (one JSON object a line), serves them through the engine
-// with the chosen batching policy on the chosen device, writes one result a
-// line in input order, shows progress on a terminal and ends with a
-// summary: requests, throughput, latency percentiles, mean batch per cell
-// type; optionally a CSV line per task. A bad line becomes an error result;
-// the others still run.
+// Reads and checks every request (one JSON object a line) first, then
+// serves them through the engine with the chosen batching policy on the
+// chosen device, while another thread writes one result a line in input
+// order (ResultWriter). Shows progress on a terminal and ends with a
+// summary: requests, throughput and latency percentiles of the serving,
+// mean batch per cell type, the time spent parsing, serving and writing,
+// and where the engine's time went per row-step; optionally a CSV line per
+// task. A bad line becomes an error result; the others still run.
 //
 //===----------------------------------------------------------------------===//
 #include "Run.h"
+#include "ResultWriter.h"
 #include "RunReport.h"
 
 #include "cellrun/Engine.h"
 
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace cellrun::tool {
@@ -29,7 +32,7 @@ struct RunArgs {
   std::string model, input, output, taskLog;
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
-           threads = 0, workers = 1;
+           threads = 0, workers = 1, resultBufferMb = 256;
   bool quiet = false;
 };
 
@@ -76,6 +79,95 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_option("--task-log", args.taskLog,
                  "one CSV line per task: cell, nodes, batch size, times");
   app.add_flag("--quiet", args.quiet, "no progress bar");
+  app.add_option("--result-buffer-mb", args.resultBufferMb,
+                 "results waiting to be written, at most (MiB): beyond it "
+                 "no more requests are submitted until some are written")
+      ->capture_default_str()
+      ->check(positive);
+}
+
+using SteadyClock = std::chrono::steady_clock;
+
+double secondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+/// A request line: parsed, or the result that says why it was not.
+struct InputLine {
+  std::optional<Request> request;
+  RequestResult refused;
+};
+
+/// Every non-blank line of `input`, parsed and checked against the model.
+std::vector<InputLine> readRequests(std::istream &input,
+                                    const RequestParser &parser) {
+  std::vector<InputLine> lines;
+  std::string line;
+  size_t lineNumber = 0;
+  while (std::getline(input, line)) {
+    ++lineNumber;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    std::string fallback = "line " + std::to_string(lineNumber);
+    auto request = parser.parse(line, fallback);
+    InputLine &parsed = lines.emplace_back();
+    if (request.ok()) {
+      parsed.request = std::move(request).value();
+    } else {
+      parsed.refused.id = RequestParser::requestId(line, fallback);
+      parsed.refused.status = request.status();
+    }
+  }
+  return lines;
+}
+
+/// Submits every request (offline: waiting for room in the queue, and in
+/// the writer's budget, rather than failing) and waits for their results.
+void serveAll(Engine &engine, std::vector<InputLine> &lines,
+              ResultWriter &writer, bool progress) {
+  auto lastDraw = SteadyClock::now();
+  auto redraw = [&](bool force) {
+    auto now = SteadyClock::now();
+    if (progress &&
+        (force || now - lastDraw > std::chrono::milliseconds(100))) {
+      drawProgress(writer.arrived(), lines.size());
+      lastDraw = now;
+    }
+  };
+  for (size_t index = 0; index < lines.size(); ++index) {
+    InputLine &line = lines[index];
+    if (!line.request) {
+      writer.put(index, std::move(line.refused));
+      continue;
+    }
+    writer.waitForRoom();
+    // Offline: wait for room in the queue rather than be refused (only
+    // this thread submits, so the room stays).
+    while (!engine.hasRoom()) {
+      redraw(false);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::string id = line.request->id;
+    Status status = engine.submit(
+        std::move(*line.request), [&writer, index](RequestResult result) {
+          writer.put(index, std::move(result));
+        });
+    if (!status.isOk()) {
+      RequestResult failed;
+      failed.id = id;
+      failed.status = status;
+      writer.put(index, std::move(failed));
+    }
+    line.request.reset();
+    redraw(false);
+  }
+  while (writer.arrived() < lines.size()) {
+    redraw(false);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  redraw(true);
+  if (progress)
+    std::fprintf(stderr, "\n");
 }
 
 } // namespace
@@ -117,8 +209,7 @@ int runRun(const std::vector<std::string> &arguments) {
     std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
     return kExitFailure;
   }
-  auto start = std::chrono::steady_clock::now();
-  TaskLog taskLog(start);
+  TaskLog taskLog(SteadyClock::now());
   bool logging = !args.taskLog.empty();
   if (logging)
     engineOptions.onTask = [&taskLog](const TaskRecord &record) {
@@ -136,8 +227,7 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   std::ofstream output;
-  bool writing = !args.output.empty();
-  if (writing) {
+  if (!args.output.empty()) {
     output.open(args.output);
     if (!output) {
       std::cerr << "cellrun: error: cannot write " << args.output << "\n";
@@ -145,79 +235,20 @@ int runRun(const std::vector<std::string> &arguments) {
     }
   }
 
-  // Results come back on the engine's thread in any order; they are kept
-  // by input line and the bar counts them as they arrive.
-  bool progress = !args.quiet && isatty(STDERR_FILENO);
-  std::vector<std::shared_ptr<RequestResult>> results;
-  std::atomic<size_t> done{0};
-  auto lastDraw = std::chrono::steady_clock::now();
-  auto redraw = [&](bool force) {
-    auto now = std::chrono::steady_clock::now();
-    if (progress &&
-        (force || now - lastDraw > std::chrono::milliseconds(100))) {
-      drawProgress(done.load(), results.size());
-      lastDraw = now;
-    }
-  };
-  std::string line;
-  size_t lineNumber = 0;
-  while (std::getline(input, line)) {
-    ++lineNumber;
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    auto slot = std::make_shared<RequestResult>();
-    results.push_back(slot);
-    std::string fallback = "line " + std::to_string(lineNumber);
-    auto request = engine.parser().parse(line, fallback);
-    if (!request.ok()) {
-      slot->id = RequestParser::requestId(line, fallback);
-      slot->status = request.status();
-      ++done;
-      continue;
-    }
-    // Offline: wait for room in the queue instead of failing.
-    while (true) {
-      Status status =
-          engine.submit(request.value(), [slot, &done](RequestResult r) {
-            *slot = std::move(r);
-            ++done;
-          });
-      if (status.isOk())
-        break;
-      if (status.code() != StatusCode::ResourceExhausted) {
-        slot->id = request.value().id;
-        slot->status = status;
-        ++done;
-        break;
-      }
-      redraw(false);
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    redraw(false);
-  }
-  while (done.load() < results.size()) {
-    redraw(false);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  redraw(true);
-  if (progress)
-    std::fprintf(stderr, "\n");
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-
-  std::vector<double> latencies;
-  size_t failed = 0;
-  for (const auto &result : results) {
-    if (result->status.isOk()) {
-      latencies.push_back((result->queueMicros + result->computeMicros) / 1000);
-    } else {
-      ++failed;
-      if (!writing)
-        std::cerr << "cellrun: " << result->status.message() << "\n";
-    }
-    if (writing)
-      output << resultLine(*result) << "\n";
+  RunTimes times;
+  auto parsing = SteadyClock::now();
+  std::vector<InputLine> lines = readRequests(input, engine.parser());
+  times.parse = secondsSince(parsing);
+  ResultWriter writer(args.output.empty() ? nullptr : &output, lines.size(),
+                      size_t(args.resultBufferMb) << 20);
+  auto serving = SteadyClock::now();
+  serveAll(engine, lines, writer, !args.quiet && isatty(STDERR_FILENO));
+  times.serve = secondsSince(serving);
+  bool written = writer.finish();
+  times.write = secondsSince(serving) - times.serve;
+  if (!written) {
+    std::cerr << "cellrun: error: writing " << args.output << " failed\n";
+    return kExitFailure;
   }
   EngineStats stats = engine.stats();
   if (logging) {
@@ -233,8 +264,9 @@ int runRun(const std::vector<std::string> &arguments) {
   if (engine.workers() > 1)
     where += " and " + std::to_string(engine.workers() - 1) + " more";
   printSummary(name ? name->str() : "?", policyName(engineOptions.policy),
-               where, results.size(), std::move(latencies), seconds, stats);
-  return failed ? kExitFailure : kExitOk;
+               where, lines.size(), std::move(writer.latenciesMs), times,
+               stats);
+  return writer.failed ? kExitFailure : kExitOk;
 }
 
 } // namespace cellrun::tool

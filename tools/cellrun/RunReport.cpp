@@ -58,10 +58,11 @@ static double percentile(std::vector<double> &sorted, double fraction) {
 
 void printSummary(const std::string &model, const std::string &policy,
                   const std::string &device, size_t requests,
-                  std::vector<double> latenciesMs, double seconds,
+                  std::vector<double> latenciesMs, const RunTimes &times,
                   const EngineStats &stats) {
   std::sort(latenciesMs.begin(), latenciesMs.end());
   size_t ok = latenciesMs.size();
+  double seconds = times.serve;
   std::printf("model %s, %s batching on %s\n", model.c_str(), policy.c_str(),
               device.c_str());
   std::printf("requests: %zu (%zu ok, %zu failed) in %.3f s: %.1f requests/s\n",
@@ -70,6 +71,7 @@ void printSummary(const std::string &model, const std::string &policy,
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
               percentile(latenciesMs, 0.5), percentile(latenciesMs, 0.9),
               percentile(latenciesMs, 0.99), percentile(latenciesMs, 1.0));
+  uint64_t tasks = 0;
   for (const CellTypeStats &cell : stats.cells) {
     std::string padding =
         cell.paddingRows
@@ -79,7 +81,18 @@ void printSummary(const std::string &model, const std::string &policy,
                 cell.name.c_str(), (unsigned long long)cell.tasks,
                 cell.tasks ? double(cell.nodes) / cell.tasks : 0.0,
                 padding.c_str());
+    tasks += cell.tasks;
   }
+  std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving\n",
+              times.parse, times.serve, times.write);
+  uint64_t steps = stats.rowSteps();
+  double host = stats.roundSeconds - stats.executorSeconds;
+  auto nanos = [&](double part) { return steps ? part * 1e9 / steps : 0.0; };
+  std::printf("engine: %llu row-steps in %.3f s, %.0f ns a row-step "
+              "(tasks %.0f ns, host %.0f ns; host %.2f us a task)\n",
+              (unsigned long long)steps, stats.roundSeconds,
+              nanos(stats.roundSeconds), nanos(stats.executorSeconds),
+              nanos(host), tasks ? host * 1e6 / tasks : 0.0);
 }
 
 void drawProgress(size_t done, size_t total) {

@@ -21,11 +21,20 @@ namespace cellrun::tool {
 /// and the times.
 std::string resultLine(const RequestResult &result);
 
-/// The summary after a run: throughput, latency percentiles (of the
-/// successful requests' `latenciesMs`), tasks and batch sizes per cell.
+/// Seconds a run spent reading and checking its requests, serving them
+/// (from the first submission to the last result), and writing results
+/// after the last one arrived.
+struct RunTimes {
+  double parse = 0, serve = 0, write = 0;
+};
+
+/// The summary after a run: throughput and latency percentiles (of the
+/// successful requests' `latenciesMs`) of the serving, tasks and batch sizes
+/// per cell, the run's times, and the engine's time per row-step: in its
+/// rounds, in the executor's tasks, and the rest (the host path).
 void printSummary(const std::string &model, const std::string &policy,
                   const std::string &device, size_t requests,
-                  std::vector<double> latenciesMs, double seconds,
+                  std::vector<double> latenciesMs, const RunTimes &times,
                   const EngineStats &stats);
 
 /// `[####    ] done/total requests` on stderr, redrawn in place.

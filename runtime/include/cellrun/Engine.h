@@ -108,6 +108,18 @@ struct EngineStats {
   /// sticky error) fails what it held and stops; at 0 the engine refuses
   /// every request with Unavailable.
   uint32_t workersInService = 0;
+  /// Where the workers' time went, summed over them: seconds in rounds
+  /// that did something (admission, planning, binding, tasks, completion),
+  /// and the part of it in the executor's task calls (on the cpu backend
+  /// the tasks' computation; on cuda, submitting and waiting for the
+  /// device). The rest is the host path.
+  double roundSeconds = 0, executorSeconds = 0;
+  uint64_t rowSteps() const {
+    uint64_t nodes = 0;
+    for (const CellTypeStats &cell : cells)
+      nodes += cell.nodes;
+    return nodes;
+  }
 };
 
 class Engine {
@@ -140,6 +152,9 @@ public:
   /// nothing (submit checks again). A front end calls it before it decodes
   /// a body, so an overloaded server refuses at once and cheaply.
   Status refuseForLoad();
+  /// True when the queue has room for a request now (an offline caller
+  /// waits for it instead of being refused).
+  bool hasRoom() const;
 
   /// Manual mode: one round of the loop on every worker (admission, one
   /// call to the policy, its tasks run). False when there was nothing to do.

@@ -33,6 +33,52 @@ namespace cellrun {
 /// cell's inputs (one entry per input-role tensor).
 using NodeData = std::vector<std::vector<uint8_t>>;
 
+/// The rows of a sequence's steps: per step, one row for each input-role
+/// tensor of the cell, in input order. Every byte lives in one buffer, so a
+/// request of any length costs three allocations, not two a step (made by
+/// the parser's thread and freed by the engine's).
+class StepRows {
+public:
+  size_t size() const { return stepStart_.size() - 1; }
+  bool empty() const { return size() == 0; }
+  void clear();
+  /// Room for `steps` steps of `bytesPerStep` bytes in `rowsPerStep` rows.
+  void reserve(size_t steps, size_t rowsPerStep, size_t bytesPerStep);
+  /// Appends a step: its rows in input order.
+  void push_back(const NodeData &rows);
+  /// Builds a step in place: appendRow adds a row of `size` bytes (zeroed)
+  /// and returns it; endStep makes the rows added since the last step the
+  /// next step.
+  uint8_t *appendRow(size_t size);
+  void endStep() { stepStart_.push_back(rowStart_.size() - 1); }
+
+  /// The rows of step `step`, and row `row` of it.
+  size_t rows(size_t step) const {
+    return stepStart_[step + 1] - stepStart_[step];
+  }
+  const uint8_t *row(size_t step, size_t row) const {
+    return bytes_.data() + rowStart_[stepStart_[step] + row];
+  }
+  uint8_t *row(size_t step, size_t row) {
+    return bytes_.data() + rowStart_[stepStart_[step] + row];
+  }
+  size_t rowSize(size_t step, size_t row) const {
+    size_t at = stepStart_[step] + row;
+    return rowStart_[at + 1] - rowStart_[at];
+  }
+  /// Step `step` as a NodeData (a copy).
+  NodeData step(size_t step) const;
+  /// Steps [begin, end) on their own.
+  StepRows slice(size_t begin, size_t end) const;
+  /// The steps in the opposite order.
+  void reverse();
+
+private:
+  std::vector<uint8_t> bytes_;
+  std::vector<size_t> rowStart_{0};   // per row its offset, then the end
+  std::vector<size_t> stepStart_{0};  // per step its first row, then the end
+};
+
 struct TreeNode {
   NodeData data;                 // the inputs of the node's cell
   std::vector<int32_t> children; // internal nodes
@@ -49,7 +95,7 @@ struct SessionChunk {
 
 struct Request {
   std::string id;
-  std::vector<NodeData> steps; // chain, seq2seq encoder
+  StepRows steps; // chain, seq2seq encoder
   std::vector<TreeNode> tree;  // tree
   int32_t root = -1;
   int64_t maxDecodeLength = 0; // seq2seq; 0: the artifact's limit

@@ -84,6 +84,15 @@ private:
                                  const std::string &where) const;
   Status checkNode(const NodeData &data, uint32_t cell,
                    const std::string &where) const;
+  /// A row of request data to check.
+  struct RowView {
+    const uint8_t *bytes;
+    size_t size;
+  };
+  /// Checks one node's rows against the input-role tensors of part
+  /// `cell`; an error names `where` and, when not -1, the step.
+  Status checkRows(const std::vector<RowView> &rows, uint32_t cell,
+                   const std::string &where, int64_t step) const;
   Status checkTree(const Request &request) const;
   ModelSignature makeSignature() const;
   Result<Request> treeFromTensors(const std::vector<const NamedTensor *> &found,

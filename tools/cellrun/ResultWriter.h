@@ -1,0 +1,64 @@
+//===- ResultWriter.h - `cellrun run`'s results, in input order -*- C++ -*-===//
+//
+// Results arrive from the engine in any order; a thread of their own writes
+// them as result lines in input order as soon as the ones before them are
+// in, and forgets each once written, so the whole result set is never held
+// at once: the caller waits for room (waitForRoom) before it submits more
+// when the results not yet written exceed a byte budget. Without an output
+// file, failed requests' messages go to stderr in input order. It keeps
+// each successful request's latency for the summary.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_TOOLS_RESULTWRITER_H
+#define CELLRUN_TOOLS_RESULTWRITER_H
+
+#include "cellrun/Request.h"
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <thread>
+#include <vector>
+
+namespace cellrun::tool {
+
+class ResultWriter {
+public:
+  /// `count` results, written to `out` (null: none are written);
+  /// `budgetBytes`: the output data that may wait to be written.
+  ResultWriter(std::ostream *out, size_t count, size_t budgetBytes);
+  /// Waits for the results still to come, then for the writing.
+  ~ResultWriter();
+
+  /// The result of input `index` (any thread, once per index; never waits).
+  void put(size_t index, RequestResult result);
+  /// Waits while the results not yet written hold more than the budget.
+  void waitForRoom();
+  /// Results put so far.
+  size_t arrived() const;
+  /// Waits until every result is written; true when the output stream
+  /// stayed good.
+  bool finish();
+
+  /// After finish(): the successful requests' latencies (queue + compute),
+  /// in milliseconds, and the number of failed requests.
+  std::vector<double> latenciesMs;
+  size_t failed = 0;
+
+private:
+  void writeAll();
+
+  std::ostream *out_;
+  size_t budgetBytes_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrivedOne_, wroteSome_;
+  std::vector<std::unique_ptr<RequestResult>> waiting_;
+  size_t arrived_ = 0, written_ = 0;
+  size_t pendingBytes_ = 0;
+  std::thread thread_;
+};
+
+} // namespace cellrun::tool
+
+#endif // CELLRUN_TOOLS_RESULTWRITER_H
