@@ -40,6 +40,7 @@ public:
 
   Status add(uint64_t request, ReadySubgraph subgraph,
              uint64_t /*deadline*/) override {
+    subgraph.materialize(); // cursors keep a list of nodes
     std::vector<Cursor> &cursors = cursors_[request];
     if (subgraph.continuesChain)
       for (Cursor &cursor : cursors)

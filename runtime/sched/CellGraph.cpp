@@ -52,6 +52,7 @@ void CellGraph::readFrom(uint32_t node, uint32_t input, uint32_t producer,
                          uint32_t output) {
   inputs(node)[input] = {NodeSource::Kind::Output, producer, output, nullptr};
   ++nodes_[producer].consumers;
+  ++nodes_[producer].unbound;
 }
 
 void CellGraph::linkState(uint32_t node, uint32_t previous) {
@@ -65,17 +66,11 @@ void CellGraph::linkState(uint32_t node, uint32_t previous) {
 const uint8_t *CellGraph::tokenRow(int64_t token) {
   const cellpack::TensorSpec &spec =
       *structure_.cells[1].cell->inputs()->Get(structure_.decoderTokenInput);
-  madeRows_.emplace_back(tensorRowBytes(spec));
-  cpu::storeInt(madeRows_.back().data(), spec.dtype(), 0, token);
-  return madeRows_.back().data();
+  madeRows_.emplace_front(tensorRowBytes(spec));
+  cpu::storeInt(madeRows_.front().data(), spec.dtype(), 0, token);
+  return madeRows_.front().data();
 }
 
-Result<std::vector<ReadySubgraph>>
-CellGraph::handOver(std::vector<ReadySubgraph> ready) {
-  for (const ReadySubgraph &subgraph : ready)
-    outstanding_ += static_cast<uint32_t>(subgraph.nodes.size());
-  return ready;
-}
 
 ReadySubgraph CellGraph::startTree() {
   const CellRoles &leaf = structure_.cells[0];
@@ -193,13 +188,31 @@ ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
     if (structure_.initialFromEncoder[i] >= 0)
       readFrom(first, static_cast<uint32_t>(i), lastEncoder,
                static_cast<uint32_t>(structure_.initialFromEncoder[i]));
-  decoder.nodes.push_back(first);
-  while (decoderSteps_ < std::min<int64_t>(decodeWindow_, decodeLimit_))
-    decoder.nodes.push_back(addDecoderStep(decoder.nodes.back()));
+  // A window of steps, consecutive nodes.
+  decoder.first = first;
+  decoder.count = 1;
+  while (decoderSteps_ < std::min<int64_t>(decodeWindow_, decodeLimit_)) {
+    addDecoderStep(first + decoder.count - 1);
+    ++decoder.count;
+  }
   return decoder;
 }
 
 Result<std::vector<ReadySubgraph>> CellGraph::start() {
+  std::vector<ReadySubgraph> ready;
+  if (Status status = start(ready); !status.isOk())
+    return status;
+  return ready;
+}
+
+Status CellGraph::handOver(ReadySubgraph subgraph,
+                           std::vector<ReadySubgraph> &ready) {
+  outstanding_ += static_cast<uint32_t>(subgraph.size());
+  ready.push_back(std::move(subgraph));
+  return Status::ok();
+}
+
+Status CellGraph::start(std::vector<ReadySubgraph> &ready) {
   if (structure_.kind == cellpack::Structure::Custom) {
     unfolder_ = structure_.makeUnfolder();
     if (Status status = callUnfolder(
@@ -207,38 +220,47 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
         !status.isOk())
       return Status(status.code(),
                     "request " + request_.id + ": " + status.message());
-    return std::move(handedOver_);
+    for (ReadySubgraph &subgraph : handedOver_)
+      ready.push_back(std::move(subgraph));
+    handedOver_.clear();
+    return Status::ok();
   }
   if (structure_.kind == cellpack::Structure::Tree)
-    return handOver({startTree()});
+    return handOver(startTree(), ready);
   // chain, seq2seq encoder: one node a step.
   const CellRoles &roles = structure_.cells[0];
   ReadySubgraph chain;
-  size_t steps = request_.steps.size();
-  nodes_.reserve(steps);
-  sources_.reserve(steps * roles.inputCount);
-  outputRows_.reserve(steps * roles.outputCount);
-  chain.nodes.reserve(steps);
+  uint32_t steps = static_cast<uint32_t>(request_.steps.size());
+  // Every node at once (the decoder's, added later, go one by one).
+  uint32_t in = roles.inputCount, out = roles.outputCount;
+  nodes_.resize(steps);
+  sources_.resize(size_t(steps) * in);
+  outputRows_.assign(size_t(steps) * out, -1);
   for (uint32_t s = 0; s < steps; ++s) {
-    uint32_t node = addNode(0);
-    Span<NodeSource> in = inputs(node);
+    GraphNode &node = nodes_[s];
+    node.firstInput = s * in;
+    node.firstOutput = s * out;
+    NodeSource *sources = sources_.data() + node.firstInput;
     for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
-      in[roles.dataInputs[d]].kind = NodeSource::Kind::Data;
-      in[roles.dataInputs[d]].bytes = request_.steps.row(s, d);
+      sources[roles.dataInputs[d]].kind = NodeSource::Kind::Data;
+      sources[roles.dataInputs[d]].bytes = request_.steps.row(s, d);
     }
     if (s > 0)
-      linkState(node, node - 1);
-    chain.nodes.push_back(node);
+      linkState(s, s - 1);
   }
+  chain.first = 0;
+  chain.count = steps;
   if (structure_.kind == cellpack::Structure::Chain)
     createChainOutputs();
   for (const auto &[input, row] : initialState_) {
-    NodeSource &source = inputs(chain.nodes[0])[input];
+    NodeSource &source = inputs(0)[input];
     source.kind = NodeSource::Kind::Pinned;
     source.row = row;
   }
-  if (keepsFinalState())
-    ++nodes_[chain.nodes.back()].consumers; // released by the engine
+  if (keepsFinalState()) { // released by the engine
+    ++nodes_[steps - 1].consumers;
+    ++nodes_[steps - 1].unbound;
+  }
   // The memories start as zeros (the positions past the source) and the
   // mask as 1 for each source step.
   for (const ModelStructure::Memory &memory : structure_.memories)
@@ -250,8 +272,8 @@ Result<std::vector<ReadySubgraph>> CellGraph::start() {
     heldRows_.emplace_back(mask.size() * sizeof(float));
     std::memcpy(heldRows_.back().data(), mask.data(), heldRows_.back().size());
   }
-  lastEncoder_ = chain.nodes.back();
-  return handOver({std::move(chain)});
+  lastEncoder_ = steps - 1;
+  return handOver(std::move(chain), ready);
 }
 
 Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
@@ -273,8 +295,8 @@ Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
   return {};
 }
 
-Result<std::vector<ReadySubgraph>>
-CellGraph::decoderDone(uint32_t node, const RowReader &read) {
+Status CellGraph::decoderDone(uint32_t node, const RowReader &read,
+                              std::vector<ReadySubgraph> &ready) {
   uint32_t tokenOutput = structure_.decoderTokenOutput;
   if (tokensTensor_ < 0) {
     tokensTensor_ = static_cast<int32_t>(result_.outputs.size());
@@ -295,16 +317,15 @@ CellGraph::decoderDone(uint32_t node, const RowReader &read) {
     // Steps issued past this one are dropped with the request's chain.
     result_.stopReason = token == structure_.eosToken ? "eos" : "limit";
     finished_ = true;
-    return std::vector<ReadySubgraph>();
+    return Status::ok();
   }
   if (decoderSteps_ >= decodeLimit_)
-    return std::vector<ReadySubgraph>(); // the window reaches the limit
+    return Status::ok(); // the window reaches the limit
   ReadySubgraph more;
   more.part = 1;
   more.continuesChain = true;
   if (structure_.tokenFeedbackOnDevice) {
-    more.nodes.push_back(
-        addDecoderStep(static_cast<uint32_t>(nodes_.size() - 1)));
+    more.first = addDecoderStep(static_cast<uint32_t>(nodes_.size() - 1));
   } else {
     // The host feeds the token it has just read to the next step.
     uint32_t next = addNode(1);
@@ -314,13 +335,22 @@ CellGraph::decoderDone(uint32_t node, const RowReader &read) {
     source.kind = NodeSource::Kind::Data;
     source.bytes = tokenRow(token);
     linkState(next, node);
-    more.nodes.push_back(next);
+    more.first = next;
   }
-  return handOver({std::move(more)});
+  more.count = 1;
+  return handOver(std::move(more), ready);
 }
 
 Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
                                                        const RowReader &read) {
+  std::vector<ReadySubgraph> ready;
+  if (Status status = nodeDone(node, read, ready); !status.isOk())
+    return status;
+  return ready;
+}
+
+Status CellGraph::nodeDone(uint32_t node, const RowReader &read,
+                           std::vector<ReadySubgraph> &ready) {
   GraphNode &graphNode = nodes_[node];
   graphNode.done = true;
   --outstanding_;
@@ -328,12 +358,10 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
   const CellRoles &roles = structure_.cells[part];
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
-    if (Status status = chainDone(node, read); !status.isOk())
-      return status;
-    return std::vector<ReadySubgraph>();
+    return chainDone(node, read);
   case cellpack::Structure::Seq2Seq:
     if (part == 1)
-      return decoderDone(node, read);
+      return decoderDone(node, read, ready);
     // Encoder nodes are the first nodes, one a source step.
     for (size_t m = 0; m < structure_.memories.size(); ++m) {
       const ModelStructure::Memory &memory = structure_.memories[m];
@@ -344,8 +372,8 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
         return status;
     }
     if (node != lastEncoder_)
-      return std::vector<ReadySubgraph>();
-    return handOver({startDecoder(node)});
+      return Status::ok();
+    return handOver(startDecoder(node), ready);
   case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) == request_.root) {
       for (uint32_t output = 0; output < roles.outputCount; ++output)
@@ -354,11 +382,11 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
             !status.isOk())
           return status;
       finished_ = true;
-      return std::vector<ReadySubgraph>();
+      return Status::ok();
     }
     if (part == 0 && --pendingLeaves_ == 0)
-      return handOver({internalSubgraph()});
-    return std::vector<ReadySubgraph>();
+      return handOver(internalSubgraph(), ready);
+    return Status::ok();
   case cellpack::Structure::Custom: {
     handedOver_.clear();
     reader_ = &read;
@@ -368,7 +396,10 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
     if (!status.isOk())
       return Status(status.code(),
                     "request " + request_.id + ": " + status.message());
-    return std::move(handedOver_);
+    for (ReadySubgraph &subgraph : handedOver_)
+      ready.push_back(std::move(subgraph));
+    handedOver_.clear();
+    return Status::ok();
   }
   }
   return Status(StatusCode::Internal, "unknown structure");

@@ -30,7 +30,7 @@
 #include "cellrun/Request.h"
 
 #include <chrono>
-#include <deque>
+#include <forward_list>
 
 namespace cellrun {
 
@@ -55,6 +55,10 @@ struct GraphNode {
   uint32_t firstInput = 0;  // its inputs in the graph's sources
   uint32_t firstOutput = 0; // its pool rows in the graph's output rows
   uint32_t consumers = 0;   // nodes not yet run that read its outputs
+  /// Of those, the ones not yet bound to rows (plus one for a session's
+  /// final state, which the engine parks): once the last reader is bound,
+  /// the rows may go to a later task, since tasks run in order.
+  uint32_t unbound = 0;
   int32_t parent = -1;      // tree
   bool done = false;
 };
@@ -62,14 +66,30 @@ struct GraphNode {
 /// Nodes of one part whose dependencies outside them are met.
 struct ReadySubgraph {
   uint32_t part = 0;
+  /// The nodes: `nodes` when not empty, else `count` consecutive nodes from
+  /// `first` (a chain added in one go: no list to allocate).
   std::vector<uint32_t> nodes;
-  /// Empty: a chain (nodes[k] reads nodes[k - 1]). Otherwise a tree:
-  /// successor[k] is the position in `nodes` of the node that reads
-  /// nodes[k] (greater than k), or -1.
+  uint32_t first = 0, count = 0;
+  /// Empty: a chain (node k reads node k - 1). Otherwise a tree:
+  /// successor[k] is the position of the node that reads node k (greater
+  /// than k), or -1.
   std::vector<int32_t> successor;
   /// These nodes continue the request's open chain of this part (a decoder
   /// growing): the first reads the chain's last node.
   bool continuesChain = false;
+
+  size_t size() const { return nodes.empty() ? count : nodes.size(); }
+  uint32_t node(size_t k) const {
+    return nodes.empty() ? first + static_cast<uint32_t>(k) : nodes[k];
+  }
+  /// `nodes` filled in from first and count (for policies keeping a list).
+  void materialize() {
+    if (!nodes.empty())
+      return;
+    for (uint32_t k = 0; k < count; ++k)
+      nodes.push_back(first + k);
+    count = 0;
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -107,13 +127,31 @@ public:
   const CellRoles &roles(uint32_t node) const {
     return structure_.cells[nodes_[node].part];
   }
+  /// Prefetches what binding `node` reads, in two stages a few nodes
+  /// apart: its record first, then (once that has arrived) its inputs and
+  /// output rows, its producers' output rows and its data. A task binds
+  /// hundreds of nodes of different requests, each of them cold.
+  void prefetchNode(uint32_t node) const {
+    __builtin_prefetch(&nodes_[node]);
+  }
+  void prefetchInputs(uint32_t node) const {
+    const GraphNode &at = nodes_[node];
+    const NodeSource *sources = sources_.data() + at.firstInput;
+    __builtin_prefetch(sources);
+    __builtin_prefetch(reinterpret_cast<const char *>(sources) + 64);
+    __builtin_prefetch(outputRows_.data() + at.firstOutput, 1);
+    if (at.firstOutput > 0) // a chain's producer comes just before it
+      __builtin_prefetch(outputRows_.data() + at.firstOutput - 1);
+  }
   RequestResult &result() override { return result_; }
   bool finished() const { return finished_; }
   /// Handed-over nodes that have not run (custom: a request with none left
   /// that has not finished is stuck).
   uint32_t outstanding() const { return outstanding_; }
 
-  /// The ready subgraphs at the start (a custom unfolder may refuse).
+  /// The ready subgraphs at the start, appended to `ready` (a custom
+  /// unfolder may refuse); the second form returns them.
+  Status start(std::vector<ReadySubgraph> &ready);
   Result<std::vector<ReadySubgraph>> start();
   /// Chain sessions, before start(): the first node's state input `input`
   /// reads pool row `row` (the state the session's last chunk ended with).
@@ -125,6 +163,9 @@ public:
   bool keepsFinalState() const {
     return request_.session.id != 0 && !request_.session.end;
   }
+  /// Some node reads a pool row the request did not produce (a session's
+  /// state): NodeSource::Kind::Pinned.
+  bool hasPinned() const { return !initialState_.empty(); }
 
   /// The outputs of `node` the host reads when it has run (so a backend
   /// can copy them back with the task); a custom unfolder may read others.
@@ -142,6 +183,8 @@ public:
   /// request is complete.
   using RowReader =
       FunctionRef<Status(uint32_t node, uint32_t output, void *bytes)>;
+  Status nodeDone(uint32_t node, const RowReader &read,
+                  std::vector<ReadySubgraph> &ready);
   Result<std::vector<ReadySubgraph>> nodeDone(uint32_t node,
                                               const RowReader &read);
 
@@ -207,9 +250,10 @@ private:
   /// Points the decoder node's memory and memory_mask inputs at the held
   /// rows.
   void attachMemories(uint32_t node);
-  Result<std::vector<ReadySubgraph>> decoderDone(uint32_t node,
-                                                 const RowReader &read);
-  Result<std::vector<ReadySubgraph>> handOver(std::vector<ReadySubgraph> ready);
+  Status decoderDone(uint32_t node, const RowReader &read,
+                     std::vector<ReadySubgraph> &ready);
+  /// Counts `subgraph`'s nodes as outstanding and appends it to `ready`.
+  Status handOver(ReadySubgraph subgraph, std::vector<ReadySubgraph> &ready);
 
   const ModelStructure &structure_;
   Request request_;
@@ -219,8 +263,14 @@ private:
   std::vector<NodeSource> sources_; // every node's inputs, node after node
   std::vector<int32_t> outputRows_; // every node's output rows
   /// Chains: per output, the result tensor it is emitted into and its
-  /// final-state tensor (-1: none).
-  std::vector<int32_t> emittedTensor_, finalTensor_;
+  /// final-state tensor (-1: none); with direct reads, where their rows go
+  /// (null: not copied straight there).
+  struct ChainOutput {
+    int32_t emittedTensor = -1, finalTensor = -1;
+    uint8_t *emittedRows = nullptr, *finalRow = nullptr;
+  };
+  std::vector<ChainOutput> chainOutputs_;
+  bool directTargets_ = false; // some chainOutputs_ rows are set
   int32_t tokensTensor_ = -1; // seq2seq: the decoded tokens' tensor
   RequestResult result_;
   bool finished_ = false;
@@ -232,7 +282,7 @@ private:
   int64_t decoded_ = 0;      // decoder tokens the host has read
   /// Rows of data the graph itself made: BOS and tokens fed back by the
   /// host, custom unfolders' data (stable addresses).
-  std::deque<std::vector<uint8_t>> madeRows_;
+  std::forward_list<std::vector<uint8_t>> madeRows_; // no allocation empty
   /// seq2seq with memories: per memory its row (filled as encoder steps
   /// finish), then the memory mask's row when the decoder has one.
   std::vector<std::vector<uint8_t>> heldRows_;

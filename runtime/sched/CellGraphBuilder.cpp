@@ -20,8 +20,10 @@ static int32_t tensorIndex(
 
 void CellGraph::dropSource(uint32_t node, uint32_t input) {
   NodeSource &source = inputs(node)[input];
-  if (source.kind == NodeSource::Kind::Output)
+  if (source.kind == NodeSource::Kind::Output) {
     --nodes_[source.node].consumers;
+    --nodes_[source.node].unbound;
+  }
   source = NodeSource();
 }
 
@@ -66,9 +68,9 @@ Status CellGraph::setData(uint32_t node, std::string_view input,
                   "unfolder: input '" + std::string(input) + "' takes " +
                       std::to_string(bytes) + " bytes, given " +
                       std::to_string(row.size()));
-  madeRows_.push_back(std::move(row));
+  madeRows_.push_front(std::move(row));
   dropSource(node, static_cast<uint32_t>(index));
-  inputs(node)[index] = {NodeSource::Kind::Data, 0, 0, madeRows_.back().data()};
+  inputs(node)[index] = {NodeSource::Kind::Data, 0, 0, madeRows_.front().data()};
   return Status::ok();
 }
 
@@ -138,7 +140,9 @@ Status CellGraph::ready(std::vector<uint32_t> chain) {
   for (uint32_t node : chain)
     inChain_[node] = 1;
   outstanding_ += static_cast<uint32_t>(chain.size());
-  handedOver_.push_back({part, std::move(chain), {}, false});
+  ReadySubgraph &subgraph = handedOver_.emplace_back();
+  subgraph.part = part;
+  subgraph.nodes = std::move(chain);
   return Status::ok();
 }
 

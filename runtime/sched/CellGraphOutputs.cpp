@@ -47,32 +47,6 @@ static OutputTensor newTensor(const CellRoles &roles, uint32_t output,
   return tensor;
 }
 
-bool CellGraph::direct(uint32_t output) const {
-  if (!directReads_ || structure_.kind != cellpack::Structure::Chain)
-    return false;
-  cellpack::DType type = structure_.cells[0].outputTypes[output];
-  return type == cellpack::DType::F32 || type == cellpack::DType::I64;
-}
-
-void CellGraph::createChainOutputs() {
-  const CellRoles &roles = structure_.cells[0];
-  size_t steps = nodes_.size();
-  emittedTensor_.assign(roles.outputCount, -1);
-  finalTensor_.assign(roles.outputCount, -1);
-  for (uint32_t output : roles.emitted) {
-    emittedTensor_[output] = static_cast<int32_t>(result_.outputs.size());
-    result_.outputs.push_back(newTensor(roles, output,
-                                        roles.outputNames[output], true, steps,
-                                        direct(output) ? steps : 0));
-  }
-  for (uint32_t output : roles.stateOutputs) {
-    finalTensor_[output] = static_cast<int32_t>(result_.outputs.size());
-    result_.outputs.push_back(newTensor(roles, output,
-                                        roles.finalNames[output], false, 1,
-                                        direct(output) ? 1 : 0));
-  }
-}
-
 /// Row `row` of a directly filled tensor of output `output`.
 static void *rowOf(OutputTensor &tensor, const CellRoles &roles,
                    uint32_t output, size_t row) {
@@ -83,14 +57,57 @@ static void *rowOf(OutputTensor &tensor, const CellRoles &roles,
   return base + row * roles.outputRowBytes[output];
 }
 
-void *CellGraph::readTarget(uint32_t node, uint32_t output) {
-  if (!direct(output))
-    return nullptr;
+bool CellGraph::direct(uint32_t output) const {
+  if (!directReads_ || structure_.kind != cellpack::Structure::Chain)
+    return false;
+  cellpack::DType type = structure_.cells[0].outputTypes[output];
+  return type == cellpack::DType::F32 || type == cellpack::DType::I64;
+}
+
+void CellGraph::createChainOutputs() {
   const CellRoles &roles = structure_.cells[0];
-  if (emittedTensor_[output] >= 0)
-    return rowOf(result_.outputs[emittedTensor_[output]], roles, output, node);
-  if (finalTensor_[output] >= 0 && node + 1 == nodes_.size())
-    return rowOf(result_.outputs[finalTensor_[output]], roles, output, 0);
+  size_t steps = nodes_.size();
+  chainOutputs_.assign(roles.outputCount, ChainOutput());
+  result_.outputs.reserve(roles.emitted.size() + roles.stateOutputs.size());
+  for (uint32_t output : roles.emitted) {
+    chainOutputs_[output].emittedTensor =
+        static_cast<int32_t>(result_.outputs.size());
+    result_.outputs.push_back(newTensor(roles, output,
+                                        roles.outputNames[output], true, steps,
+                                        direct(output) ? steps : 0));
+  }
+  for (uint32_t output : roles.stateOutputs) {
+    chainOutputs_[output].finalTensor =
+        static_cast<int32_t>(result_.outputs.size());
+    result_.outputs.push_back(newTensor(roles, output,
+                                        roles.finalNames[output], false, 1,
+                                        direct(output) ? 1 : 0));
+  }
+  if (!directReads_)
+    return;
+  // The tensors are sized for good: their rows stay where they are.
+  directTargets_ = true;
+  for (uint32_t output = 0; output < roles.outputCount; ++output) {
+    if (!direct(output))
+      continue;
+    ChainOutput &chain = chainOutputs_[output];
+    if (chain.emittedTensor >= 0)
+      chain.emittedRows = static_cast<uint8_t *>(
+          rowOf(result_.outputs[chain.emittedTensor], roles, output, 0));
+    if (chain.finalTensor >= 0)
+      chain.finalRow = static_cast<uint8_t *>(
+          rowOf(result_.outputs[chain.finalTensor], roles, output, 0));
+  }
+}
+
+void *CellGraph::readTarget(uint32_t node, uint32_t output) {
+  if (!directTargets_) // not a chain, or no direct reads
+    return nullptr;
+  const ChainOutput &chain = chainOutputs_[output];
+  if (uint8_t *rows = chain.emittedRows)
+    return rows + node * structure_.cells[0].outputRowBytes[output];
+  if (node + 1 == nodes_.size())
+    return chain.finalRow;
   return nullptr;
 }
 
@@ -98,22 +115,24 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
   const CellRoles &roles = structure_.cells[0];
   for (uint32_t output : roles.emitted)
     if (!direct(output))
-      if (Status status = appendTo(result_.outputs[emittedTensor_[output]], 0,
+      if (Status status = appendTo(
+              result_.outputs[chainOutputs_[output].emittedTensor], 0,
                                    output, node, read, true);
           !status.isOk())
         return status;
   if (node + 1 != nodes_.size())
     return Status::ok();
   for (uint32_t output : roles.stateOutputs) {
-    OutputTensor &last = result_.outputs[finalTensor_[output]];
+    const ChainOutput &chain = chainOutputs_[output];
+    OutputTensor &last = result_.outputs[chain.finalTensor];
     if (!direct(output)) {
       if (Status status = appendTo(last, 0, output, node, read, false);
           !status.isOk())
         return status;
-    } else if (emittedTensor_[output] >= 0) {
+    } else if (chain.emittedTensor >= 0) {
       // The task copied it once, into the emitted rows.
       std::memcpy(rowOf(last, roles, output, 0),
-                  rowOf(result_.outputs[emittedTensor_[output]], roles, output,
+                  rowOf(result_.outputs[chain.emittedTensor], roles, output,
                         node),
                   roles.outputRowBytes[output]);
     }

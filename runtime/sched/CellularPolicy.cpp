@@ -10,7 +10,6 @@
 #include "BatchingPolicy.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 using namespace cellrun;
 
@@ -21,7 +20,30 @@ struct SubgraphRecord {
   uint32_t part = 0;
   bool chain = true;
   SubgraphId id = 0;
-  std::vector<uint32_t> nodes; // cell-graph nodes, by scheduler index
+  /// The cell-graph nodes, by scheduler index: `nodes`, or when it is
+  /// empty `length` consecutive nodes from `first` (chains, as a cell graph
+  /// hands them over).
+  std::vector<uint32_t> nodes;
+  uint32_t first = 0, length = 0;
+
+  uint32_t node(uint32_t index) const {
+    return nodes.empty() ? first + index : nodes[index];
+  }
+  void set(ReadySubgraph &subgraph) {
+    nodes = std::move(subgraph.nodes);
+    first = subgraph.first;
+    length = subgraph.count;
+  }
+  void append(const ReadySubgraph &more) {
+    if (nodes.empty() && more.nodes.empty() && more.first == first + length) {
+      length += more.count;
+      return;
+    }
+    for (uint32_t k = 0; nodes.empty() && k < length; ++k)
+      nodes.push_back(first + k);
+    for (size_t k = 0; k < more.size(); ++k)
+      nodes.push_back(more.node(k));
+  }
 };
 
 class CellularPolicy final : public BatchingPolicy {
@@ -33,30 +55,27 @@ public:
 
   Status add(uint64_t request, ReadySubgraph subgraph,
              uint64_t deadline) override {
-    std::vector<std::unique_ptr<SubgraphRecord>> &open = open_[request];
+    std::vector<std::unique_ptr<SubgraphRecord>> &open = openOf(request);
     if (subgraph.continuesChain) {
       // The request's open chain of this part grows (a decoder).
       for (auto &record : open)
         if (record->chain && record->part == subgraph.part &&
             scheduler_
-                .extend(record->id,
-                        static_cast<uint32_t>(subgraph.nodes.size()))
+                .extend(record->id, static_cast<uint32_t>(subgraph.size()))
                 .isOk()) {
-          record->nodes.insert(record->nodes.end(), subgraph.nodes.begin(),
-                               subgraph.nodes.end());
+          record->append(subgraph);
           return Status::ok();
         }
       // It has left (every node ran): the new nodes start a chain.
     }
-    auto record = std::make_unique<SubgraphRecord>();
+    std::unique_ptr<SubgraphRecord> record = newRecord();
     record->request = request;
     record->part = subgraph.part;
     record->chain = subgraph.successor.empty();
     uint64_t tag = reinterpret_cast<uintptr_t>(record.get());
     if (record->chain) {
       record->id = scheduler_.addSubgraph(
-          subgraph.part, static_cast<uint32_t>(subgraph.nodes.size()), tag,
-          deadline);
+          subgraph.part, static_cast<uint32_t>(subgraph.size()), tag, deadline);
     } else {
       auto id =
           scheduler_.addTree(subgraph.part, subgraph.successor, tag, deadline);
@@ -64,7 +83,7 @@ public:
         return id.status();
       record->id = id.value();
     }
-    record->nodes = std::move(subgraph.nodes);
+    record->set(subgraph);
     open.push_back(std::move(record));
     return Status::ok();
   }
@@ -78,7 +97,9 @@ public:
       for (size_t n = 0; n < task.nodes.size(); ++n) {
         auto *record =
             reinterpret_cast<SubgraphRecord *>(scheduler_.tagOf(task.nodes[n]));
-        out.nodes[n] = {record->request, record->nodes[task.nodes[n].index]};
+        // Field by field: no store-forwarding stall per node.
+        out.nodes[n].request = record->request;
+        out.nodes[n].node = record->node(task.nodes[n].index);
       }
       out.schedulerTask = std::move(task);
       planned.push_back(std::move(out));
@@ -93,11 +114,11 @@ public:
   }
 
   std::vector<uint64_t> requestDone(uint64_t request) override {
-    auto found = open_.find(request);
-    if (found == open_.end())
+    std::vector<std::unique_ptr<SubgraphRecord>> *open = findOpen(request);
+    if (!open || open->empty())
       return {request};
     std::vector<SubgraphRecord *> records;
-    for (auto &record : found->second)
+    for (auto &record : *open)
       records.push_back(record.get());
     for (SubgraphRecord *record : records)
       if (scheduler_.cancel(record->id))
@@ -114,24 +135,67 @@ private:
     return configs;
   }
 
-  /// `record` has left the scheduler.
+  /// `record` has left the scheduler; it is kept for reuse.
   void forget(SubgraphRecord *record) {
-    auto found = open_.find(record->request);
-    if (found == open_.end())
-      return;
-    auto &open = found->second;
-    auto mine = std::find_if(open.begin(), open.end(),
+    std::vector<std::unique_ptr<SubgraphRecord>> *open =
+        findOpen(record->request);
+    if (!open || std::none_of(open->begin(), open->end(), [&](auto &kept) {
+          return kept.get() == record;
+        }))
+      open = &leaving_; // its request's slot went to another request
+    auto mine = std::find_if(open->begin(), open->end(),
                              [&](auto &kept) { return kept.get() == record; });
-    if (mine != open.end())
-      open.erase(mine);
-    if (open.empty())
-      open_.erase(found);
+    if (mine == open->end())
+      return;
+    std::unique_ptr<SubgraphRecord> spare = std::move(*mine);
+    open->erase(mine);
+    if (spare_.size() < 4096) {
+      spare->nodes.clear();
+      spare->first = spare->length = 0;
+      spare_.push_back(std::move(spare));
+    }
+  }
+
+  std::unique_ptr<SubgraphRecord> newRecord() {
+    if (spare_.empty())
+      return std::make_unique<SubgraphRecord>();
+    std::unique_ptr<SubgraphRecord> record = std::move(spare_.back());
+    spare_.pop_back();
+    return record;
+  }
+
+  // Requests are the engine's slot keys (SlotTable: the slot in the low 32
+  // bits), so their subgraphs are found by index, not by hashing.
+  struct Open {
+    uint64_t request = 0;
+    std::vector<std::unique_ptr<SubgraphRecord>> records;
+  };
+  std::vector<std::unique_ptr<SubgraphRecord>> &openOf(uint64_t request) {
+    size_t slot = request & 0xffffffffu;
+    if (slot >= open_.size())
+      open_.resize(std::max(slot + 1, open_.size() * 2));
+    Open &open = open_[slot];
+    if (open.request != request) {
+      // Subgraphs of the request that had the slot, still running after
+      // it ended: kept until the scheduler reports them finished.
+      for (auto &stale : open.records)
+        leaving_.push_back(std::move(stale));
+      open.records.clear();
+      open.request = request;
+    }
+    return open.records;
+  }
+  std::vector<std::unique_ptr<SubgraphRecord>> *findOpen(uint64_t request) {
+    size_t slot = request & 0xffffffffu;
+    if (slot >= open_.size() || open_[slot].request != request)
+      return nullptr;
+    return &open_[slot].records;
   }
 
   Scheduler scheduler_;
-  /// Per request, its subgraphs in the scheduler.
-  std::unordered_map<uint64_t, std::vector<std::unique_ptr<SubgraphRecord>>>
-      open_;
+  /// Per request slot, its subgraphs in the scheduler.
+  std::vector<Open> open_;
+  std::vector<std::unique_ptr<SubgraphRecord>> spare_, leaving_;
 };
 
 } // namespace

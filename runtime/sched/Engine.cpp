@@ -79,6 +79,7 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     return executor.status();
   executor_ = std::move(executor).value();
   directReads_ = !executor_->asynchronous();
+  releaseAtBind_ = structure.kind != cellpack::Structure::Custom;
 
   std::vector<PartInfo> parts;
   for (const CellRoles &roles : structure.cells)
@@ -149,6 +150,14 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
       state.scratchRows.push_back(static_cast<int32_t>(row.value()));
     }
     state.budget = state.pool->available();
+  }
+  if (structure.kind == cellpack::Structure::Chain ||
+      structure.kind == cellpack::Structure::Seq2Seq) {
+    CellGraph probe(structure, Request(), nodesInFlight_);
+    auto need = needOf(probe);
+    if (!need.ok())
+      return need.status();
+    fixedNeed_ = std::move(need).value();
   }
   if (options.startWorker)
     worker_ = std::thread([this] { workerLoop(); });
@@ -283,9 +292,8 @@ Status Engine::submit(Request request, Callback done) {
   entry->done = std::move(done);
   // Decoder steps issued ahead: as many as may be in flight.
   EngineWorker &worker = *impl_->workers[0];
-  entry->graph =
-      std::make_unique<CellGraph>(parser.structure(), std::move(request),
-                                  worker.nodesInFlight_, worker.directReads_);
+  entry->graph.emplace(parser.structure(), std::move(request),
+                       worker.nodesInFlight_, worker.directReads_);
   entry->graph->arrival = Clock::now();
   // The rows it may hold at once (every worker's pools are alike); a
   // request that can never fit is refused now.
@@ -296,7 +304,7 @@ Status Engine::submit(Request request, Callback done) {
     return need.status();
   }
   entry->need = std::move(need).value();
-  uint64_t deadline = entry->graph->deadline();
+  uint64_t deadline = entry->deadline = entry->graph->deadline();
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
     auto &waiting = admission.waiting;
@@ -352,12 +360,16 @@ Status Engine::submit(Request request, Callback done) {
       session->busy = true;
     }
     // Earliest deadline first, then arrival order.
-    auto at = std::upper_bound(
-        waiting.begin(), waiting.end(), deadline,
-        [](uint64_t due, const std::unique_ptr<EngineWorker::Entry> &other) {
-          return due < other->graph->deadline();
-        });
-    waiting.insert(at, std::move(entry));
+    if (waiting.empty() || waiting.back()->deadline <= deadline) {
+      waiting.push_back(std::move(entry));
+    } else {
+      auto at = std::upper_bound(
+          waiting.begin(), waiting.end(), deadline,
+          [](uint64_t due, const std::unique_ptr<EngineWorker::Entry> &other) {
+            return due < other->deadline;
+          });
+      waiting.insert(at, std::move(entry));
+    }
   }
   admission.wake.notify_all();
   return Status::ok();

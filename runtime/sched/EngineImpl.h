@@ -19,6 +19,7 @@
 #define CELLRUN_SCHED_ENGINEIMPL_H
 
 #include "BatchingPolicy.h"
+#include "PoolCounts.h"
 #include "SlotTable.h"
 
 #include "cellrun/Engine.h"
@@ -28,6 +29,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -41,18 +43,20 @@ public:
   using Callback = Engine::Callback;
   struct Entry {
     uint64_t key = 0; // in the worker's table, from admission on
-    std::unique_ptr<CellGraph> graph;
+    std::optional<CellGraph> graph; // in the entry: one allocation
     Callback done;
     /// Per pool id: the rows it may hold at once (found at submission and
     /// reserved at admission), and those held now (never more than
     /// reserved: a request cannot take rows reserved for others).
-    std::vector<uint32_t> need, held;
+    PoolCounts need, held;
     bool complete = false;
     /// Set when a task could not bind one of its nodes: the request fails
     /// once the tasks holding its other nodes have finished.
     Status failure;
     /// A chunk of a session runs on the worker that holds its state.
     int32_t pinnedWorker = -1;
+    /// graph->deadline(), found at submission (the queue's order).
+    uint64_t deadline = UINT64_MAX;
     /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
     /// row its first reader took, or row -1 before that.
     std::vector<std::pair<uint32_t, int32_t>> heldRows;
@@ -67,6 +71,9 @@ public:
   /// The rows `graph` may hold at once, per pool id; an error when they
   /// can never fit (or a custom unfolder fails).
   Result<std::vector<uint32_t>> needOf(const CellGraph &graph) const;
+  /// needOf for chains and seq2seq: the same for every request (found at
+  /// initialisation; empty for other structures).
+  std::vector<uint32_t> fixedNeed_;
   /// Runs rounds until this worker has nothing admitted and can take
   /// nothing more; true when something ran or was taken.
   bool drain();
@@ -156,6 +163,20 @@ private:
     Clock::time_point submitted;
     Status status;
   };
+  /// Rows whose last reader was bound in the task being launched: they go
+  /// back to their pools once it is submitted, for later tasks to write
+  /// (tasks run in order on a worker, so the readers have read them by
+  /// then). Not for custom unfolders, which may read any finished node.
+  bool releaseAtBind_ = false;
+  struct DeferredRow {
+    uint64_t request;
+    uint32_t pool;
+    int32_t row;
+  };
+  std::vector<DeferredRow> deferredRows_;
+  /// Marks the producers of `node` that have no reader left to bind, and
+  /// defers their rows (bindNode, once the node is bound).
+  void releaseReadRows(Entry &entry, uint32_t node);
   /// Finished flights, cleared, kept for their vectors' capacity.
   std::vector<InFlight> spareFlights_;
   InFlight takeFlight();
@@ -166,7 +187,7 @@ private:
   bool admit();
   // Reservations: read and written only under the admission mutex (other
   // workers compare their room with this worker's).
-  bool fits(const std::vector<uint32_t> &need) const;
+  bool fits(const PoolCounts &need) const;
   bool fits(const Entry &entry) const;
   double room() const; // the free share of the tightest pool
   /// This worker takes the head of the queue: it fits here and no other
@@ -192,8 +213,9 @@ private:
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
-  /// A row of pool `pool` for `entry`, within its reservation.
-  Result<int32_t> acquireFor(Entry &entry, uint32_t pool);
+  /// A row of pool `pool` for `entry`, within its reservation; -1 (and
+  /// *error says why) when there is none.
+  int32_t acquireFor(Entry &entry, uint32_t pool, Status *error);
   /// Gives back a row `request` held (its own count, or the pool's
   /// reservation once the request has ended).
   void releaseFor(uint64_t request, uint32_t pool, int32_t row) {
@@ -203,7 +225,10 @@ private:
   void releaseRow(Entry *entry, uint32_t pool, int32_t row);
   void afterNode(Entry &entry, uint32_t node, const InFlight &flight,
                  uint32_t row);
-  void addReady(Entry &entry, std::vector<ReadySubgraph> ready);
+  /// Hands `ready` (emptied) to the policy, or ends the request.
+  void addReady(Entry &entry, std::vector<ReadySubgraph> &ready);
+  /// What a graph hands over at its start or as a node finishes (reused).
+  std::vector<ReadySubgraph> ready_;
   void releaseOutputs(Entry &entry, uint32_t node);
   void finishRequest(Entry &entry, Status status);
   /// A session chunk has ended: parks the state it ends with for the next
@@ -217,7 +242,7 @@ private:
   /// Per pool id, the rows of session state parked here for `entry`, the
   /// chunk that continues the session (under the admission mutex): they
   /// count towards its need, as the outputs of the node before its first.
-  std::vector<uint32_t> parkedFor(const Entry &entry) const;
+  PoolCounts parkedFor(const Entry &entry) const;
   void deliver(uint64_t key);
   void failStuck();
   /// The executor is lost: fails the round in flight, every request

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 
 using namespace cellrun;
 
@@ -83,12 +84,26 @@ void EngineWorker::recycle(InFlight &&flight) {
   spareFlights_.push_back(std::move(flight));
 }
 
-Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
+int32_t EngineWorker::acquireFor(Entry &entry, uint32_t pool, Status *error) {
   PoolState &state = pools_[pool];
+  if (entry.held[pool] < entry.need[pool]) {
+    int32_t row = state.pool->take();
+    if (row < 0) { // none free, or a fault hook: the full path says which
+      auto acquired = state.pool->acquire();
+      if (!acquired.ok()) {
+        *error =
+            Status(StatusCode::Internal, "request " + entry.graph->request().id +
+                                             ": " + acquired.status().message());
+        return -1;
+      }
+      row = static_cast<int32_t>(acquired.value());
+    }
+    ++entry.held[pool];
+    return row;
+  }
   // Reservations are the engine's (or a custom unfolder's) promise: a
   // request that outgrows its own is a server-side fault, not load.
-  if (entry.held[pool] >= entry.need[pool])
-    return Status(StatusCode::Internal,
+  *error = Status(StatusCode::Internal,
                   "request " + entry.graph->request().id + " needs more than " +
                       std::to_string(entry.need[pool]) + " rows of " +
                       std::to_string(state.pool->rowBytes()) +
@@ -96,16 +111,11 @@ Result<int32_t> EngineWorker::acquireFor(Entry &entry, uint32_t pool) {
                       (parser_->structure().kind == cellpack::Structure::Custom
                            ? " (the unfolder's peakNodes is too small)"
                            : ""));
-  auto acquired = state.pool->acquire();
-  if (!acquired.ok())
-    return Status(StatusCode::Internal, "request " + entry.graph->request().id +
-                                            ": " + acquired.status().message());
-  ++entry.held[pool];
-  return static_cast<int32_t>(acquired.value());
+  return -1;
 }
 
 void EngineWorker::releaseRow(Entry *entry, uint32_t pool, int32_t row) {
-  (void)pools_[pool].pool->release(static_cast<uint32_t>(row));
+  pools_[pool].pool->put(static_cast<uint32_t>(row));
   if (entry && !entry->complete) {
     --entry->held[pool];
   } else {
@@ -121,6 +131,7 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
   const PartPools &pools = partPools_[graph.nodes()[node].part];
   auto &dataRows = flight.dataRows;
   size_t dataBefore = dataRows.size(), writesBefore = flight.io.writes.size();
+  Status error;
   uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
   std::vector<uint32_t> moreHeldTaken;        // past eight (rare)
   // On failure, the rows this node took go back: the node is not bound.
@@ -152,13 +163,21 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
       flight.inputRows[i][row] = source.row;
       break;
     case NodeSource::Kind::Data: {
-      auto acquired = acquireFor(entry, pool);
-      if (!acquired.ok())
-        return undo(acquired.status());
-      dataRows.push_back({entry.key, pool, acquired.value()});
+      int32_t taken = acquireFor(entry, pool, &error);
+      if (taken < 0)
+        return undo(std::move(error));
+      // Field by field: a braced temporary copied in costs a
+      // store-forwarding stall per row.
+      DataRow &data = dataRows.emplace_back();
+      data.request = entry.key;
+      data.pool = pool;
+      data.row = taken;
       // Written with the task (on cuda, in its one host-to-device copy).
-      flight.io.writes.push_back({i, row, source.bytes});
-      flight.inputRows[i][row] = acquired.value();
+      Executor::RowWrite &write = flight.io.writes.emplace_back();
+      write.input = i;
+      write.row = row;
+      write.bytes = source.bytes;
+      flight.inputRows[i][row] = taken;
       break;
     }
     case NodeSource::Kind::Held: {
@@ -167,11 +186,11 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
       auto &[heldPool, heldRow] = entry.heldRows.at(source.output);
       if (heldRow < 0) {
         // The first reader writes it with its task; later ones read it.
-        auto acquired = acquireFor(entry, pool);
-        if (!acquired.ok())
-          return undo(acquired.status());
+        int32_t taken = acquireFor(entry, pool, &error);
+        if (taken < 0)
+          return undo(std::move(error));
         heldPool = pool;
-        heldRow = acquired.value();
+        heldRow = taken;
         if (heldTakenCount < 8)
           heldTaken[heldTakenCount++] = source.output;
         else
@@ -195,13 +214,34 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
   }
   Span<int32_t> outputRows = graph.outputRows(node);
   for (uint32_t o = 0; o < outputRows.size(); ++o) {
-    auto acquired = acquireFor(entry, pools.outputs[o]);
-    if (!acquired.ok())
-      return undo(acquired.status());
-    outputRows[o] = acquired.value();
-    flight.outputRows[o][row] = acquired.value();
+    int32_t taken = acquireFor(entry, pools.outputs[o], &error);
+    if (taken < 0)
+      return undo(std::move(error));
+    outputRows[o] = taken;
+    flight.outputRows[o][row] = taken;
   }
+  if (releaseAtBind_)
+    releaseReadRows(entry, node);
   return Status::ok();
+}
+
+void EngineWorker::releaseReadRows(Entry &entry, uint32_t node) {
+  CellGraph &graph = *entry.graph;
+  for (const NodeSource &source : graph.inputs(node)) {
+    if (source.kind != NodeSource::Kind::Output ||
+        --graph.nodes()[source.node].unbound != 0)
+      continue;
+    const PartPools &pools = partPools_[graph.nodes()[source.node].part];
+    Span<int32_t> rows = graph.outputRows(source.node);
+    for (uint32_t o = 0; o < rows.size(); ++o)
+      if (rows[o] >= 0) {
+        DeferredRow &deferred = deferredRows_.emplace_back();
+        deferred.request = entry.key;
+        deferred.pool = pools.outputs[o];
+        deferred.row = rows[o];
+        rows[o] = -1;
+      }
+  }
 }
 
 /// The rows the host will read when the task has finished: straight into
@@ -216,10 +256,16 @@ void EngineWorker::planReads(Entry &entry, uint32_t node, uint32_t row,
   size_t bytes = flight.readBuffer.size();
   for (uint32_t output : graph.hostReads(node)) {
     if (void *target = directReads_ ? graph.readTarget(node, output) : nullptr) {
-      flight.io.reads.push_back({output, row, target});
+      Executor::RowRead &read = flight.io.reads.emplace_back();
+      read.output = output;
+      read.row = row;
+      read.destination = target;
       continue;
     }
-    flight.reads.push_back({row, output, bytes});
+    ReadSlot &slot = flight.reads.emplace_back();
+    slot.row = row;
+    slot.output = output;
+    slot.offset = bytes;
     bytes += roles.outputRowBytes[output];
   }
   flight.readBuffer.resize(bytes);
@@ -242,8 +288,25 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   flight.nodes.reserve(planned.nodes.size());
   flight.submitted = Clock::now();
   // Nodes of requests that ended or are failing are dropped; a node that
-  // cannot be bound fails its own request only.
-  for (const PlannedNode &node : planned.nodes) {
+  // cannot be bound fails its own request only. What a node reads is
+  // prefetched a few nodes ahead (see CellGraph::prefetchNode).
+  static const bool kOff = getenv("CELL_NO_PREFETCH") != nullptr;
+  const size_t kRecordAhead = kOff ? 1000000 : 8, kInputsAhead = kOff ? 1000000 : 4;
+  auto graphOf = [&](size_t at) -> const CellGraph * {
+    const Entry *ahead = entries_.find(planned.nodes[at].request);
+    return ahead ? &*ahead->graph : nullptr;
+  };
+  for (size_t at = 0; at < std::min(kRecordAhead, planned.nodes.size()); ++at)
+    if (const CellGraph *ahead = graphOf(at))
+      ahead->prefetchNode(planned.nodes[at].node);
+  for (size_t at = 0; at < planned.nodes.size(); ++at) {
+    const PlannedNode &node = planned.nodes[at];
+    if (at + kRecordAhead < planned.nodes.size())
+      if (const CellGraph *ahead = graphOf(at + kRecordAhead))
+        ahead->prefetchNode(planned.nodes[at + kRecordAhead].node);
+    if (at + kInputsAhead < planned.nodes.size())
+      if (const CellGraph *ahead = graphOf(at + kInputsAhead))
+        ahead->prefetchInputs(planned.nodes[at + kInputsAhead].node);
     Entry *entry = entries_.find(node.request);
     if (!entry || entry->complete || !entry->failure.isOk())
       continue;
@@ -292,6 +355,10 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
                                   flight.outputRows, &flight.batchSize,
                                   flight.io);
   executorTime_ += Clock::now() - before;
+  // The rows this task's nodes were the last to read serve later tasks.
+  for (const DeferredRow &deferred : deferredRows_)
+    releaseFor(deferred.request, deferred.pool, deferred.row);
+  deferredRows_.clear();
   if (ticket.ok())
     flight.ticket = ticket.value();
   else
@@ -370,9 +437,9 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
     return executor_->readRow(poolOf(part, true, output),
                               graph.outputRows(producer)[output], bytes);
   };
-  auto ready = graph.nodeDone(node, reader);
-  if (!ready.ok()) {
-    finishRequest(entry, ready.status());
+  ready_.clear();
+  if (Status done = graph.nodeDone(node, reader, ready_); !done.isOk()) {
+    finishRequest(entry, done);
     return;
   }
   // The node has read its inputs: producers with no reader left free rows,
@@ -386,14 +453,14 @@ void EngineWorker::afterNode(Entry &entry, uint32_t node,
     }
   if (graph.nodes()[node].consumers == 0)
     releaseOutputs(entry, node);
-  if (graph.finished() || !ready.value().empty() || graph.outstanding() == 0)
-    addReady(entry, std::move(ready).value());
+  if (graph.finished() || !ready_.empty() || graph.outstanding() == 0)
+    addReady(entry, ready_);
 }
 
 /// Hands what became ready to the policy; finishes the request when it is
 /// complete, or fails it when nothing of it is left to run (a custom
 /// unfolder that neither added nodes nor finished).
-void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> ready) {
+void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> &ready) {
   CellGraph &graph = *entry.graph;
   if (graph.finished()) {
     finishRequest(entry, Status::ok());
@@ -401,7 +468,7 @@ void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> ready) {
   }
   for (ReadySubgraph &subgraph : ready)
     if (Status added =
-            policy_->add(entry.key, std::move(subgraph), graph.deadline());
+            policy_->add(entry.key, std::move(subgraph), entry.deadline);
         !added.isOk()) {
       finishRequest(entry, added);
       return;

@@ -19,6 +19,10 @@ static double microsBetween(Clock::time_point from, Clock::time_point to) {
 
 Result<std::vector<uint32_t>>
 EngineWorker::needOf(const CellGraph &graph) const {
+  // A chain's or seq2seq's need does not depend on the request (found at
+  // initialisation).
+  if (!fixedNeed_.empty())
+    return fixedNeed_;
   auto rows = graph.peakRows(nodesInFlight_);
   if (!rows.ok())
     return rows.status();
@@ -38,7 +42,7 @@ EngineWorker::needOf(const CellGraph &graph) const {
 }
 
 bool EngineWorker::fits(const Entry &entry) const {
-  std::vector<uint32_t> parked = parkedFor(entry);
+  PoolCounts parked = parkedFor(entry);
   for (uint32_t pool = 0; pool < pools_.size(); ++pool)
     if (pools_[pool].reserved - parked[pool] + entry.need[pool] >
         pools_[pool].budget)
@@ -46,7 +50,7 @@ bool EngineWorker::fits(const Entry &entry) const {
   return true;
 }
 
-bool EngineWorker::fits(const std::vector<uint32_t> &need) const {
+bool EngineWorker::fits(const PoolCounts &need) const {
   for (uint32_t pool = 0; pool < pools_.size(); ++pool)
     if (pools_[pool].reserved + need[pool] > pools_[pool].budget)
       return false;
@@ -209,12 +213,12 @@ void EngineWorker::startRequest(Entry &entry) {
     }
     entry.graph->continueFrom(std::move(state));
   }
-  auto ready = entry.graph->start();
-  if (!ready.ok()) {
-    finishRequest(entry, ready.status());
+  ready_.clear();
+  if (Status started = entry.graph->start(ready_); !started.isOk()) {
+    finishRequest(entry, started);
     return;
   }
-  addReady(entry, std::move(ready).value());
+  addReady(entry, ready_);
 }
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {

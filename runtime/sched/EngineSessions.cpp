@@ -19,8 +19,8 @@
 
 using namespace cellrun;
 
-std::vector<uint32_t> EngineWorker::parkedFor(const Entry &entry) const {
-  std::vector<uint32_t> rows(pools_.size(), 0);
+PoolCounts EngineWorker::parkedFor(const Entry &entry) const {
+  PoolCounts rows(pools_.size());
   uint64_t id = entry.graph->request().session.id;
   if (id == 0 || entry.pinnedWorker != static_cast<int32_t>(index_))
     return rows;
@@ -32,6 +32,8 @@ std::vector<uint32_t> EngineWorker::parkedFor(const Entry &entry) const {
 }
 
 void EngineWorker::releasePinned(Entry &entry, uint32_t node) {
+  if (!entry.graph->hasPinned())
+    return;
   Span<NodeSource> sources = entry.graph->inputs(node);
   const PartPools &pools = partPools_[entry.graph->nodes()[node].part];
   for (uint32_t i = 0; i < sources.size(); ++i) {

@@ -137,6 +137,7 @@ Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
       roles.dataInputs.push_back(i);
       roles.dataLimits.push_back(limits.count(i) ? limits[i] : 0);
       roles.dataRowBytes.push_back(tensorRowBytes(*spec));
+      roles.dataTypes.push_back(spec->dtype());
     }
     if (spec->role() == cellpack::Role::Child)
       roles.childIndex[i] = spec->child();

@@ -29,6 +29,7 @@ struct CellRoles {
   /// indexes a table (0 when unbounded), and its row bytes.
   std::vector<int64_t> dataLimits;
   std::vector<size_t> dataRowBytes;
+  std::vector<cellpack::DType> dataTypes;
   /// Per cell input: the output of the same cell that updates it (state
   /// inputs), else -1.
   std::vector<int32_t> updatedBy;

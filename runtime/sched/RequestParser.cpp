@@ -8,6 +8,7 @@
 #include "../backend/cpu/ElementIO.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <set>
 
@@ -324,23 +325,28 @@ Status RequestParser::checkRows(const std::vector<RowView> &rows,
                          std::to_string(roles.dataInputs.size()) +
                          " request input(s), found " +
                          std::to_string(rows.size()));
+  auto name = [&](size_t d) {
+    return roles.cell->inputs()->Get(roles.dataInputs[d])->name()->str();
+  };
   for (size_t d = 0; d < rows.size(); ++d) {
-    const cellpack::TensorSpec &spec =
-        *roles.cell->inputs()->Get(roles.dataInputs[d]);
     if (rows[d].size != roles.dataRowBytes[d])
-      return bad(at(), "input '" + spec.name()->str() + "' has " +
+      return bad(at(), "input '" + name(d) + "' has " +
                            std::to_string(rows[d].size) + " bytes, not " +
                            std::to_string(roles.dataRowBytes[d]));
     int64_t limit = roles.dataLimits[d];
-    if (cpu::isFloatType(spec.dtype()) || limit <= 0)
+    cellpack::DType type = roles.dataTypes[d];
+    if (cpu::isFloatType(type) || limit <= 0)
       continue;
-    size_t elements = rows[d].size / cpu::elementSize(spec.dtype());
+    size_t elements = rows[d].size / cpu::elementSize(type);
     for (size_t e = 0; e < elements; ++e) {
-      int64_t value = cpu::loadInt(rows[d].bytes, spec.dtype(), e);
+      int64_t value;
+      if (type == cellpack::DType::I64)
+        std::memcpy(&value, rows[d].bytes + e * sizeof value, sizeof value);
+      else
+        value = cpu::loadInt(rows[d].bytes, type, e);
       if (value < 0 || value >= limit)
         return bad(at(), "token " + std::to_string(value) + " of input '" +
-                             spec.name()->str() +
-                             "' is outside the vocabulary (0.." +
+                             name(d) + "' is outside the vocabulary (0.." +
                              std::to_string(limit - 1) + ")");
     }
   }

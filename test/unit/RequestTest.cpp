@@ -256,7 +256,7 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
   CellGraph graph(structure.value(), std::move(request));
   auto ready = graph.start().value();
   ASSERT_EQ(ready.size(), 1u);
-  EXPECT_EQ(ready[0].nodes.size(), 2u);
+  EXPECT_EQ(ready[0].size(), 2u);
   // The host reads these tokens from the decoder, one a step: 5, 6, EOS.
   std::vector<int64_t> script = {5, 6, structure->eosToken, 8};
   size_t step = 0;
@@ -273,7 +273,7 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
   int decoderSteps = 0;
   while (!graph.finished()) {
     ASSERT_EQ(decoder->size(), 1u);
-    node = decoder->front().nodes[0];
+    node = decoder->front().node(0);
     EXPECT_EQ(graph.nodes()[node].part, 1u);
     ++decoderSteps;
     decoder = graph.nodeDone(node, reader);
@@ -310,25 +310,25 @@ TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   ASSERT_EQ(decoder->size(), 1u);
   const ReadySubgraph &window = decoder->front();
   EXPECT_FALSE(window.continuesChain);
-  ASSERT_EQ(window.nodes.size(), 4u); // four steps issued at once
+  ASSERT_EQ(window.size(), 4u); // four steps issued at once
   uint32_t tokenIn = structure->decoderTokenInput;
-  EXPECT_EQ(graph.inputs(window.nodes[0])[tokenIn].kind,
+  EXPECT_EQ(graph.inputs(window.node(0))[tokenIn].kind,
             NodeSource::Kind::Data); // BOS
   for (size_t k = 1; k < 4; ++k) {
-    const NodeSource &token = graph.inputs(window.nodes[k])[tokenIn];
+    const NodeSource &token = graph.inputs(window.node(k))[tokenIn];
     EXPECT_EQ(token.kind, NodeSource::Kind::Output);
-    EXPECT_EQ(token.node, window.nodes[k - 1]);
+    EXPECT_EQ(token.node, window.node(k - 1));
     EXPECT_EQ(token.output, structure->decoderTokenOutput);
   }
   // Each step the host reads adds one at the end of the window, up to the
   // limit; EOS ends the request with steps still issued after it.
-  auto more = graph.nodeDone(window.nodes[0], reader);
+  auto more = graph.nodeDone(window.node(0), reader);
   ASSERT_TRUE(more.ok());
   ASSERT_EQ(more->size(), 1u);
   EXPECT_TRUE(more->front().continuesChain);
-  EXPECT_EQ(more->front().nodes.size(), 1u);
-  ASSERT_TRUE(graph.nodeDone(window.nodes[1], reader).ok());
-  ASSERT_TRUE(graph.nodeDone(window.nodes[2], reader).ok());
+  EXPECT_EQ(more->front().size(), 1u);
+  ASSERT_TRUE(graph.nodeDone(window.node(1), reader).ok());
+  ASSERT_TRUE(graph.nodeDone(window.node(2), reader).ok());
   EXPECT_TRUE(graph.finished());
   EXPECT_EQ(graph.result().stopReason, "eos");
   EXPECT_EQ(graph.result().find("tokens")->integers,

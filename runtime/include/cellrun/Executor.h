@@ -57,6 +57,10 @@ struct ExecutorOptions {
   unsigned tasksInFlight = 4;
   /// Tests only: faults to inject (none when empty).
   FaultInjector injectFault;
+  /// Benchmarks of the host path only (bench/host_bench): cpu tasks move
+  /// their rows in and out but compute nothing, so what is timed is the
+  /// runtime's own work. Results are meaningless.
+  bool nullTasks = false;
 };
 
 class Executor {
@@ -181,6 +185,7 @@ private:
   std::unique_ptr<cpu::PackedWeightCache> packedWeights_;
   std::unique_ptr<cuda::CudaBackend> cuda_;
   uint64_t cpuTickets_ = 0;
+  bool nullTasks_ = false;
   FaultInjector injectFault_;
   /// Tickets of issued tasks whose kernels failed (injected), until waited.
   std::map<uint64_t, Status> failedTickets_;
@@ -191,6 +196,12 @@ private:
   Status noteLoss(Status status);
   /// (element type, row bytes) -> pool.
   std::map<std::pair<int, size_t>, std::unique_ptr<SlotPool>> pools_;
+  /// Per cell, the pool of each input and output (found once, not per row).
+  struct CellPools {
+    std::vector<SlotPool *> inputs, outputs;
+  };
+  std::unordered_map<const cellpack::CellType *, CellPools> cellPools_;
+  const CellPools &poolsOf(const cellpack::CellType &cell);
   std::unordered_map<const cellpack::BatchPlan *,
                      std::unique_ptr<cpu::CpuTaskRunner>>
       runners_;

@@ -40,6 +40,24 @@ public:
   /// taken, is InvalidArgument and changes nothing.
   Status release(uint32_t row);
 
+  /// The same without a Status, for the engine's per-step path: take()
+  /// is a free row, or -1 when there is none or a fault hook is set (then
+  /// acquire() says which); put() ignores a row that is not taken.
+  int32_t take() {
+    if (free_.empty() || failAcquire_)
+      return -1;
+    uint32_t row = free_.back();
+    free_.pop_back();
+    taken_[row] = 1;
+    return static_cast<int32_t>(row);
+  }
+  void put(uint32_t row) {
+    if (row < capacity_ && taken_[row]) {
+      taken_[row] = 0;
+      free_.push_back(row);
+    }
+  }
+
   /// The address tasks use (device memory on the CUDA backend).
   void *data() { return base_; }
   const void *data() const { return base_; }
