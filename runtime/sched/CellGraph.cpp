@@ -21,7 +21,8 @@ CellGraph::CellGraph(const ModelStructure &structure, Request request,
     : structure_(structure), request_(std::move(request)),
       decodeWindow_(structure.tokenFeedbackOnDevice ? std::max(1u, decodeWindow)
                                                     : 1u),
-      directReads_(directReads) {
+      directReads_(directReads),
+      chain_(structure.kind == cellpack::Structure::Chain) {
   result_.id = request_.id;
 }
 
@@ -231,6 +232,17 @@ Status CellGraph::start(std::vector<ReadySubgraph> &ready) {
   const CellRoles &roles = structure_.cells[0];
   ReadySubgraph chain;
   uint32_t steps = static_cast<uint32_t>(request_.steps.size());
+  if (chain_) {
+    // Nothing per node (see isChain): two generations of rows, the result.
+    steps_ = steps;
+    chainRowsPerGeneration_ =
+        roles.outputCount + static_cast<uint32_t>(roles.dataInputs.size());
+    chainRows_.assign(2 * chainRowsPerGeneration_, -1);
+    createChainOutputs();
+    chain.first = 0;
+    chain.count = steps;
+    return handOver(std::move(chain), ready);
+  }
   // Every node at once (the decoder's, added later, go one by one).
   uint32_t in = roles.inputCount, out = roles.outputCount;
   nodes_.resize(steps);
@@ -250,8 +262,6 @@ Status CellGraph::start(std::vector<ReadySubgraph> &ready) {
   }
   chain.first = 0;
   chain.count = steps;
-  if (structure_.kind == cellpack::Structure::Chain)
-    createChainOutputs();
   for (const auto &[input, row] : initialState_) {
     NodeSource &source = inputs(0)[input];
     source.kind = NodeSource::Kind::Pinned;
@@ -277,10 +287,10 @@ Status CellGraph::start(std::vector<ReadySubgraph> &ready) {
 }
 
 Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
-  const CellRoles &roles = structure_.cells[nodes_[node].part];
+  const CellRoles &roles = this->roles(node);
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
-    return node + 1 == nodes_.size() ? roles.emittedAndStates : roles.emitted;
+    return node + 1 == steps_ ? roles.emittedAndStates : roles.emitted;
   case cellpack::Structure::Seq2Seq:
     // The decoder's token; an encoder step's outputs that fill the memories.
     return nodes_[node].part == 1 ? structure_.tokenOutputs
@@ -351,6 +361,10 @@ Result<std::vector<ReadySubgraph>> CellGraph::nodeDone(uint32_t node,
 
 Status CellGraph::nodeDone(uint32_t node, const RowReader &read,
                            std::vector<ReadySubgraph> &ready) {
+  if (chain_) {
+    --outstanding_;
+    return chainDone(node, read);
+  }
   GraphNode &graphNode = nodes_[node];
   graphNode.done = true;
   --outstanding_;
@@ -421,7 +435,9 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
   };
   switch (structure_.kind) {
   case cellpack::Structure::Chain:
-    addPart(0, generations, nodesInFlight);
+    // Two generations of every row (isChain), and a session's state from
+    // its last chunk, held until step 0 has run.
+    addPart(0, 3, 2);
     break;
   case cellpack::Structure::Seq2Seq: {
     // The encoder's last states live on into the first decoder step; the

@@ -125,8 +125,29 @@ public:
             structure_.cells[at.part].outputCount};
   }
   const CellRoles &roles(uint32_t node) const {
-    return structure_.cells[nodes_[node].part];
+    return structure_.cells[chain_ ? 0 : nodes_[node].part];
   }
+
+  // Chains (structure chain): node k is step k; nothing is kept per node.
+  // Its state inputs read the outputs of step k - 1 (zeros, or a session's
+  // parked state, at step 0), its data inputs the request's rows of step k.
+  // Steps k and k + 2 use the same pool rows, a generation: tasks run in
+  // order on a worker, so step k + 1 has read step k's outputs, and the
+  // host has had them, before step k + 2 writes them. So a chain holds two
+  // generations of rows for all its steps, taken at its first steps.
+  bool isChain() const { return chain_; }
+  uint32_t steps() const { return steps_; }
+  /// The rows of generation `generation` (0 or 1): every output's, then
+  /// every data input's (-1 until taken).
+  int32_t *chainRows(uint32_t generation) {
+    return chainRows_.data() + generation * chainRowsPerGeneration_;
+  }
+  /// A session chunk's state rows for step 0 (input, pool row).
+  const std::vector<std::pair<uint32_t, int32_t>> &initialState() const {
+    return initialState_;
+  }
+  /// The pinned rows have been given back (after step 0 ran).
+  bool pinnedReleased = false;
   /// Prefetches what binding `node` reads, in two stages a few nodes
   /// apart: its record first, then (once that has arrived) its inputs and
   /// output rows, its producers' output rows and its data. A task binds
@@ -259,6 +280,10 @@ private:
   Request request_;
   uint32_t decodeWindow_;
   bool directReads_;
+  bool chain_;
+  uint32_t steps_ = 0; // chains
+  std::vector<int32_t> chainRows_;
+  uint32_t chainRowsPerGeneration_ = 0;
   std::vector<GraphNode> nodes_;
   std::vector<NodeSource> sources_; // every node's inputs, node after node
   std::vector<int32_t> outputRows_; // every node's output rows

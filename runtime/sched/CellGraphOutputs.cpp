@@ -66,7 +66,7 @@ bool CellGraph::direct(uint32_t output) const {
 
 void CellGraph::createChainOutputs() {
   const CellRoles &roles = structure_.cells[0];
-  size_t steps = nodes_.size();
+  size_t steps = steps_;
   chainOutputs_.assign(roles.outputCount, ChainOutput());
   result_.outputs.reserve(roles.emitted.size() + roles.stateOutputs.size());
   for (uint32_t output : roles.emitted) {
@@ -106,7 +106,7 @@ void *CellGraph::readTarget(uint32_t node, uint32_t output) {
   const ChainOutput &chain = chainOutputs_[output];
   if (uint8_t *rows = chain.emittedRows)
     return rows + node * structure_.cells[0].outputRowBytes[output];
-  if (node + 1 == nodes_.size())
+  if (node + 1 == steps_)
     return chain.finalRow;
   return nullptr;
 }
@@ -120,7 +120,7 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
                                    output, node, read, true);
           !status.isOk())
         return status;
-  if (node + 1 != nodes_.size())
+  if (node + 1 != steps_)
     return Status::ok();
   for (uint32_t output : roles.stateOutputs) {
     const ChainOutput &chain = chainOutputs_[output];

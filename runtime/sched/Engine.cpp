@@ -151,6 +151,16 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     }
     state.budget = state.pool->available();
   }
+  if (structure.kind == cellpack::Structure::Chain) {
+    const CellRoles &roles = structure.cells[0];
+    chainInputs_.resize(roles.inputCount);
+    for (uint32_t i = 0; i < roles.inputCount; ++i)
+      if (roles.updatedBy[i] >= 0)
+        chainInputs_[i] = {ChainInput::Kind::State,
+                           static_cast<uint32_t>(roles.updatedBy[i])};
+    for (uint32_t d = 0; d < roles.dataInputs.size(); ++d)
+      chainInputs_[roles.dataInputs[d]] = {ChainInput::Kind::Data, d};
+  }
   if (structure.kind == cellpack::Structure::Chain ||
       structure.kind == cellpack::Structure::Seq2Seq) {
     CellGraph probe(structure, Request(), nodesInFlight_);

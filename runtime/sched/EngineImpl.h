@@ -210,6 +210,22 @@ private:
   void complete(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row,
                   InFlight &flight);
+  /// Chains (CellGraph::isChain): step `node` bound to its generation's
+  /// rows, with no per-node record.
+  Status bindChainNode(Entry &entry, uint32_t node, uint32_t row,
+                       InFlight &flight);
+  void chainAfterNode(Entry &entry, uint32_t node, const InFlight &flight,
+                      uint32_t row);
+  /// Gives back a chain's pinned rows (a session's state) once step 0 has
+  /// run or the chunk has ended.
+  void releaseChainPinned(Entry &entry);
+  /// Per input of a chain's cell, where it comes from.
+  struct ChainInput {
+    enum class Kind : uint8_t { Data, State, Zero };
+    Kind kind = Kind::Zero;
+    uint32_t index = 0; // Data: which data input; State: the output
+  };
+  std::vector<ChainInput> chainInputs_;
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cstdlib>
 
 using namespace cellrun;
 
@@ -288,31 +287,16 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   flight.nodes.reserve(planned.nodes.size());
   flight.submitted = Clock::now();
   // Nodes of requests that ended or are failing are dropped; a node that
-  // cannot be bound fails its own request only. What a node reads is
-  // prefetched a few nodes ahead (see CellGraph::prefetchNode).
-  static const bool kOff = getenv("CELL_NO_PREFETCH") != nullptr;
-  const size_t kRecordAhead = kOff ? 1000000 : 8, kInputsAhead = kOff ? 1000000 : 4;
-  auto graphOf = [&](size_t at) -> const CellGraph * {
-    const Entry *ahead = entries_.find(planned.nodes[at].request);
-    return ahead ? &*ahead->graph : nullptr;
-  };
-  for (size_t at = 0; at < std::min(kRecordAhead, planned.nodes.size()); ++at)
-    if (const CellGraph *ahead = graphOf(at))
-      ahead->prefetchNode(planned.nodes[at].node);
-  for (size_t at = 0; at < planned.nodes.size(); ++at) {
-    const PlannedNode &node = planned.nodes[at];
-    if (at + kRecordAhead < planned.nodes.size())
-      if (const CellGraph *ahead = graphOf(at + kRecordAhead))
-        ahead->prefetchNode(planned.nodes[at + kRecordAhead].node);
-    if (at + kInputsAhead < planned.nodes.size())
-      if (const CellGraph *ahead = graphOf(at + kInputsAhead))
-        ahead->prefetchInputs(planned.nodes[at + kInputsAhead].node);
+  // cannot be bound fails its own request only.
+  for (const PlannedNode &node : planned.nodes) {
     Entry *entry = entries_.find(node.request);
     if (!entry || entry->complete || !entry->failure.isOk())
       continue;
     CellGraph &graph = *entry->graph;
     uint32_t row = static_cast<uint32_t>(flight.nodes.size());
-    Status bound = bindNode(*entry, node.node, row, flight);
+    Status bound = graph.isChain()
+                       ? bindChainNode(*entry, node.node, row, flight)
+                       : bindNode(*entry, node.node, row, flight);
     if (!bound.isOk()) {
       entry->failure = bound;
       continue;
@@ -404,7 +388,11 @@ void EngineWorker::complete(InFlight &flight) {
     for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
       const PlannedNode &node = flight.nodes[r];
       Entry *entry = entries_.find(node.request);
-      if (entry && !entry->complete && entry->failure.isOk())
+      if (!entry || entry->complete || !entry->failure.isOk())
+        continue;
+      if (entry->graph->isChain())
+        chainAfterNode(*entry, node.node, flight, r);
+      else
         afterNode(*entry, node.node, flight, r);
     }
   }

@@ -224,12 +224,31 @@ void EngineWorker::startRequest(Entry &entry) {
 void EngineWorker::finishRequest(Entry &entry, Status status) {
   CellGraph &graph = *entry.graph;
   uint32_t nodes = static_cast<uint32_t>(graph.nodes().size());
+  if (graph.isChain())
+    releaseChainPinned(entry);
   for (uint32_t node = 0; node < nodes; ++node)
     releasePinned(entry, node);
   if (graph.request().session.id != 0)
     endChunk(entry, status);
   for (uint32_t node = 0; node < nodes; ++node)
     releaseOutputs(entry, node);
+  if (graph.isChain()) // both generations (endChunk kept the parked ones)
+    for (uint32_t generation = 0; generation < 2; ++generation) {
+      int32_t *rows = graph.chainRows(generation);
+      const CellRoles &roles = parser_->structure().cells[0];
+      for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
+        if (rows[slot] >= 0) {
+          releaseRow(&entry, partPools_[0].outputs[slot], rows[slot]);
+          rows[slot] = -1;
+        }
+      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d) {
+        int32_t &row = rows[roles.outputCount + d];
+        if (row >= 0) {
+          releaseRow(&entry, partPools_[0].inputs[roles.dataInputs[d]], row);
+          row = -1;
+        }
+      }
+    }
   for (auto &[pool, row] : entry.heldRows)
     if (row >= 0) {
       releaseRow(&entry, pool, row);

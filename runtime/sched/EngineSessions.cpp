@@ -50,11 +50,11 @@ void EngineWorker::releasePinned(Entry &entry, uint32_t node) {
 void EngineWorker::endChunk(Entry &entry, const Status &status) {
   CellGraph &graph = *entry.graph;
   const SessionChunk &chunk = graph.request().session;
-  bool keep = status.isOk() && !chunk.end && !graph.nodes().empty();
+  bool keep = status.isOk() && !chunk.end && graph.steps() > 0;
   std::vector<SessionState::ParkedRow> parked;
   if (keep) {
-    Span<int32_t> last =
-        graph.outputRows(static_cast<uint32_t>(graph.nodes().size() - 1));
+    // The state the last step wrote (its generation's output rows).
+    int32_t *last = graph.chainRows((graph.steps() - 1) & 1);
     const CellRoles &roles = parser_->structure().cells[0];
     for (uint32_t input = 0; input < roles.updatedBy.size(); ++input) {
       int32_t output = roles.updatedBy[input];

@@ -352,10 +352,10 @@ TEST(RequestTest, AFullQueueRefusesAtOnce) {
 }
 
 TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
-  // 30 rows a pool: one zero row, so 29 for requests. A chain may have six
-  // generations of its two 64-float states bound at once (the node before
-  // a round and up to five in it), 12 rows of that pool: two run at a time
-  // (and are still running after one round of five of their eight steps).
+  // 30 rows a pool: one zero row, so 29 for requests. A chain reserves two
+  // generations of its two 64-float states and a session's parked state, 6
+  // rows of that pool: four run at a time (and are still running after one
+  // round of five of their eight steps).
   auto engine = manualEngine("lstm", /*poolRows=*/30);
   ASSERT_TRUE(engine);
   std::vector<std::future<RequestResult>> futures;
@@ -366,8 +366,8 @@ TEST(RequestTest, SmallPoolsMakeRequestsWaitNotFail) {
                                   "p" + std::to_string(i))
                            .value()));
   engine->runOnce();
-  EXPECT_EQ(engine->stats().running, 2u);
-  EXPECT_EQ(engine->stats().waiting, 8u);
+  EXPECT_EQ(engine->stats().running, 4u);
+  EXPECT_EQ(engine->stats().waiting, 6u);
   engine->drain();
   for (auto &future : futures)
     EXPECT_TRUE(future.get().status.isOk());
