@@ -10,16 +10,18 @@
 // --compute the tasks compute as well (the same loop, for comparison).
 //
 //   host_bench MODEL [--length L | --workload CSV] [--batches 1,2,..]
-//              [--row-steps N] [--compute] [--csv FILE]
+//              [--row-steps N] [--repeat R] [--compute] [--csv FILE]
 //
 // MODEL is a chain model whose cell takes one int64 token a step (bench uses
 // the hidden-16 LSTM, <build>/examples/lstm/tiny-fp32.cellpack).
 //
 //===----------------------------------------------------------------------===//
+#include "Allocator.h"
 #include "cellrun/Engine.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -157,6 +159,11 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--row-steps", rowSteps, "row-steps measured per batch size")
       ->capture_default_str();
+  uint32_t repeat = 3;
+  app.add_option("--repeat", repeat,
+                 "measurements per batch size; the median is shown")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 99u));
   app.add_flag("--compute", compute, "the tasks compute too (not only host)");
   app.add_option("--csv", csvPath, "write the rows here");
   CLI11_PARSE(app, argc, argv);
@@ -172,12 +179,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "host_bench: no lengths in %s\n", workload.c_str());
     return 1;
   }
-  std::printf("host path of %s: %s, one thread, requests of %s, %llu "
-              "row-steps per batch size\n",
+  std::printf("host path of %s: %s, one thread, %s, requests of %s, %llu "
+              "row-steps per batch size, median of %u\n",
               model.c_str(), compute ? "tasks computing" : "null tasks",
+              tool::allocatorName().c_str(),
               workload.empty() ? (std::to_string(length) + " steps").c_str()
                                : workload.c_str(),
-              (unsigned long long)rowSteps);
+              (unsigned long long)rowSteps, repeat);
   std::printf("%6s %8s %9s %11s %12s %11s %12s %10s %6s\n", "batch", "tasks",
               "rows/task", "us/task", "host us/task", "goal us", "ns/row-step",
               "submit ns", "ok");
@@ -189,12 +197,26 @@ int main(int argc, char **argv) {
   }
   bool allWithin = true;
   for (uint32_t batch : batches) {
-    auto m = measure(artifact.value(), batch, rowSteps, lengths, compute);
-    if (!m.ok()) {
-      std::fprintf(stderr, "host_bench: batch %u: %s\n", batch,
-                   m.status().message().c_str());
-      return 1;
+    // The run with the median host time per task (this machine's speed
+    // varies from run to run).
+    std::vector<Measurement> runs;
+    for (uint32_t r = 0; r < repeat; ++r) {
+      auto run = measure(artifact.value(), batch, rowSteps, lengths, compute);
+      if (!run.ok()) {
+        std::fprintf(stderr, "host_bench: batch %u: %s\n", batch,
+                     run.status().message().c_str());
+        return 1;
+      }
+      runs.push_back(run.value());
     }
+    auto hostSeconds = [&](const Measurement &run) {
+      return (run.seconds - (compute ? run.executorSeconds : 0)) / run.tasks;
+    };
+    std::sort(runs.begin(), runs.end(),
+              [&](const Measurement &a, const Measurement &b) {
+                return hostSeconds(a) < hostSeconds(b);
+              });
+    const Measurement *m = &runs[runs.size() / 2];
     double rows = double(m->rowSteps) / m->tasks;
     double perTask = m->seconds * 1e6 / m->tasks;
     // With --compute, the executor's time is the tasks' computation.

@@ -43,7 +43,7 @@ if [ -f "$build/CMakeCache.txt" ] &&
 fi
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang-16 CXX=clang++-16 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCELL_FUZZ=ON -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+    -DCELL_FUZZ=ON -DCELL_USE_MIMALLOC=OFF -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 fi
 # The example artifacts and ONNX files come from the main build: only the

@@ -25,6 +25,7 @@ for kind in address thread; do
   [ "$kind" = address ] && flags="$flags -fsanitize=undefined -fno-sanitize-recover=undefined"
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCELL_USE_MIMALLOC=OFF \
       -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
       -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$kind" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$kind"
   fi

@@ -68,7 +68,8 @@ public:
 
   void finished(const PlannedTask &) override {}
 
-  std::vector<uint64_t> requestDone(uint64_t request) override {
+  void requestDone(uint64_t request,
+                   std::vector<uint64_t> &returned) override {
     cursors_.erase(request);
     done_.insert(request);
     waitingRemove(request);
@@ -76,16 +77,17 @@ public:
         std::find(batch_.begin(), batch_.end(), request) != batch_.end();
     if (!inBatch) {
       done_.erase(request);
-      return {request}; // failed before its batch started
+      returned.push_back(request); // failed before its batch started
+      return;
     }
     for (uint64_t member : batch_)
       if (!done_.count(member))
-        return {};
-    std::vector<uint64_t> returned = std::move(batch_);
-    batch_.clear();
-    for (uint64_t member : returned)
+        return;
+    for (uint64_t member : batch_) {
       done_.erase(member);
-    return returned;
+      returned.push_back(member);
+    }
+    batch_.clear();
   }
 
 protected:

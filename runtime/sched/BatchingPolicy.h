@@ -55,8 +55,9 @@ public:
   virtual std::vector<PlannedTask> next() = 0;
   virtual void finished(const PlannedTask &task) = 0;
   /// `request` is complete (or failed): its nodes not yet planned are
-  /// dropped. Returns the requests whose results go back now.
-  virtual std::vector<uint64_t> requestDone(uint64_t request) = 0;
+  /// dropped. Appends the requests whose results go back now to `returned`.
+  virtual void requestDone(uint64_t request,
+                           std::vector<uint64_t> &returned) = 0;
 };
 
 std::unique_ptr<BatchingPolicy>

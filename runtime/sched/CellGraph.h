@@ -148,6 +148,15 @@ public:
   }
   /// The pinned rows have been given back (after step 0 ran).
   bool pinnedReleased = false;
+  /// A chain step whose completion needs nothing of the graph but the
+  /// count (every row it read went straight into the result, it is not the
+  /// last, and no session state waits to be given back after it): the
+  /// engine's fast path for it instead of nodeDone.
+  bool stepNeedsNothing(uint32_t node) const {
+    return allDirect_ && node + 1 < steps_ &&
+           (node > 0 || initialState_.empty());
+  }
+  void countStepDone() { --outstanding_; }
   /// Prefetches what binding `node` reads, in two stages a few nodes
   /// apart: its record first, then (once that has arrived) its inputs and
   /// output rows, its producers' output rows and its data. A task binds
@@ -296,6 +305,7 @@ private:
   };
   std::vector<ChainOutput> chainOutputs_;
   bool directTargets_ = false; // some chainOutputs_ rows are set
+  bool allDirect_ = false;      // and every output's
   int32_t tokensTensor_ = -1; // seq2seq: the decoded tokens' tensor
   RequestResult result_;
   bool finished_ = false;

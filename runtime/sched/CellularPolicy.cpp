@@ -113,17 +113,18 @@ public:
       forget(reinterpret_cast<SubgraphRecord *>(done.tag));
   }
 
-  std::vector<uint64_t> requestDone(uint64_t request) override {
+  void requestDone(uint64_t request,
+                   std::vector<uint64_t> &returned) override {
+    returned.push_back(request);
     std::vector<std::unique_ptr<SubgraphRecord>> *open = findOpen(request);
     if (!open || open->empty())
-      return {request};
+      return;
     std::vector<SubgraphRecord *> records;
     for (auto &record : *open)
       records.push_back(record.get());
     for (SubgraphRecord *record : records)
       if (scheduler_.cancel(record->id))
         forget(record);
-    return {request};
   }
 
 private:

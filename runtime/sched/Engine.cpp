@@ -153,13 +153,17 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   }
   if (structure.kind == cellpack::Structure::Chain) {
     const CellRoles &roles = structure.cells[0];
-    chainInputs_.resize(roles.inputCount);
-    for (uint32_t i = 0; i < roles.inputCount; ++i)
-      if (roles.updatedBy[i] >= 0)
-        chainInputs_[i] = {ChainInput::Kind::State,
-                           static_cast<uint32_t>(roles.updatedBy[i])};
-    for (uint32_t d = 0; d < roles.dataInputs.size(); ++d)
-      chainInputs_[roles.dataInputs[d]] = {ChainInput::Kind::Data, d};
+    for (uint32_t i = 0; i < roles.inputCount; ++i) {
+      auto data = std::find(roles.dataInputs.begin(), roles.dataInputs.end(), i);
+      if (data != roles.dataInputs.end())
+        chainData_.push_back(
+            {i, static_cast<uint32_t>(data - roles.dataInputs.begin())});
+      else if (roles.updatedBy[i] >= 0)
+        chainStates_.push_back({i, static_cast<uint32_t>(roles.updatedBy[i])});
+      else
+        chainZeros_.push_back(
+            {i, static_cast<uint32_t>(pools_[poolId(0, false, i)].zeroRow)});
+    }
   }
   if (structure.kind == cellpack::Structure::Chain ||
       structure.kind == cellpack::Structure::Seq2Seq) {

@@ -15,8 +15,8 @@
 
 using namespace cellrun;
 
-Status EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
-                                   InFlight &flight) {
+bool EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
+                                 InFlight &flight, Status *error) {
   CellGraph &graph = *entry.graph;
   const CellRoles &roles = parser_->structure().cells[0];
   const PartPools &pools = partPools_[0];
@@ -33,46 +33,58 @@ Status EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
       uint32_t pool = slot < outputs
                           ? pools.outputs[slot]
                           : pools.inputs[roles.dataInputs[slot - outputs]];
-      Status error;
-      int32_t taken = acquireFor(entry, pool, &error);
+      int32_t taken = acquireFor(entry, pool, error);
       if (taken < 0)
-        return error; // rows taken stay the request's until it ends
+        return false; // rows taken stay the request's until it ends
       rows[slot] = taken;
     }
   const int32_t *previous = graph.chainRows(generation ^ 1);
   const StepRows &steps = graph.request().steps;
-  for (uint32_t i = 0; i < chainInputs_.size(); ++i) {
-    const ChainInput &input = chainInputs_[i];
-    int32_t taskRow;
-    switch (input.kind) {
-    case ChainInput::Kind::Data: {
-      taskRow = rows[outputs + input.index];
-      // Written with the task (on cuda, in its one host-to-device copy).
-      Executor::RowWrite &write = flight.io.writes.emplace_back();
-      write.input = i;
-      write.row = row;
-      write.bytes = steps.row(node, input.index);
-      break;
-    }
-    case ChainInput::Kind::State:
-      if (node > 0) {
-        taskRow = previous[input.index];
-        break;
-      }
-      taskRow = pools_[pools.inputs[i]].zeroRow;
-      for (const auto &[pinnedInput, pinnedRow] : graph.initialState())
-        if (pinnedInput == i)
-          taskRow = pinnedRow;
-      break;
-    default:
-      taskRow = pools_[pools.inputs[i]].zeroRow;
-      break;
-    }
-    flight.inputRows[i][row] = taskRow;
+  for (const ChainInput &input : chainData_) {
+    flight.inputRowData[input.input][row] = rows[outputs + input.index];
+    // Written with the task (on cuda, in its one host-to-device copy).
+    Executor::RowWrite &write = flight.io.writes.emplace_back();
+    write.input = input.input;
+    write.row = row;
+    write.bytes = steps.row(node, input.index);
   }
+  if (node > 0) {
+    for (const ChainInput &input : chainStates_)
+      flight.inputRowData[input.input][row] = previous[input.index];
+  } else {
+    // Zeros, or a session's state from its last chunk.
+    for (const ChainInput &input : chainStates_) {
+      int32_t taskRow = pools_[pools.inputs[input.input]].zeroRow;
+      for (const auto &[pinnedInput, pinnedRow] : graph.initialState())
+        if (pinnedInput == input.input)
+          taskRow = pinnedRow;
+      flight.inputRowData[input.input][row] = taskRow;
+    }
+  }
+  for (const ChainInput &input : chainZeros_)
+    flight.inputRowData[input.input][row] = input.index; // the zero row
   for (uint32_t o = 0; o < outputs; ++o)
-    flight.outputRows[o][row] = rows[o];
-  return Status::ok();
+    flight.outputRowData[o][row] = rows[o];
+  // What the host reads: straight into the result, or with the task into
+  // the flight's buffer.
+  flight.firstRead[row] = static_cast<uint32_t>(flight.reads.size());
+  const std::vector<uint32_t> &reads =
+      node + 1 == graph.steps() ? roles.emittedAndStates : roles.emitted;
+  for (uint32_t output : reads) {
+    if (void *target = directReads_ ? graph.readTarget(node, output) : nullptr) {
+      Executor::RowRead &read = flight.io.reads.emplace_back();
+      read.output = output;
+      read.row = row;
+      read.destination = target;
+      continue;
+    }
+    ReadSlot &slot = flight.reads.emplace_back();
+    slot.row = row;
+    slot.output = output;
+    slot.offset = flight.readBuffer.size();
+    flight.readBuffer.resize(slot.offset + roles.outputRowBytes[output]);
+  }
+  return true;
 }
 
 void EngineWorker::chainAfterNode(Entry &entry, uint32_t node,

@@ -152,8 +152,10 @@ private:
     uint64_t ticket = 0;
     uint32_t batchSize = 0;
     std::vector<DataRow> dataRows;
-    /// Per cell input (output): the pool row of each task row.
+    /// Per cell input (output): the pool row of each task row, and where
+    /// those rows are (set once the vectors have their size).
     std::vector<std::vector<int32_t>> inputRows, outputRows;
+    std::vector<int32_t *> inputRowData, outputRowData;
     Executor::TaskIO io; // request data in, results out
     /// Reads into readBuffer (those not copied straight into a result), in
     /// row order; per task row, its first entry of reads.
@@ -212,20 +214,21 @@ private:
                   InFlight &flight);
   /// Chains (CellGraph::isChain): step `node` bound to its generation's
   /// rows, with no per-node record.
-  Status bindChainNode(Entry &entry, uint32_t node, uint32_t row,
-                       InFlight &flight);
+  bool bindChainNode(Entry &entry, uint32_t node, uint32_t row,
+                     InFlight &flight, Status *error);
   void chainAfterNode(Entry &entry, uint32_t node, const InFlight &flight,
                       uint32_t row);
   /// Gives back a chain's pinned rows (a session's state) once step 0 has
   /// run or the chunk has ended.
   void releaseChainPinned(Entry &entry);
-  /// Per input of a chain's cell, where it comes from.
+  /// The inputs of a chain's cell by where they come from: data inputs
+  /// (index: which of the request's rows), states (index: the output that
+  /// updates them) and the rest (index: the pool's zero row).
   struct ChainInput {
-    enum class Kind : uint8_t { Data, State, Zero };
-    Kind kind = Kind::Zero;
-    uint32_t index = 0; // Data: which data input; State: the output
+    uint32_t input = 0;
+    uint32_t index = 0;
   };
-  std::vector<ChainInput> chainInputs_;
+  std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
@@ -245,6 +248,8 @@ private:
   void addReady(Entry &entry, std::vector<ReadySubgraph> &ready);
   /// What a graph hands over at its start or as a node finishes (reused).
   std::vector<ReadySubgraph> ready_;
+  /// Requests the policy returns when one ends (reused).
+  std::vector<uint64_t> returned_;
   void releaseOutputs(Entry &entry, uint32_t node);
   void finishRequest(Entry &entry, Status status);
   /// A session chunk has ended: parks the state it ends with for the next

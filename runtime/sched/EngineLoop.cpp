@@ -279,10 +279,16 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
       static_cast<uint32_t>(planned.nodes.size()) + planned.padding;
   flight.inputRows.resize(roles.inputCount);
   flight.outputRows.resize(roles.outputCount);
-  for (auto &taskRows : flight.inputRows)
+  flight.inputRowData.clear();
+  flight.outputRowData.clear();
+  for (auto &taskRows : flight.inputRows) {
     taskRows.resize(capacity);
-  for (auto &taskRows : flight.outputRows)
+    flight.inputRowData.push_back(taskRows.data());
+  }
+  for (auto &taskRows : flight.outputRows) {
     taskRows.resize(capacity);
+    flight.outputRowData.push_back(taskRows.data());
+  }
   flight.firstRead.resize(capacity + 1);
   flight.nodes.reserve(planned.nodes.size());
   flight.submitted = Clock::now();
@@ -294,10 +300,14 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
       continue;
     CellGraph &graph = *entry->graph;
     uint32_t row = static_cast<uint32_t>(flight.nodes.size());
-    Status bound = graph.isChain()
-                       ? bindChainNode(*entry, node.node, row, flight)
-                       : bindNode(*entry, node.node, row, flight);
-    if (!bound.isOk()) {
+    if (graph.isChain()) {
+      Status error;
+      if (!bindChainNode(*entry, node.node, row, flight, &error)) {
+        entry->failure = std::move(error);
+        continue;
+      }
+    } else if (Status bound = bindNode(*entry, node.node, row, flight);
+               !bound.isOk()) {
       entry->failure = bound;
       continue;
     }
@@ -305,7 +315,8 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
       graph.started = true;
       graph.firstStart = flight.submitted;
     }
-    planReads(*entry, node.node, row, flight);
+    if (!graph.isChain()) // a chain's reads are planned as it is bound
+      planReads(*entry, node.node, row, flight);
     flight.nodes.push_back(node);
   }
   if (flight.nodes.empty())
@@ -390,10 +401,13 @@ void EngineWorker::complete(InFlight &flight) {
       Entry *entry = entries_.find(node.request);
       if (!entry || entry->complete || !entry->failure.isOk())
         continue;
-      if (entry->graph->isChain())
-        chainAfterNode(*entry, node.node, flight, r);
-      else
+      CellGraph &graph = *entry->graph;
+      if (!graph.isChain())
         afterNode(*entry, node.node, flight, r);
+      else if (graph.stepNeedsNothing(node.node))
+        graph.countStepDone(); // most steps of a chain
+      else
+        chainAfterNode(*entry, node.node, flight, r);
     }
   }
   // Requests that could not bind a node fail now that no task of this

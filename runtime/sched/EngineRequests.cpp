@@ -267,8 +267,14 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
     result.outputs.clear();
     result.stopReason.clear();
   }
-  for (uint64_t key : policy_->requestDone(entry.key))
+  // Delivering may finish others (a graph batch): a list of its own.
+  std::vector<uint64_t> returned;
+  returned.swap(returned_);
+  returned.clear();
+  policy_->requestDone(entry.key, returned);
+  for (uint64_t key : returned)
     deliver(key);
+  returned.swap(returned_);
 }
 
 void EngineWorker::deliver(uint64_t key) {

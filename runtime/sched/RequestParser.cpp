@@ -353,6 +353,47 @@ Status RequestParser::checkRows(const std::vector<RowView> &rows,
   return Status::ok();
 }
 
+Status RequestParser::checkUniformSteps(const StepRows &steps,
+                                        const std::string &where) const {
+  // The first step's rows are every step's: their count and sizes once,
+  // then the tokens of every step straight from the buffer.
+  std::vector<RowView> first;
+  for (size_t d = 0; d < steps.rows(0); ++d)
+    first.push_back({steps.row(0, d), steps.rowSize(0, d)});
+  if (Status status = checkRows(first, 0, where, 0); !status.isOk())
+    return status;
+  const CellRoles &roles = structure_->cells[0];
+  for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
+    int64_t limit = roles.dataLimits[d];
+    if (cpu::isFloatType(roles.dataTypes[d]) || limit <= 0)
+      continue;
+    bool outside = false;
+    if (roles.dataTypes[d] == cellpack::DType::I64 &&
+        roles.dataRowBytes[d] == sizeof(int64_t)) {
+      for (size_t s = 1; s < steps.size(); ++s) {
+        int64_t token;
+        std::memcpy(&token, steps.row(s, d), sizeof token);
+        outside |= token < 0 || token >= limit;
+      }
+    } else {
+      outside = steps.size() > 1;
+    }
+    if (!outside)
+      continue;
+    // The first step that is out of range says so (every row's size is
+    // right, being the first's).
+    std::vector<RowView> rows(first.size());
+    for (size_t s = 1; s < steps.size(); ++s) {
+      for (size_t r = 0; r < rows.size(); ++r)
+        rows[r] = {steps.row(s, r), steps.rowSize(s, r)};
+      if (Status status = checkRows(rows, 0, where, static_cast<int64_t>(s));
+          !status.isOk())
+        return status;
+    }
+  }
+  return Status::ok();
+}
+
 Status RequestParser::checkNode(const NodeData &data, uint32_t cell,
                                 const std::string &where) const {
   std::vector<RowView> rows;
@@ -490,14 +531,20 @@ Status RequestParser::check(const Request &request) const {
                           "most " +
                           std::to_string(structure_->memoryPositions) +
                           " (the positions of its memory)");
-  std::vector<RowView> rows;
-  for (size_t s = 0; s < request.steps.size(); ++s) {
-    rows.resize(request.steps.rows(s));
-    for (size_t d = 0; d < rows.size(); ++d)
-      rows[d] = {request.steps.row(s, d), request.steps.rowSize(s, d)};
-    if (Status status = checkRows(rows, 0, where, static_cast<int64_t>(s));
+  if (request.steps.uniform()) {
+    if (Status status = checkUniformSteps(request.steps, where);
         !status.isOk())
       return status;
+  } else {
+    std::vector<RowView> rows;
+    for (size_t s = 0; s < request.steps.size(); ++s) {
+      rows.resize(request.steps.rows(s));
+      for (size_t d = 0; d < rows.size(); ++d)
+        rows[d] = {request.steps.row(s, d), request.steps.rowSize(s, d)};
+      if (Status status = checkRows(rows, 0, where, static_cast<int64_t>(s));
+          !status.isOk())
+        return status;
+    }
   }
   if (request.maxDecodeLength < 0 ||
       request.maxDecodeLength > structure_->maxDecodeLength)

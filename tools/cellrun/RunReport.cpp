@@ -1,5 +1,6 @@
 //===- RunReport.cpp - What `cellrun run` writes and prints ---------------===//
 #include "RunReport.h"
+#include "Allocator.h"
 
 #include <nlohmann/json.hpp>
 
@@ -89,10 +90,11 @@ void printSummary(const std::string &model, const std::string &policy,
   double host = stats.roundSeconds - stats.executorSeconds;
   auto nanos = [&](double part) { return steps ? part * 1e9 / steps : 0.0; };
   std::printf("engine: %llu row-steps in %.3f s, %.0f ns a row-step "
-              "(tasks %.0f ns, host %.0f ns; host %.2f us a task)\n",
+              "(tasks %.0f ns, host %.0f ns; host %.2f us a task; %s)\n",
               (unsigned long long)steps, stats.roundSeconds,
               nanos(stats.roundSeconds), nanos(stats.executorSeconds),
-              nanos(host), tasks ? host * 1e6 / tasks : 0.0);
+              nanos(host), tasks ? host * 1e6 / tasks : 0.0,
+              allocatorName().c_str());
 }
 
 void drawProgress(size_t done, size_t total) {

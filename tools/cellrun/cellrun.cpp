@@ -5,6 +5,7 @@
 // Exit codes: 0 success, 1 the command failed, 2 a wrong command line.
 //
 //===----------------------------------------------------------------------===//
+#include "Allocator.h"
 #include "Bench.h"
 #include "CommandLine.h"
 #include "Devices.h"
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
   }
   if (command == "--version") {
     std::cout << "cellrun " << CELLRUN_VERSION << " (cellpack format "
-              << cellpack::kFormatVersion << ")\n";
+              << cellpack::kFormatVersion << ", " << allocatorName() << ")\n";
     return kExitOk;
   }
   for (const Subcommand &sub : kSubcommands)

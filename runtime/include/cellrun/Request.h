@@ -34,14 +34,15 @@ namespace cellrun {
 using NodeData = std::vector<std::vector<uint8_t>>;
 
 /// The rows of a sequence's steps: per step, one row for each input-role
-/// tensor of the cell, in input order. Every byte lives in one buffer, so a
-/// request of any length costs three allocations, not two a step (made by
-/// the parser's thread and freed by the engine's).
+/// tensor of the cell, in input order. Every byte lives in one buffer, and
+/// while every step has the rows of the first (the usual case) a row is
+/// found by arithmetic: a request of any length costs one allocation, not
+/// two a step (made by the parser's thread, freed by the engine's).
 class StepRows {
 public:
-  size_t size() const { return stepStart_.size() - 1; }
-  bool empty() const { return size() == 0; }
-  void clear();
+  size_t size() const { return steps_; }
+  bool empty() const { return steps_ == 0; }
+  void clear() { *this = StepRows(); }
   /// Room for `steps` steps of `bytesPerStep` bytes in `rowsPerStep` rows.
   void reserve(size_t steps, size_t rowsPerStep, size_t bytesPerStep);
   /// Appends a step: its rows in input order.
@@ -50,22 +51,26 @@ public:
   /// and returns it; endStep makes the rows added since the last step the
   /// next step.
   uint8_t *appendRow(size_t size);
-  void endStep() { stepStart_.push_back(rowStart_.size() - 1); }
+  void endStep();
 
   /// The rows of step `step`, and row `row` of it.
   size_t rows(size_t step) const {
-    return stepStart_[step + 1] - stepStart_[step];
+    return irregular_ ? stepStart_[step + 1] - stepStart_[step] : layoutRows_;
   }
   const uint8_t *row(size_t step, size_t row) const {
-    return bytes_.data() + rowStart_[stepStart_[step] + row];
+    return bytes_.data() + offset(step, row);
   }
   uint8_t *row(size_t step, size_t row) {
-    return bytes_.data() + rowStart_[stepStart_[step] + row];
+    return bytes_.data() + offset(step, row);
   }
   size_t rowSize(size_t step, size_t row) const {
+    if (!irregular_)
+      return layout_[row + 1] - layout_[row];
     size_t at = stepStart_[step] + row;
     return rowStart_[at + 1] - rowStart_[at];
   }
+  /// Every step has the rows of the first (a row is found by arithmetic).
+  bool uniform() const { return !irregular_; }
   /// Step `step` as a NodeData (a copy).
   NodeData step(size_t step) const;
   /// Steps [begin, end) on their own.
@@ -74,9 +79,26 @@ public:
   void reverse();
 
 private:
+  size_t offset(size_t step, size_t row) const {
+    return irregular_ ? rowStart_[stepStart_[step] + row]
+                      : step * layout_[layoutRows_] + layout_[row];
+  }
+  /// Every row's offset from now on (a step unlike the first).
+  void becomeIrregular();
+
   std::vector<uint8_t> bytes_;
-  std::vector<size_t> rowStart_{0};   // per row its offset, then the end
-  std::vector<size_t> stepStart_{0};  // per step its first row, then the end
+  size_t steps_ = 0;
+  /// The first step's rows (their offsets in the step, then its bytes),
+  /// which every step has unless irregular_; up to kRows rows.
+  static constexpr size_t kRows = 7;
+  uint32_t layout_[kRows + 1] = {};
+  uint32_t layoutRows_ = 0;
+  bool layoutSet_ = false;
+  uint32_t openRows_ = 0; // rows of the step being built
+  bool irregular_ = false;
+  std::vector<size_t> rowStart_;  // irregular: per row its offset, then end
+  std::vector<size_t> stepStart_; // irregular: per step its first row, then
+                                  // the end
 };
 
 struct TreeNode {

@@ -93,6 +93,9 @@ private:
   /// `cell`; an error names `where` and, when not -1, the step.
   Status checkRows(const std::vector<RowView> &rows, uint32_t cell,
                    const std::string &where, int64_t step) const;
+  /// The steps of a sequence whose steps all have the first one's rows.
+  Status checkUniformSteps(const StepRows &steps,
+                           const std::string &where) const;
   Status checkTree(const Request &request) const;
   ModelSignature makeSignature() const;
   Result<Request> treeFromTensors(const std::vector<const NamedTensor *> &found,
