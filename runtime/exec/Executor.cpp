@@ -73,6 +73,7 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
       return backend.status();
     executor->cuda_ = std::move(backend).value();
   } else {
+    cpu::keepBlasOnCallingThread();
     executor->threadCount_ =
         options.threads ? options.threads
                         : std::max(1u, std::thread::hardware_concurrency());
@@ -217,11 +218,12 @@ Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,
                     what + " '" + specs->Get(i)->name()->str() + "' has " +
                         std::to_string(taskRows[i].size()) + " rows for a " +
                         std::to_string(rows) + "-row task");
-    // One pass without a branch (vectorised), then the culprit if any.
-    bool outside = false;
+    // One pass without a branch (vectorised: a row outside 0..capacity-1
+    // makes row or capacity-1-row negative), then the culprit if any.
+    int32_t last = static_cast<int32_t>(capacity) - 1, signs = 0;
     for (int32_t row : taskRows[i])
-      outside |= static_cast<uint32_t>(row) >= capacity;
-    if (outside)
+      signs |= row | (last - row);
+    if (signs < 0)
       for (int32_t row : taskRows[i])
         if (row < 0 || static_cast<uint32_t>(row) >= capacity)
           return Status(StatusCode::OutOfRange,
@@ -237,6 +239,15 @@ Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
                          const TaskIO &io) {
   uint32_t inputs = cell.inputs() ? cell.inputs()->size() : 0;
   uint32_t outputs = cell.outputs() ? cell.outputs()->size() : 0;
+  // One pass without a branch, then the culprit if any.
+  bool outside = false;
+  for (const RowWrite &write : io.writes)
+    outside |= (write.input >= inputs) | (write.row >= rows) | !write.bytes;
+  for (const RowRead &read : io.reads)
+    outside |=
+        (read.output >= outputs) | (read.row >= rows) | !read.destination;
+  if (!outside)
+    return Status::ok();
   for (const RowWrite &write : io.writes)
     if (write.input >= inputs || write.row >= rows || !write.bytes)
       return Status(StatusCode::InvalidArgument,

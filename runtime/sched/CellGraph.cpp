@@ -21,8 +21,10 @@ CellGraph::CellGraph(const ModelStructure &structure, Request request,
     : structure_(structure), request_(std::move(request)),
       decodeWindow_(structure.tokenFeedbackOnDevice ? std::max(1u, decodeWindow)
                                                     : 1u),
-      directReads_(directReads),
-      chain_(structure.kind == cellpack::Structure::Chain) {
+      directReads_(directReads) {
+  chain_ = structure.kind == cellpack::Structure::Chain;
+  chainRows_ = inlineRows_;
+  chainOutputs_ = inlineOutputs_;
   result_.id = request_.id;
 }
 
@@ -237,7 +239,26 @@ Status CellGraph::start(std::vector<ReadySubgraph> &ready) {
     steps_ = steps;
     chainRowsPerGeneration_ =
         roles.outputCount + static_cast<uint32_t>(roles.dataInputs.size());
-    chainRows_.assign(2 * chainRowsPerGeneration_, -1);
+    uint32_t rows = 2 * chainRowsPerGeneration_;
+    if (rows > kInlineRows) {
+      moreRows_.assign(rows, -1);
+      chainRows_ = moreRows_.data();
+    }
+    std::fill_n(chainRows_, rows, -1);
+    // Where each step's data rows are, when every step is alike.
+    const StepRows &rowsOfSteps = request_.steps;
+    uniformSteps_ = rowsOfSteps.uniform() && steps > 0 &&
+                    roles.dataInputs.size() <= kInlineData &&
+                    rowsOfSteps.rows(0) == roles.dataInputs.size();
+    if (uniformSteps_) {
+      stepBytes_ = rowsOfSteps.row(0, 0);
+      stepStride_ = steps > 1 ? static_cast<uint32_t>(rowsOfSteps.row(1, 0) -
+                                                      rowsOfSteps.row(0, 0))
+                              : 0;
+      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d)
+        stepOffsets_[d] =
+            static_cast<uint32_t>(rowsOfSteps.row(0, d) - stepBytes_);
+    }
     createChainOutputs();
     chain.first = 0;
     chain.count = steps;

@@ -108,6 +108,9 @@ public:
   /// copies are done when it returns).
   CellGraph(const ModelStructure &structure, Request request,
             uint32_t decodeWindow = 1, bool directReads = false);
+  /// Stays where it is made (chainRows_ may point into it).
+  CellGraph(const CellGraph &) = delete;
+  CellGraph &operator=(const CellGraph &) = delete;
 
   const Request &request() const { return request_; }
   std::vector<GraphNode> &nodes() { return nodes_; }
@@ -140,7 +143,13 @@ public:
   /// The rows of generation `generation` (0 or 1): every output's, then
   /// every data input's (-1 until taken).
   int32_t *chainRows(uint32_t generation) {
-    return chainRows_.data() + generation * chainRowsPerGeneration_;
+    return chainRows_ + generation * chainRowsPerGeneration_;
+  }
+  /// Row `input` (of the cell's data inputs) of step `step`.
+  const uint8_t *stepRow(uint32_t step, uint32_t input) const {
+    if (uniformSteps_)
+      return stepBytes_ + size_t(step) * stepStride_ + stepOffsets_[input];
+    return request_.steps.row(step, input);
   }
   /// A session chunk's state rows for step 0 (input, pool row).
   const std::vector<std::pair<uint32_t, int32_t>> &initialState() const {
@@ -205,7 +214,14 @@ public:
   /// storage is sized for every step when the graph starts), else null. A
   /// row copied there is not read again by nodeDone; the caller must copy
   /// it before nodeDone(node) and never after the request has ended.
-  void *readTarget(uint32_t node, uint32_t output);
+  void *readTarget(uint32_t node, uint32_t output) {
+    if (!directTargets_) // not a chain, or no direct reads
+      return nullptr;
+    const ChainOutput &chain = chainOutputs_[output];
+    if (chain.emittedRows)
+      return chain.emittedRows + node * chain.rowBytes;
+    return node + 1 == steps_ ? chain.finalRow : nullptr;
+  }
 
   /// Reads the outputs of `node` the result needs (`read(pool output o of
   /// node, bytes)`) that readTarget did not place, then grows the graph:
@@ -285,31 +301,48 @@ private:
   /// Counts `subgraph`'s nodes as outstanding and appends it to `ready`.
   Status handOver(ReadySubgraph subgraph, std::vector<ReadySubgraph> &ready);
 
-  const ModelStructure &structure_;
-  Request request_;
-  uint32_t decodeWindow_;
-  bool directReads_;
-  bool chain_;
-  uint32_t steps_ = 0; // chains
-  std::vector<int32_t> chainRows_;
-  uint32_t chainRowsPerGeneration_ = 0;
-  std::vector<GraphNode> nodes_;
-  std::vector<NodeSource> sources_; // every node's inputs, node after node
-  std::vector<int32_t> outputRows_; // every node's output rows
   /// Chains: per output, the result tensor it is emitted into and its
   /// final-state tensor (-1: none); with direct reads, where their rows go
   /// (null: not copied straight there).
   struct ChainOutput {
     int32_t emittedTensor = -1, finalTensor = -1;
     uint8_t *emittedRows = nullptr, *finalRow = nullptr;
+    size_t rowBytes = 0;
   };
-  std::vector<ChainOutput> chainOutputs_;
+  // A chain step's hot fields first, in a few adjacent cache lines after
+  // the entry's own (EngineWorker::Entry): counts and flags, where the
+  // request's step rows are (uniform steps), the generations' rows and
+  // where each output goes, inline for the usual few.
+  static constexpr uint32_t kInlineRows = 16, kInlineOutputs = 4,
+                            kInlineData = 4;
+  int32_t *chainRows_;
+  ChainOutput *chainOutputs_;
+  uint32_t chainRowsPerGeneration_ = 0;
+  uint32_t steps_ = 0;
+  uint32_t outstanding_ = 0;
+  bool chain_;
   bool directTargets_ = false; // some chainOutputs_ rows are set
-  bool allDirect_ = false;      // and every output's
+  bool allDirect_ = false;     // and every output's
+  bool uniformSteps_ = false;  // stepBytes_ and stepOffsets_ are set
+  const uint8_t *stepBytes_ = nullptr;
+  uint32_t stepStride_ = 0;
+  uint32_t stepOffsets_[kInlineData] = {};
+  int32_t inlineRows_[kInlineRows];
+  ChainOutput inlineOutputs_[kInlineOutputs];
+  std::vector<int32_t> moreRows_;          // more than kInlineRows
+  std::vector<ChainOutput> moreOutputs_;   // more than kInlineOutputs
+
+  const ModelStructure &structure_;
+  Request request_;
+  uint32_t decodeWindow_;
+  bool directReads_;
+
+  std::vector<GraphNode> nodes_;
+  std::vector<NodeSource> sources_; // every node's inputs, node after node
+  std::vector<int32_t> outputRows_; // every node's output rows
   int32_t tokensTensor_ = -1; // seq2seq: the decoded tokens' tensor
   RequestResult result_;
   bool finished_ = false;
-  uint32_t outstanding_ = 0;
   uint32_t lastEncoder_ = 0;
   uint32_t pendingLeaves_ = 0;
   int64_t decodeLimit_ = 0;

@@ -67,7 +67,11 @@ bool CellGraph::direct(uint32_t output) const {
 void CellGraph::createChainOutputs() {
   const CellRoles &roles = structure_.cells[0];
   size_t steps = steps_;
-  chainOutputs_.assign(roles.outputCount, ChainOutput());
+  if (roles.outputCount > kInlineOutputs) {
+    moreOutputs_.assign(roles.outputCount, ChainOutput());
+    chainOutputs_ = moreOutputs_.data();
+  }
+  std::fill_n(chainOutputs_, roles.outputCount, ChainOutput());
   result_.outputs.reserve(roles.emitted.size() + roles.stateOutputs.size());
   for (uint32_t output : roles.emitted) {
     chainOutputs_[output].emittedTensor =
@@ -94,6 +98,7 @@ void CellGraph::createChainOutputs() {
     if (!direct(output))
       continue;
     ChainOutput &chain = chainOutputs_[output];
+    chain.rowBytes = roles.outputRowBytes[output];
     if (chain.emittedTensor >= 0)
       chain.emittedRows = static_cast<uint8_t *>(
           rowOf(result_.outputs[chain.emittedTensor], roles, output, 0));
@@ -101,17 +106,6 @@ void CellGraph::createChainOutputs() {
       chain.finalRow = static_cast<uint8_t *>(
           rowOf(result_.outputs[chain.finalTensor], roles, output, 0));
   }
-}
-
-void *CellGraph::readTarget(uint32_t node, uint32_t output) {
-  if (!directTargets_) // not a chain, or no direct reads
-    return nullptr;
-  const ChainOutput &chain = chainOutputs_[output];
-  if (uint8_t *rows = chain.emittedRows)
-    return rows + node * structure_.cells[0].outputRowBytes[output];
-  if (node + 1 == steps_)
-    return chain.finalRow;
-  return nullptr;
 }
 
 Status CellGraph::chainDone(uint32_t node, const RowReader &read) {

@@ -39,14 +39,13 @@ bool EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
       rows[slot] = taken;
     }
   const int32_t *previous = graph.chainRows(generation ^ 1);
-  const StepRows &steps = graph.request().steps;
   for (const ChainInput &input : chainData_) {
     flight.inputRowData[input.input][row] = rows[outputs + input.index];
     // Written with the task (on cuda, in its one host-to-device copy).
     Executor::RowWrite &write = flight.io.writes.emplace_back();
     write.input = input.input;
     write.row = row;
-    write.bytes = steps.row(node, input.index);
+    write.bytes = graph.stepRow(node, input.index);
   }
   if (node > 0) {
     for (const ChainInput &input : chainStates_)

@@ -43,16 +43,18 @@ public:
   using Callback = Engine::Callback;
   struct Entry {
     uint64_t key = 0; // in the worker's table, from admission on
+    // What every step reads first, side by side with the graph's own
+    // hot fields (CellGraph::chainRows).
+    bool complete = false;
+    /// Set when a task could not bind one of its nodes: the request fails
+    /// once the tasks holding its other nodes have finished.
+    Status failure;
     std::optional<CellGraph> graph; // in the entry: one allocation
     Callback done;
     /// Per pool id: the rows it may hold at once (found at submission and
     /// reserved at admission), and those held now (never more than
     /// reserved: a request cannot take rows reserved for others).
     PoolCounts need, held;
-    bool complete = false;
-    /// Set when a task could not bind one of its nodes: the request fails
-    /// once the tasks holding its other nodes have finished.
-    Status failure;
     /// A chunk of a session runs on the worker that holds its state.
     int32_t pinnedWorker = -1;
     /// graph->deadline(), found at submission (the queue's order).

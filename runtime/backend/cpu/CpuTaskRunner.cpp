@@ -4,12 +4,18 @@
 #include "ElementIO.h"
 
 #include <cblas.h>
+#include <mutex>
 #include <string>
 
 using namespace cellrun;
 using namespace cellrun::cpu;
 
 static constexpr size_t kWorkspaceAlignment = 256;
+
+void cellrun::cpu::keepBlasOnCallingThread() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
 
 Result<std::unique_ptr<CpuTaskRunner>>
 CpuTaskRunner::create(const cellpack::CellType &cell,

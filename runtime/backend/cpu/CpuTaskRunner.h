@@ -31,6 +31,12 @@ using KernelLauncher = std::function<Status(
     const cellpack::KernelStep &, int64_t rows, const std::vector<InputView> &,
     const std::vector<OutputView> &)>;
 
+/// OpenBLAS (the GEMMs whose B is not a weight) on the calling thread
+/// only: its own threads spin for a while after every call and would take
+/// the engine's core; the backend's ThreadPool splits the work instead.
+/// Called once per process by the executor (Executor::create).
+void keepBlasOnCallingThread();
+
 class CpuTaskRunner {
 public:
   /// Prepares `plan` of `cell` (its weights stay in the artifact's buffer,
