@@ -59,8 +59,8 @@ public:
   uint32_t next(std::mt19937 &random) {
     if (drawn_.empty())
       return fixed_;
-    return drawn_[std::uniform_int_distribution<size_t>(
-        0, drawn_.size() - 1)(random)];
+    return drawn_[std::uniform_int_distribution<size_t>(0, drawn_.size() -
+                                                               1)(random)];
   }
 
 private:
@@ -69,8 +69,8 @@ private:
 };
 
 Result<Measurement> measure(std::shared_ptr<const LoadedArtifact> artifact,
-                            uint32_t batch, uint64_t rowSteps,
-                            Lengths &lengths, bool compute) {
+                            uint32_t batch, uint64_t rowSteps, Lengths &lengths,
+                            bool compute) {
   EngineOptions options;
   options.startWorker = false;
   options.executor.threads = 1;
@@ -226,14 +226,14 @@ int main(int argc, char **argv) {
     bool within = hostPerTask <= goal;
     allWithin &= within;
     std::printf("%6u %8llu %9.1f %11.2f %12.2f %11.2f %12.1f %10.1f %6s\n",
-                batch, (unsigned long long)m->tasks, rows, perTask,
-                hostPerTask, goal, m->seconds * 1e9 / m->rowSteps,
+                batch, (unsigned long long)m->tasks, rows, perTask, hostPerTask,
+                goal, m->seconds * 1e9 / m->rowSteps,
                 m->submitSeconds * 1e9 / m->rowSteps, within ? "yes" : "NO");
     if (csv)
       csv << batch << "," << m->tasks << "," << rows << "," << perTask << ","
-          << hostPerTask << "," << goal << ","
-          << m->seconds * 1e9 / m->rowSteps << ","
-          << m->submitSeconds * 1e9 / m->rowSteps << "," << within << "\n";
+          << hostPerTask << "," << goal << "," << m->seconds * 1e9 / m->rowSteps
+          << "," << m->submitSeconds * 1e9 / m->rowSteps << "," << within
+          << "\n";
   }
   std::printf("goal (at most 5 us + 0.1 us a row per task, host): %s\n",
               allWithin ? "met at every batch size" : "MISSED");

@@ -227,9 +227,8 @@ Status Executor::checkRows(const cellpack::CellType &cell, uint32_t rows,
       for (int32_t row : taskRows[i])
         if (row < 0 || static_cast<uint32_t>(row) >= capacity)
           return Status(StatusCode::OutOfRange,
-                        what + " '" + specs->Get(i)->name()->str() +
-                            "': row " + std::to_string(row) +
-                            " is outside its pool of " +
+                        what + " '" + specs->Get(i)->name()->str() + "': row " +
+                            std::to_string(row) + " is outside its pool of " +
                             std::to_string(capacity));
   }
   return Status::ok();

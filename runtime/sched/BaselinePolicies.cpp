@@ -68,8 +68,7 @@ public:
 
   void finished(const PlannedTask &) override {}
 
-  void requestDone(uint64_t request,
-                   std::vector<uint64_t> &returned) override {
+  void requestDone(uint64_t request, std::vector<uint64_t> &returned) override {
     cursors_.erase(request);
     done_.insert(request);
     waitingRemove(request);

@@ -74,7 +74,6 @@ const uint8_t *CellGraph::tokenRow(int64_t token) {
   return madeRows_.front().data();
 }
 
-
 ReadySubgraph CellGraph::startTree() {
   const CellRoles &leaf = structure_.cells[0];
   const CellRoles &internal = structure_.cells[1];
@@ -156,9 +155,9 @@ ReadySubgraph CellGraph::internalSubgraph() {
 void CellGraph::attachMemories(uint32_t node) {
   Span<NodeSource> in = inputs(node);
   for (size_t m = 0; m < structure_.memories.size(); ++m)
-    in[structure_.memories[m].input] = {
-        NodeSource::Kind::Held, 0, static_cast<uint32_t>(m),
-        heldRows_[m].data()};
+    in[structure_.memories[m].input] = {NodeSource::Kind::Held, 0,
+                                        static_cast<uint32_t>(m),
+                                        heldRows_[m].data()};
   if (structure_.memoryMaskInput >= 0)
     in[structure_.memoryMaskInput] = {
         NodeSource::Kind::Held, 0,

@@ -59,7 +59,7 @@ struct GraphNode {
   /// final state, which the engine parks): once the last reader is bound,
   /// the rows may go to a later task, since tasks run in order.
   uint32_t unbound = 0;
-  int32_t parent = -1;      // tree
+  int32_t parent = -1; // tree
   bool done = false;
 };
 
@@ -170,9 +170,7 @@ public:
   /// apart: its record first, then (once that has arrived) its inputs and
   /// output rows, its producers' output rows and its data. A task binds
   /// hundreds of nodes of different requests, each of them cold.
-  void prefetchNode(uint32_t node) const {
-    __builtin_prefetch(&nodes_[node]);
-  }
+  void prefetchNode(uint32_t node) const { __builtin_prefetch(&nodes_[node]); }
   void prefetchInputs(uint32_t node) const {
     const GraphNode &at = nodes_[node];
     const NodeSource *sources = sources_.data() + at.firstInput;
@@ -329,8 +327,8 @@ private:
   uint32_t stepOffsets_[kInlineData] = {};
   int32_t inlineRows_[kInlineRows];
   ChainOutput inlineOutputs_[kInlineOutputs];
-  std::vector<int32_t> moreRows_;          // more than kInlineRows
-  std::vector<ChainOutput> moreOutputs_;   // more than kInlineOutputs
+  std::vector<int32_t> moreRows_;        // more than kInlineRows
+  std::vector<ChainOutput> moreOutputs_; // more than kInlineOutputs
 
   const ModelStructure &structure_;
   Request request_;
@@ -340,7 +338,7 @@ private:
   std::vector<GraphNode> nodes_;
   std::vector<NodeSource> sources_; // every node's inputs, node after node
   std::vector<int32_t> outputRows_; // every node's output rows
-  int32_t tokensTensor_ = -1; // seq2seq: the decoded tokens' tensor
+  int32_t tokensTensor_ = -1;       // seq2seq: the decoded tokens' tensor
   RequestResult result_;
   bool finished_ = false;
   uint32_t lastEncoder_ = 0;

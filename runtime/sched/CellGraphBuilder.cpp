@@ -50,7 +50,6 @@ static Status checkUnsent(uint32_t node, size_t nodes,
   return Status::ok();
 }
 
-
 Status CellGraph::setData(uint32_t node, std::string_view input,
                           std::vector<uint8_t> row) {
   if (Status status = checkUnsent(node, nodes_.size(), inChain_);
@@ -70,7 +69,8 @@ Status CellGraph::setData(uint32_t node, std::string_view input,
                       std::to_string(row.size()));
   madeRows_.push_front(std::move(row));
   dropSource(node, static_cast<uint32_t>(index));
-  inputs(node)[index] = {NodeSource::Kind::Data, 0, 0, madeRows_.front().data()};
+  inputs(node)[index] = {NodeSource::Kind::Data, 0, 0,
+                         madeRows_.front().data()};
   return Status::ok();
 }
 

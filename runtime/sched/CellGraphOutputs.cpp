@@ -50,10 +50,9 @@ static OutputTensor newTensor(const CellRoles &roles, uint32_t output,
 /// Row `row` of a directly filled tensor of output `output`.
 static void *rowOf(OutputTensor &tensor, const CellRoles &roles,
                    uint32_t output, size_t row) {
-  uint8_t *base =
-      roles.outputTypes[output] == cellpack::DType::F32
-          ? reinterpret_cast<uint8_t *>(tensor.floats.data())
-          : reinterpret_cast<uint8_t *>(tensor.integers.data());
+  uint8_t *base = roles.outputTypes[output] == cellpack::DType::F32
+                      ? reinterpret_cast<uint8_t *>(tensor.floats.data())
+                      : reinterpret_cast<uint8_t *>(tensor.integers.data());
   return base + row * roles.outputRowBytes[output];
 }
 
@@ -83,9 +82,8 @@ void CellGraph::createChainOutputs() {
   for (uint32_t output : roles.stateOutputs) {
     chainOutputs_[output].finalTensor =
         static_cast<int32_t>(result_.outputs.size());
-    result_.outputs.push_back(newTensor(roles, output,
-                                        roles.finalNames[output], false, 1,
-                                        direct(output) ? 1 : 0));
+    result_.outputs.push_back(newTensor(roles, output, roles.finalNames[output],
+                                        false, 1, direct(output) ? 1 : 0));
   }
   if (!directReads_)
     return;
@@ -114,9 +112,9 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
     return Status::ok(); // the task has put its rows in the result
   for (uint32_t output : roles.emitted)
     if (!direct(output))
-      if (Status status = appendTo(
-              result_.outputs[chainOutputs_[output].emittedTensor], 0,
-                                   output, node, read, true);
+      if (Status status =
+              appendTo(result_.outputs[chainOutputs_[output].emittedTensor], 0,
+                       output, node, read, true);
           !status.isOk())
         return status;
   if (node + 1 != steps_)
@@ -130,19 +128,19 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
         return status;
     } else if (chain.emittedTensor >= 0) {
       // The task copied it once, into the emitted rows.
-      std::memcpy(rowOf(last, roles, output, 0),
-                  rowOf(result_.outputs[chain.emittedTensor], roles, output,
-                        node),
-                  roles.outputRowBytes[output]);
+      std::memcpy(
+          rowOf(last, roles, output, 0),
+          rowOf(result_.outputs[chain.emittedTensor], roles, output, node),
+          roles.outputRowBytes[output]);
     }
   }
   finished_ = true;
   return Status::ok();
 }
 
-OutputTensor cellrun::newOutputTensor(const CellRoles &roles,
-                                      uint32_t output, const std::string &name,
-                                      bool perStep, size_t rows) {
+OutputTensor cellrun::newOutputTensor(const CellRoles &roles, uint32_t output,
+                                      const std::string &name, bool perStep,
+                                      size_t rows) {
   return newTensor(roles, output, name, perStep, rows, 0);
 }
 
@@ -157,9 +155,8 @@ Status CellGraph::appendOutput(const std::string &name, uint32_t part,
   return appendTo(result_.outputs.back(), part, output, node, read, perStep);
 }
 
-Status CellGraph::appendTo(OutputTensor &tensor, uint32_t part,
-                           uint32_t output, uint32_t node,
-                           const RowReader &read, bool perStep) {
+Status CellGraph::appendTo(OutputTensor &tensor, uint32_t part, uint32_t output,
+                           uint32_t node, const RowReader &read, bool perStep) {
   const CellRoles &roles = structure_.cells[part];
   cellpack::DType type = roles.outputTypes[output];
   size_t elements = elementsOf(roles, output);

@@ -113,8 +113,7 @@ public:
       forget(reinterpret_cast<SubgraphRecord *>(done.tag));
   }
 
-  void requestDone(uint64_t request,
-                   std::vector<uint64_t> &returned) override {
+  void requestDone(uint64_t request, std::vector<uint64_t> &returned) override {
     returned.push_back(request);
     std::vector<std::unique_ptr<SubgraphRecord>> *open = findOpen(request);
     if (!open || open->empty())
@@ -140,9 +139,8 @@ private:
   void forget(SubgraphRecord *record) {
     std::vector<std::unique_ptr<SubgraphRecord>> *open =
         findOpen(record->request);
-    if (!open || std::none_of(open->begin(), open->end(), [&](auto &kept) {
-          return kept.get() == record;
-        }))
+    if (!open || std::none_of(open->begin(), open->end(),
+                              [&](auto &kept) { return kept.get() == record; }))
       open = &leaving_; // its request's slot went to another request
     auto mine = std::find_if(open->begin(), open->end(),
                              [&](auto &kept) { return kept.get() == record; });

@@ -154,7 +154,8 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   if (structure.kind == cellpack::Structure::Chain) {
     const CellRoles &roles = structure.cells[0];
     for (uint32_t i = 0; i < roles.inputCount; ++i) {
-      auto data = std::find(roles.dataInputs.begin(), roles.dataInputs.end(), i);
+      auto data =
+          std::find(roles.dataInputs.begin(), roles.dataInputs.end(), i);
       if (data != roles.dataInputs.end())
         chainData_.push_back(
             {i, static_cast<uint32_t>(data - roles.dataInputs.begin())});

@@ -70,7 +70,8 @@ bool EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
   const std::vector<uint32_t> &reads =
       node + 1 == graph.steps() ? roles.emittedAndStates : roles.emitted;
   for (uint32_t output : reads) {
-    if (void *target = directReads_ ? graph.readTarget(node, output) : nullptr) {
+    if (void *target =
+            directReads_ ? graph.readTarget(node, output) : nullptr) {
       Executor::RowRead &read = flight.io.reads.emplace_back();
       read.output = output;
       read.row = row;

@@ -212,8 +212,7 @@ private:
   void startRequest(Entry &entry);
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
-  Status bindNode(Entry &entry, uint32_t node, uint32_t row,
-                  InFlight &flight);
+  Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
   /// Chains (CellGraph::isChain): step `node` bound to its generation's
   /// rows, with no per-node record.
   bool bindChainNode(Entry &entry, uint32_t node, uint32_t row,

@@ -90,9 +90,9 @@ int32_t EngineWorker::acquireFor(Entry &entry, uint32_t pool, Status *error) {
     if (row < 0) { // none free, or a fault hook: the full path says which
       auto acquired = state.pool->acquire();
       if (!acquired.ok()) {
-        *error =
-            Status(StatusCode::Internal, "request " + entry.graph->request().id +
-                                             ": " + acquired.status().message());
+        *error = Status(StatusCode::Internal,
+                        "request " + entry.graph->request().id + ": " +
+                            acquired.status().message());
         return -1;
       }
       row = static_cast<int32_t>(acquired.value());
@@ -132,7 +132,7 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
   size_t dataBefore = dataRows.size(), writesBefore = flight.io.writes.size();
   Status error;
   uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
-  std::vector<uint32_t> moreHeldTaken;        // past eight (rare)
+  std::vector<uint32_t> moreHeldTaken;       // past eight (rare)
   // On failure, the rows this node took go back: the node is not bound.
   auto undo = [&](Status status) {
     for (size_t d = dataBefore; d < dataRows.size(); ++d)
@@ -254,7 +254,8 @@ void EngineWorker::planReads(Entry &entry, uint32_t node, uint32_t row,
   const CellRoles &roles = graph.roles(node);
   size_t bytes = flight.readBuffer.size();
   for (uint32_t output : graph.hostReads(node)) {
-    if (void *target = directReads_ ? graph.readTarget(node, output) : nullptr) {
+    if (void *target =
+            directReads_ ? graph.readTarget(node, output) : nullptr) {
       Executor::RowRead &read = flight.io.reads.emplace_back();
       read.output = output;
       read.row = row;
@@ -346,9 +347,9 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   for (auto &taskRows : flight.outputRows)
     taskRows.resize(rows);
   Clock::time_point before = Clock::now();
-  auto ticket = executor_->submit(*roles.cell, rows, flight.inputRows,
-                                  flight.outputRows, &flight.batchSize,
-                                  flight.io);
+  auto ticket =
+      executor_->submit(*roles.cell, rows, flight.inputRows, flight.outputRows,
+                        &flight.batchSize, flight.io);
   executorTime_ += Clock::now() - before;
   // The rows this task's nodes were the last to read serve later tasks.
   for (const DeferredRow &deferred : deferredRows_)

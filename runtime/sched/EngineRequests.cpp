@@ -310,10 +310,10 @@ void EngineWorker::failStuck() {
   for (uint64_t key : entries_.keys()) {
     Entry *entry = entries_.find(key);
     if (entry && !entry->complete)
-      finishRequest(*entry, Status(StatusCode::Internal,
-                                   "the batching policy stalled with "
-                                   "request " +
-                                       entry->graph->request().id +
-                                       " unfinished"));
+      finishRequest(*entry,
+                    Status(StatusCode::Internal,
+                           "the batching policy stalled with "
+                           "request " +
+                               entry->graph->request().id + " unfinished"));
   }
 }

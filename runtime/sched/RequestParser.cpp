@@ -313,9 +313,8 @@ Result<NodeData> RequestParser::parseTreeNode(const Json &values, uint32_t cell,
   return data;
 }
 
-Status RequestParser::checkRows(const std::vector<RowView> &rows,
-                                uint32_t cell, const std::string &where,
-                                int64_t step) const {
+Status RequestParser::checkRows(const std::vector<RowView> &rows, uint32_t cell,
+                                const std::string &where, int64_t step) const {
   const CellRoles &roles = structure_->cells[cell];
   auto at = [&] {
     return step < 0 ? where : where + ", step " + std::to_string(step);
@@ -532,8 +531,7 @@ Status RequestParser::check(const Request &request) const {
                           std::to_string(structure_->memoryPositions) +
                           " (the positions of its memory)");
   if (request.steps.uniform()) {
-    if (Status status = checkUniformSteps(request.steps, where);
-        !status.isOk())
+    if (Status status = checkUniformSteps(request.steps, where); !status.isOk())
       return status;
   } else {
     std::vector<RowView> rows;

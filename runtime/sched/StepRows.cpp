@@ -34,10 +34,10 @@ void StepRows::becomeIrregular() {
 
 uint8_t *StepRows::appendRow(size_t size) {
   if (!irregular_) {
-    bool fits = layoutSet_ ? openRows_ < layoutRows_ &&
-                                 layout_[openRows_ + 1] - layout_[openRows_] ==
-                                     size
-                           : openRows_ < kRows;
+    bool fits = layoutSet_
+                    ? openRows_ < layoutRows_ &&
+                          layout_[openRows_ + 1] - layout_[openRows_] == size
+                    : openRows_ < kRows;
     if (!fits)
       becomeIrregular();
   }

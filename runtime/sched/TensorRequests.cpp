@@ -134,8 +134,7 @@ Status checkTensor(const NamedTensor &tensor,
 /// cell's element type.
 /// Row `row` of `tensor` as `rowBytes` bytes of `spec`'s type at `out`.
 void storeRow(const NamedTensor &tensor, int64_t row,
-              const cellpack::TensorSpec &spec, size_t rowBytes,
-              uint8_t *out) {
+              const cellpack::TensorSpec &spec, size_t rowBytes, uint8_t *out) {
   size_t count = rowBytes / cpu::elementSize(spec.dtype());
   bool integral = !cpu::isFloatType(spec.dtype());
   for (size_t e = 0; e < count; ++e) {

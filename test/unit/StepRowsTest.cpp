@@ -58,8 +58,8 @@ TEST(StepRows, AStepUnlikeTheFirstKeepsEveryRow) {
   std::vector<NodeData> expected = {
       {bytes({1}), bytes({2, 3})},
       {bytes({4}), bytes({5, 6})},
-      {bytes({7, 8, 9}), bytes({10})}, // other sizes
-      {bytes({11})},                   // fewer rows
+      {bytes({7, 8, 9}), bytes({10})},             // other sizes
+      {bytes({11})},                               // fewer rows
       {bytes({12}), bytes({13, 14}), bytes({15})}, // more rows
       {},
       {bytes({16}), bytes({17, 18})}};

@@ -148,10 +148,10 @@ void serveAll(Engine &engine, std::vector<InputLine> &lines,
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     std::string id = line.request->id;
-    Status status = engine.submit(
-        std::move(*line.request), [&writer, index](RequestResult result) {
-          writer.put(index, std::move(result));
-        });
+    Status status = engine.submit(std::move(*line.request),
+                                  [&writer, index](RequestResult result) {
+                                    writer.put(index, std::move(result));
+                                  });
     if (!status.isOk()) {
       RequestResult failed;
       failed.id = id;

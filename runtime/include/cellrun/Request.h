@@ -117,8 +117,8 @@ struct SessionChunk {
 
 struct Request {
   std::string id;
-  StepRows steps; // chain, seq2seq encoder
-  std::vector<TreeNode> tree;  // tree
+  StepRows steps;             // chain, seq2seq encoder
+  std::vector<TreeNode> tree; // tree
   int32_t root = -1;
   int64_t maxDecodeLength = 0; // seq2seq; 0: the artifact's limit
   std::shared_ptr<const nlohmann::json> json; // custom: the whole request

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Same-run A/B of the runtime's host path: this build's cellrun against
+# another (the commit before a change), alternating, on this machine.
+#  1. `cellrun run` of the hidden-16 LSTM (almost no arithmetic: the host's
+#     cost shows) on 20000 WMT-like requests, one thread, pools for batch
+#     512, REPEAT times each, with and without writing results;
+#  2. `cellrun bench --offline` of the hidden-1024 LSTM (the arithmetic
+#     dominates: throughput must not drop), 2 threads, --repeat REPEAT;
+#  3. host_bench (this build only: the engine over tasks that compute
+#     nothing), every batch size 1..512.
+# Needs `ninja -C build bench-artifacts host_bench`. Writes the raw outputs
+# and a summary to OUTDIR.
+#   scripts/host-path-ab.sh BASELINE_CELLRUN OUTDIR [REPEAT]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+baseline="${1:?usage: host-path-ab.sh BASELINE_CELLRUN OUTDIR [REPEAT]}"
+out="${2:?usage: host-path-ab.sh BASELINE_CELLRUN OUTDIR [REPEAT]}"
+repeat="${3:-3}"
+current="$build/tools/cellrun/cellrun"
+tiny="$build/examples/lstm/tiny-fp32.cellpack"
+big="$build/examples/lstm/bench-fp32.cellpack"
+for file in "$baseline" "$current" "$tiny" "$big" "$build/bench/host_bench"; do
+  [ -e "$file" ] || { echo "host-path-ab: $file is missing" >&2; exit 2; }
+done
+mkdir -p "$out"
+requests="$out/wmt15-20000.jsonl"
+/usr/bin/python3 "$root/examples/common/make_requests.py" lstm 20000 "$requests" \
+  --lengths "$root/bench/workloads/wmt15.csv"
+
+{
+  echo "host-path A/B, $(date -u +%F), $(nproc) cores: $(lscpu | sed -n 's/^Model name: *//p')"
+  echo "baseline: $baseline ($("$baseline" --version))"
+  echo "current:  $current ($("$current" --version))"
+} > "$out/machine.txt"
+
+# 1. The tiny model, alternating; the whole command timed too.
+for r in $(seq 1 "$repeat"); do
+  for who in baseline current; do
+    binary="$baseline"; [ "$who" = current ] && binary="$current"
+    for output in with without; do
+      args=(run "$tiny" --input "$requests" --threads 1 --pool-rows 16384
+            --device cpu --quiet)
+      [ "$output" = with ] && args+=(--output "$out/results-$who.jsonl")
+      start=$(date +%s.%N)
+      "$binary" "${args[@]}" > "$out/tiny-$who-$output-$r.txt"
+      end=$(date +%s.%N)
+      echo "command: $(echo "$end - $start" | bc) s" >> "$out/tiny-$who-$output-$r.txt"
+    done
+  done
+done
+# The two builds give the same results (times aside).
+strip() { sed 's/,"queue_us".*//' "$1"; }
+if cmp -s <(strip "$out/results-baseline.jsonl") <(strip "$out/results-current.jsonl"); then
+  echo "results: identical outputs from both builds" >> "$out/machine.txt"
+else
+  echo "results: THE OUTPUTS DIFFER" >> "$out/machine.txt"
+fi
+rm -f "$out/results-baseline.jsonl" "$out/results-current.jsonl" "$requests"
+
+# 2. The hidden-1024 LSTM offline, each build with --repeat.
+for who in baseline current; do
+  binary="$baseline"; [ "$who" = current ] && binary="$current"
+  "$binary" bench "$big" --workload "$root/bench/workloads/wmt15.csv" --rate 1 \
+    --duration 1 --offline 1000 --policy cellular --threads 2 --repeat "$repeat" \
+    --out "$out/bench-$who" --quiet > "$out/bench1024-$who.txt"
+done
+
+# 3. This build's host path alone.
+"$build/bench/host_bench" "$tiny" --repeat 5 --csv "$out/host_bench.csv" \
+  > "$out/host_bench.txt"
+"$build/bench/host_bench" "$tiny" --repeat 5 --workload \
+  "$root/bench/workloads/wmt15.csv" > "$out/host_bench-wmt15.txt"
+echo "host-path-ab: wrote $out"
