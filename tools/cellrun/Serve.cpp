@@ -30,7 +30,9 @@ struct ServeArgs {
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0;
   uint64_t memoryBudget = 0;
   uint64_t maxBodyBytes = 64u << 20;
-  unsigned httpThreads = 64;
+  unsigned httpThreads = 4;
+  uint32_t httpMaxConnections = 4096;
+  double httpTimeout = 30;
   double sessionTimeout = 60;
 };
 
@@ -82,9 +84,22 @@ void addOptions(CLI::App &app, ServeArgs &args) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--http-threads", args.httpThreads,
-                 "HTTP connections served at once")
+                 "threads serving the HTTP connections (event-driven: a "
+                 "connection waiting for its client or the engine holds "
+                 "none)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 4096u));
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--http-max-connections", args.httpMaxConnections,
+                 "HTTP connections open at once; past it a new one gets 503 "
+                 "and is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--http-timeout", args.httpTimeout,
+                 "seconds a client may take to send a request's header, then "
+                 "its body, or to start its next request on a kept-alive "
+                 "connection")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--session-timeout", args.sessionTimeout,
                  "seconds a streaming session may stay idle before its state "
                  "is freed (0: never)")
@@ -177,6 +192,8 @@ int serveModel(const ServeArgs &args) {
   httpOptions.metricsPort = args.metricsPort;
   httpOptions.maxBodyBytes = args.maxBodyBytes;
   httpOptions.threads = args.httpThreads;
+  httpOptions.maxConnections = args.httpMaxConnections;
+  httpOptions.timeoutSeconds = args.httpTimeout;
   if (Status status = http.start(httpOptions); !status.isOk()) {
     spdlog::error("{}", status.message());
     return kExitFailure;

@@ -1,223 +1,179 @@
 //===- HttpServer.cpp - The KServe v2 REST front end ----------------------===//
 #include "HttpServer.h"
-#include "HttpCodec.h"
-#include "ServerInfo.h"
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 
-#include <sys/socket.h>
-
+#include <algorithm>
 #include <chrono>
-
-#include <future>
 
 using namespace cellrun;
 using namespace cellrun::serve;
-using json = nlohmann::json;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
 
-namespace {
+/// Accepts the connections of one port, each on a strand of its own.
+class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
+public:
+  Listener(HttpServer &server, net::io_context &context, tcp::acceptor acceptor,
+           HttpRoutes &routes, ConnectionCount &count, uint32_t maxConnections)
+      : server_(server), context_(context), acceptor_(std::move(acceptor)),
+        routes_(routes), count_(count), maxConnections_(maxConnections) {}
 
-void send(httplib::Response &response, const HttpReply &reply) {
-  response.status = reply.status;
-  if (reply.headerLength)
-    response.set_header("Inference-Header-Content-Length",
-                        std::to_string(*reply.headerLength));
-  response.set_content(reply.body, reply.contentType.c_str());
-}
+  void accept() {
+    acceptor_.async_accept(
+        net::make_strand(context_),
+        [self = shared_from_this()](boost::system::error_code error,
+                                    tcp::socket socket) {
+          if (error == net::error::operation_aborted ||
+              !self->acceptor_.is_open())
+            return; // stopped
+          if (!error)
+            self->take(std::move(socket));
+          self->accept();
+        });
+  }
 
-void sendJson(httplib::Response &response, int status, const json &body) {
-  response.status = status;
-  response.set_content(jsonText(body), "application/json");
-}
+  void stop() {
+    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      boost::system::error_code ignored;
+      self->acceptor_.close(ignored);
+    });
+  }
 
-json tensorList(const std::vector<TensorDescription> &tensors) {
-  json list = json::array();
-  for (const TensorDescription &tensor : tensors)
-    list.push_back({{"name", tensor.name},
-                    {"datatype", tensorTypeName(tensor.type)},
-                    {"shape", tensor.shape}});
-  return list;
-}
+private:
+  void take(tcp::socket socket) {
+    boost::system::error_code ignored;
+    // Replies go out as header and body writes: without TCP_NODELAY,
+    // Nagle's algorithm and the client's delayed ACK add ~40 ms to each.
+    socket.set_option(tcp::no_delay(true), ignored);
+    if (count_.stopping || count_.open >= maxConnections_) {
+      // Answered at once, without reading: the request, if any, is not
+      // taken (a tiny write to a fresh socket does not block).
+      static const std::string kBody =
+          "{\"error\":\"the server has too many connections open now\"}";
+      static const std::string kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\n"
+          "Content-Type: application/json\r\nConnection: close\r\n"
+          "Content-Length: " +
+          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+      net::write(socket, net::buffer(kBusy), ignored);
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+      if (&count_ == &server_.apiCount_)
+        server_.service_.metrics().countRefusedConnection();
+      return;
+    }
+    auto connection = std::make_shared<HttpConnection>(
+        std::move(socket), routes_, server_.limits_, count_);
+    {
+      std::lock_guard<std::mutex> lock(server_.connectionsMutex_);
+      auto &all = server_.connections_;
+      if (all.size() > 64 && all.size() > 2 * size_t(count_.open + 1))
+        all.erase(std::remove_if(all.begin(), all.end(),
+                                 [](auto &weak) { return weak.expired(); }),
+                  all.end());
+      all.push_back(connection);
+    }
+    connection->start();
+  }
 
-std::string versionOf(const httplib::Request &request) {
-  return request.matches.size() > 2 ? request.matches[2].str() : "";
-}
+  HttpServer &server_;
+  net::io_context &context_;
+  tcp::acceptor acceptor_;
+  HttpRoutes &routes_;
+  ConnectionCount &count_;
+  uint32_t maxConnections_;
+};
 
-constexpr const char *kModelPath =
-    R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
-
-} // namespace
-
-HttpServer::HttpServer(InferenceService &service) : service_(service) {}
+HttpServer::HttpServer(InferenceService &service)
+    : service_(service), api_(service), metrics_(service) {}
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::addRoutes() {
-  InferenceService &service = service_;
-  httplib::Server &api = *api_;
-  api.Get("/v2", [](const httplib::Request &, httplib::Response &res) {
-    sendJson(res, 200,
-             {{"name", kServerName},
-              {"version", kServerVersion},
-              {"extensions", serverExtensions()}});
-  });
-  api.Get("/v2/health/live", [&service](const httplib::Request &,
-                                        httplib::Response &res) {
-    sendJson(res, service.live() ? 200 : 503, {{"live", service.live()}});
-  });
-  api.Get("/v2/health/ready", [&service](const httplib::Request &,
-                                         httplib::Response &res) {
-    sendJson(res, service.ready() ? 200 : 503, {{"ready", service.ready()}});
-  });
-  api.Get(kModelPath, [&service](const httplib::Request &req,
-                                 httplib::Response &res) {
-    if (Status status = service.checkModel(req.matches[1], versionOf(req));
-        !status.isOk())
-      return send(res, errorReply(404, status.message()));
-    sendJson(res, 200,
-             {{"name", service.modelName()},
-              {"versions", {service.modelVersion()}},
-              {"platform", kPlatform},
-              {"parameters", {{"structure", service.structureName()}}},
-              {"inputs", tensorList(service.signature().inputs)},
-              {"outputs", tensorList(service.signature().outputs)}});
-  });
-  api.Get(
-      std::string(kModelPath) + "/ready",
-      [&service](const httplib::Request &req, httplib::Response &res) {
-        if (Status status = service.checkModel(req.matches[1], versionOf(req));
-            !status.isOk())
-          return send(res, errorReply(404, status.message()));
-        sendJson(res, service.ready() ? 200 : 503,
-                 {{"name", service.modelName()}, {"ready", service.ready()}});
-      });
-  api.Post(std::string(kModelPath) + "/infer", [&service](
-                                                   const httplib::Request &req,
-                                                   httplib::Response &res) {
-    auto received = std::chrono::steady_clock::now();
-    auto observeRefusal = [&service, received] {
-      service.metrics().observeRefusal(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        received)
-              .count());
-    };
-    // Overloaded or stopping: refuse before the body is decoded.
-    if (service.refuseEarly(req.matches[1], versionOf(req), "",
-                            [&res](InferReply reply) {
-                              send(res, errorReply(httpStatusOf(reply.outcome),
-                                                   reply.status.message()));
-                            }))
-      return observeRefusal();
-    std::optional<std::string> headerLength;
-    if (req.has_header("Inference-Header-Content-Length"))
-      headerLength = req.get_header_value("Inference-Header-Content-Length");
-    auto decoded = decodeInferRequest(req.body, headerLength);
-    if (!decoded.ok()) {
-      service.metrics().countRequest(Outcome::Invalid);
-      return send(res, errorReply(400, decoded.status().message()));
-    }
-    HttpInferRequest &request = decoded.value();
-    request.call.modelName = req.matches[1];
-    request.call.modelVersion = versionOf(req);
-    std::promise<InferReply> promise;
-    std::future<InferReply> future = promise.get_future();
-    service.infer(request.call, [&promise](InferReply reply) {
-      promise.set_value(std::move(reply));
-    });
-    InferReply reply = future.get();
-    bool refused =
-        reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
-                                reply.outcome == Outcome::Unavailable);
-    send(res, encodeInferReply(std::move(reply), request, service.signature(),
-                               service.modelName(), service.modelVersion()));
-    if (refused)
-      observeRefusal();
-  });
-  // Unknown paths and refusals by the library (413) get a JSON body too.
-  api.set_error_handler([](const httplib::Request &req,
-                           httplib::Response &res) {
-    if (!res.body.empty())
-      return;
-    std::string message =
-        res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
-        : res.status == 413
-            ? "the request body is larger than the server's limit "
-              "(--max-body-bytes)"
-            : "HTTP error " + std::to_string(res.status);
-    res.set_content(jsonText(json{{"error", message}}), "application/json");
-  });
+Status HttpServer::listen(const std::string &host, int port, HttpRoutes &routes,
+                          ConnectionCount &count, uint32_t maxConnections,
+                          const char *what) {
+  auto failed = [&](const boost::system::error_code &error) {
+    return Status(StatusCode::Unavailable,
+                  "cannot listen on " + host + ":" + std::to_string(port) +
+                      " for " + what + " (" + error.message() + ")");
+  };
+  boost::system::error_code error;
+  net::ip::address address = net::ip::make_address(host, error);
+  if (error)
+    return failed(error);
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  tcp::acceptor acceptor(net::make_strand(*context_));
+  if (acceptor.open(endpoint.protocol(), error) ||
+      acceptor.set_option(net::socket_base::reuse_address(true), error) ||
+      acceptor.bind(endpoint, error) ||
+      acceptor.listen(net::socket_base::max_listen_connections, error))
+    return failed(error);
+  auto listener = std::make_shared<Listener>(
+      *this, *context_, std::move(acceptor), routes, count, maxConnections);
+  listener->accept();
+  listeners_.push_back(std::move(listener));
+  return Status::ok();
 }
-
-namespace {
-
-/// Binds `server` to host:port and listens with the system's largest
-/// backlog. Debian's cpp-httplib listens with a backlog of 5
-/// (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the library was built): a burst of
-/// new connections overflowed it, and clients saw their requests fail after
-/// the SYN-ACK retransmit, a second later (found by cellrun-soak). The
-/// socket-options hook sees the listening socket; Linux takes a second
-/// listen() on it as a new backlog.
-bool bindWithFullBacklog(httplib::Server &server, const std::string &host,
-                         int port) {
-  int listening = -1;
-  server.set_socket_options([&listening](socket_t socket) {
-    httplib::default_socket_options(socket);
-    listening = socket;
-  });
-  bool bound = server.bind_to_port(host.c_str(), port);
-  server.set_socket_options(httplib::default_socket_options);
-  return bound && listening >= 0 && ::listen(listening, SOMAXCONN) == 0;
-}
-
-} // namespace
 
 Status HttpServer::start(const HttpOptions &options) {
+  limits_.maxBodyBytes = options.maxBodyBytes;
+  limits_.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(options.timeoutSeconds * 1000));
+  context_ = std::make_unique<net::io_context>(
+      static_cast<int>(std::max(1u, options.threads)));
+  started_ = true;
   if (options.port > 0) {
-    api_ = std::make_unique<httplib::Server>();
-    unsigned threads = options.threads;
-    api_->new_task_queue = [threads] {
-      return new httplib::ThreadPool(threads);
-    };
-    api_->set_payload_max_length(options.maxBodyBytes);
-    api_->set_keep_alive_max_count(100000);
-    // Replies go out as header and body writes: without TCP_NODELAY,
-    // Nagle's algorithm and the client's delayed ACK add ~40 ms to each.
-    api_->set_tcp_nodelay(true);
-    addRoutes();
-    if (!bindWithFullBacklog(*api_, options.host, options.port))
-      return Status(StatusCode::Unavailable,
-                    "cannot listen on " + options.host + ":" +
-                        std::to_string(options.port) +
-                        " for HTTP (in use, or not allowed)");
+    if (Status status = listen(options.host, options.port, api_, apiCount_,
+                               options.maxConnections, "HTTP");
+        !status.isOk())
+      return status;
     boundPort_ = options.port;
-    apiThread_ = std::thread([this] { api_->listen_after_bind(); });
   }
   if (options.metricsPort > 0) {
-    metrics_ = std::make_unique<httplib::Server>();
-    metrics_->set_tcp_nodelay(true);
-    InferenceService &service = service_;
-    metrics_->Get("/metrics",
-                  [&service](const httplib::Request &, httplib::Response &res) {
-                    res.set_content(service.renderMetrics(),
-                                    "text/plain; version=0.0.4; charset=utf-8");
-                  });
-    if (!bindWithFullBacklog(*metrics_, options.host, options.metricsPort))
-      return Status(StatusCode::Unavailable,
-                    "cannot listen on " + options.host + ":" +
-                        std::to_string(options.metricsPort) +
-                        " for metrics (in use, or not allowed)");
+    // A scraper needs one connection or two.
+    if (Status status = listen(options.host, options.metricsPort, metrics_,
+                               metricsCount_, 64, "metrics");
+        !status.isOk())
+      return status;
     boundMetricsPort_ = options.metricsPort;
-    metricsThread_ = std::thread([this] { metrics_->listen_after_bind(); });
   }
+  for (unsigned t = 0; t < std::max(1u, options.threads); ++t)
+    threads_.emplace_back([this] {
+      auto work = net::make_work_guard(*context_);
+      context_->run();
+    });
   return Status::ok();
 }
 
 void HttpServer::stop() {
-  for (auto *server : {api_.get(), metrics_.get()})
-    if (server)
-      server->stop();
-  for (std::thread *thread : {&apiThread_, &metricsThread_})
-    if (thread->joinable())
-      thread->join();
+  if (!started_)
+    return;
+  started_ = false;
+  apiCount_.stopping = metricsCount_.stopping = true;
+  for (auto &listener : listeners_)
+    listener->stop();
+  {
+    std::lock_guard<std::mutex> lock(connectionsMutex_);
+    for (auto &weak : connections_)
+      if (auto connection = weak.lock())
+        connection->closeSoon();
+    connections_.clear();
+  }
+  // Answers being written go out; a connection still open after a few
+  // seconds (a client not reading) is dropped with the context.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((apiCount_.open > 0 || metricsCount_.open > 0) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  context_->stop();
+  for (std::thread &thread : threads_)
+    if (thread.joinable())
+      thread.join();
+  threads_.clear();
+  listeners_.clear();
+  context_.reset();
 }

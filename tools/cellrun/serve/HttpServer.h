@@ -1,23 +1,30 @@
 //===- HttpServer.h - The KServe v2 REST front end --------------*- C++ -*-===//
 //
-// The Open Inference Protocol over HTTP/1.1 (cpp-httplib): health, server
+// The Open Inference Protocol over HTTP/1.1 (HttpRoutes): health, server
 // and model metadata, readiness and infer (JSON and binary tensor data),
-// and, on its own port, GET /metrics in the Prometheus text format.
-// Errors are {"error": "..."} with 400, 404, 413, 429, 503 or 500.
+// and, on its own port, GET /metrics in the Prometheus text format. Errors
+// are {"error": "..."} with 400, 404, 413, 415, 429, 431, 503 or 500.
+//
+// Event-driven (Boost.Beast on Asio): a few threads serve every connection,
+// and a connection waiting for its client or for the engine holds none, so
+// slow or idle clients cannot starve others. Keep-alive and pipelining
+// (answers in order); per-connection timeouts for a request's header, its
+// body and the wait for the next request; a limit on open connections,
+// past which a new one is answered 503 at once and closed; the body limit
+// on the decoded body too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_SERVE_HTTPSERVER_H
 #define CELLRUN_TOOLS_SERVE_HTTPSERVER_H
 
+#include "HttpConnection.h"
 #include "InferenceService.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
-
-namespace httplib {
-class Server;
-}
+#include <vector>
 
 namespace cellrun::serve {
 
@@ -26,7 +33,13 @@ struct HttpOptions {
   int port = 8000;        // 0: no REST endpoint
   int metricsPort = 8002; // 0: no metrics endpoint
   size_t maxBodyBytes = 64u << 20;
-  unsigned threads = 64; // connections served at once
+  /// Threads running the connections (not one a connection).
+  unsigned threads = 4;
+  /// Open connections on the REST port; past it, 503 and close.
+  uint32_t maxConnections = 4096;
+  /// Seconds a client may take to send a request's header, then its
+  /// body, or to start its next request on a kept-alive connection.
+  double timeoutSeconds = 30;
 };
 
 class HttpServer {
@@ -36,18 +49,35 @@ public:
 
   /// Binds the ports and starts serving on threads of its own.
   Status start(const HttpOptions &options);
-  /// Stops listening; requests being answered finish first.
+  /// Stops listening; requests being answered finish first, then every
+  /// connection closes.
   void stop();
   /// The ports listened on (0: none).
   int port() const { return boundPort_; }
   int metricsPort() const { return boundMetricsPort_; }
+  /// Connections open on the REST port now.
+  uint32_t openConnections() const { return apiCount_.open; }
+
+  class Listener;
 
 private:
-  void addRoutes();
+  Status listen(const std::string &host, int port, HttpRoutes &routes,
+                ConnectionCount &count, uint32_t maxConnections,
+                const char *what);
+
   InferenceService &service_;
-  std::unique_ptr<httplib::Server> api_, metrics_;
-  std::thread apiThread_, metricsThread_;
+  std::unique_ptr<boost::asio::io_context> context_;
+  std::vector<std::thread> threads_;
+  std::vector<std::shared_ptr<Listener>> listeners_;
+  KServeRoutes api_;
+  MetricsRoutes metrics_;
+  HttpLimits limits_;
+  ConnectionCount apiCount_, metricsCount_;
+  /// Every connection made (pruned as they close), to close them on stop.
+  std::mutex connectionsMutex_;
+  std::vector<std::weak_ptr<HttpConnection>> connections_;
   int boundPort_ = 0, boundMetricsPort_ = 0;
+  bool started_ = false;
 };
 
 } // namespace cellrun::serve

@@ -117,6 +117,11 @@ void ServerMetrics::observeRefusal(double seconds) {
   refusalSeconds_.observe(seconds);
 }
 
+void ServerMetrics::countRefusedConnection() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++refusedConnections_;
+}
+
 void ServerMetrics::observeTask(uint32_t cell, uint32_t rows) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (cell < batchRows_.size())
@@ -183,5 +188,10 @@ std::string ServerMetrics::render(const EngineStats &engine,
   sample(
       out, "cellrun_overload_refusals_total", "",
       static_cast<double>(requests_[static_cast<size_t>(Outcome::Overload)]));
+  header(out, "cellrun_http_connections_refused_total", "counter",
+         "HTTP connections answered 503 and closed at once: the server had "
+         "its limit of open connections (--http-max-connections).");
+  sample(out, "cellrun_http_connections_refused_total", "",
+         static_cast<double>(refusedConnections_));
   return out;
 }

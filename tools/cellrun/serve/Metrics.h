@@ -59,6 +59,9 @@ public:
   void observeRefusal(double seconds);
   /// A task of cell type `cell` with `rows` request rows.
   void observeTask(uint32_t cell, uint32_t rows);
+  /// An HTTP connection answered 503 and closed at once: the server had
+  /// its limit of open connections.
+  void countRefusedConnection();
 
   /// The whole exposition: our counters, then the engine's state.
   std::string render(const EngineStats &engine, uint64_t inFlight) const;
@@ -69,6 +72,7 @@ private:
   std::array<uint64_t, kOutcomes> requests_{};
   Histogram queueSeconds_, computeSeconds_, refusalSeconds_;
   std::vector<Histogram> batchRows_; // per cell type
+  uint64_t refusedConnections_ = 0;
 };
 
 } // namespace cellrun::serve

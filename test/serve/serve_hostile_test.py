@@ -1,0 +1,294 @@
+"""`cellrun serve` against hostile HTTP traffic (issue: the server under
+hostile and heavy traffic), on the LSTM example:
+
+- pipelining: requests written in one send() on one connection are all
+  answered, in order;
+- a gzip bomb (a small body that inflates far past --max-body-bytes) gets 413
+  and the server's peak memory stays under twice the limit;
+- malformed framing: Content-Length negative, not a number, given twice or
+  conflicting: 400;
+- 500 slow connections (one header line a second) and 300 kept-alive
+  clients: /v2/health/ready and a new client's infer are answered within
+  100 ms;
+- past --http-max-connections a new connection gets 503 at once.
+
+  serve_hostile_test.py CELLRUN MODEL REQUESTS"""
+import json
+import os
+import resource
+import selectors
+import socket
+import sys
+import threading
+import time
+import zlib
+
+from kserve_client import Server, load_lines, to_tensors, json_body
+
+cellrun, model, requests_path = sys.argv[1:4]
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL:", message)
+
+
+# Both ends hold hundreds of sockets.
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_response(s, buffer=b""):
+    """One HTTP/1.1 response from `s` (Content-Length framed): (status,
+    headers, body, rest of the buffer)."""
+    while b"\r\n\r\n" not in buffer:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a response")
+        buffer += chunk
+    head, buffer = buffer.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, value = line.split(":", 1)
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(buffer) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed inside a response body")
+        buffer += chunk
+    return status, headers, buffer[:length], buffer[length:]
+
+
+def post(path, body, extra=""):
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            f"\r\nContent-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+requests = load_lines(requests_path, 8)
+server = Server(cellrun, model, "--max-body-bytes", "8388608",
+                "--max-queue", "100000")
+status, _, body = server.request("GET", "/v2/models/lstm_lm")
+metadata = json.loads(body)
+infer_path = f"/v2/models/{metadata['name']}/infer"
+bodies = []
+for r in requests[:3]:
+    tensors, parameters = to_tensors(r, metadata)
+    b, _ = json_body(r["id"], tensors, parameters)
+    bodies.append(b)
+
+# Pipelining: three requests in one send, answered in order.
+s = connect(server.http)
+s.sendall(post(infer_path, bodies[0]) + post(infer_path, bodies[1]) +
+          b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n" +
+          post(infer_path, bodies[2]))
+rest = b""
+answers = []
+for _ in range(4):
+    status, headers, body, rest = read_response(s, rest)
+    answers.append((status, body))
+s.close()
+check([a[0] for a in answers] == [200, 200, 200, 200],
+      f"pipelined statuses {[a[0] for a in answers]}")
+ids = [json.loads(a[1]).get("id") for a in answers]
+check(ids[0] == requests[0]["id"] and ids[1] == requests[1]["id"] and
+      ids[3] == requests[2]["id"] and json.loads(answers[2][1]) == {"ready": True},
+      f"pipelined answers out of order: {ids}")
+
+# Malformed framing: 400 with a reason.
+for name, head in [
+        ("negative Content-Length", "Content-Length: -1\r\n"),
+        ("Content-Length not a number", "Content-Length: ten\r\n"),
+        ("conflicting Content-Length", "Content-Length: 10\r\nContent-Length: 12\r\n"),
+        ("duplicate Content-Length", "Content-Length: 10\r\nContent-Length: 10\r\n")]:
+    s = connect(server.http)
+    s.sendall(f"POST {infer_path} HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() +
+              b"0123456789")
+    try:
+        status, _, body, _ = read_response(s)
+        check(status == 400 and b"error" in body, f"{name}: {status} {body[:80]}")
+    except ConnectionError as error:
+        check(False, f"{name}: {error}")
+    s.close()
+
+
+def peak_rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+# A gzip bomb: 512 MB of spaces after a valid request, half a MB on the wire.
+before = peak_rss_kb(server.process.pid)
+compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+parts = [compressor.compress(bodies[0][:-1])]
+spaces = b" " * (1 << 20)
+for _ in range(512):
+    parts.append(compressor.compress(spaces))
+parts.append(compressor.compress(b"}") + compressor.flush())
+bomb = b"".join(parts)
+s = connect(server.http)
+s.sendall(post(infer_path, bomb, "Content-Encoding: gzip\r\n"))
+status, _, body, _ = read_response(s)
+s.close()
+after = peak_rss_kb(server.process.pid)
+check(status == 413, f"gzip bomb of {len(bomb)} bytes: {status} {body[:100]}")
+check(after - before < 2 * 8192, f"gzip bomb: peak RSS grew {after - before} kB "
+      f"(limit 8 MB: at most 16 MB)")
+# A small gzip body is decoded and served.
+small = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+gz = small.compress(bodies[1]) + small.flush()
+s = connect(server.http)
+s.sendall(post(infer_path, gz, "Content-Encoding: gzip\r\n"))
+status, _, body, _ = read_response(s)
+s.close()
+check(status == 200 and json.loads(body).get("id") == requests[1]["id"],
+      f"gzip request: {status} {body[:100]}")
+
+# 500 slow connections and 300 kept-alive clients at once.
+slow = [connect(server.http) for _ in range(500)]
+for s in slow:
+    s.sendall(f"POST {infer_path} HTTP/1.1\r\n".encode())
+stop = threading.Event()
+
+
+def trickle():
+    n = 0
+    while not stop.is_set():
+        for s in slow:
+            try:
+                s.sendall(f"X-Slow-{n}: 1\r\n".encode())
+            except OSError:
+                pass
+        n += 1
+        stop.wait(1.0)
+
+
+answered = [0]
+errors = []
+
+
+def keep_alive_clients():
+    # 300 connections kept open, each sending a request a second: they hold
+    # connections (threads, in a thread-per-connection server) without
+    # filling the engine's queue.
+    selector = selectors.DefaultSelector()
+    request = post(infer_path, bodies[0])
+    due = {}
+    for k in range(300):
+        s = connect(server.http)
+        s.setblocking(False)
+        selector.register(s, selectors.EVENT_READ, [b""])
+        due[s] = time.time() + k / 300  # spread over the second
+    time.sleep(0.01)
+    while not stop.is_set():
+        now = time.time()
+        for s, when in list(due.items()):
+            if when <= now:
+                s.sendall(request)
+                del due[s]
+        for key, _ in selector.select(timeout=0.05):
+            s, state = key.fileobj, key.data
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                errors.append("a kept-alive client's connection closed")
+                selector.unregister(s)
+                continue
+            state[0] += chunk
+            while b"\r\n\r\n" in state[0]:
+                head, tail = state[0].split(b"\r\n\r\n", 1)
+                length = int([l for l in head.split(b"\r\n")
+                              if l.lower().startswith(b"content-length")][0]
+                             .split(b":")[1])
+                if len(tail) < length:
+                    break
+                if not head.startswith(b"HTTP/1.1 200"):
+                    errors.append(head.split(b"\r\n")[0].decode())
+                state[0] = tail[length:]
+                answered[0] += 1
+                due[s] = time.time() + 1.0
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()
+
+
+threads = [threading.Thread(target=trickle), threading.Thread(target=keep_alive_clients)]
+for t in threads:
+    t.start()
+time.sleep(3)  # the clients are all connected and busy
+health, fresh = [], []
+for _ in range(10):
+    start = time.time()
+    status, _, _ = server.request("GET", "/v2/health/ready", timeout=10)
+    health.append((time.time() - start, status))
+    start = time.time()
+    status, _, body = server.request("POST", infer_path, body=bodies[2],
+                                     headers={"Content-Type": "application/json"},
+                                     timeout=10)
+    fresh.append((time.time() - start, status))
+    time.sleep(0.2)
+stop.set()
+for t in threads:
+    t.join()
+for s in slow:
+    s.close()
+slowest_health = max(d for d, _ in health)
+slowest_fresh = max(d for d, _ in fresh)
+print("health ms:", [round(d * 1000, 1) for d, _ in health], "infer ms:", [round(d * 1000, 1) for d, _ in fresh])
+print(f"under 500 slow connections and 300 kept-alive clients ({answered[0]} "
+      f"answers): health in at most {slowest_health * 1000:.1f} ms, a new "
+      f"client's infer in at most {slowest_fresh * 1000:.1f} ms")
+check(all(s == 200 for _, s in health + fresh), f"statuses {health} {fresh}")
+check(slowest_health < 0.1, f"health took {slowest_health * 1000:.1f} ms")
+check(slowest_fresh < 0.1, f"a new client's infer took {slowest_fresh * 1000:.1f} ms")
+check(answered[0] >= 600 and not errors, f"kept-alive clients: {answered[0]} "
+      f"answers, errors {errors[:3]}")
+code, log = server.stop()
+check(code == 0, f"exit code {code}")
+
+# Past the connection limit: 503 at once. Twelve connections against a
+# limit of eight: at least four get their 503 without sending anything.
+server = Server(cellrun, model, "--http-max-connections", "8")
+time.sleep(0.3)  # the readiness probes' connections are gone
+held = [connect(server.http) for _ in range(12)]
+time.sleep(0.5)
+refused = 0
+for h in held:
+    h.setblocking(False)
+    try:
+        data = h.recv(65536)
+    except BlockingIOError:
+        continue
+    check(data.startswith(b"HTTP/1.1 503") and b"too many connections" in data,
+          f"over the limit: {data[:80]}")
+    refused += 1
+check(refused >= 4, f"{refused} of 12 connections refused (limit 8)")
+for h in held:
+    h.close()
+time.sleep(0.3)
+status, _, _ = server.request("GET", "/v2/health/ready")
+check(status == 200, f"after the held connections closed: {status}")
+metrics = server.request("GET", "/metrics", port=server.metrics)[2].decode()
+check(f"cellrun_http_connections_refused_total {refused}" in metrics,
+      "the refused connections are counted")
+code, log = server.stop()
+check(code == 0, f"exit code {code}")
+
+if failures:
+    print(f"{len(failures)} failures")
+    sys.exit(1)
+print("serve_hostile_test: all passed")
