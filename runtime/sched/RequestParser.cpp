@@ -19,6 +19,37 @@ static Status bad(const std::string &where, const std::string &what) {
   return Status(StatusCode::InvalidArgument, where + ": " + what);
 }
 
+/// InvalidArgument naming `input` when a float of the row is NaN or
+/// infinite.
+static Status checkFinite(const uint8_t *bytes, size_t size,
+                          cellpack::DType type, const std::string &input) {
+  size_t elements = size / cpu::elementSize(type);
+  bool finite = true;
+  if (type == cellpack::DType::F32) {
+    for (size_t e = 0; e < elements; ++e) {
+      float value;
+      std::memcpy(&value, bytes + e * sizeof value, sizeof value);
+      finite &= std::isfinite(value);
+    }
+  } else {
+    for (size_t e = 0; e < elements; ++e)
+      finite &= std::isfinite(cpu::loadFloat(bytes, type, e));
+  }
+  if (finite)
+    return Status::ok();
+  for (size_t e = 0; e < elements; ++e)
+    if (!std::isfinite(cpu::loadFloat(bytes, type, e)))
+      return Status(StatusCode::InvalidArgument,
+                    "input '" + input + "' has " +
+                        (std::isnan(cpu::loadFloat(bytes, type, e))
+                             ? "a NaN"
+                             : "an infinite value") +
+                        " (element " + std::to_string(e) +
+                        "; the server takes them only with "
+                        "--allow-non-finite)");
+  return Status::ok();
+}
+
 Result<std::unique_ptr<RequestParser>>
 RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
                       RequestLimits limits) {
@@ -334,7 +365,16 @@ Status RequestParser::checkRows(const std::vector<RowView> &rows, uint32_t cell,
                            std::to_string(roles.dataRowBytes[d]));
     int64_t limit = roles.dataLimits[d];
     cellpack::DType type = roles.dataTypes[d];
-    if (cpu::isFloatType(type) || limit <= 0)
+    if (cpu::isFloatType(type)) {
+      if (limits_.allowNonFinite)
+        continue;
+      if (Status status =
+              checkFinite(rows[d].bytes, rows[d].size, type, name(d));
+          !status.isOk())
+        return bad(at(), status.message());
+      continue;
+    }
+    if (limit <= 0)
       continue;
     size_t elements = rows[d].size / cpu::elementSize(type);
     for (size_t e = 0; e < elements; ++e) {
@@ -364,7 +404,19 @@ Status RequestParser::checkUniformSteps(const StepRows &steps,
   const CellRoles &roles = structure_->cells[0];
   for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
     int64_t limit = roles.dataLimits[d];
-    if (cpu::isFloatType(roles.dataTypes[d]) || limit <= 0)
+    if (cpu::isFloatType(roles.dataTypes[d])) {
+      if (limits_.allowNonFinite)
+        continue;
+      std::string name =
+          roles.cell->inputs()->Get(roles.dataInputs[d])->name()->str();
+      for (size_t s = 1; s < steps.size(); ++s)
+        if (Status status = checkFinite(steps.row(s, d), steps.rowSize(s, d),
+                                        roles.dataTypes[d], name);
+            !status.isOk())
+          return bad(where + ", step " + std::to_string(s), status.message());
+      continue;
+    }
+    if (limit <= 0)
       continue;
     bool outside = false;
     if (roles.dataTypes[d] == cellpack::DType::I64 &&

@@ -107,13 +107,10 @@ Status checkTensor(const NamedTensor &tensor,
       return bad(where, "shape " + shapeText(tensor.shape) +
                             " has a negative dimension");
   const std::vector<int64_t> &expected = description.shape;
+  // The model's rank exactly: [3, 1] is not a [-1].
   bool shapeOk = tensor.shape.size() == expected.size();
   for (size_t d = 0; shapeOk && d < expected.size(); ++d)
     shapeOk = expected[d] < 0 || expected[d] == tensor.shape[d];
-  // [L] inputs also come as [L, 1] (a column of values).
-  if (!shapeOk && expected.size() == 1 && tensor.shape.size() > 1)
-    shapeOk = product(std::vector<int64_t>(tensor.shape.begin() + 1,
-                                           tensor.shape.end())) == 1;
   if (!shapeOk) {
     std::vector<int64_t> wanted = expected;
     return bad(where, "shape " + shapeText(tensor.shape) +

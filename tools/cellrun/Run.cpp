@@ -33,7 +33,7 @@ struct RunArgs {
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            threads = 0, workers = 1, resultBufferMb = 256;
-  bool quiet = false;
+  bool quiet = false, allowNonFinite = false;
 };
 
 void addOptions(CLI::App &app, RunArgs &args) {
@@ -79,6 +79,9 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_option("--task-log", args.taskLog,
                  "one CSV line per task: cell, nodes, batch size, times");
   app.add_flag("--quiet", args.quiet, "no progress bar");
+  app.add_flag("--allow-non-finite", args.allowNonFinite,
+               "take NaN and infinite input values (by default such a "
+               "request fails, naming the input)");
   app.add_option("--result-buffer-mb", args.resultBufferMb,
                  "results waiting to be written, at most (MiB): beyond it "
                  "no more requests are submitted until some are written")
@@ -203,6 +206,7 @@ int runRun(const std::vector<std::string> &arguments) {
   engineOptions.maxQueue = args.maxQueue;
   engineOptions.batchRequests = args.batchRequests;
   engineOptions.bucketWidth = args.bucketWidth;
+  engineOptions.limits.allowNonFinite = args.allowNonFinite;
 
   auto artifact = loadArtifact(args.model);
   if (!artifact.ok()) {

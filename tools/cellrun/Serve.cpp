@@ -34,6 +34,7 @@ struct ServeArgs {
   uint32_t httpMaxConnections = 4096;
   double httpTimeout = 30;
   double sessionTimeout = 60;
+  bool allowNonFinite = false;
 };
 
 void addOptions(CLI::App &app, ServeArgs &args) {
@@ -100,6 +101,9 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "connection")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_flag("--allow-non-finite", args.allowNonFinite,
+               "take NaN and infinite input values (by default a request "
+               "with one gets 400, naming the input)");
   app.add_option("--session-timeout", args.sessionTimeout,
                  "seconds a streaming session may stay idle before its state "
                  "is freed (0: never)")
@@ -155,6 +159,7 @@ int serveModel(const ServeArgs &args) {
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
   options.sessionTimeoutSeconds = args.sessionTimeout;
+  options.limits.allowNonFinite = args.allowNonFinite;
   size_t rowBytes = Executor::bytesPerPoolRow(*artifact.value());
   if (args.memoryBudget > 0) {
     uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);

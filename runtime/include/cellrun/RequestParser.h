@@ -36,6 +36,9 @@ struct ModelStructure;
 struct RequestLimits {
   uint32_t maxSteps = 4096;     // chain and encoder steps
   uint32_t maxTreeNodes = 4096; // nodes of a tree
+  /// Floating-point inputs may be NaN or infinite (by default such a
+  /// request is refused, naming the input and step).
+  bool allowNonFinite = false;
 };
 
 class RequestParser {

@@ -2,6 +2,8 @@
 #include "GrpcCodec.h"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 using namespace cellrun;
 using namespace cellrun::serve;
@@ -66,6 +68,53 @@ contentsToBytes(const inference::ModelInferRequest::InferInputTensor &input,
     break; // no typed contents: refused by type further on
   }
   return Status::ok();
+}
+
+/// The typed contents field a datatype's values go in.
+const char *contentsField(TensorType type) {
+  switch (type) {
+  case TensorType::Bool:
+    return "bool_contents";
+  case TensorType::Int8:
+  case TensorType::Int16:
+  case TensorType::Int32:
+    return "int_contents";
+  case TensorType::Int64:
+    return "int64_contents";
+  case TensorType::UInt8:
+  case TensorType::UInt16:
+  case TensorType::UInt32:
+    return "uint_contents";
+  case TensorType::UInt64:
+    return "uint64_contents";
+  case TensorType::Fp32:
+    return "fp32_contents";
+  case TensorType::Fp64:
+    return "fp64_contents";
+  case TensorType::Fp16:
+  case TensorType::Bytes:
+    break;
+  }
+  return "";
+}
+
+/// The typed contents fields `contents` fills, by name.
+std::vector<std::string>
+filledFields(const inference::InferTensorContents &contents) {
+  std::vector<std::string> filled;
+  auto note = [&](int size, const char *name) {
+    if (size > 0)
+      filled.push_back(name);
+  };
+  note(contents.bool_contents_size(), "bool_contents");
+  note(contents.int_contents_size(), "int_contents");
+  note(contents.int64_contents_size(), "int64_contents");
+  note(contents.uint_contents_size(), "uint_contents");
+  note(contents.uint64_contents_size(), "uint64_contents");
+  note(contents.fp32_contents_size(), "fp32_contents");
+  note(contents.fp64_contents_size(), "fp64_contents");
+  note(contents.bytes_contents_size(), "bytes_contents");
+  return filled;
 }
 
 } // namespace
@@ -147,10 +196,23 @@ serve::decodeInferRequest(const inference::ModelInferRequest &in) {
       if (elements > (int64_t(1) << 31))
         return bad(at + ": the shape has more than 2^31 elements");
     }
+    // Exactly one way to give the values: raw bytes, or the typed field
+    // of the datatype.
+    std::vector<std::string> filled = filledFields(input.contents());
+    if (raw && !filled.empty())
+      return bad(at + ": give the values in raw_input_contents or in " +
+                 filled[0] + ", not both");
     if (raw) {
       const std::string &bytes = in.raw_input_contents(i);
       tensor.data.assign(bytes.begin(), bytes.end());
     } else {
+      std::string field = contentsField(tensor.type);
+      for (const std::string &given : filled)
+        if (given != field)
+          return bad(at + ": a " + input.datatype() +
+                     " tensor's values go in " +
+                     (field.empty() ? "raw_input_contents" : field) + ", not " +
+                     given);
       if (Status status = contentsToBytes(input, tensor); !status.isOk())
         return bad(at + ": " + status.message());
     }

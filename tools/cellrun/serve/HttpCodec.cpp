@@ -24,19 +24,57 @@ Status bad(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
 
-/// Appends the leaves of a (possibly nested) JSON array in row-major order.
-Status flatten(const json &value, std::vector<const json *> &leaves,
-               int depth) {
-  if (!value.is_array()) {
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
+/// The values of nested arrays that follow `shape` from level `depth` on.
+Status nested(const json &value, const std::vector<int64_t> &shape,
+              size_t depth, std::vector<const json *> &leaves) {
+  if (depth == shape.size()) {
+    if (value.is_array())
+      return bad("\"data\" is nested deeper than the shape " +
+                 shapeText(shape));
     leaves.push_back(&value);
     return Status::ok();
   }
-  if (depth > 32)
-    return bad("\"data\" is nested deeper than 32 levels");
+  if (!value.is_array())
+    return bad("\"data\" is ragged: a value where the shape " +
+               shapeText(shape) + " has a level of " +
+               std::to_string(shape[depth]) + " items");
+  if (static_cast<int64_t>(value.size()) != shape[depth])
+    return bad("\"data\" is ragged: an array of " +
+               std::to_string(value.size()) + " items at level " +
+               std::to_string(depth) + " of the shape " + shapeText(shape));
   for (const json &item : value)
-    if (Status status = flatten(item, leaves, depth + 1); !status.isOk())
+    if (Status status = nested(item, shape, depth + 1, leaves); !status.isOk())
       return status;
   return Status::ok();
+}
+
+/// The values of `data` in row-major order: a flat array (its count is
+/// checked against the shape by the caller), or arrays nested exactly as
+/// `shape` is. Ragged rows, and arrays beside values, are refused.
+Status flatten(const json &data, const std::vector<int64_t> &shape,
+               std::vector<const json *> &leaves) {
+  if (!data.is_array()) {
+    if (!shape.empty())
+      return bad("\"data\" must be an array");
+    leaves.push_back(&data);
+    return Status::ok();
+  }
+  bool anyArray = false;
+  for (const json &item : data)
+    anyArray |= item.is_array();
+  if (!anyArray) {
+    for (const json &item : data)
+      leaves.push_back(&item);
+    return Status::ok();
+  }
+  return nested(data, shape, 0, leaves);
 }
 
 template <typename T> void append(std::vector<uint8_t> &data, T value) {
@@ -198,7 +236,7 @@ Result<NamedTensor> decodeInput(const json &input, size_t index,
   if (tensor.type == TensorType::Bytes || tensor.type == TensorType::Fp16)
     return tensor; // no element conversion: refused by type further on
   std::vector<const json *> leaves;
-  if (Status status = flatten(*data, leaves, 0); !status.isOk())
+  if (Status status = flatten(*data, tensor.shape, leaves); !status.isOk())
     return bad(where + ": " + status.message());
   if (static_cast<int64_t>(leaves.size()) != elements)
     return bad(where + ": \"data\" has " + std::to_string(leaves.size()) +
