@@ -57,11 +57,19 @@ struct KeyLocations {
   }
 };
 
+/// The largest max_decode_length cellc accepts: a decode of this many
+/// tokens is far past any translation or summary, and a bound keeps a
+/// model from decoding for ever (a request's result grows with each token).
+constexpr int64_t kMaxDecodeLength = 65536;
+
 struct Seq2SeqSpec {
   std::string encoder, decoder;
   std::vector<std::pair<std::string, std::string>> initialState; // dec <- enc
   std::string tokenInput, tokenOutput;
   int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
+  /// An eos_token the decoder cannot produce is meant (decodes always run to
+  /// max_decode_length).
+  bool allowEosOutsideVocabulary = false;
   KeyLocations loc;
 };
 

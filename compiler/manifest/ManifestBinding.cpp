@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/manifest/ManifestBinding.h"
+#include "compiler/manifest/TokenVocabulary.h"
 
 #include "cell/IR/CellOps.h"
 
@@ -276,6 +277,7 @@ LogicalResult cellc::bindManifest(const Manifest &manifest, ModuleOp module) {
   }
   if (const auto &s = manifest.seq2seq)
     if (failed(checkSeq2SeqTypes(*s, lookup(s->encoder), lookup(s->decoder))) ||
+        failed(checkSeq2SeqTokens(*s, lookup(s->decoder))) ||
         failed(checkMemoryTypes(*manifest.findCell(s->decoder),
                                 lookup(s->encoder), lookup(s->decoder))))
       return failure();

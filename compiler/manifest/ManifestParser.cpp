@@ -336,11 +336,19 @@ FailureOr<Seq2SeqSpec> ManifestParser::parseSeq2Seq(yaml::Node *node) {
   LogicalResult parsed = forEachEntry(
       node, "seq2seq",
       {"encoder", "decoder", "initial_state", "token_input", "token_output",
-       "bos_token", "eos_token", "max_decode_length"},
+       "bos_token", "eos_token", "max_decode_length",
+       "allow_eos_outside_vocabulary"},
       {"encoder", "decoder", "initial_state", "token_input", "token_output",
        "bos_token", "eos_token", "max_decode_length"},
       [&](StringRef key, yaml::Node *value) -> LogicalResult {
         spec.loc.keys[key] = locOf(value);
+        if (key == "allow_eos_outside_vocabulary") {
+          FailureOr<bool> allow = boolean(value, key);
+          if (failed(allow))
+            return failure();
+          spec.allowEosOutsideVocabulary = *allow;
+          return success();
+        }
         if (key == "initial_state")
           return forEachEntry(value, "initial_state", {}, {},
                               [&](StringRef decoderInput, yaml::Node *from) {
@@ -354,8 +362,10 @@ FailureOr<Seq2SeqSpec> ManifestParser::parseSeq2Seq(yaml::Node *node) {
                               });
         if (key == "bos_token" || key == "eos_token" ||
             key == "max_decode_length") {
-          FailureOr<int64_t> number = integer(
-              value, key, key == "max_decode_length" ? 1 : 0, INT32_MAX);
+          FailureOr<int64_t> number =
+              key == "max_decode_length"
+                  ? integer(value, key, 1, kMaxDecodeLength)
+                  : integer(value, key, 0, INT32_MAX);
           if (failed(number))
             return failure();
           (key == "bos_token"   ? spec.bosToken

@@ -25,6 +25,8 @@ const char *statusCodeName(StatusCode code) {
     return "Unavailable";
   case StatusCode::Internal:
     return "Internal";
+  case StatusCode::Cancelled:
+    return "Cancelled";
   }
   return "Unknown";
 }

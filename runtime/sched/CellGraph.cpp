@@ -177,7 +177,7 @@ uint32_t CellGraph::addDecoderStep(uint32_t previous) {
 
 ReadySubgraph CellGraph::startDecoder(uint32_t lastEncoder) {
   decodeLimit_ = request_.maxDecodeLength > 0 ? request_.maxDecodeLength
-                                              : structure_.maxDecodeLength;
+                                              : structure_.decodeLimit;
   ReadySubgraph decoder;
   decoder.part = 1;
   uint32_t first = addNode(1);

@@ -327,6 +327,11 @@ Status Engine::submit(Request request, Callback done) {
       ++admission.rejected;
       return refusal;
     }
+    if (const auto &token = entry->graph->request().cancel;
+        token && token->cancelled_) {
+      ++admission.rejected;
+      return cancelledStatus(entry->graph->request().id, token->why_);
+    }
     SessionState *session = nullptr;
     if (const SessionChunk &chunk = entry->graph->request().session;
         chunk.id != 0) {
@@ -464,6 +469,7 @@ EngineStats Engine::stats() const {
   {
     std::lock_guard<std::mutex> lock(impl_->admission.mutex);
     total.submitted = impl_->admission.submitted;
+    total.cancelled = impl_->admission.cancelledWaiting;
     total.rejected = impl_->admission.rejected;
     total.waiting = static_cast<uint32_t>(impl_->admission.waiting.size() +
                                           impl_->admission.chunksPending);
@@ -483,6 +489,7 @@ EngineStats Engine::stats() const {
     const EngineStats &stats = worker->stats_;
     total.completed += stats.completed;
     total.failed += stats.failed;
+    total.cancelled += stats.cancelled;
     total.deadlineMisses += stats.deadlineMisses;
     total.running += stats.running;
     uint64_t tasks = 0;

@@ -37,6 +37,9 @@ namespace cellrun {
 
 struct AdmissionQueue;
 
+/// "request <id> was cancelled: <reason>" (StatusCode::Cancelled).
+Status cancelledStatus(const std::string &id, const std::string &reason);
+
 /// One device: its executor, batching policy, requests and thread.
 class EngineWorker {
 public:
@@ -62,6 +65,12 @@ public:
     /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
     /// row its first reader took, or row -1 before that.
     std::vector<std::pair<uint32_t, int32_t>> heldRows;
+    /// Engine::cancelAll reached it while it waited (under the admission
+    /// mutex): it ends as soon as it is admitted, with `cancelReason`.
+    bool cancelled = false;
+    std::string cancelReason;
+    /// Its number in the order of admission (AdmissionQueue::admissions).
+    uint64_t admission = 0;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);
@@ -125,6 +134,18 @@ public:
   std::thread worker_;
   /// The worker thread has returned (it admits nothing any more).
   std::atomic<bool> exited_{false};
+  /// Cancelled requests admitted here (Engine::cancel), and the reason of
+  /// an Engine::cancelAll that reached it (under the admission mutex);
+  /// whether there are any, read without the mutex every round.
+  std::vector<std::shared_ptr<CancelToken>> cancelled_;
+  std::optional<std::string> cancelAllReason_;
+  uint64_t cancelAllBefore_ = 0; // the admissions it reaches
+  std::atomic<bool> cancelPending_{false};
+  /// Ends the requests cancelled since the last round (at the start of a
+  /// round, before the policy plans: none of their nodes is bound again).
+  void endCancelled();
+  /// Ends the admitted request `key` with Cancelled, if it is still running.
+  void endAsCancelled(uint64_t key, const std::string &reason);
   /// Its executor was lost (Executor::lost): it failed what it held and
   /// admits and runs nothing any more (set with exited_).
   std::atomic<bool> outOfService_{false};
@@ -317,6 +338,10 @@ struct AdmissionQueue {
   uint32_t inService = 0;
   Status lastLoss;
   uint64_t submitted = 0, rejected = 0;
+  /// Requests cancelled while they waited (answered by Engine::cancel).
+  uint64_t cancelledWaiting = 0;
+  /// Requests admitted so far, by every worker.
+  uint64_t admissions = 0;
   bool stopping = false;
   /// Open sessions by id (guarded by the mutex, like the queue).
   std::unordered_map<uint64_t, SessionState> sessions;

@@ -20,6 +20,7 @@ bool EngineWorker::runOnce() {
   executorTime_ = {};
   expireSessions();
   bool admitted = admit();
+  endCancelled();
   std::vector<PlannedTask> planned = policy_->next();
   std::vector<InFlight> round;
   round.reserve(planned.size());

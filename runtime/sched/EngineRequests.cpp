@@ -110,6 +110,7 @@ bool EngineWorker::admit() {
   bool took = false;
   while (true) {
     std::unique_ptr<Entry> entry, refused;
+    std::optional<std::string> cancelReason;
     {
       std::lock_guard<std::mutex> lock(admission_->mutex);
       // The first waiting request blocks those behind it until some
@@ -125,6 +126,16 @@ bool EngineWorker::admit() {
         for (uint32_t pool = 0; pool < pools_.size(); ++pool)
           pools_[pool].reserved += entry->need[pool] - entry->held[pool];
         idle_ = false;
+        entry->admission = admission_->admissions++;
+        // Cancelled from here on, it is this worker's to end.
+        const auto &token = entry->graph->request().cancel;
+        if (token) {
+          token->worker_ = static_cast<int32_t>(index_);
+          if (token->cancelled_)
+            cancelReason = token->why_;
+        }
+        if (entry->cancelled)
+          cancelReason = entry->cancelReason;
       } else if (neverStarts(**head)) {
         refused = std::move(*head);
         admission_->waiting.erase(head);
@@ -138,8 +149,14 @@ bool EngineWorker::admit() {
       continue;
     }
     Entry &admitted = *entry;
-    admitted.key = entries_.insert(std::move(entry));
+    uint64_t key = admitted.key = entries_.insert(std::move(entry));
+    if (const auto &token = admitted.graph->request().cancel)
+      token->key_ = key;
     startRequest(admitted);
+    // Cancelled while it waited behind its session's chunk, or by
+    // cancelAll: it ends now, closing its session.
+    if (cancelReason)
+      endAsCancelled(key, *cancelReason);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
@@ -296,6 +313,8 @@ void EngineWorker::deliver(uint64_t key) {
     stats_.running = static_cast<uint32_t>(running);
     if (result.status.isOk())
       ++stats_.completed;
+    else if (result.status.code() == StatusCode::Cancelled)
+      ++stats_.cancelled;
     else
       ++stats_.failed;
     stats_.deadlineMisses += result.missedDeadline;

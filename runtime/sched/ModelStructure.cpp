@@ -276,8 +276,13 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
     structure.bosToken = unfolding.bos_token();
     structure.eosToken = unfolding.eos_token();
     structure.maxDecodeLength = unfolding.max_decode_length();
-    if (structure.maxDecodeLength < 1)
-      return fail(artifact, "max_decode_length must be at least 1");
+    if (structure.maxDecodeLength < 1 ||
+        structure.maxDecodeLength > kMaxDecodeLength)
+      return fail(artifact, "max_decode_length " +
+                                std::to_string(structure.maxDecodeLength) +
+                                " is not in 1.." +
+                                std::to_string(kMaxDecodeLength));
+    structure.decodeLimit = structure.maxDecodeLength;
     structure.initialFromEncoder.assign(dec.inputs()->size(), -1);
     if (unfolding.initial_state())
       for (const cellpack::StatePair *pair : *unfolding.initial_state()) {

@@ -57,6 +57,9 @@ struct CellRoles {
   std::vector<uint32_t> allOutputs;
 };
 
+/// The longest decode an artifact may ask for (cellc's bound).
+constexpr int64_t kMaxDecodeLength = 65536;
+
 struct ModelStructure {
   cellpack::Structure kind = cellpack::Structure::Chain;
   /// chain: [cell]; seq2seq: [encoder, decoder]; tree: [leaf, internal].
@@ -68,6 +71,9 @@ struct ModelStructure {
   /// can read the token of the step before it on the device.
   bool tokenFeedbackOnDevice = false;
   int64_t bosToken = 0, eosToken = 0, maxDecodeLength = 0;
+  /// The most tokens a request's decode may produce: max_decode_length, or
+  /// the parser's step limit (RequestLimits::maxSteps) when that is lower.
+  int64_t decodeLimit = 0;
   /// Per decoder input: the encoder output that initialises it, or -1.
   std::vector<int32_t> initialFromEncoder;
   /// Decoder inputs of role memory: one row a request, `positions` rows of

@@ -62,6 +62,8 @@ RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
       std::make_unique<ModelStructure>(std::move(structure).value());
   parser->limits_ = limits;
   ModelStructure &resolved = *parser->structure_;
+  resolved.decodeLimit = std::min<int64_t>(resolved.maxDecodeLength,
+                                           std::max(limits.maxSteps, 1u));
   if (resolved.kind == cellpack::Structure::Custom) {
     resolved.makeUnfolder = findUnfolder(resolved.unfolder);
     if (!resolved.makeUnfolder)
@@ -88,6 +90,15 @@ RequestParser::create(std::shared_ptr<const LoadedArtifact> artifact,
 }
 
 RequestParser::~RequestParser() = default;
+
+std::string RequestParser::decodeLimitText() const {
+  std::string model = "the model's max_decode_length " +
+                      std::to_string(structure_->maxDecodeLength);
+  if (structure_->decodeLimit == structure_->maxDecodeLength)
+    return model;
+  return std::to_string(structure_->decodeLimit) + ", the server's step " +
+         "limit (" + model + ")";
+}
 
 Result<Request> RequestParser::parse(std::string_view text,
                                      const std::string &fallbackId) const {
@@ -260,10 +271,10 @@ Result<Request> RequestParser::fromJson(const Json &json,
     }
     if (auto limit = json.find("max_decode_length"); limit != json.end()) {
       std::optional<int64_t> length = jsonInteger(*limit);
-      if (!length || *length < 1 || *length > structure_->maxDecodeLength)
+      if (!length || *length < 1 || *length > structure_->decodeLimit)
         return bad(where, "\"max_decode_length\" must be an integer from 1 "
-                          "to the model's " +
-                              std::to_string(structure_->maxDecodeLength));
+                          "to " +
+                              decodeLimitText());
       request.maxDecodeLength = *length;
     }
   } else {
@@ -597,10 +608,9 @@ Status RequestParser::check(const Request &request) const {
     }
   }
   if (request.maxDecodeLength < 0 ||
-      request.maxDecodeLength > structure_->maxDecodeLength)
+      request.maxDecodeLength > structure_->decodeLimit)
     return bad(where, "max decode length " +
                           std::to_string(request.maxDecodeLength) +
-                          " is beyond the model's " +
-                          std::to_string(structure_->maxDecodeLength));
+                          " is beyond " + decodeLimitText());
   return Status::ok();
 }

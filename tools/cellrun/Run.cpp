@@ -32,7 +32,8 @@ struct RunArgs {
   std::string model, input, output, taskLog;
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
-           threads = 0, workers = 1, resultBufferMb = 256;
+           threads = 0, workers = 1, resultBufferMb = 256,
+           maxSteps = RequestLimits().maxSteps;
   bool quiet = false, allowNonFinite = false;
 };
 
@@ -82,6 +83,11 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_flag("--allow-non-finite", args.allowNonFinite,
                "take NaN and infinite input values (by default such a "
                "request fails, naming the input)");
+  app.add_option("--max-steps", args.maxSteps,
+                 "steps of one cell a request may run: a longer input fails, "
+                 "a decode stops after this many tokens (stop \"limit\")")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 24));
   app.add_option("--result-buffer-mb", args.resultBufferMb,
                  "results waiting to be written, at most (MiB): beyond it "
                  "no more requests are submitted until some are written")
@@ -207,6 +213,7 @@ int runRun(const std::vector<std::string> &arguments) {
   engineOptions.batchRequests = args.batchRequests;
   engineOptions.bucketWidth = args.bucketWidth;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
+  engineOptions.limits.maxSteps = args.maxSteps;
 
   auto artifact = loadArtifact(args.model);
   if (!artifact.ok()) {

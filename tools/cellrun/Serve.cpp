@@ -2,8 +2,9 @@
 //
 // Loads one artifact, starts the engine and the HTTP, gRPC and metrics
 // front ends, logs a start-up summary, and on SIGTERM or SIGINT stops
-// taking requests (503 / UNAVAILABLE), answers every accepted one, closes
-// the ports and exits 0. Built only on the public runtime API.
+// taking requests (503 / UNAVAILABLE), answers the accepted ones within the
+// drain deadline and cancels the rest, closes the ports and exits 0. Built only
+// on the public runtime API.
 //
 //===----------------------------------------------------------------------===//
 #include "Serve.h"
@@ -34,6 +35,8 @@ struct ServeArgs {
   uint32_t httpMaxConnections = 4096;
   double httpTimeout = 30;
   double sessionTimeout = 60;
+  double drainTimeout = 30;
+  uint32_t maxSteps = RequestLimits().maxSteps;
   bool allowNonFinite = false;
 };
 
@@ -101,6 +104,18 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "connection")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--max-steps", args.maxSteps,
+                 "steps of one cell a request may run: a longer input is "
+                 "refused (400), a decode stops after this many tokens (stop "
+                 "reason \"limit\")")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 24));
+  app.add_option("--drain-timeout", args.drainTimeout,
+                 "on SIGTERM or SIGINT, seconds to answer the requests in "
+                 "flight; those still running then are cancelled (503, gRPC "
+                 "CANCELLED)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--allow-non-finite", args.allowNonFinite,
                "take NaN and infinite input values (by default a request "
                "with one gets 400, naming the input)");
@@ -160,6 +175,7 @@ int serveModel(const ServeArgs &args) {
   options.poolRows = args.poolRows;
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
+  options.limits.maxSteps = args.maxSteps;
   size_t rowBytes = Executor::bytesPerPoolRow(*artifact.value());
   if (args.memoryBudget > 0) {
     uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);
@@ -218,10 +234,18 @@ int serveModel(const ServeArgs &args) {
 
   int received = 0;
   sigwait(&signals, &received);
-  spdlog::info("{}: no new requests; answering the {} in flight",
-               received == SIGTERM ? "SIGTERM" : "SIGINT", model.inFlight());
+  spdlog::info("{}: no new requests; answering the {} in flight within {} s",
+               received == SIGTERM ? "SIGTERM" : "SIGINT", model.inFlight(),
+               args.drainTimeout);
   model.stopAccepting();
-  model.waitIdle();
+  if (!model.waitIdleFor(args.drainTimeout)) {
+    spdlog::warn("drain deadline passed: cancelling the {} requests still "
+                 "in flight",
+                 model.inFlight());
+    model.cancelAll("the server is shutting down and its drain deadline (" +
+                    fmt::format("{}", args.drainTimeout) + " s) has passed");
+    model.waitIdle();
+  }
   grpc.stop();
   http.stop();
   EngineStats stats = model.engine().stats();
@@ -235,7 +259,7 @@ int serveModel(const ServeArgs &args) {
 int runServe(const std::vector<std::string> &arguments) {
   CLI::App app("Serves one compiled model over the KServe v2 protocol "
                "(HTTP/REST and gRPC) with Prometheus metrics; SIGTERM or "
-               "SIGINT stops it gracefully.",
+               "SIGINT stops it gracefully (within --drain-timeout).",
                "cellrun serve");
   ServeArgs args;
   addOptions(app, args);

@@ -95,6 +95,8 @@ struct CellTypeStats {
 
 struct EngineStats {
   uint64_t submitted = 0, completed = 0, failed = 0, rejected = 0;
+  /// Ended by Engine::cancel or cancelAll (not counted as failed).
+  uint64_t cancelled = 0;
   uint64_t deadlineMisses = 0;
   uint32_t waiting = 0, running = 0;
   /// State memory, over every worker's pools: bytes requests may reserve
@@ -155,6 +157,19 @@ public:
   /// True when the queue has room for a request now (an offline caller
   /// waits for it instead of being refused).
   bool hasRoom() const;
+
+  /// Ends the request submitted with `token` (Request::cancel) early, with
+  /// a Cancelled status "request <id> was cancelled: <reason>". One still
+  /// waiting is answered at once, on this thread (a session's chunk once it
+  /// is admitted, closing its session); an admitted one at its worker's
+  /// next round: none of its nodes is bound again and its rows go back as
+  /// the tasks holding them finish. Nothing happens when it has been
+  /// answered already; a token cancelled before submit makes submit refuse.
+  void cancel(const std::shared_ptr<CancelToken> &token,
+              const std::string &reason);
+  /// The same for every request submitted so far that has not been
+  /// answered (a server's shutdown after its drain deadline).
+  void cancelAll(const std::string &reason);
 
   /// Manual mode: one round of the loop on every worker (admission, one
   /// call to the policy, its tasks run). False when there was nothing to do.

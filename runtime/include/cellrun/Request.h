@@ -22,6 +22,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -115,6 +116,25 @@ struct SessionChunk {
   bool end = false;   // closes it when this chunk is done
 };
 
+/// Lets whoever submitted a request end it early (Engine::cancel): the
+/// submitter keeps one copy, the request another. Filled in by the engine.
+class CancelToken {
+public:
+  /// Engine::cancel has been called for it.
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+private:
+  friend class Engine;
+  friend class EngineWorker;
+  std::atomic<bool> cancelled_{false};
+  // Under the engine's admission mutex: the worker that admitted the
+  // request (-1 while it waits) and why it was cancelled.
+  int32_t worker_ = -1;
+  std::string why_;
+  // The worker's own: the request's key in its table.
+  uint64_t key_ = 0;
+};
+
 struct Request {
   std::string id;
   StepRows steps;             // chain, seq2seq encoder
@@ -124,6 +144,8 @@ struct Request {
   std::shared_ptr<const nlohmann::json> json; // custom: the whole request
   double deadlineMicros = 0;                  // latency goal; 0: none
   SessionChunk session;
+  /// Set to be able to cancel the request (Engine::cancel); may be null.
+  std::shared_ptr<CancelToken> cancel;
 };
 
 /// One named output: float values or integer values, with its shape.

@@ -4,7 +4,8 @@
 // HTTP front end:
 //   chain, seq2seq:  {"id": "r1", "tokens": [5, 17, 3]}
 //                    or {"id": "r1", "steps": [{"x": [0.1, 0.2]}, ...]}
-//                    seq2seq also "max_decode_length": N (<= the model's)
+//                    seq2seq also "max_decode_length": N (<= the model's and
+//                    the step limit)
 //   tree:            {"id": "t1", "nodes": [{"token": 4}, {"token": 9},
 //                                            {"children": [0, 1]}],
 //                     "root": 2}   (root optional: the node no one points to)
@@ -34,7 +35,10 @@ class LoadedArtifact;
 struct ModelStructure;
 
 struct RequestLimits {
-  uint32_t maxSteps = 4096;     // chain and encoder steps
+  /// Steps of one cell a request may run: a longer chain or encoder input
+  /// is refused, a decode stops after this many tokens (stop reason
+  /// "limit") when the model's max_decode_length is longer.
+  uint32_t maxSteps = 4096;
   uint32_t maxTreeNodes = 4096; // nodes of a tree
   /// Floating-point inputs may be NaN or infinite (by default such a
   /// request is refused, naming the input and step).
@@ -80,6 +84,8 @@ public:
 
 private:
   RequestParser() = default;
+  /// The decode limit, and where it comes from, for messages.
+  std::string decodeLimitText() const;
   Result<NodeData> parseNode(const nlohmann::json &json, uint32_t cell,
                              const std::string &where) const;
   /// A tree node's inputs for `cell`: its input values, or {"token": N}.

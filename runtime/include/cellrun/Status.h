@@ -29,6 +29,7 @@ enum class StatusCode {
   ResourceExhausted, // a budget or queue is full
   Unavailable,       // a device or service is not there
   Internal,          // a bug in cellrun
+  Cancelled,         // ended early by its submitter (Engine::cancel)
 };
 
 /// The code's name, e.g. "DataLoss".

@@ -12,6 +12,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace cellrun;
@@ -34,6 +35,8 @@ grpc::StatusCode grpcCodeOf(Outcome outcome) {
     return grpc::StatusCode::UNAVAILABLE;
   case Outcome::Failed:
     return grpc::StatusCode::INTERNAL;
+  case Outcome::Cancelled:
+    return grpc::StatusCode::CANCELLED;
   }
   return grpc::StatusCode::INTERNAL;
 }
@@ -105,8 +108,10 @@ public:
     return grpc::Status::OK;
   }
 
-  /// Runs one request; `done` gets the reply (on the engine's thread).
+  /// Runs one request; `done` gets the reply (on the engine's thread);
+  /// `token` cancels it.
   void run(const inference::ModelInferRequest &in,
+           std::shared_ptr<CancelToken> token,
            InferenceService::ReplyCallback done) {
     auto received = std::chrono::steady_clock::now();
     done = [this, received, done = std::move(done)](InferReply reply) {
@@ -131,16 +136,30 @@ public:
       reply.outcome = Outcome::Invalid;
       return done(std::move(reply));
     }
+    call.value().cancel = std::move(token);
     service_.infer(std::move(call).value(), std::move(done));
   }
 
-  grpc::Status ModelInfer(ServerContext *,
+  /// Why a call's requests are cancelled.
+  static constexpr const char *kCallEnded =
+      "its client cancelled the call, or the call's deadline passed";
+  /// How often a waiting call looks for its client's cancellation.
+  static constexpr std::chrono::milliseconds kCancelPoll{20};
+
+  grpc::Status ModelInfer(ServerContext *context,
                           const inference::ModelInferRequest *in,
                           inference::ModelInferResponse *out) override {
     std::promise<InferReply> promise;
     std::future<InferReply> future = promise.get_future();
-    run(*in,
+    auto token = std::make_shared<CancelToken>();
+    run(*in, token,
         [&promise](InferReply reply) { promise.set_value(std::move(reply)); });
+    // A client that cancels or lets its deadline pass stops the work.
+    while (future.wait_for(kCancelPoll) != std::future_status::ready)
+      if (context->IsCancelled()) {
+        service_.cancel(token, kCallEnded);
+        break;
+      }
     InferReply reply = future.get();
     if (!reply.status.isOk())
       return grpc::Status(grpcCodeOf(reply.outcome), reply.status.message());
@@ -150,7 +169,7 @@ public:
   }
 
   grpc::Status ModelStreamInfer(
-      ServerContext *,
+      ServerContext *context,
       grpc::ServerReaderWriter<inference::ModelStreamInferResponse,
                                inference::ModelInferRequest> *stream) override {
     // Replies arrive on the engine's thread; this thread alone writes, so
@@ -160,15 +179,25 @@ public:
     std::deque<InferReply> replies;
     size_t outstanding = 0;
     bool reading = true;
+    // The requests not answered yet, cancelled if the client goes away.
+    std::set<std::shared_ptr<CancelToken>> unanswered;
+    bool cancelled = false;
     std::thread reader([&] {
       inference::ModelInferRequest in;
       while (stream->Read(&in)) {
+        auto token = std::make_shared<CancelToken>();
+        bool cancelNow = false;
         {
           std::lock_guard<std::mutex> lock(mutex);
           ++outstanding;
+          unanswered.insert(token);
+          cancelNow = cancelled;
         }
-        run(in, [&](InferReply reply) {
+        if (cancelNow)
+          service_.cancel(token, kCallEnded);
+        run(in, token, [&, token](InferReply reply) {
           std::lock_guard<std::mutex> lock(mutex);
+          unanswered.erase(token);
           replies.push_back(std::move(reply));
           changed.notify_all();
         });
@@ -180,9 +209,20 @@ public:
     bool writable = true;
     while (true) {
       std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] {
+      bool woken = changed.wait_for(lock, kCancelPoll, [&] {
         return !replies.empty() || (!reading && outstanding == 0);
       });
+      if (!woken) {
+        if (!cancelled && context->IsCancelled()) {
+          cancelled = true;
+          std::vector<std::shared_ptr<CancelToken>> tokens(unanswered.begin(),
+                                                           unanswered.end());
+          lock.unlock();
+          for (const auto &token : tokens)
+            service_.cancel(token, kCallEnded);
+        }
+        continue;
+      }
       if (replies.empty())
         break;
       InferReply reply = std::move(replies.front());

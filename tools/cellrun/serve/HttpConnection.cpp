@@ -6,6 +6,9 @@
 #include <boost/asio/post.hpp>
 
 #include <array>
+#include <cerrno>
+
+#include <sys/socket.h>
 
 using namespace cellrun;
 using namespace cellrun::serve;
@@ -130,6 +133,7 @@ void HttpConnection::dispatch() {
       length != message.end())
     request.inferenceHeaderLength = std::string(length->value());
   request.received = received_;
+  request.cancel = cancel_ = std::make_shared<CancelToken>();
   beast::string_view encoding = message[http::field::content_encoding];
   if (encoding.empty()) {
     request.body = std::move(message.body());
@@ -155,9 +159,49 @@ void HttpConnection::dispatch() {
                                self->write(std::move(response));
                              });
                  });
+  watchClient();
+}
+
+void HttpConnection::watchClient() {
+  // Nothing else waits on the socket until the answer is written.
+  stream_.expires_never();
+  watching_ = true;
+  stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this()](beast::error_code error) {
+        self->onClientReadable(error);
+      });
+}
+
+void HttpConnection::onClientReadable(beast::error_code error) {
+  if (error == net::error::operation_aborted || !watching_)
+    return; // the answer came first
+  watching_ = false;
+  if (!error) {
+    // A look that never blocks (a wait may end without data to read).
+    char byte;
+    ssize_t peeked = ::recv(stream_.socket().native_handle(), &byte, 1,
+                            MSG_PEEK | MSG_DONTWAIT);
+    if (peeked > 0)
+      return; // a pipelined request: read once this one is answered
+    if (peeked < 0 &&
+        (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+      return watchClient();
+  }
+  // End of stream or a reset: no one will read the answer.
+  clientGone_ = true;
+  routes_.cancel(cancel_);
 }
 
 void HttpConnection::write(HttpResponse response) {
+  if (watching_) {
+    watching_ = false;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored); // ends the watch's wait
+  }
+  cancel_.reset();
+  if (clientGone_)
+    return close();
   auto message = std::make_shared<http::response<http::string_body>>();
   message->version(11);
   message->result(static_cast<unsigned>(response.status));

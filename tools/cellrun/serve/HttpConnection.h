@@ -9,7 +9,9 @@
 // waiting for its client or for the engine holds no thread. Malformed
 // requests get 400 (a Content-Length that is negative, not a number, or
 // given twice), 413 past the body limit, 431 past the header limit, 415 for
-// an unknown Content-Encoding, then the connection closes.
+// an unknown Content-Encoding, then the connection closes. A client that
+// closes its connection while its request is computed has the request
+// cancelled (the engine stops its work at the next step).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_SERVE_HTTPCONNECTION_H
@@ -63,6 +65,11 @@ private:
   void onBody(boost::beast::error_code error);
   /// The request read: decoded and handed to the routes.
   void dispatch();
+  /// While the routes work on a request: notices a client that closes its
+  /// connection (a read of end of stream or an error; data, a pipelined
+  /// request, ends the watch) and cancels the request's work.
+  void watchClient();
+  void onClientReadable(boost::beast::error_code error);
   /// Writes `response`; closes after it unless the connection stays open.
   void write(HttpResponse response);
   void onWrite(boost::beast::error_code error);
@@ -84,6 +91,9 @@ private:
   bool refused_ = false;           // an error answer: close after it
   bool lingering_ = false;
   bool closed_ = false;
+  bool watching_ = false;               // watchClient's wait is pending
+  bool clientGone_ = false;             // the answer has no one to go to
+  std::shared_ptr<CancelToken> cancel_; // the request being answered
 };
 
 } // namespace cellrun::serve

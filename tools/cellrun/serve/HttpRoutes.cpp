@@ -171,6 +171,7 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
   // outputs go back binary) stays here until the reply comes.
   auto call = std::make_shared<HttpInferRequest>(std::move(decoded).value());
   InferCall inputs = std::move(call->call);
+  inputs.cancel = request.cancel;
   inputs.modelName = model;
   inputs.modelVersion = version;
   service.infer(std::move(inputs), [&service, call,

@@ -29,6 +29,9 @@ struct HttpRequest {
   std::optional<std::string> inferenceHeaderLength;
   /// When the request's header had arrived (refusals are timed from it).
   std::chrono::steady_clock::time_point received;
+  /// Cancels the request's work when its client goes away (HttpRoutes::
+  /// cancel).
+  std::shared_ptr<CancelToken> cancel;
 };
 
 struct HttpResponse {
@@ -45,6 +48,9 @@ public:
   virtual ~HttpRoutes() = default;
   /// Answers `request` by calling `respond` exactly once, on any thread.
   virtual void handle(HttpRequest request, Respond respond) = 0;
+  /// The client of the request given `token` closed its connection before
+  /// the answer: the work for it stops (it is still answered, unread).
+  virtual void cancel(const std::shared_ptr<CancelToken> &token) {}
 };
 
 /// The inference protocol's routes for `service`.
@@ -52,6 +58,9 @@ class KServeRoutes final : public HttpRoutes {
 public:
   explicit KServeRoutes(InferenceService &service) : service_(service) {}
   void handle(HttpRequest request, Respond respond) override;
+  void cancel(const std::shared_ptr<CancelToken> &token) override {
+    service_.cancel(token, "its client closed the connection");
+  }
 
 private:
   void infer(HttpRequest &request, const std::string &model,

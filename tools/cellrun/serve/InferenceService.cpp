@@ -20,6 +20,8 @@ Outcome serve::outcomeOf(const Status &status) {
     return Outcome::Overload;
   case StatusCode::Unavailable:
     return Outcome::Unavailable;
+  case StatusCode::Cancelled:
+    return Outcome::Cancelled;
   default:
     return Outcome::Failed;
   }
@@ -36,6 +38,7 @@ int serve::httpStatusOf(Outcome outcome) {
   case Outcome::Overload:
     return 429;
   case Outcome::Unavailable:
+  case Outcome::Cancelled:
     return 503;
   case Outcome::Failed:
     return 500;
@@ -165,6 +168,8 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
         call.id.empty() ? "#" + std::to_string(++unnamed_) : call.id;
     request = engine_->parser().fromTensors(call.inputs, call.options);
     reply.status = request.status();
+    if (request.ok())
+      request.value().cancel = std::move(call.cancel);
   }
   if (!reply.status.isOk()) {
     finish(reply, done);
@@ -217,6 +222,12 @@ void InferenceService::stopAccepting() { stopping_ = true; }
 void InferenceService::waitIdle() {
   std::unique_lock<std::mutex> lock(idleMutex_);
   idle_.wait(lock, [this] { return inFlight_ == 0; });
+}
+
+bool InferenceService::waitIdleFor(double seconds) {
+  std::unique_lock<std::mutex> lock(idleMutex_);
+  return idle_.wait_for(lock, std::chrono::duration<double>(seconds),
+                        [this] { return inFlight_ == 0; });
 }
 
 std::string InferenceService::renderMetrics() const {

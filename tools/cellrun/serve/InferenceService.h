@@ -36,6 +36,8 @@ struct InferCall {
   /// Outputs to return, by name; empty: every output of the signature.
   std::vector<std::string> outputs;
   TensorRequestOptions options;
+  /// Lets the front end cancel the request when its client goes away.
+  std::shared_ptr<CancelToken> cancel;
 };
 
 struct InferReply {
@@ -53,7 +55,8 @@ struct InferReply {
 
 /// The outcome a failed Status maps to (InvalidArgument: Invalid, ...).
 Outcome outcomeOf(const Status &status);
-/// The HTTP status of an outcome (200, 400, 404, 429, 503, 500).
+/// The HTTP status of an outcome (200, 400, 404, 429, 503, 500; a cancelled
+/// request 503).
 int httpStatusOf(Outcome outcome);
 
 class InferenceService {
@@ -91,10 +94,23 @@ public:
   bool refuseEarly(const std::string &name, const std::string &version,
                    const std::string &id, const ReplyCallback &done);
 
+  /// Ends the request infer() was given `token` for (its client went away):
+  /// it is answered with Cancelled ("request <id> was cancelled: <reason>").
+  void cancel(const std::shared_ptr<CancelToken> &token,
+              const std::string &reason) {
+    engine_->cancel(token, reason);
+  }
+
   /// Refuses new requests from now on (503) and marks the server not ready.
   void stopAccepting();
   /// Waits until every accepted request has been answered.
   void waitIdle();
+  /// The same for at most `seconds`; true when idle.
+  bool waitIdleFor(double seconds);
+  /// Cancels every request accepted and not yet answered (a shutdown past
+  /// its drain deadline): they are answered with Cancelled (503, gRPC
+  /// CANCELLED) and `reason`.
+  void cancelAll(const std::string &reason) { engine_->cancelAll(reason); }
   uint64_t inFlight() const { return inFlight_; }
 
   /// The Prometheus exposition of the server and engine metrics.

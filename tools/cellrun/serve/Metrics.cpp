@@ -64,7 +64,8 @@ std::string labelValue(const std::string &text) {
 
 const char *serve::outcomeName(Outcome outcome) {
   static const char *const names[kOutcomes] = {
-      "success", "invalid", "not_found", "overload", "unavailable", "failed"};
+      "success",     "invalid", "not_found", "overload",
+      "unavailable", "failed",  "cancelled"};
   return names[static_cast<size_t>(outcome)];
 }
 

@@ -26,8 +26,9 @@ enum class Outcome {
   Overload,    // 429: queue or memory budget full
   Unavailable, // 503: not ready or shutting down
   Failed,      // 500: the engine failed it
+  Cancelled,   // its client went away, or the drain deadline passed (503)
 };
-constexpr size_t kOutcomes = 6;
+constexpr size_t kOutcomes = 7;
 const char *outcomeName(Outcome outcome);
 
 /// A cumulative histogram with fixed upper bounds (+Inf implied).
