@@ -10,6 +10,7 @@
 #include "ArtifactChecks.h"
 #include "CheckHelpers.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace cellrun::detail {
@@ -63,22 +64,60 @@ private:
                     std::to_string(ref->offset()) + " + " +
                     std::to_string(bytes) + " bytes exceeds workspace_bytes " +
                     std::to_string(plan_->workspace_bytes()));
+      workspaceEnd_ = std::max(workspaceEnd_, end);
       return Status::ok();
     }
-    case ValueKind::Weight:
+    case ValueKind::Weight: {
       if (ref->index() >= sizeOf(cell_->weights()))
         return outOfRange("weight", sizeOf(cell_->weights()));
+      const Weight *weight = cell_->weights()->Get(ref->index());
+      if (ref->dtype() != weight->dtype() || bytes > sizeOf(weight->data()))
+        return fail(where + ": " + describe(ref, bytes) + " but weight " +
+                    quoted(weight->name()) + " is " +
+                    EnumNameDType(weight->dtype()) + " of " +
+                    std::to_string(sizeOf(weight->data())) + " bytes");
       return Status::ok();
+    }
     case ValueKind::CellInput:
       if (ref->index() >= sizeOf(cell_->inputs()))
         return outOfRange("cell input", sizeOf(cell_->inputs()));
-      return Status::ok();
+      return checkRows(ref, bytes, *cell_->inputs()->Get(ref->index()),
+                       "cell input", where);
     case ValueKind::CellOutput:
       if (ref->index() >= sizeOf(cell_->outputs()))
         return outOfRange("cell output", sizeOf(cell_->outputs()));
-      return Status::ok();
+      return checkRows(ref, bytes, *cell_->outputs()->Get(ref->index()),
+                       "cell output", where);
     }
     return fail(where + ": unknown value kind " + enumNumber(ref->kind()));
+  }
+
+  static std::string describe(const ValueRef *ref, uint64_t bytes) {
+    return std::string("it reads ") + EnumNameDType(ref->dtype()) + " " +
+           formatShape(ref->shape()) + " (" + std::to_string(bytes) + " bytes)";
+  }
+
+  /// A ValueRef into a state pool: the plan's batch of rows of exactly the
+  /// pool's rows (type and bytes a row), so that no step reads or writes
+  /// past a row.
+  Status checkRows(const ValueRef *ref, uint64_t bytes, const TensorSpec &spec,
+                   const char *what, const std::string &where) {
+    uint64_t rowBytes;
+    std::string problem;
+    if (!denseBytes(spec.row_shape(), spec.dtype(), rowBytes, problem))
+      return fail(where + ": " + what + " " + quoted(spec.name()) + ": " +
+                  problem);
+    uint64_t batch = plan_->batch_size(), poolBytes;
+    bool fits = ref->dtype() == spec.dtype() && sizeOf(ref->shape()) >= 1 &&
+                static_cast<uint64_t>(ref->shape()->Get(0)) == batch &&
+                !__builtin_mul_overflow(batch, rowBytes, &poolBytes) &&
+                bytes == poolBytes;
+    if (!fits)
+      return fail(where + ": " + describe(ref, bytes) + " but " + what + " " +
+                  quoted(spec.name()) + " holds " + std::to_string(batch) +
+                  " rows of " + EnumNameDType(spec.dtype()) + " " +
+                  formatShape(spec.row_shape()));
+    return Status::ok();
   }
 
   Status checkGemm(const GemmStep &gemm, const std::string &where) {
@@ -245,8 +284,14 @@ private:
     return checkIndices(region.results(), "result");
   }
 
+public:
+  /// The end of the last workspace byte a step uses.
+  uint64_t workspaceEnd() const { return workspaceEnd_; }
+
+private:
   const CellType *cell_;
   const BatchPlan *plan_;
+  uint64_t workspaceEnd_ = 0;
   const KernelNameSet &kernelNames_;
 };
 
@@ -261,6 +306,15 @@ Status checkPlanSteps(const CellType &cell, const BatchPlan &plan,
                                      where + ", step " + std::to_string(i));
         !s.isOk())
       return s;
+  // The executor allocates workspace_bytes per plan: no more than the steps
+  // use, rounded up to cellc's 256-byte buffer alignment.
+  constexpr uint64_t kSlack = 256;
+  if (plan.workspace_bytes() > checker.workspaceEnd() + kSlack)
+    return fail(where + ": workspace_bytes " +
+                std::to_string(plan.workspace_bytes()) + " exceeds the " +
+                std::to_string(checker.workspaceEnd()) +
+                " bytes its steps use (plus " + std::to_string(kSlack) +
+                " of alignment)");
   return Status::ok();
 }
 

@@ -83,6 +83,9 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
   }
   if (Status status = executor->createPools(rowsPerPool); !status.isOk())
     return status;
+  if (!executor->cuda_)
+    if (Status status = executor->prepareCpuPlans(); !status.isOk())
+      return status;
   executor->nullTasks_ = options.nullTasks;
   if ((executor->injectFault_ = options.injectFault))
     for (auto &[key, pool] : executor->pools_)
@@ -90,6 +93,26 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
         return inject(FaultPoint::Allocate);
       });
   return executor;
+}
+
+Status Executor::prepareCpuPlans() {
+  packedWeights_ = std::make_unique<cpu::PackedWeightCache>();
+  for (const cellpack::CellType *cell : artifact_->cells()) {
+    if (!cell->plans())
+      continue;
+    for (const cellpack::BatchPlan *plan : *cell->plans()) {
+      auto created = cpu::CpuTaskRunner::create(
+          *cell, *plan, {}, threads_.get(), packedWeights_.get());
+      if (!created.ok())
+        return Status(created.status().code(),
+                      artifact_->displayName() + ": cell '" +
+                          cell->name()->str() + "', batch size " +
+                          std::to_string(plan->batch_size()) + ": " +
+                          created.status().message());
+      runners_[plan] = std::move(created).value();
+    }
+  }
+  return Status::ok();
 }
 
 Status Executor::createPools(uint32_t rowsPerPool) {
@@ -322,18 +345,13 @@ Result<uint64_t> Executor::issue(
   const cellpack::BatchPlan *plan = &batchPlan;
   if (cuda_)
     return submitCuda(cell, *plan, rows, inputRows, outputRows, io);
-  auto &runner = runners_[plan];
-  if (!runner) {
-    if (!packedWeights_)
-      packedWeights_ = std::make_unique<cpu::PackedWeightCache>();
-    auto created = cpu::CpuTaskRunner::create(cell, *plan, {}, threads_.get(),
-                                              packedWeights_.get());
-    if (!created.ok()) {
-      runners_.erase(plan);
-      return created.status();
-    }
-    runner = std::move(created).value();
-  }
+  // Every plan was prepared when the executor was created.
+  auto found = runners_.find(plan);
+  if (found == runners_.end())
+    return Status(StatusCode::Internal,
+                  "cell '" + cell.name()->str() + "': no prepared plan of " +
+                      std::to_string(plan->batch_size()) + " rows");
+  cpu::CpuTaskRunner *runner = found->second.get();
   // Host memory: the writes land before the task, the reads after it.
   const CellPools &pools = poolsOf(cell);
   for (const RowWrite &write : io.writes) {

@@ -39,9 +39,12 @@ std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
   if (!cell.plans() || cell.plans()->size() == 0)
     return limits;
   const cellpack::BatchPlan *plan = cell.plans()->Get(0);
+  if (!plan->steps())
+    return limits;
   for (const cellpack::TaskStep *step : *plan->steps()) {
     const cellpack::KernelStep *kernel = step->step_as_KernelStep();
-    if (!kernel || !kernel->inputs())
+    if (!kernel || !kernel->inputs() || !kernel->region() ||
+        !kernel->region()->values() || !kernel->region()->ops())
       continue;
     const cellpack::PortableRegion *region = kernel->region();
     std::vector<int64_t> origin(region->values()->size(), -1);
@@ -66,8 +69,8 @@ std::map<uint32_t, int64_t> tableLimits(const cellpack::CellType &cell) {
       if (code != cellpack::OpCode::Gather || op->operands()->size() != 2)
         continue;
       uint32_t indices = op->operands()->Get(1);
-      if (first >= region->num_inputs() || indices >= origin.size() ||
-          origin[indices] < 0)
+      if (first >= region->num_inputs() || first >= kernel->inputs()->size() ||
+          indices >= origin.size() || origin[indices] < 0)
         continue;
       const cellpack::ValueRef *table = kernel->inputs()->Get(first);
       if (table->kind() != cellpack::ValueKind::Weight || !table->shape())

@@ -338,7 +338,10 @@ check(statuses == [200] * 32, f"large bodies: statuses {set(statuses)}")
 check(idle_after <= idle_before + 64,
       f"resident memory {idle_before:.0f} MB before 16 bodies of 60 MB and "
       f"{idle_after:.0f} MB idle after them")
-check(idle_after <= idle_first + 16,
+# The allocator returns freed pages to the system lazily, per thread: the
+# idle size varies by some 30 MB from one sample to the next. Keeping one
+# 60 MB body a round would add 180 MB over the three rounds.
+check(idle_after <= idle_first + 48,
       f"resident memory grows with every round of large bodies: "
       f"{idle_first:.0f} MB after one, {idle_after:.0f} MB after four")
 print(f"memory: {idle_before:.0f} MB idle before, {idle_first:.0f} MB after "

@@ -1,6 +1,7 @@
 //===- Inspect.cpp - `cellrun inspect` ------------------------------------===//
 //
-// Loads the artifact with every check of the loader; prints it as JSON
+// Loads the artifact with every check of the loader and of the engine (the
+// unfolding, every batch plan prepared: Engine::check); prints it as JSON
 // (ArtifactJson) or, with --summary, one table row per cell type: batch
 // sizes, kernels, weight megabytes and the code it carries.
 //
@@ -9,6 +10,7 @@
 
 #include "cellrun/Artifact.h"
 #include "cellrun/ArtifactJson.h"
+#include "cellrun/Engine.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -98,6 +100,10 @@ int runInspect(const std::vector<std::string> &args) {
   auto artifact = loadArtifact(path);
   if (!artifact.ok()) {
     std::cerr << "cellrun: error: " << artifact.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (Status usable = Engine::check(artifact.value()); !usable.isOk()) {
+    std::cerr << "cellrun: error: " << usable.message() << "\n";
     return kExitFailure;
   }
   if (summary)

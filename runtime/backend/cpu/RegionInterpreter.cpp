@@ -457,8 +457,7 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
     Value &value = impl.values[id];
     if (value.hasBatch)
       continue;
-    if (value.dtype == cellpack::DType::F32 ||
-        value.dtype == cellpack::DType::I64) {
+    if (readInPlace(value)) {
       value.external = inputs[id].data;
       continue;
     }

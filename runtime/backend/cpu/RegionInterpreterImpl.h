@@ -123,6 +123,11 @@ struct RegionInterpreter::Impl {
       : step(step), options(std::move(options)) {}
 
   Status prepare();
+  /// RegionChecks.cpp: shapes, definitions and the step's operands.
+  Status checkShape(uint32_t id, const flatbuffers::Vector<int64_t> *shape);
+  Status checkValueSizes();
+  Status checkDefinitions(uint32_t numInputs);
+  Status checkBoundary(uint32_t numInputs);
   Status validate(const PreparedOp &prepared);
   Status prepareMoves(PreparedOp &prepared);
   void allocate();
@@ -137,6 +142,13 @@ struct RegionInterpreter::Impl {
   void storeRows(const std::vector<OutputView> &outputs, int64_t first,
                  int64_t rows);
 };
+
+/// A region input without the batch that runs read in place (a weight of
+/// fp32 or int64), not copied into the region's storage.
+inline bool readInPlace(const Value &value) {
+  return !value.hasBatch && (value.dtype == cellpack::DType::F32 ||
+                             value.dtype == cellpack::DType::I64);
+}
 
 /// A malformed region, as a status.
 inline Status invalidRegion(const std::string &message) {

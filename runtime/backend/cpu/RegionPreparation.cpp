@@ -43,6 +43,9 @@ Status RegionInterpreter::Impl::prepare() {
       step.input_access()->size() != numInputs)
     return invalidRegion("inputs and access kinds disagree");
   for (const cellpack::PortableValue *value : *region->values()) {
+    if (Status status = checkShape(values.size(), value->shape());
+        !status.isOk())
+      return status;
     Value v;
     v.dtype = value->dtype();
     v.isFloat = isFloatType(v.dtype);
@@ -81,6 +84,17 @@ Status RegionInterpreter::Impl::prepare() {
       value.shape[0] = 1;
     value.count = product(value.shape, 0, value.shape.size());
   }
+  if (Status status = checkValueSizes(); !status.isOk())
+    return status;
+  if (Status status = checkDefinitions(numInputs); !status.isOk())
+    return status;
+  if (region->results())
+    results.assign(region->results()->begin(), region->results()->end());
+  for (uint32_t result : results)
+    if (result >= values.size())
+      return invalidRegion("region result index out of range");
+  if (Status status = checkBoundary(numInputs); !status.isOk())
+    return status;
   for (PreparedOp &prepared : ops) {
     if (Status status = validate(prepared); !status.isOk())
       return status;
@@ -93,13 +107,6 @@ Status RegionInterpreter::Impl::prepare() {
   if (!options.packedInputs.empty() && options.packedInputs.size() != numInputs)
     return invalidRegion("packed weights do not match the inputs");
   allocate();
-  if (region->results())
-    results.assign(region->results()->begin(), region->results()->end());
-  if (!step.outputs() || step.outputs()->size() != results.size())
-    return invalidRegion("outputs and region results disagree");
-  for (uint32_t result : results)
-    if (result >= values.size())
-      return invalidRegion("region result index out of range");
   return Status::ok();
 }
 
@@ -117,7 +124,11 @@ void RegionInterpreter::Impl::allocate() {
       hasGemm ? maxRows
               : std::clamp<int64_t>(
                     kBlockBytes / std::max<int64_t>(rowBytes, 1), 1, maxRows);
-  for (Value &value : values) {
+  uint32_t numInputs = step.region()->num_inputs();
+  for (uint32_t id = 0; id < values.size(); ++id) {
+    Value &value = values[id];
+    if (id < numInputs && readInPlace(value))
+      continue; // runRows points it at the weight
     int64_t elements = value.count * (value.hasBatch ? blockRows : 1);
     if (value.isFloat)
       value.f.assign(elements, 0.0f);
@@ -139,6 +150,39 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   auto rank = [&](uint32_t id) {
     return static_cast<int64_t>(values[id].shape.size());
   };
+  // The result's shape is exactly the operands' under numpy broadcasting.
+  auto broadcastResult = [&]() {
+    const std::vector<int64_t> &to = values[prepared.results[0]].shape;
+    for (uint32_t operand : prepared.operands)
+      if (values[operand].shape.size() > to.size())
+        return false;
+    for (size_t d = 0; d < to.size(); ++d) {
+      int64_t want = 1;
+      for (uint32_t operand : prepared.operands) {
+        const std::vector<int64_t> &from = values[operand].shape;
+        size_t offset = to.size() - from.size();
+        int64_t dim = d < offset ? 1 : from[d - offset];
+        if (dim != 1 && want != 1 && dim != want)
+          return false;
+        if (dim != 1)
+          want = dim;
+      }
+      if (to[d] != want)
+        return false;
+    }
+    return true;
+  };
+  // The dimensions of two values agree except (maybe) on `axis`.
+  auto sameExceptAxis = [&](uint32_t a, uint32_t b, int64_t axis) {
+    const std::vector<int64_t> &x = values[a].shape, &y = values[b].shape;
+    if (x.size() != y.size())
+      return false;
+    for (size_t d = 0; d < x.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && x[d] != y[d])
+        return false;
+    return true;
+  };
+  auto isFloat = [&](uint32_t id) { return values[id].isFloat; };
   // Every dimension of a broadcast operand is 1 or the result's.
   auto broadcastsTo = [&](uint32_t operand, uint32_t result) {
     const std::vector<int64_t> &from = values[operand].shape,
@@ -158,13 +202,17 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   case OpCode::Sub:
   case OpCode::Mul:
   case OpCode::Div:
-    ok = arity(2, 2, 1) &&
-         broadcastsTo(prepared.operands[0], prepared.results[0]) &&
-         broadcastsTo(prepared.operands[1], prepared.results[0]);
+    ok = arity(2, 2, 1) && broadcastResult() &&
+         isFloat(prepared.results[0]) == isFloat(prepared.operands[0]);
     break;
   case OpCode::Sigmoid:
   case OpCode::Tanh:
   case OpCode::Relu:
+    ok =
+        arity(1, 1, 1) && isFloat(prepared.operands[0]) &&
+        isFloat(prepared.results[0]) &&
+        values[prepared.operands[0]].count == values[prepared.results[0]].count;
+    break;
   case OpCode::Cast:
   case OpCode::Identity:
   case OpCode::Reshape:
@@ -182,7 +230,7 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
     if (ok) {
       int64_t total = 0;
       for (uint32_t result : prepared.results) {
-        ok &= rank(result) == rank(prepared.operands[0]);
+        ok &= sameExceptAxis(result, prepared.operands[0], axis);
         if (ok)
           total += values[result].shape[axis];
       }
@@ -192,24 +240,51 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   case OpCode::Concat:
     ok = operands >= 1 && results == 1 && axis >= 0 &&
          axis < rank(prepared.results[0]);
-    for (uint32_t operand : prepared.operands)
-      ok &= ok && rank(operand) == rank(prepared.results[0]);
+    if (ok) {
+      int64_t total = 0;
+      for (uint32_t operand : prepared.operands) {
+        ok &= sameExceptAxis(operand, prepared.results[0], axis);
+        if (ok)
+          total += values[operand].shape[axis];
+      }
+      ok &= ok && total == values[prepared.results[0]].shape[axis];
+    }
     break;
   case OpCode::Gather:
     ok = arity(2, 2, 1) && axis >= 0 && axis < rank(prepared.operands[0]);
+    if (ok) {
+      const Value &data = values[prepared.operands[0]];
+      int64_t rows = product(data.shape, 0, axis) *
+                     product(data.shape, axis + 1, data.shape.size());
+      ok = values[prepared.results[0]].count ==
+           rows * values[prepared.operands[1]].count;
+    }
     break;
   case OpCode::ArgMax:
     ok = arity(1, 1, 1) && axis >= 0 && axis < rank(prepared.operands[0]) &&
          !values[prepared.results[0]].isFloat;
+    if (ok) {
+      const Value &input = values[prepared.operands[0]];
+      ok = input.shape[axis] > 0 &&
+           values[prepared.results[0]].count * input.shape[axis] == input.count;
+    }
     break;
   case OpCode::Gemm:
     ok = arity(2, 3, 1) && rank(prepared.operands[0]) >= 1 &&
          rank(prepared.operands[1]) == 2;
     if (ok) {
       const std::vector<int64_t> &b = values[prepared.operands[1]].shape;
-      int64_t depth = values[prepared.operands[0]].shape.back();
-      ok = b[op.trans_b() ? 1 : 0] == depth &&
-           values[prepared.results[0]].shape.back() == b[op.trans_b() ? 0 : 1];
+      const Value &a = values[prepared.operands[0]],
+                  &out = values[prepared.results[0]];
+      int64_t depth = a.shape.back(), columns = b[op.trans_b() ? 0 : 1];
+      ok = depth > 0 && b[op.trans_b() ? 1 : 0] == depth &&
+           a.count % depth == 0 && !out.shape.empty() &&
+           out.shape.back() == columns &&
+           out.count == a.count / depth * columns && a.isFloat &&
+           isFloat(prepared.operands[1]) && out.isFloat;
+      if (ok && operands == 3)
+        ok = isFloat(prepared.operands[2]) &&
+             broadcastsTo(prepared.operands[2], prepared.results[0]);
     }
     break;
   case OpCode::Constant:
@@ -242,8 +317,7 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
   case OpCode::Where: {
     size_t count = op.opcode() == OpCode::Where ? 3 : 2;
     ok = arity(count, count, 1);
-    for (uint32_t operand : prepared.operands)
-      ok &= ok && broadcastsTo(operand, prepared.results[0]);
+    ok = ok && broadcastResult();
     bool floatResult = values[prepared.results[0]].isFloat;
     if (ok && op.opcode() == OpCode::Pow)
       ok = floatResult && values[prepared.operands[0]].isFloat;
@@ -369,6 +443,22 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
                          starts = toVector(op.starts()),
                          steps = toVector(op.steps()),
                          perm = toVector(op.perm());
+    if (input.size() != output.size())
+      return invalidRegion("a slice or transpose changes the rank");
+    if (op.opcode() == OpCode::Transpose) {
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t d = 0; d < sorted.size(); ++d)
+        if (sorted[d] != static_cast<int64_t>(d))
+          return invalidRegion("a transpose whose perm is not a permutation");
+    } else {
+      if (starts.size() != axes.size() || steps.size() != axes.size())
+        return invalidRegion("a slice with axes, starts and steps of "
+                             "different lengths");
+      for (int64_t axis : axes)
+        if (axis < 0 || axis >= static_cast<int64_t>(input.size()))
+          return invalidRegion("a slice axis out of range");
+    }
     if (op.opcode() == OpCode::Transpose &&
         (perm.size() != input.size() ||
          (values[prepared.operands[0]].hasBatch && perm[0] != 0)))

@@ -133,6 +133,10 @@ public:
          const EngineOptions &options);
   /// Finishes the requests already admitted, then stops.
   ~Engine();
+  /// What create() would refuse of `artifact` on any backend, beyond the
+  /// loader's checks: an unusable unfolding, or a batch plan that cannot be
+  /// prepared (checked by preparing every plan on the cpu backend).
+  static Status check(std::shared_ptr<const LoadedArtifact> artifact);
 
   const RequestParser &parser() const;
   /// The executor of `worker`.

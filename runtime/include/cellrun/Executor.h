@@ -65,7 +65,11 @@ struct ExecutorOptions {
 
 class Executor {
 public:
-  /// Pools of `rowsPerPool` rows for every row type of `artifact`.
+  /// Pools of `rowsPerPool` rows for every row type of `artifact`, and
+  /// every batch plan prepared (on the cpu backend: each kernel region
+  /// checked against its values and its GEMM weights packed; on cuda:
+  /// kernels loaded and weights uploaded), so that an inconsistent plan is
+  /// an error here, before any task.
   static Result<std::unique_ptr<Executor>>
   create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
          const ExecutorOptions &options);
@@ -202,6 +206,8 @@ private:
   };
   std::unordered_map<const cellpack::CellType *, CellPools> cellPools_;
   const CellPools &poolsOf(const cellpack::CellType &cell);
+  /// The cpu backend: a task runner for every plan of every cell.
+  Status prepareCpuPlans();
   std::unordered_map<const cellpack::BatchPlan *,
                      std::unique_ptr<cpu::CpuTaskRunner>>
       runners_;
