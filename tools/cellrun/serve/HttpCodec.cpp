@@ -424,7 +424,10 @@ HttpReply serve::encodeInferReply(const InferReply &reply,
   }
   root["outputs"] = std::move(outputs);
   HttpReply http;
-  http.body = jsonText(root);
+  // Dumped as it is: converted to nlohmann::json, every float would be a
+  // double again, written with 17 digits.
+  http.body =
+      root.dump(-1, ' ', false, OutputJson::error_handler_t::replace);
   if (anyBinary) {
     http.headerLength = http.body.size();
     http.contentType = "application/octet-stream";

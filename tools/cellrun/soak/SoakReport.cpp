@@ -1,5 +1,6 @@
 //===- SoakReport.cpp - The soak's verdict, tables and files --------------===//
 #include "SoakReport.h"
+#include "SoakHostile.h"
 
 #include <sys/wait.h>
 
@@ -154,6 +155,26 @@ bool cellrun::soak::writeReport(
            std::to_string(overload.size()) + " answers, p50 " + fixed(p50, 3) +
            " ms, p99 " + fixed(p99, 3) + " ms, max " + fixed(worst, 3) + " ms",
        !config.smoke});
+
+  if (config.hostile) {
+    auto kinds = outcomes.byKind();
+    bool seen = true;
+    std::string hostileDetail;
+    for (const std::string &kind : hostileKinds()) {
+      const auto &counts = kinds[kind];
+      uint64_t good = counts[static_cast<size_t>(Outcome::Correct)] +
+                      counts[static_cast<size_t>(Outcome::RefusedAsExpected)];
+      seen &= good > 0;
+      hostileDetail += kind.substr(8) + " " + std::to_string(good) + ", ";
+    }
+    hostileDetail += "with " + std::to_string(config.slowClients) +
+                     " slow clients open at once, the slowest closed after " +
+                     fixed(config.slowestClose, 1) + " s (--http-timeout " +
+                     fixed(config.httpTimeout, 0) + ")";
+    checks.push_back({"hostile stage beside the load: each kind answered as "
+                      "it must be",
+                      seen, hostileDetail, !config.smoke});
+  }
 
   bool passed = true;
   for (const Check &check : checks)

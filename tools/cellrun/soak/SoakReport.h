@@ -10,7 +10,10 @@
 // end, every server exiting cleanly, and 429/503 answered within 1 ms at
 // p99 by the servers' own clocks (request read to answer ready; the
 // client-side times, which on a loaded 2-core machine include waiting for
-// a core, are reported beside them).
+// a core, are reported beside them); and, with the hostile stage, every
+// hostile kind seen answered as it must be (slow clients closed by the
+// server within --http-timeout and 15 s, pipelined and compressed requests
+// answered correctly, gzip bombs refused with 413).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_SOAK_SOAKREPORT_H
@@ -34,6 +37,10 @@ struct SoakConfig {
   /// A short run (the test suite's): memory growth and refusal times are
   /// reported, not judged (seconds of load say nothing about either).
   bool smoke = false;
+  /// The hostile stage (SoakHostile.h) ran beside the load.
+  bool hostile = false;
+  uint32_t slowClients = 0;
+  double slowestClose = 0, httpTimeout = 0;
 };
 
 struct ServerExit {

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "SoakClient.h"
+#include "SoakHostile.h"
 #include "SoakMonitor.h"
 #include "SoakReport.h"
 
@@ -39,7 +40,8 @@ struct Args {
   std::vector<std::string> models; // label=artifact
   double duration = 1800, warmup = 300, load = 0.7, invalid = 0.1;
   double calibrate = 30, rate = 0, burstEvery = 60, timeout = 60;
-  uint32_t clients = 48, burstSize = 300, requests = 64;
+  uint32_t clients = 48, burstSize = 300, requests = 64, slowClients = 32;
+  bool hostile = true;
   int basePort = 19100;
   uint64_t seed = 1;
   std::vector<std::string> serverArgs = {
@@ -408,6 +410,13 @@ int main(int argc, char **argv) {
   app.add_option("--base-port", args.basePort, "first port (2 per model)")
       ->capture_default_str();
   app.add_option("--seed", args.seed, "random seed")->capture_default_str();
+  app.add_option("--slow-clients", args.slowClients,
+                 "slow clients the hostile stage keeps open")
+      ->capture_default_str();
+  bool noHostile = false;
+  app.add_flag("--no-hostile", noHostile,
+               "no hostile stage (slow clients, pipelining, gzip bombs) "
+               "beside the load");
   app.add_option("--machine", args.machine,
                  "machine description for the report");
   bool smoke = false;
@@ -418,6 +427,7 @@ int main(int argc, char **argv) {
   app.add_option("--server-arg", extra,
                  "an argument appended to every cellrun serve (repeat)");
   CLI11_PARSE(app, argc, argv);
+  args.hostile = !noHostile;
   args.serverArgs.insert(args.serverArgs.end(), extra.begin(), extra.end());
   std::string command;
   for (int i = 0; i < argc; ++i)
@@ -429,9 +439,13 @@ int main(int argc, char **argv) {
   };
 
   size_t maxBody = 262144;
-  for (size_t a = 0; a + 1 < args.serverArgs.size(); ++a)
+  double httpTimeout = 30; // cellrun serve's default
+  for (size_t a = 0; a + 1 < args.serverArgs.size(); ++a) {
     if (args.serverArgs[a] == "--max-body-bytes")
       maxBody = std::stoul(args.serverArgs[a + 1]);
+    if (args.serverArgs[a] == "--http-timeout")
+      httpTimeout = std::stod(args.serverArgs[a + 1]);
+  }
   std::vector<SoakModel> models;
   for (const std::string &spec : args.models) {
     size_t equals = spec.find('=');
@@ -518,9 +532,22 @@ int main(int argc, char **argv) {
   Outcomes outcomes;
   Monitor monitor(models);
   monitor.start();
+  HostileOptions hostileOptions;
+  hostileOptions.slowClients = args.slowClients;
+  hostileOptions.httpTimeout = httpTimeout;
+  hostileOptions.maxBodyBytes = maxBody;
+  hostileOptions.requestTimeout = args.timeout;
+  HostileStage hostile(models, outcomes, hostileOptions);
   Clock::time_point start = Clock::now();
+  if (args.hostile)
+    hostile.start();
   size_t unsent = LoadRun(args, models, outcomes, sequences).run(config.rate);
+  hostile.stop();
   double loadSeconds = secondsSince(start);
+  config.hostile = args.hostile;
+  config.slowClients = args.slowClients;
+  config.slowestClose = hostile.slowestClose();
+  config.httpTimeout = httpTimeout;
   // Abandoned sessions close after the server's session timeout.
   std::this_thread::sleep_for(std::chrono::seconds(4));
   monitor.stop();
