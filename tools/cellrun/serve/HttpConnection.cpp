@@ -76,7 +76,6 @@ void HttpConnection::onHeader(beast::error_code error) {
                          "limit (--max-body-bytes)");
     return refuse(400, "malformed HTTP request: " + error.message());
   }
-  received_ = std::chrono::steady_clock::now();
   const auto &request = parser_->get();
   auto lengths = request.equal_range(http::field::content_length);
   if (std::distance(lengths.first, lengths.second) > 1)
@@ -118,6 +117,9 @@ void HttpConnection::onBody(beast::error_code error) {
       return close();
     return refuse(400, "malformed HTTP request: " + error.message());
   }
+  // Read whole: a refusal is timed from here, not from when the header came
+  // (waiting for a client's body is not the server's refusing).
+  received_ = std::chrono::steady_clock::now();
   dispatch();
 }
 

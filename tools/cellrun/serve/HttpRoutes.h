@@ -27,7 +27,7 @@ struct HttpRequest {
   std::string body;
   /// Inference-Header-Content-Length, when given.
   std::optional<std::string> inferenceHeaderLength;
-  /// When the request's header had arrived (refusals are timed from it).
+  /// When the whole request had been read (refusals are timed from it).
   std::chrono::steady_clock::time_point received;
   /// Cancels the request's work when its client goes away (HttpRoutes::
   /// cancel).
