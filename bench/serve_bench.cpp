@@ -97,6 +97,10 @@ int main(int argc, char **argv) {
   app.add_option("--grpc-port", grpcPort, "loopback port")
       ->capture_default_str();
   app.add_option("--csv", csv, "write the rows here");
+  unsigned httpThreads = HttpOptions().threads;
+  app.add_option("--http-threads", httpThreads,
+                 "threads of the HTTP server (as cellrun serve's)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto artifact = loadArtifact(model);
@@ -117,6 +121,7 @@ int main(int argc, char **argv) {
   httpOptions.host = "127.0.0.1";
   httpOptions.port = static_cast<int>(httpPort);
   httpOptions.metricsPort = 0;
+  httpOptions.threads = httpThreads;
   if (Status status = http.start(httpOptions); !status.isOk())
     fail(status.message());
   GrpcServer grpc(service);
