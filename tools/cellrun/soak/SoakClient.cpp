@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -129,34 +130,56 @@ void cellrun::soak::sendInvalid(Sender &sender, const SoakModel &model,
           reply->body.substr(0, 200));
 }
 
-void cellrun::soak::sendDisconnect(const SoakModel &model, size_t index,
-                                   int variant, Outcomes &outcomes) {
+int cellrun::soak::connectTo(int port, double timeoutSeconds) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0)
-    return;
+    return -1;
+  timeval timeout{};
+  timeout.tv_sec = static_cast<time_t>(timeoutSeconds);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(model.httpPort));
+  address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) ==
-      0) {
-    const std::string &body = model.bodies[index];
-    std::string head = "POST " + model.inferPath() +
-                       " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                       "application/json\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\n\r\n";
-    std::string sent = variant == 0   ? head + body.substr(0, body.size() / 2)
-                       : variant == 1 ? head + body
-                                      : std::string();
-    size_t at = 0;
-    while (at < sent.size()) {
-      ssize_t wrote =
-          ::send(fd, sent.data() + at, sent.size() - at, MSG_NOSIGNAL);
-      if (wrote <= 0)
-        break;
-      at += static_cast<size_t>(wrote);
-    }
+  if (::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address)) {
+    ::close(fd);
+    return -1;
   }
-  ::close(fd);
+  return fd;
+}
+
+bool cellrun::soak::sendAll(int fd, const std::string &bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    ssize_t wrote =
+        ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+    if (wrote <= 0)
+      return false;
+    at += static_cast<size_t>(wrote);
+  }
+  return true;
+}
+
+std::string cellrun::soak::requestHead(const std::string &path, size_t length,
+                                       const std::string &extra) {
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         extra + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+
+void cellrun::soak::sendDisconnect(const SoakModel &model, size_t index,
+                                   int variant, Outcomes &outcomes) {
+  int fd = connectTo(model.httpPort, 5);
+  if (fd >= 0) {
+    const std::string &body = model.bodies[index];
+    std::string head = requestHead(model.inferPath(), body.size());
+    sendAll(fd, variant == 0   ? head + body.substr(0, body.size() / 2)
+                : variant == 1 ? head + body
+                               : std::string());
+    ::close(fd);
+  }
   outcomes.countDisconnect();
 }

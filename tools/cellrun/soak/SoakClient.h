@@ -35,6 +35,17 @@ void sendSession(Sender &sender, const SoakModel &model, size_t index,
                  uint64_t sequence, bool abandoned, Outcomes &outcomes);
 void sendInvalid(Sender &sender, const SoakModel &model, size_t index,
                  Outcomes &outcomes);
+/// A loopback connection to `port` with send and receive timeouts (and
+/// TCP_NODELAY); -1 when it could not connect.
+int connectTo(int port, double timeoutSeconds);
+/// Writes all of `bytes`; false when the connection broke.
+bool sendAll(int fd, const std::string &bytes);
+
+/// The header of a JSON POST to `path` with a body of `length` bytes;
+/// `extra` is more header lines ("Name: value\r\n").
+std::string requestHead(const std::string &path, size_t length,
+                        const std::string &extra = "");
+
 /// A client that goes away: `variant` 0 sends headers and half a body, 1 a
 /// whole request without reading the answer, 2 nothing at all.
 void sendDisconnect(const SoakModel &model, size_t index, int variant,

@@ -6,10 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "SoakHostile.h"
+#include "SoakClient.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -28,48 +26,6 @@ namespace {
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// A loopback connection to `port` with send and receive timeouts; -1 when
-/// it could not connect.
-int connectTo(int port, double timeoutSeconds) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
-  timeval timeout{};
-  timeout.tv_sec = static_cast<time_t>(timeoutSeconds);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address)) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool sendAll(int fd, const std::string &bytes) {
-  size_t at = 0;
-  while (at < bytes.size()) {
-    ssize_t wrote =
-        ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
-    if (wrote <= 0)
-      return false;
-    at += static_cast<size_t>(wrote);
-  }
-  return true;
-}
-
-std::string requestHead(const std::string &path, size_t length,
-                        const std::string &extra = "") {
-  return "POST " + path +
-         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-         extra + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
 }
 
 struct Reply {
@@ -124,6 +80,35 @@ std::string gzip(const std::string &text) {
   out.resize(stream.total_out);
   deflateEnd(&stream);
   return out;
+}
+
+/// Records the outcome of a request that must be answered with `expected`
+/// (or, where that is null, refused with 413).
+void recordAnswer(Outcomes &outcomes, double timeoutSeconds,
+                  const std::string &kind, bool answered, const Reply &reply,
+                  Clock::time_point start, const nlohmann::json *expected,
+                  const std::string &where) {
+  std::string detail = where + ": " + std::to_string(reply.status) + " " +
+                       reply.body.substr(0, 200);
+  if (!answered) {
+    bool late = secondsSince(start) >= timeoutSeconds - 0.5;
+    outcomes.record(kind, late ? Outcome::Lost : Outcome::Failed, -1,
+                    where + ": no reply");
+  } else if (reply.status == 429) {
+    outcomes.record(kind, Outcome::Overloaded, secondsSince(start) * 1e3);
+  } else if (!expected) {
+    outcomes.record(kind,
+                    reply.status == 413 ? Outcome::RefusedAsExpected
+                                        : Outcome::RefusedOtherwise,
+                    -1, detail + " (expected 413)");
+  } else if (reply.status != 200) {
+    outcomes.record(kind, Outcome::Failed, -1, detail);
+  } else {
+    outcomes.record(kind,
+                    outputsOf(reply.body) == *expected ? Outcome::Correct
+                                                       : Outcome::Wrong,
+                    -1, detail);
+  }
 }
 
 /// A slow client: a request's headers a line a second, or its body a byte
@@ -265,27 +250,9 @@ void HostileStage::pipelines() {
       std::string where = model.label + " pipelined request " +
                           std::to_string(r) + " (body " +
                           std::to_string(indices[r]) + ")";
-      if (!written || !readReply(fd, pending, reply)) {
-        bool late = secondsSince(start) >= options_.requestTimeout - 0.5;
-        outcomes_.record("hostile:pipelined",
-                         late ? Outcome::Lost : Outcome::Failed, -1,
-                         where + ": no reply");
-        continue;
-      }
-      if (reply.status == 429) {
-        outcomes_.record("hostile:pipelined", Outcome::Overloaded,
-                         secondsSince(start) * 1e3);
-        continue;
-      }
-      bool right = reply.status == 200 &&
-                   outputsOf(reply.body) == model.expected[indices[r]];
-      outcomes_.record("hostile:pipelined",
-                       reply.status != 200 ? Outcome::Failed
-                       : right             ? Outcome::Correct
-                                           : Outcome::Wrong,
-                       -1,
-                       where + ": " + std::to_string(reply.status) + " " +
-                           reply.body.substr(0, 200));
+      bool answered = written && readReply(fd, pending, reply);
+      recordAnswer(outcomes_, options_.requestTimeout, "hostile:pipelined",
+                   answered, reply, start, &model.expected[indices[r]], where);
     }
     if (fd >= 0)
       ::close(fd);
@@ -315,31 +282,8 @@ void HostileStage::compressed() {
                     readReply(fd, pending, reply);
     if (fd >= 0)
       ::close(fd);
-    if (!answered) {
-      bool late = secondsSince(start) >= options_.requestTimeout - 0.5;
-      outcomes_.record(kind, late ? Outcome::Lost : Outcome::Failed, -1,
-                       where + ": no reply");
-    } else if (reply.status == 429) {
-      outcomes_.record(kind, Outcome::Overloaded, secondsSince(start) * 1e3);
-    } else if (bomb) {
-      outcomes_.record(kind,
-                       reply.status == 413 ? Outcome::RefusedAsExpected
-                                           : Outcome::RefusedOtherwise,
-                       -1,
-                       where + ": expected 413, got " +
-                           std::to_string(reply.status) + " " +
-                           reply.body.substr(0, 200));
-    } else {
-      bool right =
-          reply.status == 200 && outputsOf(reply.body) == model.expected[index];
-      outcomes_.record(kind,
-                       reply.status != 200 ? Outcome::Failed
-                       : right             ? Outcome::Correct
-                                           : Outcome::Wrong,
-                       -1,
-                       where + ": " + std::to_string(reply.status) + " " +
-                           reply.body.substr(0, 200));
-    }
+    recordAnswer(outcomes_, options_.requestTimeout, kind, answered, reply,
+                 start, bomb ? nullptr : &model.expected[index], where);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
