@@ -9,6 +9,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -213,3 +214,22 @@ def check_outputs(arrays, reference, what):
             error = np.abs(got - want) - (ABS_TOL + REL_TOL * np.abs(want))
             assert (error <= 0).all(), (
                 f"{what}: {name} differs by up to {np.abs(got - want).max()}")
+
+
+class Checks:
+    """Failed checks are printed at once and counted; finish() exits 1 if
+    any failed, so that one run reports every failure."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+            print("FAIL:", message)
+
+    def finish(self, passed_message):
+        if self.failures:
+            print(f"{len(self.failures)} failures")
+            sys.exit(1)
+        print(passed_message)

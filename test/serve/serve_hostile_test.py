@@ -26,16 +26,10 @@ import threading
 import time
 import zlib
 
-from kserve_client import Server, load_lines, to_tensors, json_body
+from kserve_client import Checks, Server, load_lines, to_tensors, json_body
 
 cellrun, model, requests_path = sys.argv[1:4]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
+check = Checks()
 
 
 # Both ends hold hundreds of sockets.
@@ -350,7 +344,4 @@ print(f"memory: {idle_before:.0f} MB idle before, {idle_first:.0f} MB after "
 code, log = server.stop()
 check(code == 0, f"exit code {code}")
 
-if failures:
-    print(f"{len(failures)} failures")
-    sys.exit(1)
-print("serve_hostile_test: all passed")
+check.finish("serve_hostile_test: all passed")

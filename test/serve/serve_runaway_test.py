@@ -24,18 +24,12 @@ import time
 import grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from kserve_client import Server
+from kserve_client import Checks, Server
 
 cellrun, model = sys.argv[1:3]
-failures = []
+check = Checks()
 NAME = "seq2seq_runaway"
 CLIENTS = 96
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
 
 
 def body(tokens, **parameters):
@@ -216,7 +210,4 @@ check(drained == CLIENTS,
       f"drain deadline")
 print(f"SIGTERM: exited in {took:.2f} s, {drained} requests answered 503")
 
-if failures:
-    print(f"{len(failures)} failures")
-    sys.exit(1)
-print("serve runaway: all checks passed")
+check.finish("serve runaway: all checks passed")

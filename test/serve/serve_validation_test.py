@@ -14,16 +14,10 @@ import grpc
 import numpy as np
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from kserve_client import Server
+from kserve_client import Checks, Server
 
 cellrun, lstm, gru = sys.argv[1:4]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
+check = Checks()
 
 
 def http_infer(server, model, inputs, binary=b"", headers=None):
@@ -145,7 +139,4 @@ for allow in (False, True):
     code, log = server.stop()
     check(code == 0, f"exit code {code}")
 
-if failures:
-    print(f"{len(failures)} failures")
-    sys.exit(1)
-print("serve_validation_test: all passed")
+check.finish("serve_validation_test: all passed")
