@@ -14,6 +14,7 @@
 #include "cellrun/Engine.h"
 
 #include "Checksum.h"
+#include "ExampleArtifacts.h"
 
 #include <gtest/gtest.h>
 
@@ -112,8 +113,7 @@ void serveEveryBatchSize(const std::shared_ptr<const LoadedArtifact> &artifact,
 class ArtifactDamage : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ArtifactDamage, WhatTheChecksAcceptServesAtEveryBatchSize) {
-  std::string path = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + GetParam() +
-                     "/model.cellpack";
+  std::string path = cellc::testing::exampleArtifactPath(GetParam());
   std::vector<uint8_t> file = readFile(path);
   ASSERT_FALSE(file.empty()) << path;
   const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());

@@ -8,6 +8,7 @@
 // refused when the engine is created.
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 #include "cellrun/Unfolder.h"
 
@@ -17,6 +18,8 @@
 #include <cstring>
 
 using namespace cellrun;
+using cellc::testing::exampleArtifactPath;
+using cellc::testing::loadArtifactOrFail;
 
 namespace {
 
@@ -96,14 +99,8 @@ private:
   int finished_ = 0;
 };
 
-std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
-  auto loaded = loadArtifact(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
-  return loaded.ok() ? std::move(loaded).value() : nullptr;
-}
-
 TEST(CustomUnfolderTest, UnregisteredUnfolderIsRefused) {
-  auto artifact = load(CELL_CUSTOM_ARTIFACT);
+  auto artifact = loadArtifactOrFail(CELL_CUSTOM_ARTIFACT);
   ASSERT_TRUE(artifact);
   registerUnfolder("bidirectional", nullptr);
   auto engine = Engine::create(artifact, EngineOptions());
@@ -118,9 +115,8 @@ TEST(CustomUnfolderTest, UnregisteredUnfolderIsRefused) {
 TEST(CustomUnfolderTest, BothDirectionsMatchTheChainModel) {
   registerUnfolder("bidirectional",
                    [] { return std::make_unique<Bidirectional>(); });
-  auto custom = load(CELL_CUSTOM_ARTIFACT);
-  auto chain =
-      load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/lstm/model.cellpack");
+  auto custom = loadArtifactOrFail(CELL_CUSTOM_ARTIFACT);
+  auto chain = loadArtifactOrFail(exampleArtifactPath("lstm"));
   ASSERT_TRUE(custom && chain);
   EngineOptions options;
   options.startWorker = false;

@@ -11,6 +11,7 @@
 // stops at RequestLimits::maxSteps tokens.
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
@@ -18,14 +19,10 @@
 #include <chrono>
 
 using namespace cellrun;
+using cellc::testing::exampleArtifactPath;
+using cellc::testing::loadArtifactOrFail;
 
 namespace {
-
-std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
-  auto loaded = loadArtifact(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
-  return loaded.ok() ? std::move(loaded).value() : nullptr;
-}
 
 std::unique_ptr<Engine> manualEngine(const std::string &path,
                                      bool overlap = false,
@@ -35,7 +32,7 @@ std::unique_ptr<Engine> manualEngine(const std::string &path,
   options.limits.maxSteps = maxSteps;
   options.overlapRounds =
       overlap ? EngineOptions::Overlap::On : EngineOptions::Overlap::Off;
-  auto engine = Engine::create(load(path), options);
+  auto engine = Engine::create(loadArtifactOrFail(path), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
@@ -194,8 +191,7 @@ TEST(EngineCancel, CancelAllEndsWhatCameBeforeAndNothingAfter) {
 }
 
 TEST(EngineCancel, WaitingChunkCancelledClosesItsSession) {
-  auto engine = manualEngine(std::string(CELL_EXAMPLES_BUILD_DIR) +
-                             "/lstm/model.cellpack");
+  auto engine = manualEngine(exampleArtifactPath("lstm"));
   ASSERT_TRUE(engine);
   std::vector<std::future<RequestResult>> chunks;
   auto token = std::make_shared<CancelToken>();

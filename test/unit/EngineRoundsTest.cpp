@@ -9,6 +9,7 @@
 // make requests wait, never fail, when rounds overlap.
 //
 //===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
 #include <gtest/gtest.h>
@@ -17,18 +18,10 @@
 #include <thread>
 
 using namespace cellrun;
+using cellc::testing::exampleArtifactPath;
+using cellc::testing::loadArtifactOrFail;
 
 namespace {
-
-std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
-  auto loaded = loadArtifact(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
-  return loaded.ok() ? std::move(loaded).value() : nullptr;
-}
-
-std::string example(const std::string &model) {
-  return std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model + "/model.cellpack";
-}
 
 /// A manual-mode engine whose task records land in rounds_, one vector a
 /// call of runOnce().
@@ -61,7 +54,7 @@ private:
 };
 
 TEST(EngineRoundsTest, TreeLevelsRunInSuccessiveTasksOfOneRound) {
-  auto artifact = load(example("treelstm"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("treelstm"));
   ASSERT_TRUE(artifact);
   RecordingEngine engine(artifact);
   // A complete binary tree of 8 leaves: levels of 4, 2 and 1 internal nodes.
@@ -89,7 +82,7 @@ TEST(EngineRoundsTest, TreeLevelsRunInSuccessiveTasksOfOneRound) {
 }
 
 TEST(EngineRoundsTest, DecoderStepsRunBackToBackWithinTheWindow) {
-  auto artifact = load(example("seq2seq"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("seq2seq"));
   ASSERT_TRUE(artifact);
   EngineOptions options;
   options.maxTasksToSubmit = 5;
@@ -123,7 +116,7 @@ TEST(EngineRoundsTest, DecoderStepsRunBackToBackWithinTheWindow) {
 }
 
 TEST(EngineRoundsTest, StepsIssuedPastEosAreFewAndDropped) {
-  auto artifact = load(CELL_SEQ2SEQ_EOS_ARTIFACT);
+  auto artifact = loadArtifactOrFail(CELL_SEQ2SEQ_EOS_ARTIFACT);
   ASSERT_TRUE(artifact);
   RecordingEngine engine(artifact);
   uint32_t idle = engine->executor().rowsInUse();
@@ -154,7 +147,7 @@ TEST(EngineRoundsTest, StepsIssuedPastEosAreFewAndDropped) {
 }
 
 TEST(EngineRoundsTest, EveryTaskIsRecordedWithItsCellAndBatchSize) {
-  auto artifact = load(example("seq2seq"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("seq2seq"));
   ASSERT_TRUE(artifact);
   RecordingEngine engine(artifact);
   for (int i = 0; i < 30; ++i)
@@ -185,7 +178,7 @@ TEST(EngineRoundsTest, EveryTaskIsRecordedWithItsCellAndBatchSize) {
 }
 
 TEST(EngineRoundsTest, ConcurrentSubmittersNeverExceedTheQueueLimit) {
-  auto artifact = load(example("lstm"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("lstm"));
   ASSERT_TRUE(artifact);
   EngineOptions options;
   options.startWorker = false;
@@ -218,7 +211,7 @@ TEST(EngineRoundsTest, ConcurrentSubmittersNeverExceedTheQueueLimit) {
 }
 
 TEST(EngineRoundsTest, RefuseForLoadWhileTheQueueIsFull) {
-  auto artifact = load(example("lstm"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("lstm"));
   ASSERT_TRUE(artifact);
   EngineOptions options;
   options.startWorker = false;
@@ -248,7 +241,7 @@ TEST(EngineRoundsTest, RefuseForLoadWhileTheQueueIsFull) {
 }
 
 TEST(EngineRoundsTest, OverlappedRoundsWithSmallPoolsWaitNeverFail) {
-  auto artifact = load(example("lstm"));
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("lstm"));
   ASSERT_TRUE(artifact);
   EngineOptions options;
   options.startWorker = false;

@@ -35,11 +35,17 @@ inline std::string exampleArtifactPath(const std::string &model) {
   return examplesBuildDir() + "/" + model + "/model.cellpack";
 }
 
+/// The artifact at `path`, or null with the calling test failed.
 inline std::shared_ptr<const cellrun::LoadedArtifact>
-loadExampleArtifact(const std::string &model) {
-  auto loaded = cellrun::loadArtifact(exampleArtifactPath(model));
+loadArtifactOrFail(const std::string &path) {
+  auto loaded = cellrun::loadArtifact(path);
   EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
   return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+inline std::shared_ptr<const cellrun::LoadedArtifact>
+loadExampleArtifact(const std::string &model) {
+  return loadArtifactOrFail(exampleArtifactPath(model));
 }
 
 } // namespace cellc::testing
