@@ -45,7 +45,8 @@ for r in $(seq 1 "$repeat"); do
       start=$(date +%s.%N)
       "$binary" "${args[@]}" > "$out/tiny-$who-$output-$r.txt"
       end=$(date +%s.%N)
-      echo "command: $(echo "$end - $start" | bc) s" >> "$out/tiny-$who-$output-$r.txt"
+      awk -v s="$start" -v e="$end" 'BEGIN { printf "command: %.3f s\n", e - s }' \
+        >> "$out/tiny-$who-$output-$r.txt"
     done
   done
 done

@@ -13,11 +13,7 @@ requests="${2:-3000}"
 workload="${3:-$root/bench/workloads/wmt15.csv}"
 threads="${4:-2}"
 frequency=499
-if ! command -v perf >/dev/null; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
-fi
+source "$root/scripts/ensure-perf.sh"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "perf record -F $frequency -g -- cellrun bench $model --workload $workload" \

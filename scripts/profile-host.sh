@@ -13,11 +13,7 @@ model="${2:?usage: profile-host.sh CELLRUN MODEL REQUESTS [LABEL]}"
 requests="${3:?usage: profile-host.sh CELLRUN MODEL REQUESTS [LABEL]}"
 label="${4:-$cellrun}"
 frequency=4999
-if ! command -v perf >/dev/null; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
-fi
+source "$root/scripts/ensure-perf.sh"
 steps=$(/usr/bin/python3 -c 'import json,sys
 print(sum(len(json.loads(l)["tokens"]) for l in open(sys.argv[1]) if l.strip()))' "$requests")
 work="$(mktemp -d)"
