@@ -9,7 +9,9 @@ compares. See pytorch_chain.py for the file formats.
 
 With --device cuda the models live on the GPU (cuDNN's LSTM, cuBLAS GEMMs);
 requests stay on the host until their batch is formed, as a server receives
-them, and each batch's end is taken after torch.cuda.synchronize().
+them, and each batch's end is taken once its outputs are on the host (one
+device-to-host copy of the batch's outputs, as a server returns them and as
+cellrun copies every emitted row back).
 """
 import argparse
 import json
@@ -53,6 +55,22 @@ def to_device(model):
     if isinstance(model, dict):
         return {key: to_device(part) for key, part in model.items()}
     return model
+
+
+def to_host(results):
+    """Every output of a batch on the host, in one device-to-host copy per
+    element type; returns the results with host tensors (views of those
+    copies)."""
+    if DEVICE.type != "cuda":
+        return results
+    tensors = [tensor for outputs in results for tensor in outputs.values()]
+    host = {}
+    for dtype in {tensor.dtype for tensor in tensors}:
+        group = [tensor for tensor in tensors if tensor.dtype == dtype]
+        flat = torch.cat([tensor.reshape(-1) for tensor in group]).cpu()
+        host[dtype] = iter(torch.split(flat, [t.numel() for t in group]))
+    return [{name: next(host[tensor.dtype]).view(tensor.shape)
+             for name, tensor in outputs.items()} for outputs in results]
 
 
 def synchronize():
@@ -116,7 +134,7 @@ def online(model, run, requests, width, max_batch):
         waiting[bucket] = waiting[bucket][max_batch:]
         began = time.perf_counter() - start
         with torch.no_grad():
-            run(model, [requests[k] for k in members])
+            to_host(run(model, [requests[k] for k in members]))
         synchronize()
         ended = time.perf_counter() - start
         for k in members:
@@ -132,7 +150,7 @@ def sorted_offline(model, run, requests, max_batch):
         members = order[first:first + max_batch]
         began = time.perf_counter() - start
         with torch.no_grad():
-            run(model, [requests[k] for k in members])
+            to_host(run(model, [requests[k] for k in members]))
         synchronize()
         ended = time.perf_counter() - start
         for k in members:

@@ -5,6 +5,7 @@
 #include "cell/IR/CellOps.h"
 
 #include "RowCopyKernel.h"
+#include "SkinnyGemmKernel.h"
 
 using namespace mlir;
 using namespace mlir::cell;
@@ -80,6 +81,8 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
   }
   os << cellpack::kRowCopyKernelSource;
   program.supportKernels.push_back(cellpack::kRowCopyKernelName);
+  os << cellpack::kSkinnyGemmKernelSource;
+  program.supportKernels.push_back(cellpack::kSkinnyGemmKernelName);
   os.flush();
   return program;
 }

@@ -43,6 +43,7 @@ LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter,
   if (reached(Stage::FuseStep) && options.fuseStepMaxBatch > 0) {
     cell::FuseStepOptions fuseStep;
     fuseStep.maxBatch = options.fuseStepMaxBatch;
+    fuseStep.maxWeightBytes = options.fuseStepMaxWeightBytes;
     pm.addPass(cell::createFuseStep(fuseStep));
   }
   if (reached(Stage::PlanMemory))

@@ -26,6 +26,9 @@ enum class Stage {
 struct PipelineOptions {
   /// Largest batch size whose steps become a single kernel (0: none).
   int64_t fuseStepMaxBatch = 16;
+  /// Largest total size of a step's GEMM weights for it to become one
+  /// kernel (larger ones run their GEMMs on their own).
+  int64_t fuseStepMaxWeightBytes = 512 * 1024;
 };
 
 /// Stage names as `cellc --until` takes them, in order.

@@ -53,6 +53,14 @@ inline double __longlong_as_double(long long bits) {
   return value;
 }
 
+/// Blocks run one after another and their threads share the CPU's
+/// coherent memory: fences are no-ops, atomics are the compiler's.
+inline void __threadfence() {}
+inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+template <typename T> T __ldcg(const T *address) { return *address; }
+
 /// A reusable barrier for the threads of one emulated block.
 class CellEmulationBarrier {
 public:

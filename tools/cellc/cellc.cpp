@@ -99,6 +99,11 @@ cl::opt<int64_t> fuseStepMaxBatch(
     cl::desc("Batch sizes up to this run a whole step as one kernel, GEMMs "
              "included (0: never)"),
     cl::init(16), cl::cat(cellcCategory));
+cl::opt<int64_t> fuseStepMaxWeightBytes(
+    "fuse-step-max-weight-bytes",
+    cl::desc("Steps whose GEMM weights are larger than this keep their GEMMs "
+             "apart, on the whole device, whatever the batch size"),
+    cl::init(512 * 1024), cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -292,6 +297,7 @@ int main(int argc, char **argv) {
   elapsed.emplace_back("import", secondsSince(started));
   PipelineOptions pipelineOptions;
   pipelineOptions.fuseStepMaxBatch = fuseStepMaxBatch;
+  pipelineOptions.fuseStepMaxWeightBytes = fuseStepMaxWeightBytes;
   if (failed(runPipeline(*module, *lastStage, pipelineOptions)))
     return 1;
   elapsed.emplace_back("passes", secondsSince(started));

@@ -138,6 +138,17 @@ static void fuseStep(CellOp cell, StepShape shape) {
     prologue.erase();
 }
 
+/// Bytes of the weights (B operands) of the step's GEMMs.
+static int64_t weightBytes(const StepShape &shape) {
+  int64_t bytes = 0;
+  for (GemmOp gemm : shape.gemms) {
+    auto type = gemm.getB().getType().cast<RankedTensorType>();
+    bytes += type.getNumElements() *
+             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  }
+  return bytes;
+}
+
 namespace {
 struct FuseStepPass : mlir::cell::impl::FuseStepBase<FuseStepPass> {
   using FuseStepBase::FuseStepBase;
@@ -147,7 +158,8 @@ struct FuseStepPass : mlir::cell::impl::FuseStepBase<FuseStepPass> {
           cell->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr);
       if (!batch || batch.getInt() > maxBatch)
         continue;
-      if (std::optional<StepShape> shape = matchStep(cell))
+      std::optional<StepShape> shape = matchStep(cell);
+      if (shape && weightBytes(*shape) <= maxWeightBytes)
         fuseStep(cell, *shape);
     }
   }

@@ -70,10 +70,19 @@ def FuseStep : Pass<"cell-fuse-step", "mlir::ModuleOp"> {
     element there as a dot product over the weights, so a step is one launch:
     at small batch sizes a step is bound by launches and weight reads, not by
     arithmetic. Cells of another shape (a decoder's projection after its
-    recurrent GEMM, say) keep their kernels.
+    recurrent GEMM, say) keep their kernels. So do steps whose GEMM weights
+    exceed `max-weight-bytes`: a thread per output column walks the whole
+    reduction, which is cheap for small weights but leaves a large GEMM
+    latency-bound on a few blocks (a hidden-1024 LSTM step took 2.4 ms
+    fused on an H200, against 9 us for its GEMM), where the separate GEMM
+    reads the weights once at the bandwidth of the whole device.
   }];
   let options = [Option<"maxBatch", "max-batch", "int64_t", "16",
-                        "largest batch size whose steps become one kernel">];
+                        "largest batch size whose steps become one kernel">,
+                 Option<"maxWeightBytes", "max-weight-bytes", "int64_t",
+                        "524288",
+                        "largest total size of a step's GEMM weights for "
+                        "the step to become one kernel">];
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 

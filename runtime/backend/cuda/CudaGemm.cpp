@@ -3,6 +3,8 @@
 
 #include "CudaCheck.h"
 
+#include "SkinnyGemmKernel.h"
+
 #include <cstdio>
 #include <vector>
 
@@ -47,7 +49,8 @@ static int64_t elementCount(const cellpack::ValueRef &ref) {
 Result<std::unique_ptr<CudaGemm>>
 CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
                  int64_t rows, const GemmOperands &operands, void *workspace,
-                 size_t workspaceBytes, cudaStream_t stream, int candidates) {
+                 size_t workspaceBytes, cudaStream_t stream,
+                 const SkinnyGemmKernel &skinny, int candidates) {
   for (const cellpack::ValueRef *ref : {step.a(), step.b(), step.d()})
     if (ref->dtype() != cellpack::DType::F32)
       return Status(StatusCode::Unsupported,
@@ -61,6 +64,10 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
   gemm->workspaceBytes_ = workspaceBytes;
   gemm->alpha_ = step.alpha();
   int64_t m = rows, n = step.n(), k = step.k();
+  gemm->m_ = m;
+  gemm->n_ = n;
+  gemm->k_ = k;
+  gemm->skinnyBeta_ = step.beta();
 
   CELL_CUBLAS_TRY(cublasLtMatmulDescCreate(
       &gemm->operation_, computeType(step.precision()), CUDA_R_32F));
@@ -107,6 +114,7 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
                            n * sizeof(float)));
         bias = gemm->scaledBias_.data();
       }
+      gemm->skinnyBias_ = operands.c; // the kernel scales it by beta
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
       cudaDataType_t biasType = CUDA_R_32F;
       CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
@@ -121,6 +129,7 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
     } else if (fullC) {
       gemm->c_ = operands.c;
       gemm->beta_ = step.beta();
+      gemm->skinnyC_ = operands.c;
     } else {
       return Status(StatusCode::Unsupported,
                     "a GEMM's C must have n or m * n elements");
@@ -131,7 +140,21 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
                 static_cast<long long>(m), static_cast<long long>(n),
                 static_cast<long long>(k), precisionName(step.precision()));
   gemm->description_ = text;
-  CELL_TRY(gemm->chooseAlgorithm(stream, candidates));
+  gemm->skinny_ = skinny;
+  bool contest = skinny.kernel && !step.trans_a() && !step.trans_b() &&
+                 cellpack::skinnyGemmFits(m, n, k) &&
+                 step.precision() != cellpack::Precision::BF16 &&
+                 step.precision() != cellpack::Precision::FP16;
+  for (const void *pointer :
+       std::initializer_list<const void *>{operands.a, operands.b, operands.d,
+                                           gemm->skinnyBias_, gemm->skinnyC_})
+    contest = contest && alignmentOf(pointer) >= 16;
+  Status chosen = gemm->chooseAlgorithm(stream, candidates);
+  if (contest)
+    CELL_TRY(gemm->contestSkinny(stream,
+                                 chosen.isOk() ? gemm->cublasMicros_ : -1.0f));
+  if (!chosen.isOk() && !gemm->useSkinny_)
+    return chosen;
   return gemm;
 }
 
@@ -165,22 +188,7 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
     return Status(StatusCode::Unsupported,
                   "cuBLASLt has no algorithm for the GEMM " + description_);
   algorithm_ = proposed[0].algo;
-  if (returned == 1) {
-    description_ += ", cuBLASLt's only proposal";
-    return Status::ok();
-  }
   // Time every proposal on the plan's buffers; keep the fastest.
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CELL_CUDA_TRY(cudaEventCreate(&start));
-  CELL_CUDA_TRY(cudaEventCreate(&stop));
-  struct Events {
-    cudaEvent_t start, stop;
-    ~Events() {
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-    }
-  } events{start, stop};
-  constexpr int kRepetitions = 5;
   float best = -1.0f;
   int usable = 0;
   cublasLtMatmulAlgo_t fastest = proposed[0].algo;
@@ -190,16 +198,12 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
     algorithm_ = proposed[i].algo;
     if (!enqueue(stream).isOk()) // warm-up; an algorithm that fails is skipped
       continue;
-    CELL_CUDA_TRY(cudaEventRecord(start, stream));
-    for (int r = 0; r < kRepetitions; ++r)
-      CELL_TRY(enqueue(stream));
-    CELL_CUDA_TRY(cudaEventRecord(stop, stream));
-    CELL_CUDA_TRY(cudaEventSynchronize(stop));
-    float milliseconds = 0.0f;
-    CELL_CUDA_TRY(cudaEventElapsedTime(&milliseconds, start, stop));
+    auto micros = timeMicros(stream, false);
+    if (!micros.ok())
+      return micros.status();
     ++usable;
-    if (best < 0.0f || milliseconds < best) {
-      best = milliseconds;
+    if (best < 0.0f || micros.value() < best) {
+      best = micros.value();
       fastest = proposed[i].algo;
     }
   }
@@ -207,14 +211,17 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
     return Status(StatusCode::Unsupported,
                   "no cuBLASLt proposal runs the GEMM " + description_);
   algorithm_ = fastest;
+  cublasMicros_ = best;
   char text[96];
   std::snprintf(text, sizeof text, ", fastest of %d proposals: %.1f us", usable,
-                1000.0 * best / kRepetitions);
+                cublasMicros_);
   description_ += text;
   return Status::ok();
 }
 
 Status CudaGemm::enqueue(cudaStream_t stream) const {
+  if (useSkinny_)
+    return enqueueSkinny(stream);
   CELL_CUBLAS_TRY(cublasLtMatmul(handle_, operation_, &alpha_, b_, layoutA_, a_,
                                  layoutB_, &beta_, c_, layoutC_, d_, layoutD_,
                                  &algorithm_, workspace_, workspaceBytes_,

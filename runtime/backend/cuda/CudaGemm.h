@@ -8,7 +8,11 @@
 // workspace), so the descriptors are made once per batch size with m the
 // plan's batch size, and the algorithm is chosen then: cuBLASLt's heuristic
 // proposes candidates and the fastest of them on this device, timed on the
-// plan's own buffers, is kept.
+// plan's own buffers, is kept. For GEMMs of few rows (SkinnyGemmKernel.h)
+// the cell code's skinny kernel, at a few k-split counts, runs in the same
+// contest: cuBLASLt's kernels for such shapes read the weights at a
+// fraction of the device's bandwidth. CELL_CUDA_GEMM=skinny or =cublas in
+// the environment decides the contest instead of the clock.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDAGEMM_H
@@ -36,6 +40,13 @@ struct GemmOperands {
   const float *hostBias = nullptr;
 };
 
+/// The cell code's skinny GEMM kernel, when it has one, and the device's
+/// multiprocessor count (which sizes its k splits).
+struct SkinnyGemmKernel {
+  cudaKernel_t kernel = nullptr;
+  int multiprocessors = 0;
+};
+
 class CudaGemm {
 public:
   /// Prepares `step` with m = `rows`; `workspace` (of `workspaceBytes`) is
@@ -44,7 +55,8 @@ public:
   static Result<std::unique_ptr<CudaGemm>>
   create(cublasLtHandle_t handle, const cellpack::GemmStep &step, int64_t rows,
          const GemmOperands &operands, void *workspace, size_t workspaceBytes,
-         cudaStream_t stream, int candidates = 8);
+         cudaStream_t stream, const SkinnyGemmKernel &skinny = {},
+         int candidates = 8);
   ~CudaGemm();
   CudaGemm(const CudaGemm &) = delete;
   CudaGemm &operator=(const CudaGemm &) = delete;
@@ -52,12 +64,19 @@ public:
   /// Enqueues the GEMM on `stream`.
   Status enqueue(cudaStream_t stream) const;
 
-  /// "m=64 n=4096 k=1024 tf32, algo 23 (fastest of 8: 11.2 us)".
+  /// "m=64 n=4096 k=2048 FP32, fastest of 8 proposals: 11.2 us" or
+  /// "m=4 ..., skinny kernel, 16 k splits: 9.1 us (cuBLASLt 21.1 us)".
   const std::string &description() const { return description_; }
 
 private:
   CudaGemm() = default;
   Status chooseAlgorithm(cudaStream_t stream, int candidates);
+  /// Times the skinny kernel at a few split counts against `cublasMicros`
+  /// (negative: no cuBLASLt algorithm runs) and keeps it when faster.
+  Status contestSkinny(cudaStream_t stream, float cublasMicros);
+  Status enqueueSkinny(cudaStream_t stream) const;
+  /// Mean time of a few back-to-back runs after a warm-up, in microseconds.
+  Result<float> timeMicros(cudaStream_t stream, bool skinny);
 
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t operation_ = nullptr;
@@ -71,6 +90,17 @@ private:
   size_t workspaceBytes_ = 0;
   DeviceBuffer scaledBias_;
   std::string description_;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
+  // The skinny kernel, when it won: its launch, k-split partial sums and
+  // per-tile arrival counters, and the bias (vector) or C (full) it adds.
+  SkinnyGemmKernel skinny_;
+  bool useSkinny_ = false;
+  int splits_ = 1, kPerSplit_ = 0;
+  unsigned grid_ = 0;
+  const void *skinnyBias_ = nullptr, *skinnyC_ = nullptr;
+  float skinnyBeta_ = 0.0f;
+  float cublasMicros_ = -1.0f; // the chosen algorithm's time, when timed
+  DeviceBuffer partial_, counters_;
 };
 
 } // namespace cellrun::cuda

@@ -3,6 +3,8 @@
 
 #include "CudaCheck.h"
 
+#include "SkinnyGemmKernel.h"
+
 #include <string>
 
 using namespace cellrun;
@@ -29,6 +31,15 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
   runner->workspace_ = std::move(workspace).value();
   if (!plan.steps())
     return runner;
+  // Artifacts from before the skinny kernel run every GEMM on cuBLASLt.
+  SkinnyGemmKernel skinny;
+  if (auto kernel = cell.kernel(cellpack::kSkinnyGemmKernelName); kernel.ok()) {
+    int device = 0;
+    CELL_CUDA_TRY(cudaGetDevice(&device));
+    CELL_CUDA_TRY(cudaDeviceGetAttribute(
+        &skinny.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    skinny.kernel = kernel.value();
+  }
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
     Step step;
     if (const cellpack::GemmStep *gemm = taskStep->step_as_GemmStep()) {
@@ -58,7 +69,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
             cell.cell().weights()->Get(gemm->c()->index())->data()->data());
       auto prepared =
           CudaGemm::create(handle, *gemm, plan.batch_size(), operands,
-                           gemmWorkspace, gemmWorkspaceBytes, stream);
+                           gemmWorkspace, gemmWorkspaceBytes, stream, skinny);
       if (!prepared.ok())
         return Status(prepared.status().code(),
                       where + prepared.status().message());

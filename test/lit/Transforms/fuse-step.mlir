@@ -78,3 +78,37 @@ cell.cell @two_levels_b2(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xf3
   }
   cell.return %e#0, %o : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// GEMM weights larger than max-weight-bytes (3x2 fp32 = 24 bytes here, with
+// max-weight-bytes=16 in the third RUN line) keep the GEMM apart.
+// RUN: cell-opt %s --pass-pipeline='builtin.module(cell-fuse-step{max-batch=4 max-weight-bytes=16})' -split-input-file | FileCheck %s --check-prefix=BIG
+// BIG-LABEL: cell.cell @step_b4
+// BIG: fused
+// BIG: tanh
+// BIG: yield
+// BIG: gemm
+// BIG: fused
+// BIG: add
+// BIG-LABEL: cell.cell @small_weights_b4
+// BIG: = fused(%arg0,
+// BIG: gemm
+// BIG: tanh
+// BIG: yield
+// BIG-NOT: fused
+// BIG: return
+cell.cell @small_weights_b4(%x: tensor<4x2xf32>) -> tensor<4x2xf32> attributes {cell.batch_size = 4 : i64} {
+  %w = cell.constant dense<1.0> : tensor<2x2xf32>
+  %p = cell.fused (%x) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]} : (tensor<4x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%a: tensor<4x2xf32>):
+    cell.yield %a : tensor<4x2xf32>
+  }
+  %g = cell.gemm %p, %w : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  %e = cell.fused (%g) {operand_access = [#cell.access<dense>], result_access = [#cell.access<scatter>]} : (tensor<4x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%a: tensor<4x2xf32>):
+    %t = cell.tanh %a : tensor<4x2xf32>
+    cell.yield %t : tensor<4x2xf32>
+  }
+  cell.return %e : tensor<4x2xf32>
+}

@@ -1,0 +1,126 @@
+//===- CudaGemmSkinny.cpp - The skinny kernel's part of a GEMM step -------===//
+//
+// CudaGemm's contest between cuBLASLt's fastest proposal and the cell
+// code's cellrun_skinny_gemm (SkinnyGemmKernel.h) at a few k-split counts,
+// the kernel's launch, and the timing both sides share.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaGemm.h"
+
+#include "CudaCheck.h"
+
+#include "SkinnyGemmKernel.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+Result<float> CudaGemm::timeMicros(cudaStream_t stream, bool skinny) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CELL_CUDA_TRY(cudaEventCreate(&start));
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start)
+        cudaEventDestroy(start);
+      if (stop)
+        cudaEventDestroy(stop);
+    }
+  } events{start, nullptr};
+  CELL_CUDA_TRY(cudaEventCreate(&stop));
+  events.stop = stop;
+  constexpr int kRepetitions = 10;
+  CELL_CUDA_TRY(cudaEventRecord(start, stream));
+  for (int r = 0; r < kRepetitions; ++r)
+    CELL_TRY(skinny ? enqueueSkinny(stream) : enqueue(stream));
+  CELL_CUDA_TRY(cudaEventRecord(stop, stream));
+  CELL_CUDA_TRY(cudaEventSynchronize(stop));
+  float milliseconds = 0.0f;
+  CELL_CUDA_TRY(cudaEventElapsedTime(&milliseconds, start, stop));
+  return 1000.0f * milliseconds / kRepetitions;
+}
+
+Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
+  // About eight blocks a multiprocessor, with the partial sums (written and
+  // read once) kept under an eighth of the weights' bytes.
+  int64_t tiles = (n_ + cellpack::kSkinnyGemmTileColumns - 1) /
+                  cellpack::kSkinnyGemmTileColumns;
+  int64_t base = (8 * std::max(skinny_.multiprocessors, 1) + tiles - 1) / tiles;
+  base = std::max<int64_t>(1, std::min(base, k_ / (8 * m_)));
+  std::vector<cellpack::SkinnyGemmLaunch> launches;
+  for (int64_t splits : {base * 2, base, base / 2, base / 4, int64_t(1)}) {
+    cellpack::SkinnyGemmLaunch launch =
+        cellpack::skinnyGemmLaunch(n_, k_, splits);
+    bool seen = std::any_of(launches.begin(), launches.end(),
+                            [&](auto &l) { return l.splits == launch.splits; });
+    if (!seen)
+      launches.push_back(launch);
+  }
+  int maxSplits = 1;
+  for (const auto &launch : launches)
+    maxSplits = std::max(maxSplits, launch.splits);
+  if (maxSplits > 1) {
+    auto partial = DeviceBuffer::allocate(static_cast<size_t>(maxSplits) * m_ *
+                                          n_ * sizeof(float));
+    auto counters = DeviceBuffer::allocate(tiles * sizeof(unsigned));
+    if (!partial.ok())
+      return partial.status();
+    if (!counters.ok())
+      return counters.status();
+    partial_ = std::move(partial).value();
+    counters_ = std::move(counters).value();
+  }
+  float best = -1.0f;
+  cellpack::SkinnyGemmLaunch fastest;
+  for (const auto &launch : launches) {
+    splits_ = launch.splits;
+    kPerSplit_ = launch.kPerSplit;
+    grid_ = launch.grid();
+    CELL_TRY(enqueueSkinny(stream)); // warm-up
+    auto micros = timeMicros(stream, true);
+    if (!micros.ok())
+      return micros.status();
+    if (best < 0.0f || micros.value() < best) {
+      best = micros.value();
+      fastest = launch;
+    }
+  }
+  splits_ = fastest.splits;
+  kPerSplit_ = fastest.kPerSplit;
+  grid_ = fastest.grid();
+  char text[128];
+  useSkinny_ = cublasMicros < 0.0f || best < cublasMicros;
+  // CELL_CUDA_GEMM=skinny or =cublas decides the contest (tests, A/B runs).
+  const char *forced = std::getenv("CELL_CUDA_GEMM");
+  if (forced && std::strcmp(forced, "skinny") == 0)
+    useSkinny_ = true;
+  else if (forced && std::strcmp(forced, "cublas") == 0 && cublasMicros >= 0)
+    useSkinny_ = false;
+  if (useSkinny_)
+    std::snprintf(text, sizeof text,
+                  ", skinny kernel, %d k splits: %.1f us (cuBLASLt %.1f us)",
+                  splits_, best, cublasMicros);
+  else
+    std::snprintf(text, sizeof text, " (skinny kernel %.1f us)", best);
+  description_ += text;
+  return Status::ok();
+}
+
+Status CudaGemm::enqueueSkinny(cudaStream_t stream) const {
+  const void *a = a_, *b = b_, *bias = skinnyBias_, *c = skinnyC_;
+  void *d = d_, *partial = partial_.data(), *counters = counters_.data();
+  int m = static_cast<int>(m_), n = static_cast<int>(n_),
+      k = static_cast<int>(k_), splits = splits_, kPerSplit = kPerSplit_;
+  float alpha = alpha_, beta = skinnyBeta_;
+  void *args[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,
+                  &m, &n, &k,    &splits, &kPerSplit, &alpha,   &beta};
+  CELL_CUDA_TRY(cudaLaunchKernel(
+      reinterpret_cast<const void *>(skinny_.kernel), dim3(grid_),
+      dim3(cellpack::kSkinnyGemmBlockSize), args, 0, stream));
+  return Status::ok();
+}

@@ -1,0 +1,236 @@
+//===- SkinnyGemmKernel.h - The small-batch GEMM in every cell's code -*- C++
+//-*-===//
+//
+// Part of the contract between cellc and cellrun, like RowCopyKernel.h:
+// cellc appends this source to every cell's CUDA program and lists the
+// kernel among its support kernels; the CUDA backend times it against
+// cuBLASLt's proposals for each GEMM step of few rows and keeps the faster.
+// Artifacts without it run every GEMM on cuBLASLt.
+//
+// cellrun_skinny_gemm computes D[m,n] = alpha * A[m,k] B[k,n] + beta * bias
+// (a vector of n, or null) + beta * C (a full [m,n], or null) for
+// m <= 16 rows, row-major, fp32, B not transposed. At such sizes a GEMM is
+// bound by reading B once, so the kernel spreads that read over the whole
+// device: block b takes column tile b % tiles (128 columns, four per
+// thread, loaded 16 bytes at a time) and slice b / tiles of k (kPerSplit
+// rows); its four warps take every fourth group of four rows of the slice,
+// each thread keeping the m x 4 sums of its columns in registers. The warps'
+// sums meet in shared memory; with one slice the block writes D, else it
+// writes its slice's partial sums and the last block of the tile to arrive
+// (an atomic count per tile, reset by that block) adds the slices in order
+// (so results do not depend on timing) and writes D.
+// Needs n and k multiples of 4, A, B, C and D 16-byte aligned, kPerSplit a
+// multiple of 16, partial of splits * m * n floats when splits > 1, and
+// counters of `tiles` zeroed unsigned ints. Grid: tiles * splits blocks of
+// 128 threads. Compiled as C++ for the tests (CELL_CUDA_EMULATION), it also
+// defines a launcher that runs it on the CPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLPACK_SKINNYGEMMKERNEL_H
+#define CELLPACK_SKINNYGEMMKERNEL_H
+
+namespace cellpack {
+
+constexpr const char *kSkinnyGemmKernelName = "cellrun_skinny_gemm";
+/// Rows the kernel computes at most, and the threads of its blocks.
+constexpr int kSkinnyGemmMaxRows = 16;
+constexpr int kSkinnyGemmBlockSize = 128;
+/// Columns a block covers, and the granularity of its k slices.
+constexpr int kSkinnyGemmTileColumns = 128;
+constexpr int kSkinnyGemmSliceRows = 16;
+
+/// True when the kernel computes an [m, k] x [k, n] product (alignment is
+/// the caller's to check).
+inline bool skinnyGemmFits(long long m, long long n, long long k) {
+  return m >= 1 && m <= kSkinnyGemmMaxRows && n >= 4 && n % 4 == 0 && k >= 4 &&
+         k % 4 == 0 && n <= (1ll << 30) && k <= (1ll << 30);
+}
+
+/// The launch of the kernel for an n-by-k B cut into about `splits` slices
+/// of k: slices are whole multiples of kSkinnyGemmSliceRows, so `splits`
+/// may come back smaller than asked.
+struct SkinnyGemmLaunch {
+  int splits = 1;
+  int kPerSplit = 0;
+  int tiles = 0;
+  unsigned grid() const { return static_cast<unsigned>(tiles * splits); }
+};
+inline SkinnyGemmLaunch skinnyGemmLaunch(long long n, long long k,
+                                         long long splits) {
+  SkinnyGemmLaunch launch;
+  launch.tiles = static_cast<int>((n + kSkinnyGemmTileColumns - 1) /
+                                  kSkinnyGemmTileColumns);
+  long long slices = (k + kSkinnyGemmSliceRows - 1) / kSkinnyGemmSliceRows;
+  if (splits < 1)
+    splits = 1;
+  if (splits > slices)
+    splits = slices;
+  long long perSplit = (slices + splits - 1) / splits; // in slices
+  launch.kPerSplit = static_cast<int>(perSplit * kSkinnyGemmSliceRows);
+  launch.splits = static_cast<int>((slices + perSplit - 1) / perSplit);
+  return launch;
+}
+
+constexpr const char *kSkinnyGemmKernelSource = R"cuda(
+// Support kernel (cellrun's GEMMs of few rows): reads B once over the device.
+#ifndef CELLRUN_SKINNY_GEMM_DEFINED
+#define CELLRUN_SKINNY_GEMM_DEFINED
+extern "C" __global__ void __launch_bounds__(128) cellrun_skinny_gemm(
+    const float *__restrict__ a, const float *__restrict__ b,
+    const float *__restrict__ bias, const float *__restrict__ c,
+    float *__restrict__ d, float *__restrict__ partial,
+    unsigned *__restrict__ counters, int m, int n, int k, int splits,
+    int kPerSplit, float alpha, float beta) {
+  constexpr int kMaxRows = 16;
+  const int tiles = (n + 127) / 128;
+  const int tile = blockIdx.x % tiles, split = blockIdx.x / tiles;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int col = tile * 128 + lane * 4;
+  const bool inside = col < n;
+  const int kBegin = split * kPerSplit;
+  const int kEnd = min(k, kBegin + kPerSplit);
+  float sum[kMaxRows][4];
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r)
+    sum[r][0] = sum[r][1] = sum[r][2] = sum[r][3] = 0.0f;
+  if (inside) {
+    for (int kk = kBegin + warp * 4; kk < kEnd; kk += 16) {
+      float4 w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w[i] = *reinterpret_cast<const float4 *>(b + (size_t)(kk + i) * n + col);
+#pragma unroll
+      for (int r = 0; r < kMaxRows; ++r) {
+        if (r < m) {
+          const float4 x =
+              *reinterpret_cast<const float4 *>(a + (size_t)r * k + kk);
+          const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            sum[r][0] += xs[i] * w[i].x;
+            sum[r][1] += xs[i] * w[i].y;
+            sum[r][2] += xs[i] * w[i].z;
+            sum[r][3] += xs[i] * w[i].w;
+          }
+        }
+      }
+    }
+  }
+  // The four warps' sums of each row, added in warp order.
+  __shared__ float4 warpSums[4][kMaxRows][32];
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r)
+    if (r < m)
+      warpSums[warp][r][lane] =
+          make_float4(sum[r][0], sum[r][1], sum[r][2], sum[r][3]);
+  __syncthreads();
+  // Thread t finishes rows t / 32, t / 32 + 4, ... of column group t % 32.
+  const int myCol = tile * 128 + (threadIdx.x % 32) * 4;
+  float *target = splits > 1 ? partial + (size_t)split * m * n : d;
+  for (int r = threadIdx.x / 32; r < m && myCol < n; r += 4) {
+    float4 s = warpSums[0][r][threadIdx.x % 32];
+    for (int w = 1; w < 4; ++w) {
+      const float4 t = warpSums[w][r][threadIdx.x % 32];
+      s.x += t.x;
+      s.y += t.y;
+      s.z += t.z;
+      s.w += t.w;
+    }
+    if (splits == 1) {
+      s.x *= alpha;
+      s.y *= alpha;
+      s.z *= alpha;
+      s.w *= alpha;
+      if (bias) {
+        const float4 v = *reinterpret_cast<const float4 *>(bias + myCol);
+        s.x += beta * v.x;
+        s.y += beta * v.y;
+        s.z += beta * v.z;
+        s.w += beta * v.w;
+      }
+      if (c) {
+        const float4 v =
+            *reinterpret_cast<const float4 *>(c + (size_t)r * n + myCol);
+        s.x += beta * v.x;
+        s.y += beta * v.y;
+        s.z += beta * v.z;
+        s.w += beta * v.w;
+      }
+    }
+    *reinterpret_cast<float4 *>(target + (size_t)r * n + myCol) = s;
+  }
+  if (splits == 1)
+    return;
+  // The last block of the tile to finish adds the slices.
+  __threadfence();
+  __syncthreads();
+  __shared__ unsigned arrived;
+  if (threadIdx.x == 0)
+    arrived = atomicAdd(counters + tile, 1u);
+  __syncthreads();
+  if (arrived != (unsigned)splits - 1u)
+    return;
+  __threadfence();
+  for (int r = threadIdx.x / 32; r < m && myCol < n; r += 4) {
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int p = 0; p < splits; ++p) {
+      // __ldcg: from L2, where the other blocks' stores are (L1 is not
+      // coherent across blocks).
+      const float4 t = __ldcg(reinterpret_cast<const float4 *>(
+          partial + ((size_t)p * m + r) * n + myCol));
+      s.x += t.x;
+      s.y += t.y;
+      s.z += t.z;
+      s.w += t.w;
+    }
+    s.x *= alpha;
+    s.y *= alpha;
+    s.z *= alpha;
+    s.w *= alpha;
+    if (bias) {
+      const float4 v = *reinterpret_cast<const float4 *>(bias + myCol);
+      s.x += beta * v.x;
+      s.y += beta * v.y;
+      s.z += beta * v.z;
+      s.w += beta * v.w;
+    }
+    if (c) {
+      const float4 v =
+          *reinterpret_cast<const float4 *>(c + (size_t)r * n + myCol);
+      s.x += beta * v.x;
+      s.y += beta * v.y;
+      s.z += beta * v.z;
+      s.w += beta * v.w;
+    }
+    *reinterpret_cast<float4 *>(d + (size_t)r * n + myCol) = s;
+  }
+  if (threadIdx.x == 0)
+    counters[tile] = 0u; // ready for the next launch on the stream
+}
+#ifdef CELL_CUDA_EMULATION
+extern "C" void cellrun_skinny_gemm__emulate(void **args, unsigned grid,
+                                             unsigned block) {
+  cellEmulateLaunch(grid, block, true, [&] {
+    cellrun_skinny_gemm(*static_cast<const float *const *>(args[0]),
+                        *static_cast<const float *const *>(args[1]),
+                        *static_cast<const float *const *>(args[2]),
+                        *static_cast<const float *const *>(args[3]),
+                        *static_cast<float *const *>(args[4]),
+                        *static_cast<float *const *>(args[5]),
+                        *static_cast<unsigned *const *>(args[6]),
+                        *static_cast<const int *>(args[7]),
+                        *static_cast<const int *>(args[8]),
+                        *static_cast<const int *>(args[9]),
+                        *static_cast<const int *>(args[10]),
+                        *static_cast<const int *>(args[11]),
+                        *static_cast<const float *>(args[12]),
+                        *static_cast<const float *>(args[13]));
+  });
+}
+#endif
+#endif
+)cuda";
+
+} // namespace cellpack
+
+#endif // CELLPACK_SKINNYGEMMKERNEL_H

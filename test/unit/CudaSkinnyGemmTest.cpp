@@ -1,0 +1,167 @@
+//===- CudaSkinnyGemmTest.cpp - The skinny GEMM on a GPU --------*- C++ -*-===//
+//
+// On a CUDA device (skipped with the reason otherwise): a GEMM step of few
+// rows through CudaGemm, with the skinny kernel made to win the contest
+// (CELL_CUDA_GEMM=skinny) and left to the clock, against a double-precision
+// GEMM on the host, for the hidden-1024 LSTM's shape (k = 2048, n = 4096) at
+// 1, 3 and 16 rows and for a shape that cuts column tiles and k slices short;
+// each GEMM runs twice (the k-split counters must be reset between runs).
+//
+//===----------------------------------------------------------------------===//
+#include "cellrun/Device.h"
+
+#include "../../runtime/backend/cuda/CudaCell.h"
+#include "../../runtime/backend/cuda/CudaCheck.h"
+#include "../../runtime/backend/cuda/CudaGemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+namespace {
+
+std::string examplesDir() {
+  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
+  return override ? override : CELL_EXAMPLES_BUILD_DIR;
+}
+
+struct Shape {
+  int m, n, k;
+  bool forceSkinny;
+};
+
+class CudaSkinnyGemmTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
+  auto probe = probeCudaDevice();
+  if (!probe.ok())
+    GTEST_SKIP() << "skinny GEMM not tested: " << probe.status().message();
+  const Shape &shape = GetParam();
+  auto artifact = loadArtifact(examplesDir() + "/lstm/model.cellpack");
+  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  const cellpack::CellType &cellType = *(*artifact)->model().cells()->Get(0);
+  auto cell = CudaCell::create(**artifact, cellType, probe->computeCapability);
+  ASSERT_TRUE(cell.ok()) << cell.status().toString();
+  auto kernel = (*cell)->kernel("cellrun_skinny_gemm");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+
+  int m = shape.m, n = shape.n, k = shape.k;
+  std::mt19937 random(m * 7 + n + k);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto filled = [&](size_t count) {
+    std::vector<float> values(count);
+    for (float &value : values)
+      value = uniform(random);
+    return values;
+  };
+  std::vector<float> a = filled(size_t(m) * k), b = filled(size_t(k) * n),
+                     bias = filled(n);
+  const float alpha = 1.0f, beta = 1.0f;
+  auto buffer = [&](const std::vector<float> &host) {
+    auto device = DeviceBuffer::allocate(host.size() * sizeof(float));
+    EXPECT_TRUE(device.ok());
+    EXPECT_TRUE(
+        uploadNow(device->data(), host.data(), host.size() * sizeof(float))
+            .isOk());
+    return std::move(device).value();
+  };
+  DeviceBuffer deviceA = buffer(a), deviceB = buffer(b),
+               deviceBias = buffer(bias);
+  auto deviceD = DeviceBuffer::allocate(size_t(m) * n * sizeof(float));
+  ASSERT_TRUE(deviceD.ok());
+  auto workspace = DeviceBuffer::allocate(32u << 20);
+  ASSERT_TRUE(workspace.ok());
+
+  flatbuffers::FlatBufferBuilder builder;
+  auto ref = [&](cellpack::ValueKind kind, std::vector<int64_t> dims) {
+    return cellpack::CreateValueRefDirect(builder, kind, 0, 0,
+                                          cellpack::DType::F32, &dims);
+  };
+  auto refA = ref(cellpack::ValueKind::Workspace, {m, k});
+  auto refB = ref(cellpack::ValueKind::Weight, {k, n});
+  auto refC = ref(cellpack::ValueKind::Weight, {n});
+  auto refD = ref(cellpack::ValueKind::Workspace, {m, n});
+  builder.Finish(cellpack::CreateGemmStep(builder, refA, refB, refC, refD, m, n,
+                                          k, false, false, alpha, beta));
+  const auto *step =
+      flatbuffers::GetRoot<cellpack::GemmStep>(builder.GetBufferPointer());
+
+  if (shape.forceSkinny)
+    setenv("CELL_CUDA_GEMM", "skinny", 1);
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  GemmOperands operands;
+  operands.a = deviceA.data();
+  operands.b = deviceB.data();
+  operands.c = deviceBias.data();
+  operands.d = deviceD->data();
+  operands.hostBias = bias.data();
+  SkinnyGemmKernel skinny;
+  skinny.kernel = kernel.value();
+  ASSERT_EQ(cudaDeviceGetAttribute(&skinny.multiprocessors,
+                                   cudaDevAttrMultiProcessorCount, 0),
+            cudaSuccess);
+  auto gemm = CudaGemm::create(handle, *step, m, operands, workspace->data(),
+                               32u << 20, stream, skinny);
+  unsetenv("CELL_CUDA_GEMM");
+  ASSERT_TRUE(gemm.ok()) << gemm.status().toString();
+  std::printf("%s\n", (*gemm)->description().c_str());
+  EXPECT_NE((*gemm)->description().find("skinny kernel"), std::string::npos)
+      << "the skinny kernel did not run in the contest";
+  if (shape.forceSkinny) {
+    EXPECT_NE((*gemm)->description().find("k splits"), std::string::npos);
+  }
+
+  std::vector<double> expected(size_t(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int kk = 0; kk < k; ++kk) {
+      double x = a[size_t(r) * k + kk];
+      for (int j = 0; j < n; ++j)
+        expected[size_t(r) * n + j] += x * b[size_t(kk) * n + j];
+    }
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j)
+      expected[size_t(r) * n + j] =
+          alpha * expected[size_t(r) * n + j] + beta * bias[j];
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
+                              size_t(m) * n * sizeof(float), stream),
+              cudaSuccess);
+    ASSERT_TRUE((*gemm)->enqueue(stream).isOk());
+    std::vector<float> d(size_t(m) * n);
+    ASSERT_EQ(cudaMemcpyAsync(d.data(), deviceD->data(),
+                              d.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    // TF32 is off (FP32 step): fp32 sums of k products, within k ulps-ish.
+    for (size_t i = 0; i < d.size(); ++i) {
+      ASSERT_NEAR(d[i], expected[i], 2e-5 * std::sqrt(double(k)) * 4)
+          << "run " << run << " row " << i / n << " column " << i % n;
+    }
+  }
+  cudaStreamDestroy(stream);
+  cublasLtDestroy(handle);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaSkinnyGemmTest,
+    ::testing::Values(Shape{1, 4096, 2048, true}, Shape{3, 4096, 2048, true},
+                      Shape{16, 4096, 2048, true}, Shape{5, 260, 72, true},
+                      Shape{8, 4096, 2048, false}),
+    [](const ::testing::TestParamInfo<Shape> &info) {
+      const Shape &s = info.param;
+      return "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" +
+             std::to_string(s.k) + (s.forceSkinny ? "_forced" : "_timed");
+    });
+
+} // namespace

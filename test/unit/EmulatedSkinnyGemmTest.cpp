@@ -1,0 +1,120 @@
+//===- EmulatedSkinnyGemmTest.cpp - The small-batch GEMM kernel on the CPU ===//
+//
+// cellrun_skinny_gemm (SkinnyGemmKernel.h), as every cell's CUDA code carries
+// it, run through its emulation launcher against a double-precision GEMM:
+// row counts 1..16, column tiles cut short, k not a multiple of a slice, one
+// slice and several (the last-block reduction), a bias vector, a full C and
+// neither, and a second launch on the same counters (which the last block
+// of each tile must have reset).
+//
+//===----------------------------------------------------------------------===//
+#include "SkinnyGemmKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <dlfcn.h>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Launch = void (*)(void **args, unsigned grid, unsigned block);
+
+struct Case {
+  int m, n, k, splits;
+  bool bias, fullC;
+};
+
+class EmulatedSkinnyGemmTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
+  const Case &shape = GetParam();
+  ASSERT_TRUE(cellpack::skinnyGemmFits(shape.m, shape.n, shape.k));
+  std::string path =
+      std::string(CELL_EMULATED_KERNELS_DIR) + "/libemulated-lstm.so";
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto gemm =
+      reinterpret_cast<Launch>(dlsym(library, "cellrun_skinny_gemm__emulate"));
+  ASSERT_NE(gemm, nullptr);
+
+  std::mt19937 random(shape.m * 1000 + shape.n + shape.k + shape.splits);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto filled = [&](size_t count) {
+    std::vector<float> values(count);
+    for (float &value : values)
+      value = uniform(random);
+    return values;
+  };
+  int m = shape.m, n = shape.n, k = shape.k;
+  std::vector<float> a = filled(size_t(m) * k), b = filled(size_t(k) * n);
+  std::vector<float> biasValues = filled(n), cValues = filled(size_t(m) * n);
+  float alpha = 0.75f, beta = 1.5f;
+  cellpack::SkinnyGemmLaunch geometry =
+      cellpack::skinnyGemmLaunch(n, k, shape.splits);
+  ASSERT_EQ(geometry.kPerSplit % cellpack::kSkinnyGemmSliceRows, 0);
+  ASSERT_GE(static_cast<long long>(geometry.kPerSplit) * geometry.splits, k);
+  ASSERT_LT(static_cast<long long>(geometry.kPerSplit) * (geometry.splits - 1),
+            k);
+  std::vector<float> partial(size_t(geometry.splits) * m * n, NAN);
+  std::vector<unsigned> counters(geometry.tiles, 0u);
+
+  std::vector<double> expected(size_t(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int kk = 0; kk < k; ++kk)
+        sum += double(a[size_t(r) * k + kk]) * b[size_t(kk) * n + j];
+      double value = alpha * sum;
+      if (shape.bias)
+        value += beta * biasValues[j];
+      if (shape.fullC)
+        value += beta * cValues[size_t(r) * n + j];
+      expected[size_t(r) * n + j] = value;
+    }
+
+  for (int launchIndex = 0; launchIndex < 2; ++launchIndex) {
+    std::vector<float> d(size_t(m) * n, NAN);
+    const float *aPointer = a.data(), *bPointer = b.data();
+    const float *biasPointer = shape.bias ? biasValues.data() : nullptr;
+    const float *cPointer = shape.fullC ? cValues.data() : nullptr;
+    float *dPointer = d.data(), *partialPointer = partial.data();
+    unsigned *counterPointer = counters.data();
+    int splits = geometry.splits, kPerSplit = geometry.kPerSplit;
+    void *args[] = {
+        &aPointer,       &bPointer,       &biasPointer, &cPointer, &dPointer,
+        &partialPointer, &counterPointer, &m,           &n,        &k,
+        &splits,         &kPerSplit,      &alpha,       &beta};
+    gemm(args, geometry.grid(), cellpack::kSkinnyGemmBlockSize);
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < n; ++j) {
+        double want = expected[size_t(r) * n + j];
+        ASSERT_NEAR(d[size_t(r) * n + j], want, 1e-4 * (1 + std::fabs(want)))
+            << "launch " << launchIndex << " row " << r << " column " << j;
+      }
+    for (int tile = 0; tile < geometry.tiles; ++tile)
+      ASSERT_EQ(counters[tile], 0u) << "tile " << tile << " not reset";
+  }
+  dlclose(library);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, EmulatedSkinnyGemmTest,
+                         ::testing::Values(Case{1, 260, 72, 1, true, false},
+                                           Case{1, 260, 72, 3, true, false},
+                                           Case{3, 128, 64, 4, false, false},
+                                           Case{7, 132, 100, 2, false, true},
+                                           Case{16, 384, 48, 3, true, false},
+                                           Case{16, 36, 200, 5, true, true}),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           const Case &c = info.param;
+                           return "m" + std::to_string(c.m) + "_n" +
+                                  std::to_string(c.n) + "_k" +
+                                  std::to_string(c.k) + "_splits" +
+                                  std::to_string(c.splits) +
+                                  (c.bias ? "_bias" : "") +
+                                  (c.fullC ? "_c" : "");
+                         });
+
+} // namespace
