@@ -17,6 +17,9 @@
 # gpu-check.txt (what was printed) and gpu-check-logs.tgz (every log, XML and
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
+# GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
+# runs serve kernels bench cpu ncu sanitizer; e.g. GPU_CHECK_STEPS="tests
+# kernels" for a quick look at the kernels.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:?usage: gpu-check.sh OUTDIR [BUILD_DIR | --pack PACK_DIR]}"
@@ -27,6 +30,7 @@ mkdir -p "$logs"
 deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-480}))
 python="${PYTHON:-python3}"
 status=0
+wanted() { [ -z "${GPU_CHECK_STEPS:-}" ] || [[ " $GPU_CHECK_STEPS " == *" $1 "* ]]; }
 step() { echo "== $* ($((deadline - SECONDS)) s left)"; }
 fail() { echo "gpu-check: $*" | tee -a "$logs/failures.txt"; status=1; }
 # Seconds a step may take: its own limit, or what is left of the run.
@@ -102,6 +106,7 @@ for program in test/cuda-backend-tests test/backend-examples-cuda-tests test/eng
 done
 
 for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests; do
+  wanted tests || break
   enough 30 "$test" || continue
   step "$test"
   timeout "$(limit 200)" "$build/test/$test" --gtest_output="xml:$logs/$test.xml" >"$logs/$test.log" 2>&1
@@ -112,6 +117,7 @@ done
 
 # `cellrun run` end to end on the GPU, each example against the CPU backend.
 for model in lstm gru seq2seq treelstm attention bahdanau; do
+  wanted runs || break
   artifact="$build/examples/$model/model.cellpack"
   requests="$root/examples/$model/requests.jsonl"
   [ -f "$artifact" ] && [ -f "$requests" ] || { fail "$model: artifact or requests missing"; continue; }
@@ -135,6 +141,7 @@ done
 
 # `cellrun serve` on the GPU: answers over HTTP against `cellrun run` on the CPU.
 for model in lstm seq2seq treelstm attention; do
+  wanted serve || break
   enough 20 "cellrun serve $model" || continue
   step "cellrun serve $model --device cuda"
   timeout "$(limit 90)" "$python" "$root/test/serve/serve_device_check.py" "$cellrun" \
@@ -144,6 +151,7 @@ for model in lstm seq2seq treelstm attention; do
 done
 
 for precision in fp32 tf32; do
+  wanted kernels || break
   artifact="$build/examples/lstm/bench-$precision.cellpack"
   [ -f "$artifact" ] || { echo "(no $artifact: skipped)"; continue; }
   enough 30 "cuda_task_bench $precision" || continue
@@ -155,7 +163,7 @@ for precision in fp32 tf32; do
 done
 
 # The system against PyTorch on cuDNN, same trace and weights.
-if enough 120 "cellrun bench --device cuda"; then
+if wanted bench && enough 120 "cellrun bench --device cuda"; then
   step "cellrun bench --device cuda with the PyTorch peer (hidden-1024 LSTM)"
   peer_weights="$build/examples/lstm/h1024-bench/lstm.pt"
   if [ ! -f "$peer_weights" ]; then
@@ -178,7 +186,7 @@ if enough 120 "cellrun bench --device cuda"; then
   cat "$logs/bench-lstm1024.txt"
 fi
 
-if enough 30 "task_bench"; then
+if wanted cpu && enough 30 "task_bench"; then
   step "task_bench (the CPU backend on this machine)"
   timeout "$(limit 60)" "$build/bench/task_bench" "$build/examples/lstm/bench-fp32.cellpack" \
     --csv "$logs/cpu-lstm1024.csv" --min-seconds 0.1 --threads 4 >"$logs/cpu-lstm1024.txt" 2>&1 ||
@@ -189,7 +197,7 @@ fi
 # skinny kernels' load-time contests come first (about 55 launches per
 # batch size 1-16), so the first launches after them are batch 1's.
 ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)"
-if [ -n "$ncu" ] && [ -f "$build/examples/lstm/bench-fp32.cellpack" ] && enough 60 "ncu"; then
+if wanted ncu && [ -n "$ncu" ] && [ -f "$build/examples/lstm/bench-fp32.cellpack" ] && enough 60 "ncu"; then
   step "ncu: the skinny GEMM of the hidden-1024 LSTM"
   timeout "$(limit 90)" "$ncu" --kernel-name regex:skinny --launch-skip 275 --launch-count 4 \
     --section SpeedOfLight --section LaunchStats --kill yes \
@@ -201,7 +209,9 @@ fi
 # CUDA backend's tests (the skinny GEMM at its small shape only) and one
 # engine case (slow: tens of times the run).
 sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
-if [ -z "$sanitizer" ]; then
+if ! wanted sanitizer; then
+  :
+elif [ -z "$sanitizer" ]; then
   echo "(no compute-sanitizer on this machine: skipped)"
 else
   for tool in memcheck racecheck; do
