@@ -193,17 +193,21 @@ if wanted cpu && enough 30 "task_bench"; then
     fail "task_bench failed"
   cat "$logs/cpu-lstm1024.txt"
 fi
-# Nsight Compute on the small-batch GEMM as the benchmark runs it: the
-# skinny kernels' load-time contests come first (about 55 launches per
-# batch size 1-16), so the first launches after them are batch 1's.
+# Nsight Compute on the small-batch GEMM: the skinny kernel at every k-split
+# count its contest tries (its first 60 launches), at 1 and 16 rows of
+# the hidden-1024 LSTM's shape.
 ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)"
-if wanted ncu && [ -n "$ncu" ] && [ -f "$build/examples/lstm/bench-fp32.cellpack" ] && enough 60 "ncu"; then
-  step "ncu: the skinny GEMM of the hidden-1024 LSTM"
-  timeout "$(limit 90)" "$ncu" --kernel-name regex:skinny --launch-skip 275 --launch-count 4 \
-    --section SpeedOfLight --section LaunchStats --kill yes \
-    "$build/bench/cuda_task_bench" "$build/examples/lstm/bench-fp32.cellpack" \
+if wanted ncu && [ -n "$ncu" ] && enough 60 "ncu"; then
+  step "ncu: the skinny GEMM at 1 and 16 rows (n 4096, k 2048)"
+  timeout "$(limit 120)" "$ncu" --kernel-name regex:skinny --launch-count 60 \
+    --section SpeedOfLight --section LaunchStats \
+    "$build/test/cuda-backend-tests" --gtest_filter='*m1_n4096*:*m16_n4096*' \
     >"$logs/ncu-skinny.txt" 2>&1 || echo "(ncu exited with $?: see ncu-skinny.txt)"
-  grep -E "cellrun_skinny_gemm|Duration|Memory Throughput|DRAM Throughput|Grid Size" "$logs/ncu-skinny.txt" | head -n 24
+  awk '/cellrun_skinny_gemm/ {if (rec != "") print rec; rec = ""}
+    /^ +Duration/ {rec = rec " " $(NF-1) "=" $NF}
+    /DRAM Throughput/ {rec = rec " dram%=" $NF}
+    /Grid Size/ {rec = rec " grid=" $NF}
+    END {if (rec != "") print rec}' "$logs/ncu-skinny.txt" | sort | uniq -c | head -n 30
 fi
 # With what time is left: compute-sanitizer's memcheck and racecheck on the
 # CUDA backend's tests (the skinny GEMM at its small shape only) and one

@@ -75,7 +75,7 @@ constexpr const char *kSkinnyGemmKernelSource = R"cuda(
 // Support kernel (cellrun's GEMMs of few rows): reads B once over the device.
 #ifndef CELLRUN_SKINNY_GEMM_DEFINED
 #define CELLRUN_SKINNY_GEMM_DEFINED
-extern "C" __global__ void __launch_bounds__(128) cellrun_skinny_gemm(
+extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     const float *__restrict__ a, const float *__restrict__ b,
     const float *__restrict__ bias, const float *__restrict__ c,
     float *__restrict__ d, float *__restrict__ partial,
@@ -171,13 +171,50 @@ extern "C" __global__ void __launch_bounds__(128) cellrun_skinny_gemm(
   if (arrived != (unsigned)splits - 1u)
     return;
   __threadfence();
-  for (int r = threadIdx.x / 32; r < m && myCol < n; r += 4) {
+  // Each output (m rows x 32 column groups) adds its slices' partial sums
+  // in order, up to 16 loads in flight; with fewer outputs than threads,
+  // `groups` threads share an output, each adding a contiguous run of the
+  // slices, and the runs meet in shared memory (reusing warpSums).
+  const int outputs = m * 32;
+  const int groups = outputs >= 128 ? 1 : (outputs >= 64 ? 2 : 4);
+  const int perGroup = (splits + groups - 1) / groups;
+  float4 *runs = &warpSums[0][0][0]; // [groups][outputs]
+  for (int o = threadIdx.x % (128 / groups); o < outputs;
+       o += 128 / groups) {
+    const int group = threadIdx.x / (128 / groups);
+    const int r = o / 32, oc = tile * 128 + (o % 32) * 4;
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int p = 0; p < splits; ++p) {
-      // __ldcg: from L2, where the other blocks' stores are (L1 is not
-      // coherent across blocks).
-      const float4 t = __ldcg(reinterpret_cast<const float4 *>(
-          partial + ((size_t)p * m + r) * n + myCol));
+    const int first = group * perGroup, last = min(splits, first + perGroup);
+    if (oc < n) {
+      for (int p = first; p < last; p += 16) {
+        float4 t[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+          if (p + i < last)
+            // __ldcg: from L2, where the other blocks' stores are (L1 is
+            // not coherent across blocks).
+            t[i] = __ldcg(reinterpret_cast<const float4 *>(
+                partial + ((size_t)(p + i) * m + r) * n + oc));
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+          if (p + i < last) {
+            s.x += t[i].x;
+            s.y += t[i].y;
+            s.z += t[i].z;
+            s.w += t[i].w;
+          }
+      }
+    }
+    runs[group * outputs + o] = s;
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < outputs; o += 128) {
+    const int r = o / 32, oc = tile * 128 + (o % 32) * 4;
+    if (oc >= n)
+      continue;
+    float4 s = runs[o];
+    for (int g = 1; g < groups; ++g) {
+      const float4 t = runs[g * outputs + o];
       s.x += t.x;
       s.y += t.y;
       s.z += t.z;
@@ -188,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(128) cellrun_skinny_gemm(
     s.z *= alpha;
     s.w *= alpha;
     if (bias) {
-      const float4 v = *reinterpret_cast<const float4 *>(bias + myCol);
+      const float4 v = *reinterpret_cast<const float4 *>(bias + oc);
       s.x += beta * v.x;
       s.y += beta * v.y;
       s.z += beta * v.z;
@@ -196,13 +233,13 @@ extern "C" __global__ void __launch_bounds__(128) cellrun_skinny_gemm(
     }
     if (c) {
       const float4 v =
-          *reinterpret_cast<const float4 *>(c + (size_t)r * n + myCol);
+          *reinterpret_cast<const float4 *>(c + (size_t)r * n + oc);
       s.x += beta * v.x;
       s.y += beta * v.y;
       s.z += beta * v.z;
       s.w += beta * v.w;
     }
-    *reinterpret_cast<float4 *>(d + (size_t)r * n + myCol) = s;
+    *reinterpret_cast<float4 *>(d + (size_t)r * n + oc) = s;
   }
   if (threadIdx.x == 0)
     counters[tile] = 0u; // ready for the next launch on the stream

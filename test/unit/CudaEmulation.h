@@ -27,7 +27,7 @@ inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 
 #define __global__
-#define __launch_bounds__(threads)
+#define __launch_bounds__(...)
 #define __shared__ static
 
 struct float4 {
