@@ -12,10 +12,11 @@
 // m <= 16 rows, row-major, fp32, B not transposed. At such sizes a GEMM is
 // bound by reading B once, so the kernel spreads that read over the whole
 // device: block b takes column tile b % tiles (128 columns, four per
-// thread, loaded 16 bytes at a time) and slice b / tiles of k (kPerSplit
-// rows); its four warps take every fourth group of four rows of the slice,
-// each thread keeping the m x 4 sums of its columns in registers. The warps'
-// sums meet in shared memory; with one slice the block writes D, else it
+// thread, loaded 16 bytes at a time, streamed past L1) and slice b / tiles
+// of k (kPerSplit rows), whose rows of A it stages in shared memory 512
+// values of k at a time; its four warps take every fourth group of four
+// rows of the slice, each thread keeping the m x 4 sums of its columns in
+// registers. The warps' sums meet in shared memory; with one slice the block writes D, else it
 // writes its slice's partial sums and the last block of the tile to arrive
 // (an atomic count per tile, reset by that block) adds the slices in order
 // (so results do not depend on timing) and writes D.
@@ -93,17 +94,31 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r)
     sum[r][0] = sum[r][1] = sum[r][2] = sum[r][3] = 0.0f;
-  if (inside) {
-    for (int kk = kBegin + warp * 4; kk < kEnd; kk += 16) {
+  // 32 KB of shared memory: A's rows for a chunk of the slice (512 values
+  // of k, row r at float4 r * 128), then the warps' sums [4][16][32].
+  __shared__ float4 shared[2048];
+  for (int chunk = kBegin; chunk < kEnd; chunk += 512) {
+    const int rows = min(512, kEnd - chunk); // a multiple of 4
+    __syncthreads(); // the previous chunk is used up
+    for (int i = threadIdx.x; i < m * (rows / 4); i += 128) {
+      const int r = i / (rows / 4), q = i % (rows / 4);
+      shared[r * 128 + q] =
+          *reinterpret_cast<const float4 *>(a + (size_t)r * k + chunk + q * 4);
+    }
+    __syncthreads();
+    if (!inside)
+      continue;
+    for (int kk = warp * 4; kk < rows; kk += 16) {
       float4 w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        w[i] = *reinterpret_cast<const float4 *>(b + (size_t)(kk + i) * n + col);
+        // Streamed (evict-first): B is read once; L1 is A's and the sums'.
+        w[i] = __ldcs(reinterpret_cast<const float4 *>(
+            b + (size_t)(chunk + kk + i) * n + col));
 #pragma unroll
       for (int r = 0; r < kMaxRows; ++r) {
         if (r < m) {
-          const float4 x =
-              *reinterpret_cast<const float4 *>(a + (size_t)r * k + kk);
+          const float4 x = shared[r * 128 + kk / 4];
           const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
@@ -117,7 +132,9 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     }
   }
   // The four warps' sums of each row, added in warp order.
-  __shared__ float4 warpSums[4][kMaxRows][32];
+  __syncthreads();
+  float4(*warpSums)[kMaxRows][32] =
+      reinterpret_cast<float4(*)[kMaxRows][32]>(shared);
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r)
     if (r < m)
@@ -172,13 +189,13 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     return;
   __threadfence();
   // Each output (m rows x 32 column groups) adds its slices' partial sums
-  // in order, up to 16 loads in flight; with fewer outputs than threads,
+  // in order, up to 8 loads in flight; with fewer outputs than threads,
   // `groups` threads share an output, each adding a contiguous run of the
   // slices, and the runs meet in shared memory (reusing warpSums).
   const int outputs = m * 32;
   const int groups = outputs >= 128 ? 1 : (outputs >= 64 ? 2 : 4);
   const int perGroup = (splits + groups - 1) / groups;
-  float4 *runs = &warpSums[0][0][0]; // [groups][outputs]
+  float4 *runs = shared; // [groups][outputs]
   for (int o = threadIdx.x % (128 / groups); o < outputs;
        o += 128 / groups) {
     const int group = threadIdx.x / (128 / groups);
@@ -186,17 +203,17 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const int first = group * perGroup, last = min(splits, first + perGroup);
     if (oc < n) {
-      for (int p = first; p < last; p += 16) {
-        float4 t[16];
+      for (int p = first; p < last; p += 8) {
+        float4 t[8];
 #pragma unroll
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < 8; ++i)
           if (p + i < last)
             // __ldcg: from L2, where the other blocks' stores are (L1 is
             // not coherent across blocks).
             t[i] = __ldcg(reinterpret_cast<const float4 *>(
                 partial + ((size_t)(p + i) * m + r) * n + oc));
 #pragma unroll
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < 8; ++i)
           if (p + i < last) {
             s.x += t[i].x;
             s.y += t[i].y;

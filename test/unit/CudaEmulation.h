@@ -60,6 +60,7 @@ inline unsigned atomicAdd(unsigned *address, unsigned value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
 template <typename T> T __ldcg(const T *address) { return *address; }
+template <typename T> T __ldcs(const T *address) { return *address; }
 
 /// A reusable barrier for the threads of one emulated block.
 class CellEmulationBarrier {

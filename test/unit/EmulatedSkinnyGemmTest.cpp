@@ -3,9 +3,10 @@
 // cellrun_skinny_gemm (SkinnyGemmKernel.h), as every cell's CUDA code carries
 // it, run through its emulation launcher against a double-precision GEMM:
 // row counts 1..16, column tiles cut short, k not a multiple of a slice, one
-// slice and several (the last-block reduction), a bias vector, a full C and
-// neither, and a second launch on the same counters (which the last block
-// of each tile must have reset).
+// slice and several (the last-block reduction), slices longer than the
+// 512 values of k the kernel stages in shared memory at a time, a bias vector,
+// a full C and neither, and a second launch on the same counters (which the
+// last block of each tile must have reset).
 //
 //===----------------------------------------------------------------------===//
 #include "SkinnyGemmKernel.h"
@@ -106,7 +107,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EmulatedSkinnyGemmTest,
                                            Case{3, 128, 64, 4, false, false},
                                            Case{7, 132, 100, 2, false, true},
                                            Case{16, 384, 48, 3, true, false},
-                                           Case{16, 36, 200, 5, true, true}),
+                                           Case{16, 36, 200, 5, true, true},
+                                           Case{2, 132, 1100, 1, true, false},
+                                           Case{4, 256, 1100, 2, false, false}),
                          [](const ::testing::TestParamInfo<Case> &info) {
                            const Case &c = info.param;
                            return "m" + std::to_string(c.m) + "_n" +
