@@ -10,8 +10,8 @@ compares. See pytorch_chain.py for the file formats.
 With --device cuda the models live on the GPU (cuDNN's LSTM, cuBLAS GEMMs);
 requests stay on the host until their batch is formed, as a server receives
 them, and each batch's end is taken once its outputs are on the host (one
-device-to-host copy of the batch's outputs, as a server returns them and as
-cellrun copies every emitted row back).
+device-to-host copy into pinned memory of the batch's outputs, as a server
+returns them and as cellrun copies every emitted row back).
 """
 import argparse
 import json
@@ -59,16 +59,20 @@ def to_device(model):
 
 def to_host(results):
     """Every output of a batch on the host, in one device-to-host copy per
-    element type; returns the results with host tensors (views of those
-    copies)."""
+    element type into pinned memory (PyTorch's caching host allocator keeps
+    it for the next batch), as a careful server copies; returns the results
+    with host tensors (views of those copies)."""
     if DEVICE.type != "cuda":
         return results
     tensors = [tensor for outputs in results for tensor in outputs.values()]
     host = {}
     for dtype in {tensor.dtype for tensor in tensors}:
         group = [tensor for tensor in tensors if tensor.dtype == dtype]
-        flat = torch.cat([tensor.reshape(-1) for tensor in group]).cpu()
-        host[dtype] = iter(torch.split(flat, [t.numel() for t in group]))
+        flat = torch.cat([tensor.reshape(-1) for tensor in group])
+        pinned = torch.empty(flat.shape, dtype=dtype, pin_memory=True)
+        pinned.copy_(flat, non_blocking=True)
+        host[dtype] = iter(torch.split(pinned, [t.numel() for t in group]))
+    torch.cuda.current_stream().synchronize()
     return [{name: next(host[tensor.dtype]).view(tensor.shape)
              for name, tensor in outputs.items()} for outputs in results]
 
