@@ -18,8 +18,9 @@
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
 # GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
-# runs serve kernels bench cpu ncu sanitizer; e.g. GPU_CHECK_STEPS="tests
-# kernels" for a quick look at the kernels.
+# runs serve kernels bench busy cpu ncu sanitizer; e.g.
+# GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
+# GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:?usage: gpu-check.sh OUTDIR [BUILD_DIR | --pack PACK_DIR]}"
@@ -179,11 +180,29 @@ if wanted bench && enough 120 "cellrun bench --device cuda"; then
     peer=()
   fi
   timeout "$(limit 240)" "$cellrun" bench "$build/examples/lstm/bench-fp32.cellpack" \
-    --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep 1000,8000 \
+    --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
     --duration 5 --offline 4000 --policy cellular,graph "${peer[@]}" \
     --out "$logs/bench-lstm1024" --quiet >"$logs/bench-lstm1024.txt" 2>&1 ||
     fail "cellrun bench --device cuda failed"
   cat "$logs/bench-lstm1024.txt"
+fi
+
+# How the engine's host time and the GPU's busy time compare while
+# `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
+# (nvidia-smi's utilization sampled every 100 ms).
+if wanted busy && enough 60 "busy"; then
+  step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
+  "$python" "$root/examples/common/make_requests.py" lstm 20000 "$work/wmt20k.jsonl" \
+    --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    >"$logs/busy-utilization.csv" 2>/dev/null &
+  sampler=$!
+  timeout "$(limit 90)" "$cellrun" run "$build/examples/lstm/bench-fp32.cellpack" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
+  kill "$sampler" 2>/dev/null
+  cat "$logs/busy-run.txt"
+  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
+    "$logs/busy-utilization.csv"
 fi
 
 if wanted cpu && enough 30 "task_bench"; then
