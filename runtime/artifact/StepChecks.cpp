@@ -76,6 +76,11 @@ private:
                     quoted(weight->name()) + " is " +
                     EnumNameDType(weight->dtype()) + " of " +
                     std::to_string(sizeOf(weight->data())) + " bytes");
+      // The same elements in another shape would index a table wrongly.
+      if (formatShape(ref->shape()) != formatShape(weight->shape()))
+        return fail(where + ": " + describe(ref, bytes) + " but weight " +
+                    quoted(weight->name()) + " has the shape " +
+                    formatShape(weight->shape()));
       return Status::ok();
     }
     case ValueKind::CellInput:

@@ -40,8 +40,9 @@ struct Spec {
   uint32_t gemmWeightIndex = 0;
   int64_t gemmOffsetFromEnd = -1; // >= 0: d at workspace_bytes - this
   int64_t gemmK = 4;
-  int weightDataDelta = 0; // bytes added to W's data
-  size_t weightSkew = 0;   // W's data this many bytes off 64-alignment
+  std::vector<int64_t> gemmWeightShape = {4, 8}; // as the GEMM's b reads W
+  int weightDataDelta = 0;                       // bytes added to W's data
+  size_t weightSkew = 0; // W's data this many bytes off 64-alignment
   uint64_t peakExtra = 0;
   Access gatheredInputAccess = Access::Gather;
   uint32_t regionOperand = 1;
@@ -94,7 +95,7 @@ Offset<BatchPlan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
       spec.gemmOffsetFromEnd < 0 ? 0 : workspace - spec.gemmOffsetFromEnd;
   auto gemm = CreateGemmStep(
       fbb, ref(fbb, ValueKind::CellInput, 0, {b, kInput}),
-      ref(fbb, ValueKind::Weight, spec.gemmWeightIndex, {kInput, kHidden}),
+      ref(fbb, ValueKind::Weight, spec.gemmWeightIndex, spec.gemmWeightShape),
       ref(fbb, ValueKind::Weight, 1, {kHidden}),
       ref(fbb, ValueKind::Workspace, gemmOffset, {b, kHidden}), b, kHidden,
       spec.gemmK, false, false, 1.0f, 0.5f, Precision::TF32);
@@ -472,6 +473,11 @@ TEST(Artifact, SemanticErrorsNameCellAndBatchSize) {
       {[](Spec &s) { s.gemmK = 5; },
        plan1 + "0 (gemm): a has shape [1, 4] but m=1, k=5, trans_a=false "
                "need [1, 5]"},
+      {[](Spec &s) {
+         s.gemmWeightShape = {2, 16};
+       },
+       plan1 + "0 (gemm): b: it reads F32 [2, 16] (128 bytes) but weight "
+               "'W' has the shape [4, 8]"},
       {[](Spec &s) { s.peakExtra = 1; },
        "bad.cellpack: cell 'lstm', batch size 1: peak_bytes 33 exceed "
        "workspace_bytes 32"},

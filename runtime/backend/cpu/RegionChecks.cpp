@@ -112,6 +112,18 @@ Status RegionInterpreter::Impl::checkBoundary(uint32_t numInputs) {
                            " a row but the step " + "passes " +
                            std::to_string(elements) + " of " +
                            cellpack::EnumNameDType(ref->dtype()));
+    // The same count in another shape (a table of 1 row of 64000 for
+    // 1000 rows of 64) would index it wrongly: a row's dimensions match.
+    std::vector<int64_t> expected;
+    bool batched = step.input_access()->Get(id) != cellpack::Access::Broadcast;
+    if (batched)
+      expected.push_back(1);
+    if (ref->shape())
+      expected.insert(expected.end(), ref->shape()->begin() + (batched ? 1 : 0),
+                      ref->shape()->end());
+    if (expected != value.shape)
+      return invalidRegion("input " + std::to_string(id) +
+                           "'s dimensions differ from those the step passes");
   }
   const auto *outputs = step.outputs();
   const auto *access = step.output_access();

@@ -252,6 +252,8 @@ Status RegionInterpreter::Impl::validate(const PreparedOp &prepared) {
     break;
   case OpCode::Gather:
     ok = arity(2, 2, 1) && axis >= 0 && axis < rank(prepared.operands[0]);
+    // Axis 0 of a value with rows is the batch: nothing gathers across it.
+    ok = ok && !(axis == 0 && values[prepared.operands[0]].hasBatch);
     if (ok) {
       const Value &data = values[prepared.operands[0]];
       int64_t rows = product(data.shape, 0, axis) *
