@@ -100,7 +100,8 @@ void expectSameAsWhole(const std::vector<RequestResult> &parts,
       const OutputTensor *have = part.find(want.name);
       ASSERT_NE(have, nullptr) << what << ": " << want.name;
       if (want.name.rfind("final_", 0) == 0)
-        joined = have->floats; // the last chunk's final state
+        joined.assign(have->floats.begin(),
+                      have->floats.end()); // the last chunk's final state
       else
         joined.insert(joined.end(), have->floats.begin(), have->floats.end());
     }

@@ -282,7 +282,7 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
   EXPECT_EQ(decoderSteps, 3);
   EXPECT_EQ(graph.result().stopReason, "eos");
   EXPECT_EQ(graph.result().find("tokens")->integers,
-            (std::vector<int64_t>{5, 6, structure->eosToken}));
+            (IntegerValues{5, 6, structure->eosToken}));
 }
 
 TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
@@ -332,7 +332,7 @@ TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   EXPECT_TRUE(graph.finished());
   EXPECT_EQ(graph.result().stopReason, "eos");
   EXPECT_EQ(graph.result().find("tokens")->integers,
-            (std::vector<int64_t>{5, 6, structure->eosToken}));
+            (IntegerValues{5, 6, structure->eosToken}));
   EXPECT_EQ(graph.nodes().size(), 1u + 6u); // encoder, window 4 + 2 added
 }
 

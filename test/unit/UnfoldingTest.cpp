@@ -83,9 +83,8 @@ std::vector<uint8_t> tokenRow(int64_t token) {
   return row;
 }
 
-void expectFloatsEqual(const std::vector<float> &got,
-                       const std::vector<uint8_t> &want, size_t offset,
-                       const std::string &what) {
+void expectFloatsEqual(const FloatValues &got, const std::vector<uint8_t> &want,
+                       size_t offset, const std::string &what) {
   size_t count = want.size() / 4;
   ASSERT_GE(got.size(), offset + count) << what;
   for (size_t i = 0; i < count; ++i) {
@@ -161,7 +160,9 @@ TEST(UnfoldingTest, DecoderStartsFromTheEncoderAndFeedsBackItsTokens) {
     if (token == eos)
       break;
   }
-  EXPECT_EQ(result.find("tokens")->integers, decoded);
+  EXPECT_EQ(std::vector<int64_t>(result.find("tokens")->integers.begin(),
+                                 result.find("tokens")->integers.end()),
+            decoded);
   EXPECT_EQ(result.stopReason, token == eos ? "eos" : "limit");
 }
 

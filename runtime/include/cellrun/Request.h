@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cellrun {
@@ -148,12 +149,32 @@ struct Request {
   std::shared_ptr<CancelToken> cancel;
 };
 
+/// std::allocator whose value-initialization leaves elements as they are:
+/// resizing a vector of it does not zero what the engine then overwrites
+/// (a chain's per-step results are sized for every step at admission, and
+/// each step's task writes its row; a failed request returns no outputs).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+  template <typename U> struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  template <typename U> void construct(U *place) noexcept { ::new (place) U; }
+  template <typename U, typename... Args>
+  void construct(U *place, Args &&...args) {
+    ::new (place) U(std::forward<Args>(args)...);
+  }
+};
+using FloatValues = std::vector<float, UninitializedAllocator<float>>;
+using IntegerValues = std::vector<int64_t, UninitializedAllocator<int64_t>>;
+
 /// One named output: float values or integer values, with its shape.
 struct OutputTensor {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<float> floats;
-  std::vector<int64_t> integers;
+  FloatValues floats;
+  IntegerValues integers;
 };
 
 struct RequestResult {
