@@ -76,6 +76,21 @@ constexpr const char *kSkinnyGemmKernelSource = R"cuda(
 // Support kernel (cellrun's GEMMs of few rows): reads B once over the device.
 #ifndef CELLRUN_SKINNY_GEMM_DEFINED
 #define CELLRUN_SKINNY_GEMM_DEFINED
+// Four columns of D at (row, col) from their sum: alpha * sum + beta *
+// (bias + C), either of which may be null.
+static __device__ __forceinline__ float4
+cellrun_skinny_finish(float4 s, float alpha, float beta, const float *bias,
+                      const float *c, int n, int row, int col) {
+  float4 add = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (bias)
+    add = *reinterpret_cast<const float4 *>(bias + col);
+  if (c) {
+    const float4 v = *reinterpret_cast<const float4 *>(c + (size_t)row * n + col);
+    add = make_float4(add.x + v.x, add.y + v.y, add.z + v.z, add.w + v.w);
+  }
+  return make_float4(alpha * s.x + beta * add.x, alpha * s.y + beta * add.y,
+                     alpha * s.z + beta * add.z, alpha * s.w + beta * add.w);
+}
 extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     const float *__restrict__ a, const float *__restrict__ b,
     const float *__restrict__ bias, const float *__restrict__ c,
@@ -153,27 +168,8 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
       s.z += t.z;
       s.w += t.w;
     }
-    if (splits == 1) {
-      s.x *= alpha;
-      s.y *= alpha;
-      s.z *= alpha;
-      s.w *= alpha;
-      if (bias) {
-        const float4 v = *reinterpret_cast<const float4 *>(bias + myCol);
-        s.x += beta * v.x;
-        s.y += beta * v.y;
-        s.z += beta * v.z;
-        s.w += beta * v.w;
-      }
-      if (c) {
-        const float4 v =
-            *reinterpret_cast<const float4 *>(c + (size_t)r * n + myCol);
-        s.x += beta * v.x;
-        s.y += beta * v.y;
-        s.z += beta * v.z;
-        s.w += beta * v.w;
-      }
-    }
+    if (splits == 1)
+      s = cellrun_skinny_finish(s, alpha, beta, bias, c, n, r, myCol);
     *reinterpret_cast<float4 *>(target + (size_t)r * n + myCol) = s;
   }
   if (splits == 1)
@@ -237,26 +233,8 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
       s.z += t.z;
       s.w += t.w;
     }
-    s.x *= alpha;
-    s.y *= alpha;
-    s.z *= alpha;
-    s.w *= alpha;
-    if (bias) {
-      const float4 v = *reinterpret_cast<const float4 *>(bias + oc);
-      s.x += beta * v.x;
-      s.y += beta * v.y;
-      s.z += beta * v.z;
-      s.w += beta * v.w;
-    }
-    if (c) {
-      const float4 v =
-          *reinterpret_cast<const float4 *>(c + (size_t)r * n + oc);
-      s.x += beta * v.x;
-      s.y += beta * v.y;
-      s.z += beta * v.z;
-      s.w += beta * v.w;
-    }
-    *reinterpret_cast<float4 *>(d + (size_t)r * n + oc) = s;
+    *reinterpret_cast<float4 *>(d + (size_t)r * n + oc) =
+        cellrun_skinny_finish(s, alpha, beta, bias, c, n, r, oc);
   }
   if (threadIdx.x == 0)
     counters[tile] = 0u; // ready for the next launch on the stream

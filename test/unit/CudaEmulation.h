@@ -27,6 +27,8 @@ inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 
 #define __global__
+#define __device__
+#define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
 

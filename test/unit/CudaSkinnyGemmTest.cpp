@@ -14,6 +14,8 @@
 #include "../../runtime/backend/cuda/CudaCheck.h"
 #include "../../runtime/backend/cuda/CudaGemm.h"
 
+#include "RandomFloats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,12 +56,8 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
 
   int m = shape.m, n = shape.n, k = shape.k;
   std::mt19937 random(m * 7 + n + k);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   auto filled = [&](size_t count) {
-    std::vector<float> values(count);
-    for (float &value : values)
-      value = uniform(random);
-    return values;
+    return cellc::testing::randomFloats(random, count);
   };
   std::vector<float> a = filled(size_t(m) * k), b = filled(size_t(k) * n),
                      bias = filled(n);

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "SkinnyGemmKernel.h"
 
+#include "RandomFloats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,12 +44,8 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
   ASSERT_NE(gemm, nullptr);
 
   std::mt19937 random(shape.m * 1000 + shape.n + shape.k + shape.splits);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   auto filled = [&](size_t count) {
-    std::vector<float> values(count);
-    for (float &value : values)
-      value = uniform(random);
-    return values;
+    return cellc::testing::randomFloats(random, count);
   };
   int m = shape.m, n = shape.n, k = shape.k;
   std::vector<float> a = filled(size_t(m) * k), b = filled(size_t(k) * n);
