@@ -260,13 +260,19 @@ int main(int argc, char **argv) {
     // count: the GPU's own time for the plan.
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graphExec = nullptr;
-    cudaStreamBeginCapture(planStream, cudaStreamCaptureModeThreadLocal);
-    for (int t = 0; t < kBackToBack && status.isOk(); ++t)
+    cudaError_t captured =
+        cudaStreamBeginCapture(planStream, cudaStreamCaptureModeThreadLocal);
+    for (int t = 0; t < kBackToBack && status.isOk() && captured == cudaSuccess;
+         ++t)
       status = runner.value()->enqueue(batch, views, planStream);
-    if (cudaStreamEndCapture(planStream, &graph) != cudaSuccess ||
-        cudaGraphInstantiate(&graphExec, graph, 0) != cudaSuccess)
+    if (captured == cudaSuccess)
+      captured = cudaStreamEndCapture(planStream, &graph);
+    if (captured == cudaSuccess && status.isOk())
+      captured = cudaGraphInstantiate(&graphExec, graph, 0);
+    if (captured != cudaSuccess || !status.isOk())
       return fail("cannot capture the plan in a CUDA graph: " +
-                  std::string(cudaGetErrorString(cudaGetLastError())));
+                  (status.isOk() ? std::string(cudaGetErrorString(captured))
+                                 : status.toString()));
     double planMicros =
         1e3 / kBackToBack * eventMilliseconds(planStream, 3, [&] {
           cudaGraphLaunch(graphExec, planStream);

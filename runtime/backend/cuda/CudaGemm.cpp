@@ -150,11 +150,23 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
                                            gemm->skinnyBias_, gemm->skinnyC_})
     contest = contest && alignmentOf(pointer) >= 16;
   Status chosen = gemm->chooseAlgorithm(stream, candidates);
-  if (contest)
-    CELL_TRY(gemm->contestSkinny(stream,
-                                 chosen.isOk() ? gemm->cublasMicros_ : -1.0f));
+  if (contest) {
+    Status contested = gemm->contestSkinny(
+        stream, chosen.isOk() ? gemm->cublasMicros_ : -1.0f);
+    if (!contested.isOk()) {
+      if (!chosen.isOk())
+        return contested; // neither runs the GEMM
+      gemm->useSkinny_ = false;
+      gemm->description_ +=
+          " (the skinny kernel failed: " + contested.message() + ")";
+    }
+  }
   if (!chosen.isOk() && !gemm->useSkinny_)
     return chosen;
+  if (!gemm->useSkinny_) { // its k-split buffers are not needed
+    gemm->partial_ = DeviceBuffer();
+    gemm->counters_ = DeviceBuffer();
+  }
   return gemm;
 }
 

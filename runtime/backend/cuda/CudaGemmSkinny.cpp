@@ -47,7 +47,8 @@ Result<float> CudaGemm::timeMicros(cudaStream_t stream, bool skinny) {
 
 Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   // About eight blocks a multiprocessor, with the partial sums (written and
-  // read once) kept under an eighth of the weights' bytes.
+  // read once) at most a quarter of the weights' bytes: the base split count
+  // keeps them under an eighth, and the candidates go up to twice the base.
   int64_t tiles = (n_ + cellpack::kSkinnyGemmTileColumns - 1) /
                   cellpack::kSkinnyGemmTileColumns;
   int64_t base = (8 * std::max(skinny_.multiprocessors, 1) + tiles - 1) / tiles;
