@@ -294,9 +294,21 @@ def rss_mb(pid):
     return 0
 
 
+def idle_rss_mb(pid):
+    """The least resident size over 3 s of idling: the allocator gives
+    freed pages back lazily, per thread, so one sample varies by tens of
+    MB."""
+    samples = []
+    for _ in range(6):
+        time.sleep(0.5)
+        samples.append(rss_mb(pid))
+    return min(samples)
+
+
 # Memory comes back after large bodies: rounds of 60 MB bodies (a valid
 # request padded with spaces) beside long sequences with long answers, then
-# idle: the server's resident memory is back within 64 MB of where it was.
+# idle: the server's resident memory is back within 120 MB of where it was
+# and does not grow round after round.
 server = Server(cellrun, model)
 big = bodies[0][:-1] + b" " * (60 << 20) + b"}"
 tokens = [1 + t % 999 for t in range(4000)]
@@ -304,8 +316,7 @@ long_body = json.dumps({"inputs": [{"name": metadata["inputs"][0]["name"],
                                     "shape": [len(tokens)], "datatype": "INT64",
                                     "data": tokens}]}).encode()
 server.request("POST", infer_path, long_body)  # warm up
-time.sleep(0.5)
-idle_before = rss_mb(server.process.pid)
+idle_before = idle_rss_mb(server.process.pid)
 statuses = []
 
 
@@ -322,20 +333,19 @@ def rounds(count):
             t.start()
         for t in senders:
             t.join()
-    time.sleep(1)
-    return rss_mb(server.process.pid)
+    return idle_rss_mb(server.process.pid)
 
 
 idle_first = rounds(1)
 idle_after = rounds(3)
 check(statuses == [200] * 32, f"large bodies: statuses {set(statuses)}")
-check(idle_after <= idle_before + 64,
+# An idle HTTP thread's heap may keep one freed 60 MB body cached (seen:
+# up to 77 MB above the start); keeping one body a round would add 240 MB
+# over the four rounds, 180 MB over the last three.
+check(idle_after <= idle_before + 120,
       f"resident memory {idle_before:.0f} MB before 16 bodies of 60 MB and "
       f"{idle_after:.0f} MB idle after them")
-# The allocator returns freed pages to the system lazily, per thread: the
-# idle size varies by some 30 MB from one sample to the next. Keeping one
-# 60 MB body a round would add 180 MB over the three rounds.
-check(idle_after <= idle_first + 48,
+check(idle_after <= idle_first + 90,
       f"resident memory grows with every round of large bodies: "
       f"{idle_first:.0f} MB after one, {idle_after:.0f} MB after four")
 print(f"memory: {idle_before:.0f} MB idle before, {idle_first:.0f} MB after "
