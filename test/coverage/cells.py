@@ -228,6 +228,19 @@ class TimeGatedGru(nn.Module):
         return self.cell(x, h * torch.sigmoid(dt).unsqueeze(1))
 
 
+class PermutedInputGru(nn.Module):
+    """A GRU that reads its input features in a fixed order (x[:, order]): a
+    Gather with constant indices along the features of a per-row value."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.register_buffer("order", torch.randperm(x))
+        self.cell = nn.GRUCell(x, h)
+
+    def forward(self, x, h):
+        return self.cell(x[:, self.order], h)
+
+
 class SoftmaxGatedGru(nn.Module):
     """A GRU whose output is gated by a softmax over its units."""
 
@@ -397,6 +410,11 @@ CASES = [
          [inp("x", X), state("h", H)], [new_state("h_next", H, "h"), out("y", H)]),
     Case("log_softmax_lstm", lambda: LstmWithHead(X, H, 40, nn.Tanh(), log_softmax=True),
          _lstm_io()[0], _lstm_io(emit=False)[1] + [out("logits", 8)]),
+    # Not yet generated: a Gather within a row (the kernels index tables only).
+    Case("permuted_input_gru", lambda: PermutedInputGru(X, H),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)],
+         refused=r"node '[^']*Gather[^']*' \(Gather, opset \d+\): code generation "
+                 r"supports embedding lookups"),
     Case("skip_gru", lambda: SkipGru(X, H),
          [inp("x", X), inp("update", 1, binary=True), state("h", H)],
          [new_state("h_next", H, "h", True)]),
