@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <ostream>
 #include <random>
 
 using namespace cellrun;
@@ -59,6 +60,14 @@ struct ExampleArtifact {
   const char *model;
   const char *precision; // "fp32": model.cellpack; else model-<p>.cellpack
 };
+
+std::string caseName(const ExampleArtifact &example) {
+  return std::string(example.model) + "_" + example.precision;
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const ExampleArtifact &example, std::ostream *os) {
+  *os << caseName(example);
+}
 
 std::string artifactPath(const ExampleArtifact &example) {
   std::string file =
@@ -372,7 +381,7 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"lnlstm", "tf32"}, ExampleArtifact{"attention", "tf32"},
         ExampleArtifact{"bahdanau", "tf32"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
-      return std::string(info.param.model) + "_" + info.param.precision;
+      return caseName(info.param);
     });
 
 } // namespace

@@ -39,6 +39,13 @@ struct Shape {
   bool forceSkinny;
 };
 
+std::string caseName(const Shape &s) {
+  return "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" +
+         std::to_string(s.k) + (s.forceSkinny ? "_forced" : "_timed");
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const Shape &s, std::ostream *os) { *os << caseName(s); }
+
 class CudaSkinnyGemmTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
@@ -151,15 +158,14 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   cublasLtDestroy(handle);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, CudaSkinnyGemmTest,
-    ::testing::Values(Shape{1, 4096, 2048, true}, Shape{3, 4096, 2048, true},
-                      Shape{16, 4096, 2048, true}, Shape{5, 260, 72, true},
-                      Shape{8, 4096, 2048, false}),
-    [](const ::testing::TestParamInfo<Shape> &info) {
-      const Shape &s = info.param;
-      return "m" + std::to_string(s.m) + "_n" + std::to_string(s.n) + "_k" +
-             std::to_string(s.k) + (s.forceSkinny ? "_forced" : "_timed");
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaSkinnyGemmTest,
+                         ::testing::Values(Shape{1, 4096, 2048, true},
+                                           Shape{3, 4096, 2048, true},
+                                           Shape{16, 4096, 2048, true},
+                                           Shape{5, 260, 72, true},
+                                           Shape{8, 4096, 2048, false}),
+                         [](const ::testing::TestParamInfo<Shape> &info) {
+                           return caseName(info.param);
+                         });
 
 } // namespace

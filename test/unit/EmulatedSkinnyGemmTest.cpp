@@ -30,6 +30,14 @@ struct Case {
   bool bias, fullC;
 };
 
+std::string caseName(const Case &c) {
+  return "m" + std::to_string(c.m) + "_n" + std::to_string(c.n) + "_k" +
+         std::to_string(c.k) + "_splits" + std::to_string(c.splits) +
+         (c.bias ? "_bias" : "") + (c.fullC ? "_c" : "");
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const Case &c, std::ostream *os) { *os << caseName(c); }
+
 class EmulatedSkinnyGemmTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
@@ -109,13 +117,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EmulatedSkinnyGemmTest,
                                            Case{2, 132, 1100, 1, true, false},
                                            Case{4, 256, 1100, 2, false, false}),
                          [](const ::testing::TestParamInfo<Case> &info) {
-                           const Case &c = info.param;
-                           return "m" + std::to_string(c.m) + "_n" +
-                                  std::to_string(c.n) + "_k" +
-                                  std::to_string(c.k) + "_splits" +
-                                  std::to_string(c.splits) +
-                                  (c.bias ? "_bias" : "") +
-                                  (c.fullC ? "_c" : "");
+                           return caseName(info.param);
                          });
 
 } // namespace

@@ -119,6 +119,13 @@ struct SessionCase {
   Policy policy;
   uint32_t workers = 1;
 };
+std::string caseName(const SessionCase &c) {
+  return std::string(c.model) + "_" + policyName(c.policy) +
+         (c.overlap ? "_overlapped" : "") +
+         (c.workers > 1 ? "_two_workers" : "");
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const SessionCase &c, std::ostream *os) { *os << caseName(c); }
 
 class SessionEquivalence : public ::testing::TestWithParam<SessionCase> {};
 
@@ -201,12 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SessionCase{"lstm", false, Policy::Graph},
                       SessionCase{"gru", true, Policy::Padded},
                       SessionCase{"lstm", false, Policy::Cellular, 2}),
-    [](const auto &info) {
-      return std::string(info.param.model) + "_" +
-             policyName(info.param.policy) +
-             (info.param.overlap ? "_overlapped" : "") +
-             (info.param.workers > 1 ? "_two_workers" : "");
-    });
+    [](const auto &info) { return caseName(info.param); });
 
 TEST(EngineSessions, MisuseIsRefusedPrecisely) {
   auto engine = makeEngine("lstm");

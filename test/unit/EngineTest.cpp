@@ -83,6 +83,13 @@ struct EquivalenceCase {
   bool overlap = false; // rounds overlap as on the GPU
 };
 
+std::string caseName(const EquivalenceCase &c) {
+  return std::string(c.model) + "_" + policyName(c.policy) +
+         (c.overlap ? "_overlapped" : "");
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const EquivalenceCase &c, std::ostream *os) { *os << caseName(c); }
+
 class EngineEquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {
 };
 
@@ -228,10 +235,6 @@ INSTANTIATE_TEST_SUITE_P(
                       EquivalenceCase{"attention_eos", Policy::Graph},
                       EquivalenceCase{"attention_eos", Policy::Padded},
                       EquivalenceCase{"attention_eos", Policy::Cellular, true}),
-    [](const auto &info) {
-      return std::string(info.param.model) + "_" +
-             policyName(info.param.policy) +
-             (info.param.overlap ? "_overlapped" : "");
-    });
+    [](const auto &info) { return caseName(info.param); });
 
 } // namespace

@@ -45,6 +45,13 @@ std::string pointName(FaultPoint point) {
   return "?";
 }
 
+std::string caseName(const FaultCase &c) {
+  return std::string(c.model) + "_" + pointName(c.point) +
+         (c.overlap ? "_overlapped" : "");
+}
+/// What gtest (and ctest's test list) prints for the parameter.
+void PrintTo(const FaultCase &c, std::ostream *os) { *os << caseName(c); }
+
 std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
                                    bool overlap, FaultInjector inject = {}) {
   EngineOptions options;
@@ -149,9 +156,6 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"attention", FaultPoint::Allocate, true},
                       FaultCase{"treelstm", FaultPoint::Kernel, false},
                       FaultCase{"treelstm", FaultPoint::Allocate, false}),
-    [](const auto &info) {
-      return std::string(info.param.model) + "_" + pointName(info.param.point) +
-             (info.param.overlap ? "_overlapped" : "");
-    });
+    [](const auto &info) { return caseName(info.param); });
 
 } // namespace
