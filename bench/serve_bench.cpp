@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "GrpcServer.h"
 #include "HttpServer.h"
+#include "bench/LatencyStats.h"
 #include "grpc_service.grpc.pb.h"
 
 #include <CLI/CLI.hpp>
@@ -38,12 +39,6 @@ struct Row {
   double perSecond, p50, p99; // latencies in microseconds
 };
 
-double percentile(std::vector<double> sorted, double fraction) {
-  std::sort(sorted.begin(), sorted.end());
-  return sorted[std::min(sorted.size() - 1,
-                         size_t(fraction * (sorted.size() - 1) + 0.5))];
-}
-
 /// Runs `one(client, k)` `perClient` times on each of `clients` threads.
 Row measure(const std::string &path, unsigned clients, unsigned perClient,
             const std::function<void(unsigned, unsigned)> &one) {
@@ -66,8 +61,10 @@ Row measure(const std::string &path, unsigned clients, unsigned perClient,
   std::vector<double> all;
   for (auto &list : latencies)
     all.insert(all.end(), list.begin(), list.end());
-  return {path, clients, all.size() / seconds, percentile(all, 0.5),
-          percentile(all, 0.99)};
+  std::sort(all.begin(), all.end());
+  return {path, clients, all.size() / seconds,
+          cellrun::bench::nearestRank(all, 0.5),
+          cellrun::bench::nearestRank(all, 0.99)};
 }
 
 void fail(const std::string &what) {

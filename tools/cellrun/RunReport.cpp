@@ -1,6 +1,7 @@
 //===- RunReport.cpp - What `cellrun run` writes and prints ---------------===//
 #include "RunReport.h"
 #include "Allocator.h"
+#include "bench/LatencyStats.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,13 +51,6 @@ std::string resultLine(const RequestResult &result) {
   return line.dump(-1, ' ', false, ResultJson::error_handler_t::replace);
 }
 
-static double percentile(std::vector<double> &sorted, double fraction) {
-  if (sorted.empty())
-    return 0;
-  size_t index = static_cast<size_t>(fraction * (sorted.size() - 1) + 0.5);
-  return sorted[std::min(index, sorted.size() - 1)];
-}
-
 void printSummary(const std::string &model, const std::string &policy,
                   const std::string &device, size_t requests,
                   std::vector<double> latenciesMs, const RunTimes &times,
@@ -70,8 +64,10 @@ void printSummary(const std::string &model, const std::string &policy,
               requests, ok, requests - ok, seconds,
               seconds > 0 ? ok / seconds : 0.0);
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
-              percentile(latenciesMs, 0.5), percentile(latenciesMs, 0.9),
-              percentile(latenciesMs, 0.99), percentile(latenciesMs, 1.0));
+              bench::nearestRank(latenciesMs, 0.5),
+              bench::nearestRank(latenciesMs, 0.9),
+              bench::nearestRank(latenciesMs, 0.99),
+              bench::nearestRank(latenciesMs, 1.0));
   uint64_t tasks = 0;
   for (const CellTypeStats &cell : stats.cells) {
     std::string padding =

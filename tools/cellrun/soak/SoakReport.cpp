@@ -1,6 +1,7 @@
 //===- SoakReport.cpp - The soak's verdict, tables and files --------------===//
 #include "SoakReport.h"
 #include "SoakHostile.h"
+#include "bench/LatencyStats.h"
 
 #include <sys/wait.h>
 
@@ -13,13 +14,6 @@ using namespace cellrun::soak;
 using json = nlohmann::json;
 
 namespace {
-
-double percentile(const std::vector<double> &sorted, double p) {
-  if (sorted.empty())
-    return 0;
-  size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
 
 /// Mean RSS of `model` over samples in [from, to) seconds.
 double meanRss(const std::vector<Sample> &samples, size_t model, double from,
@@ -140,7 +134,8 @@ bool cellrun::soak::writeReport(
       {"every server stopped cleanly (SIGTERM, exit 0)", clean, exitDetail});
 
   std::vector<double> overload = outcomes.overloadTimes();
-  double p50 = percentile(overload, 0.5), p99 = percentile(overload, 0.99);
+  double p50 = cellrun::bench::nearestRank(overload, 0.5),
+         p99 = cellrun::bench::nearestRank(overload, 0.99);
   double worst = overload.empty() ? 0 : overload.back();
   double withinShare = serverRefusals.count > 0
                            ? serverRefusals.withinOneMs / serverRefusals.count
