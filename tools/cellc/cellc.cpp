@@ -98,12 +98,14 @@ cl::opt<int64_t> fuseStepMaxBatch(
     "fuse-step-max-batch",
     cl::desc("Batch sizes up to this run a whole step as one kernel, GEMMs "
              "included (0: never)"),
-    cl::init(16), cl::cat(cellcCategory));
+    cl::init(cellc::PipelineOptions().fuseStepMaxBatch),
+    cl::cat(cellcCategory));
 cl::opt<int64_t> fuseStepMaxWeightBytes(
     "fuse-step-max-weight-bytes",
     cl::desc("Steps whose GEMM weights are larger than this keep their GEMMs "
              "apart, on the whole device, whatever the batch size"),
-    cl::init(512 * 1024), cl::cat(cellcCategory));
+    cl::init(cellc::PipelineOptions().fuseStepMaxWeightBytes),
+    cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
