@@ -164,9 +164,9 @@ CudaBackend::runner(const cellpack::CellType &cell,
       return created.status();
     loaded = std::move(created).value();
   }
-  auto created =
-      CudaTaskRunner::create(*loaded, plan, blas_, gemmWorkspace_.data(),
-                             gemmWorkspace_.size(), stream_);
+  auto created = CudaTaskRunner::create(
+      *loaded, plan, blas_, gemmWorkspace_.data(), gemmWorkspace_.size(),
+      stream_, device_.multiprocessors);
   if (!created.ok()) {
     runners_.erase(&plan);
     return created.status();

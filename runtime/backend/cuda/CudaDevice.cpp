@@ -50,6 +50,7 @@ Result<CudaDeviceInfo> cellrun::probeCudaDevice(int index) {
   info.name = properties.name;
   info.computeCapability = properties.major * 10 + properties.minor;
   info.memoryBytes = properties.totalGlobalMem;
+  info.multiprocessors = properties.multiProcessorCount;
   return info;
 }
 

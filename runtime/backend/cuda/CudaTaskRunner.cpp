@@ -21,7 +21,8 @@ int64_t cellrun::cuda::kernelGridSize(const cellpack::KernelStep &step,
 Result<std::unique_ptr<CudaTaskRunner>>
 CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
                        cublasLtHandle_t handle, void *gemmWorkspace,
-                       size_t gemmWorkspaceBytes, cudaStream_t stream) {
+                       size_t gemmWorkspaceBytes, cudaStream_t stream,
+                       int multiprocessors) {
   std::unique_ptr<CudaTaskRunner> runner(new CudaTaskRunner(cell, plan));
   std::string where = "cell '" + cell.cell().name()->str() + "' at batch " +
                       std::to_string(plan.batch_size()) + ": ";
@@ -33,13 +34,9 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
     return runner;
   // Artifacts from before the skinny kernel run every GEMM on cuBLASLt.
   SkinnyGemmKernel skinny;
-  if (auto kernel = cell.kernel(cellpack::kSkinnyGemmKernelName); kernel.ok()) {
-    int device = 0;
-    CELL_CUDA_TRY(cudaGetDevice(&device));
-    CELL_CUDA_TRY(cudaDeviceGetAttribute(
-        &skinny.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  skinny.multiprocessors = multiprocessors;
+  if (auto kernel = cell.kernel(cellpack::kSkinnyGemmKernelName); kernel.ok())
     skinny.kernel = kernel.value();
-  }
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
     Step step;
     if (const cellpack::GemmStep *gemm = taskStep->step_as_GemmStep()) {

@@ -35,11 +35,12 @@ int64_t kernelGridSize(const cellpack::KernelStep &step, int64_t rows);
 class CudaTaskRunner {
 public:
   /// Prepares `plan` of `cell`. `gemmWorkspace` is cuBLASLt's scratch for
-  /// work on `stream`; the GEMMs' algorithms are timed on `stream` here.
+  /// work on `stream`; the GEMMs' algorithms are timed on `stream` here,
+  /// the skinny kernel's k splits sized for `multiprocessors`.
   static Result<std::unique_ptr<CudaTaskRunner>>
   create(const CudaCell &cell, const cellpack::BatchPlan &plan,
          cublasLtHandle_t handle, void *gemmWorkspace,
-         size_t gemmWorkspaceBytes, cudaStream_t stream);
+         size_t gemmWorkspaceBytes, cudaStream_t stream, int multiprocessors);
 
   /// Enqueues the plan for `rows` active rows (1 <= rows <= batch size).
   Status enqueue(int64_t rows, const DeviceTaskViews &views,

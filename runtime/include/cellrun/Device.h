@@ -29,6 +29,7 @@ struct CudaDeviceInfo {
   std::string name;
   int computeCapability = 0; // e.g. 90 for sm_90
   size_t memoryBytes = 0;
+  int multiprocessors = 0;
   std::string describe() const; // "cuda:0 NVIDIA H100 (sm_90, 79.1 GiB)"
 };
 
