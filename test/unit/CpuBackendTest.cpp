@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
 
+#include <atomic>
+
 namespace {
 
 class CpuBackendTest : public ::testing::TestWithParam<const char *> {};
@@ -36,8 +38,9 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
     });
     for (int64_t i = 0; i < count; ++i) {
       EXPECT_EQ(hits[i], 1) << "count " << count << " index " << i;
-      if (i > 0)
+      if (i > 0) {
         EXPECT_GE(workerOf[i], workerOf[i - 1]) << "chunks are contiguous";
+      }
     }
   }
   cellrun::cpu::ThreadPool single(1);
@@ -48,6 +51,36 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
     ++calls;
   });
   EXPECT_EQ(calls, 1);
+}
+
+TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInChunksOfThatSize) {
+  cellrun::cpu::ThreadPool pool(3);
+  for (int64_t grain : {1, 7, 16})
+    for (int64_t count : {0, 1, 15, 16, 17, 1001}) {
+      std::vector<std::atomic<int>> hits(count);
+      std::atomic<int> calls{0}, wrongSize{0};
+      pool.parallelFor(
+          count,
+          [&](unsigned, int64_t begin, int64_t end) {
+            ++calls;
+            // Every chunk starts at a multiple of the grain and is whole
+            // except the last (a grain not below the count splits the
+            // range as without one).
+            if (grain < count &&
+                (begin % grain != 0 || (end - begin != grain && end != count)))
+              ++wrongSize;
+            for (int64_t i = begin; i < end; ++i)
+              ++hits[i];
+          },
+          grain);
+      for (int64_t i = 0; i < count; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << "grain " << grain << " index " << i;
+      EXPECT_EQ(wrongSize.load(), 0) << "grain " << grain;
+      if (grain < count) {
+        EXPECT_EQ(calls.load(), (count + grain - 1) / grain)
+            << "grain " << grain << " count " << count;
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,

@@ -4,8 +4,10 @@
 // last panel that is partly padding, K not a multiple of the K block, row
 // counts on both sides of the small-row path), with and without a bias;
 // its batch invariance (a row's bits are the same whatever rows and
-// threads it runs with); sigmoid and tanh against the C library over their
-// whole range, and the AVX2 and portable versions against each other.
+// threads it runs with) on every kernel set the processor has, and the AVX2
+// and AVX-512 kernels giving the same bits; sigmoid and tanh against the C
+// library over their whole range, and every version against the portable
+// one.
 //
 //===----------------------------------------------------------------------===//
 #include "../../runtime/backend/cpu/PackedGemm.h"
@@ -35,6 +37,8 @@ std::vector<CpuIsa> isas() {
   std::vector<CpuIsa> result{CpuIsa::Generic};
   if (cpuHasAvx2())
     result.push_back(CpuIsa::Avx2);
+  if (cpuHasAvx512())
+    result.push_back(CpuIsa::Avx512);
   return result;
 }
 
@@ -133,6 +137,37 @@ TEST(PackedGemmInvarianceTest, ARowHasTheSameBitsInEveryBatchAndSplit) {
   }
 }
 
+TEST(PackedGemmInvarianceTest, Avx2AndAvx512KernelsGiveTheSameBits) {
+  if (!cpuHasAvx512())
+    GTEST_SKIP() << "this processor has no AVX-512: the AVX2 kernels only";
+  // Row counts through every block shape of both kernel sets (1-3 rows in
+  // wide blocks, groups of 6, the blocked path past 16 rows), a K past
+  // the K block, columns that end in a partial panel and in strips that do
+  // not divide the panels.
+  constexpr int64_t kDepth = 530, kColumns = 16 * 13 + 5;
+  std::mt19937 random(13);
+  std::vector<float> w = randomFloats(kColumns * kDepth, random);
+  std::vector<float> bias = randomFloats(kColumns, random);
+  PackedMatrix packed(w.data(), kDepth, kColumns, true);
+  GemmEpilogue epilogue;
+  epilogue.bias = bias.data();
+  ThreadPool pool(2);
+  for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 17, 40, 150}) {
+    std::vector<float> a = randomFloats(rows * kDepth, random);
+    for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+      std::vector<float> avx2(rows * kColumns), avx512(rows * kColumns);
+      packedGemm(a.data(), kDepth, rows, packed, epilogue, avx2.data(),
+                 kColumns, workers, CpuIsa::Avx2);
+      packedGemm(a.data(), kDepth, rows, packed, epilogue, avx512.data(),
+                 kColumns, workers, CpuIsa::Avx512);
+      ASSERT_EQ(
+          std::memcmp(avx2.data(), avx512.data(), avx2.size() * sizeof(float)),
+          0)
+          << rows << " rows";
+    }
+  }
+}
+
 /// Relative error in units of the float spacing at the true value.
 double ulps(float got, double want) {
   double spacing =
@@ -191,20 +226,23 @@ TEST(VectorMathTest, NanPassesThroughAndLimitsHold) {
   }
 }
 
-TEST(VectorMathTest, Avx2AndPortableVersionsGiveTheSameBits) {
+TEST(VectorMathTest, EveryVersionGivesThePortableBits) {
   if (!cpuHasAvx2())
     GTEST_SKIP() << "this processor has no AVX2: one version only";
   std::mt19937 random(5);
   std::vector<float> inputs = randomFloats(10001, random);
   for (float &x : inputs)
     x *= 12.0f;
-  std::vector<float> vector(inputs.size()), portable(inputs.size());
-  sigmoidArray(inputs.data(), vector.data(), inputs.size(), CpuIsa::Avx2);
+  std::vector<float> portable(inputs.size()), vector(inputs.size());
+  std::vector<float> portableTanh(inputs.size());
   sigmoidArray(inputs.data(), portable.data(), inputs.size(), CpuIsa::Generic);
-  EXPECT_EQ(vector, portable);
-  tanhArray(inputs.data(), vector.data(), inputs.size(), CpuIsa::Avx2);
-  tanhArray(inputs.data(), portable.data(), inputs.size(), CpuIsa::Generic);
-  EXPECT_EQ(vector, portable);
+  tanhArray(inputs.data(), portableTanh.data(), inputs.size(), CpuIsa::Generic);
+  for (CpuIsa isa : isas()) {
+    sigmoidArray(inputs.data(), vector.data(), inputs.size(), isa);
+    EXPECT_EQ(vector, portable) << cpuIsaName(isa);
+    tanhArray(inputs.data(), vector.data(), inputs.size(), isa);
+    EXPECT_EQ(vector, portableTanh) << cpuIsaName(isa);
+  }
 }
 
 } // namespace

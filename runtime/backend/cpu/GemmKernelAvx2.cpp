@@ -1,7 +1,8 @@
 //===- GemmKernelAvx2.cpp - The AVX2+FMA GEMM micro-kernel ---------------===//
 //
-// rows x 16 of D per call (rows 1..6: 12 accumulators at most), one fused
-// multiply-add per element and k, in k order. Built for AVX2 with a target
+// rows x 16 of D per call (rows 1..6: 12 accumulators at most), and for one
+// to three rows several panels per call; one fused multiply-add per element
+// and k, in k order. Built for AVX2 with a target
 // attribute; only called where the processor has it (CpuIsa.h).
 //
 //===----------------------------------------------------------------------===//
@@ -66,8 +67,9 @@ __attribute__((target("avx2,fma"))) void avx2Tile(int64_t depth, const float *a,
 // element is still one multiply-add per k in k order.
 #define CELL_PAIRS(X)                                                          \
   X(0, 0)                                                                      \
-  X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1)      \
-      X(2, 2) X(2, 3)
+  X(0, 1)                                                                      \
+  X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2)      \
+      X(2, 3)
 #define CELL_PANELS(X) X(0) X(1) X(2) X(3)
 
 template <int Rows, int Panels>
@@ -117,16 +119,27 @@ avx2Wide(int64_t depth, const float *a, const float *b, int64_t panelStride,
 #undef CELL_PAIRS
 #undef CELL_PANELS
 
-void avx2WideKernel(int rows, int64_t depth, const float *a, const float *b,
-                    int64_t panelStride, float *c, int64_t ldc, bool first) {
-  switch (rows) {
-  case 1:
-    return avx2Wide<1, 4>(depth, a, b, panelStride, c, ldc, first);
-  case 2:
-    return avx2Wide<2, 3>(depth, a, b, panelStride, c, ldc, first);
-  default:
+void avx2Kernel(int rows, int64_t depth, const float *a, const float *b,
+                float *c, int64_t ldc, bool first);
+
+int panelsPerCallAvx2(int rows) {
+  return rows == 1 ? 4 : rows == 2 ? 3 : rows == 3 ? 2 : 1;
+}
+
+void avx2BlockKernel(int rows, int panels, int64_t depth, const float *a,
+                     const float *b, int64_t panelStride, float *c, int64_t ldc,
+                     bool first) {
+  if (rows <= 3 && panels == panelsPerCallAvx2(rows)) {
+    if (rows == 1)
+      return avx2Wide<1, 4>(depth, a, b, panelStride, c, ldc, first);
+    if (rows == 2)
+      return avx2Wide<2, 3>(depth, a, b, panelStride, c, ldc, first);
     return avx2Wide<3, 2>(depth, a, b, panelStride, c, ldc, first);
   }
+  // Other shapes one panel at a time (the same bits either way).
+  for (int q = 0; q < panels; ++q)
+    avx2Kernel(rows, depth, a, b + q * panelStride, c + q * kPanelColumns, ldc,
+               first);
 }
 
 void avx2Kernel(int rows, int64_t depth, const float *a, const float *b,
@@ -148,18 +161,11 @@ void avx2Kernel(int rows, int64_t depth, const float *a, const float *b,
 }
 } // namespace
 
-cellrun::cpu::detail::MicroKernel cellrun::cpu::detail::microKernelAvx2() {
-  return avx2Kernel;
-}
-
-cellrun::cpu::detail::WideKernel cellrun::cpu::detail::wideKernelAvx2() {
-  return avx2WideKernel;
+cellrun::cpu::detail::GemmKernels cellrun::cpu::detail::gemmKernelsAvx2() {
+  return {avx2Kernel, avx2BlockKernel, panelsPerCallAvx2};
 }
 #else
-cellrun::cpu::detail::WideKernel cellrun::cpu::detail::wideKernelAvx2() {
-  return nullptr;
-}
-cellrun::cpu::detail::MicroKernel cellrun::cpu::detail::microKernelAvx2() {
-  return microKernelGeneric();
+cellrun::cpu::detail::GemmKernels cellrun::cpu::detail::gemmKernelsAvx2() {
+  return gemmKernelsGeneric();
 }
 #endif

@@ -5,8 +5,10 @@
 // a B panel stays in L1/L2 while the 6x16 micro-kernel walks the row groups
 // (K blocks of 256 measured 10-15% slower on the 2-core EPYC machine).
 // For 16 rows or fewer A is packed whole and each panel is streamed once
-// from memory. Partial sums go to D in fp32 between K blocks, which leaves
-// every element's sum in order 0..K-1 whatever the blocking.
+// from memory. A is packed once per product by the caller; the workers then
+// take chunks of panels in turn. Partial sums go to D in fp32 between K
+// blocks, which leaves every element's sum in order 0..K-1 whatever the
+// blocking.
 //
 //===----------------------------------------------------------------------===//
 #include "PackedGemm.h"
@@ -26,6 +28,9 @@ static constexpr int kGroupRows = 6;
 static constexpr int64_t kDepthBlock = 512;
 static constexpr int64_t kRowBlock = 144;
 static constexpr int64_t kSmallRows = 16;
+/// Panels a worker takes at a time (a multiple of the block kernels' 4 and
+/// 8 panels a call).
+static constexpr int64_t kPanelsPerChunk = 16;
 
 void PackedMatrix::Free::operator()(float *p) const { std::free(p); }
 
@@ -115,33 +120,59 @@ struct ScratchRows {
   }
 };
 
-/// One worker's share: panels [firstPanel, endPanel) of D for every row.
-void gemmPanels(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
+/// How A is cut: K in blocks of `depthBlock`, rows in blocks of
+/// `rowBlock`; block (k0, r0) is packed (packRows) at k0 * m + r0 * its
+/// depth.
+struct Blocking {
+  int64_t depthBlock, rowBlock;
+  Blocking(int64_t m, int64_t depth)
+      : depthBlock(m <= kSmallRows ? std::max<int64_t>(depth, 1) : kDepthBlock),
+        rowBlock(m <= kSmallRows ? m : kRowBlock) {}
+};
+
+/// All of A packed block by block (Blocking), once per product, for every
+/// worker to read.
+void packA(const float *a, int64_t lda, int64_t m, int64_t depth,
+           const Blocking &blocking, float *packed) {
+  for (int64_t k0 = 0; k0 < depth; k0 += blocking.depthBlock) {
+    int64_t kLength = std::min(blocking.depthBlock, depth - k0);
+    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock)
+      packRows(a + r0 * lda + k0, lda, std::min(blocking.rowBlock, m - r0),
+               kLength, packed + k0 * m + r0 * kLength);
+  }
+}
+
+/// One worker's share: panels [firstPanel, endPanel) of D for every row,
+/// from A packed by packA.
+void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
                 const GemmEpilogue &epilogue, float *d, int64_t ldd,
-                int64_t firstPanel, int64_t endPanel, MicroKernel kernel,
-                WideKernel wide) {
-  static thread_local ScratchRows scratch;
+                int64_t firstPanel, int64_t endPanel,
+                const GemmKernels &kernels) {
   int64_t depth = b.depth(), n = b.columns();
-  bool small = m <= kSmallRows;
-  int64_t depthBlock = small ? std::max<int64_t>(depth, 1) : kDepthBlock;
-  int64_t rowBlock = small ? m : kRowBlock;
-  float *packed = scratch.reserve(rowBlock * depthBlock);
+  Blocking blocking(m, depth);
   float tile[kGroupRows * kPanelColumns];
-  for (int64_t k0 = 0; k0 < depth; k0 += depthBlock) {
-    int64_t kLength = std::min(depthBlock, depth - k0);
+  int64_t fullPanels = std::min(endPanel, n / kPanelColumns);
+  for (int64_t k0 = 0; k0 < depth; k0 += blocking.depthBlock) {
+    int64_t kLength = std::min(blocking.depthBlock, depth - k0);
     bool first = k0 == 0;
-    for (int64_t r0 = 0; r0 < m; r0 += rowBlock) {
-      int64_t rLength = std::min(rowBlock, m - r0);
-      packRows(a + r0 * lda + k0, lda, rLength, kLength, packed);
+    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock) {
+      int64_t rLength = std::min(blocking.rowBlock, m - r0);
+      const float *packed = packedA + k0 * m + r0 * kLength;
+      // Strips of whole panels, as wide as the kernels take for a full
+      // group; every group of the row block walks a strip while it is in
+      // cache.
       int64_t p = firstPanel;
-      if (wide && rLength <= 3) {
-        // Few rows: several whole panels per call.
-        int64_t step = panelsPerCall(static_cast<int>(rLength));
-        int64_t fullPanels = n / kPanelColumns;
-        for (; p + step <= std::min(endPanel, fullPanels); p += step)
-          wide(static_cast<int>(rLength), kLength, packed, b.panel(p, k0),
-               b.panelStride(), d + r0 * ldd + p * kPanelColumns, ldd, first);
-      }
+      int step = kernels.panelsPerCall(
+          static_cast<int>(std::min<int64_t>(kGroupRows, rLength)));
+      if (kernels.block && step > 1)
+        for (; p + step <= fullPanels; p += step)
+          for (int64_t g = 0; g < rLength; g += kGroupRows) {
+            int rows =
+                static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g));
+            kernels.block(rows, step, kLength, packed + g * kLength,
+                          b.panel(p, k0), b.panelStride(),
+                          d + (r0 + g) * ldd + p * kPanelColumns, ldd, first);
+          }
       for (; p < endPanel; ++p) {
         const float *panel = b.panel(p, k0);
         int64_t column = p * kPanelColumns;
@@ -151,15 +182,16 @@ void gemmPanels(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
               static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g));
           float *c = d + (r0 + g) * ldd + column;
           if (width == kPanelColumns) {
-            kernel(rows, kLength, packed + g * kLength, panel, c, ldd, first);
+            kernels.micro(rows, kLength, packed + g * kLength, panel, c, ldd,
+                          first);
             continue;
           }
           // The last panel: through a tile, so columns past n are not touched.
           for (int i = 0; i < rows && !first; ++i)
             std::memcpy(tile + i * kPanelColumns, c + i * ldd,
                         width * sizeof(float));
-          kernel(rows, kLength, packed + g * kLength, panel, tile,
-                 kPanelColumns, first);
+          kernels.micro(rows, kLength, packed + g * kLength, panel, tile,
+                        kPanelColumns, first);
           for (int i = 0; i < rows; ++i)
             std::memcpy(c + i * ldd, tile + i * kPanelColumns,
                         width * sizeof(float));
@@ -188,7 +220,23 @@ void gemmPanels(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
 }
 } // namespace
 
-MicroKernel cellrun::cpu::detail::microKernelGeneric() { return genericKernel; }
+static int onePanelPerCall(int) { return 1; }
+
+GemmKernels cellrun::cpu::detail::gemmKernelsGeneric() {
+  return {genericKernel, nullptr, onePanelPerCall};
+}
+
+GemmKernels cellrun::cpu::detail::gemmKernels(CpuIsa isa) {
+  switch (isa) {
+  case CpuIsa::Avx512:
+    return gemmKernelsAvx512();
+  case CpuIsa::Avx2:
+    return gemmKernelsAvx2();
+  case CpuIsa::Generic:
+    break;
+  }
+  return gemmKernelsGeneric();
+}
 
 void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
                               const PackedMatrix &b,
@@ -196,20 +244,26 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
                               int64_t ldd, ThreadPool *pool, CpuIsa isa) {
   if (m <= 0 || b.columns() == 0)
     return;
-  MicroKernel kernel =
-      isa == CpuIsa::Avx2 ? microKernelAvx2() : microKernelGeneric();
-  WideKernel wide = isa == CpuIsa::Avx2 ? wideKernelAvx2() : nullptr;
-  int64_t panels = b.panels();
+  GemmKernels kernels = gemmKernels(isa);
+  int64_t panels = b.panels(), depth = b.depth();
+  static thread_local ScratchRows scratch;
+  float *packedA = scratch.reserve(m * depth);
+  packA(a, lda, m, depth, Blocking(m, depth), packedA);
   // A small product runs on the caller alone: handing it to the pool costs
   // more than it saves, and workers woken for it spin afterwards, taking
   // cores from the threads that serve requests (measured: bench/results).
   double flops = 2.0 * double(m) * double(b.columns()) * double(b.depth());
   if (!pool || pool->size() == 1 || panels == 1 ||
       flops < kMinParallelGemmFlops) {
-    gemmPanels(a, lda, m, b, epilogue, d, ldd, 0, panels, kernel, wide);
+    gemmPanels(packedA, m, b, epilogue, d, ldd, 0, panels, kernels);
     return;
   }
-  pool->parallelFor(panels, [&](unsigned, int64_t begin, int64_t end) {
-    gemmPanels(a, lda, m, b, epilogue, d, ldd, begin, end, kernel, wide);
-  });
+  // Chunks of panels taken in turn: the cores of a machine (or of a
+  // virtual one) do not always run at the same speed.
+  pool->parallelFor(
+      panels,
+      [&](unsigned, int64_t begin, int64_t end) {
+        gemmPanels(packedA, m, b, epilogue, d, ldd, begin, end, kernels);
+      },
+      kPanelsPerChunk);
 }

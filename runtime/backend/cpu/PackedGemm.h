@@ -21,7 +21,7 @@
 namespace cellrun::cpu {
 class ThreadPool;
 
-/// Columns per panel of a packed matrix (two AVX2 vectors).
+/// Columns per panel of a packed matrix (two AVX2 vectors, one AVX-512).
 constexpr int64_t kPanelColumns = 16;
 
 /// B (logically [k, n]) in panels: panel p holds columns 16p..16p+15 as
@@ -79,18 +79,26 @@ namespace detail {
 /// of 16. rows is 1..6.
 using MicroKernel = void (*)(int rows, int64_t depth, const float *a,
                              const float *b, float *c, int64_t ldc, bool first);
-MicroKernel microKernelGeneric();
-MicroKernel microKernelAvx2();
-/// rows (1..3) x (panelsPerCall(rows) x 16) of D: the same as that many
-/// micro-kernel calls side by side (panel q's B at b + q * panelStride).
-using WideKernel = void (*)(int rows, int64_t depth, const float *a,
-                            const float *b, int64_t panelStride, float *c,
-                            int64_t ldc, bool first);
-/// Null where the processor's kernels have no wide form.
-WideKernel wideKernelAvx2();
-inline int64_t panelsPerCall(int rows) {
-  return rows == 1 ? 4 : rows == 2 ? 3 : 2;
-}
+/// rows (1..6) x (panels x 16) of D: the same as that many micro-kernel
+/// calls side by side (panel q's B at b + q * panelStride), in one pass
+/// over k with more accumulators and weight streams in flight.
+using BlockKernel = void (*)(int rows, int panels, int64_t depth,
+                             const float *a, const float *b,
+                             int64_t panelStride, float *c, int64_t ldc,
+                             bool first);
+/// One instruction set's kernels.
+struct GemmKernels {
+  MicroKernel micro;
+  BlockKernel block; // null: the micro-kernel only
+  /// Panels a block call covers for a group of `rows` rows (1: the
+  /// micro-kernel panel by panel).
+  int (*panelsPerCall)(int rows);
+};
+GemmKernels gemmKernelsGeneric();
+GemmKernels gemmKernelsAvx2();
+GemmKernels gemmKernelsAvx512();
+/// The kernels of `isa` (the portable ones where the build has no others).
+GemmKernels gemmKernels(CpuIsa isa);
 } // namespace detail
 
 } // namespace cellrun::cpu

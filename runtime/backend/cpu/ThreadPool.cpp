@@ -61,15 +61,27 @@ void ThreadPool::workerLoop(unsigned worker) {
         return;
     }
     seen = generation_.load(std::memory_order_acquire);
-    int64_t begin, end;
-    chunkBounds(count_, size(), worker, begin, end);
-    if (begin < end)
-      (*chunk_)(worker, begin, end);
+    runShare(worker);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
-void ThreadPool::parallelFor(int64_t count, const Chunk &chunk) {
+void ThreadPool::runShare(unsigned worker) {
+  if (grain_ > 0) {
+    for (;;) {
+      int64_t begin = next_.fetch_add(grain_, std::memory_order_relaxed);
+      if (begin >= count_)
+        return;
+      (*chunk_)(worker, begin, std::min(count_, begin + grain_));
+    }
+  }
+  int64_t begin, end;
+  chunkBounds(count_, size(), worker, begin, end);
+  if (begin < end)
+    (*chunk_)(worker, begin, end);
+}
+
+void ThreadPool::parallelFor(int64_t count, const Chunk &chunk, int64_t grain) {
   if (workers_.empty() || count <= 1) {
     if (count > 0)
       chunk(0, 0, count);
@@ -80,6 +92,8 @@ void ThreadPool::parallelFor(int64_t count, const Chunk &chunk) {
     std::lock_guard<std::mutex> lock(mutex_);
     chunk_ = &chunk;
     count_ = count;
+    grain_ = grain > 0 && grain < count ? grain : 0;
+    next_.store(0, std::memory_order_relaxed);
     pending_.store(static_cast<unsigned>(workers_.size()),
                    std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
@@ -87,10 +101,7 @@ void ThreadPool::parallelFor(int64_t count, const Chunk &chunk) {
   }
   if (wake)
     start_.notify_all();
-  int64_t begin, end;
-  chunkBounds(count, size(), 0, begin, end);
-  if (begin < end)
-    chunk(0, begin, end);
+  runShare(0);
   while (pending_.load(std::memory_order_acquire) != 0)
     CELL_PAUSE();
 }

@@ -2,8 +2,9 @@
 //
 // A fixed set of threads that split a task's work (GEMM panels, kernel rows)
 // among themselves. parallelFor hands chunk w of the range to worker w (the
-// caller is worker 0) and returns when every chunk is done; no allocation
-// per call. A task runs several parallelFor calls a few microseconds
+// caller is worker 0), or with a grain lets the workers take chunks of that
+// size in turn, and returns when every chunk is done; no allocation per
+// call. A task runs several parallelFor calls a few microseconds
 // apart, so idle workers spin for a short while (kSpinMicroseconds) before
 // they sleep on a condition variable: waking a sleeping thread costs tens
 // of microseconds, as much as a whole small kernel.
@@ -35,20 +36,27 @@ public:
   using Chunk =
       std::function<void(unsigned worker, int64_t begin, int64_t end)>;
   /// Splits [0, count) into at most size() contiguous chunks and runs them
-  /// in parallel. Not reentrant: one parallelFor at a time per pool.
-  void parallelFor(int64_t count, const Chunk &chunk);
+  /// in parallel. With a `grain`, the workers instead take chunks of
+  /// `grain` in turn until none is left (a worker on a slower or busier
+  /// core then takes fewer); a grain not below `count` splits as without
+  /// one. Not reentrant: one parallelFor at a time per
+  /// pool.
+  void parallelFor(int64_t count, const Chunk &chunk, int64_t grain = 0);
 
   /// How long an idle worker polls for the next call before sleeping.
   static constexpr int kSpinMicroseconds = 200;
 
 private:
   void workerLoop(unsigned worker);
+  /// Runs worker `worker`'s chunks of the current call.
+  void runShare(unsigned worker);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_;
   const Chunk *chunk_ = nullptr;
-  int64_t count_ = 0;
+  int64_t count_ = 0, grain_ = 0;
+  std::atomic<int64_t> next_{0}; // the next chunk taken, with a grain
   std::atomic<uint64_t> generation_{0};
   std::atomic<unsigned> pending_{0};
   unsigned sleeping_ = 0; // guarded by mutex_

@@ -1,12 +1,12 @@
 //===- VectorMath.h - Sigmoid and tanh over arrays -------------*- C++ -*-===//
 //
 // The activations of fused regions on the CPU, eight lanes at a time where
-// the processor has AVX2. exp is Cephes' range reduction with a degree-6
-// polynomial (within 2 ulp); sigmoid is 1 / (1 + exp(-x)); tanh is a odd
-// polynomial below 0.625 in magnitude and 1 - 2 / (exp(2|x|) + 1) above.
-// The AVX2 and the portable versions do the same operations in the same
-// order with no fused multiply-add, so they give the same bits, and an
-// element's result never depends on its neighbours.
+// the processor has AVX2, sixteen where it has AVX-512. exp is Cephes' range
+// reduction with a degree-6 polynomial (within 2 ulp); sigmoid is 1 / (1 +
+// exp(-x)); tanh is a odd polynomial below 0.625 in magnitude and 1 - 2 /
+// (exp(2|x|) + 1) above. The vector and the portable versions do the same
+// operations in the same order with no fused multiply-add, so they give the
+// same bits, and an element's result never depends on its neighbours.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_VECTORMATH_H
@@ -31,6 +31,8 @@ float tanhScalar(float x);
 namespace detail {
 void sigmoidAvx2(const float *in, float *out, int64_t count);
 void tanhAvx2(const float *in, float *out, int64_t count);
+void sigmoidAvx512(const float *in, float *out, int64_t count);
+void tanhAvx512(const float *in, float *out, int64_t count);
 } // namespace detail
 
 } // namespace cellrun::cpu

@@ -1,0 +1,131 @@
+//===- GemmKernelAvx512.cpp - The AVX-512 GEMM block kernel --------------===//
+//
+// rows x (panels x 16) of D per call: a panel's 16 columns are one 512-bit
+// register, so 6 rows by 4 panels keep 24 accumulators in the 32 registers
+// and each k costs 4 weight loads and 6 broadcasts for 24 multiply-adds;
+// one to three rows take 6 to 8 panels at once so that enough independent
+// weight streams are in flight. Every element of D is one fused
+// multiply-add per k in k order, as in the AVX2 kernel: the two give the
+// same bits. Built with a target attribute; only called where the
+// processor has AVX-512 F (CpuIsa.h).
+//
+//===----------------------------------------------------------------------===//
+#include "PackedGemm.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
+
+/// How far ahead (in rows of 16 floats, one cache line each) a weight
+/// stream is prefetched.
+#define PREFETCH_K 24
+
+namespace {
+// One named accumulator per (row, panel) (GCC keeps an array of vectors on
+// the stack inside the loop; named variables stay in registers).
+#define CELL_ROW_PANELS(X, i)                                                  \
+  X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
+#define CELL_PAIRS(X)                                                          \
+  CELL_ROW_PANELS(X, 0)                                                        \
+  CELL_ROW_PANELS(X, 1)                                                        \
+  CELL_ROW_PANELS(X, 2)                                                        \
+  CELL_ROW_PANELS(X, 3) CELL_ROW_PANELS(X, 4) CELL_ROW_PANELS(X, 5)
+#define CELL_PANELS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+template <int Rows, int Panels>
+__attribute__((target("avx512f"))) void
+avx512Block(int64_t depth, const float *a, const float *b, int64_t panelStride,
+            float *c, int64_t ldc, bool first) {
+  static_assert(Rows * Panels + Panels < 32, "more accumulators than registers");
+#define CELL_DECLARE(i, q)                                                     \
+  __m512 acc##i##q = _mm512_setzero_ps();                                      \
+  if constexpr (i < Rows && q < Panels)                                        \
+    if (!first)                                                                \
+      acc##i##q = _mm512_loadu_ps(c + i * ldc + q * kPanelColumns);
+  CELL_PAIRS(CELL_DECLARE)
+#undef CELL_DECLARE
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < depth; ++k) {
+#define CELL_LOAD(q)                                                           \
+  __m512 weights##q = _mm512_setzero_ps();                                     \
+  if constexpr (q < Panels) {                                                  \
+    const float *panel##q = b + q * panelStride + k * kPanelColumns;           \
+    _mm_prefetch(                                                              \
+        reinterpret_cast<const char *>(panel##q + PREFETCH_K * kPanelColumns), \
+        _MM_HINT_T0);                                                          \
+    weights##q = _mm512_load_ps(panel##q);                                     \
+  }
+    CELL_PANELS(CELL_LOAD)
+#undef CELL_LOAD
+#define CELL_STEP(i, q)                                                        \
+  if constexpr (i < Rows && q < Panels)                                        \
+    acc##i##q = _mm512_fmadd_ps(_mm512_set1_ps(a[k * Rows + i]), weights##q,   \
+                                acc##i##q);
+    CELL_PAIRS(CELL_STEP)
+#undef CELL_STEP
+  }
+#define CELL_STORE(i, q)                                                       \
+  if constexpr (i < Rows && q < Panels)                                        \
+    _mm512_storeu_ps(c + i * ldc + q * kPanelColumns, acc##i##q);
+  CELL_PAIRS(CELL_STORE)
+#undef CELL_STORE
+}
+#undef CELL_PAIRS
+#undef CELL_ROW_PANELS
+#undef CELL_PANELS
+
+template <int Rows>
+void avx512RowsBlock(int panels, int64_t depth, const float *a, const float *b,
+                     int64_t panelStride, float *c, int64_t ldc, bool first) {
+  // The panel counts panelsPerCallAvx512 hands out; anything else one
+  // panel at a time (the same bits either way).
+  if (panels == 8 && Rows <= 2)
+    return avx512Block<Rows, (Rows <= 2 ? 8 : 1)>(depth, a, b, panelStride, c,
+                                                  ldc, first);
+  if (panels == 6 && Rows <= 3)
+    return avx512Block<Rows, (Rows <= 3 ? 6 : 1)>(depth, a, b, panelStride, c,
+                                                  ldc, first);
+  if (panels == 4)
+    return avx512Block<Rows, 4>(depth, a, b, panelStride, c, ldc, first);
+  for (int q = 0; q < panels; ++q)
+    avx512Block<Rows, 1>(depth, a, b + q * panelStride, panelStride,
+                         c + q * kPanelColumns, ldc, first);
+}
+
+void avx512BlockKernel(int rows, int panels, int64_t depth, const float *a,
+                       const float *b, int64_t panelStride, float *c,
+                       int64_t ldc, bool first) {
+  switch (rows) {
+  case 1:
+    return avx512RowsBlock<1>(panels, depth, a, b, panelStride, c, ldc, first);
+  case 2:
+    return avx512RowsBlock<2>(panels, depth, a, b, panelStride, c, ldc, first);
+  case 3:
+    return avx512RowsBlock<3>(panels, depth, a, b, panelStride, c, ldc, first);
+  case 4:
+    return avx512RowsBlock<4>(panels, depth, a, b, panelStride, c, ldc, first);
+  case 5:
+    return avx512RowsBlock<5>(panels, depth, a, b, panelStride, c, ldc, first);
+  default:
+    return avx512RowsBlock<6>(panels, depth, a, b, panelStride, c, ldc, first);
+  }
+}
+
+void avx512MicroKernel(int rows, int64_t depth, const float *a, const float *b,
+                       float *c, int64_t ldc, bool first) {
+  avx512BlockKernel(rows, 1, depth, a, b, 0, c, ldc, first);
+}
+
+int panelsPerCallAvx512(int rows) { return rows <= 2 ? 8 : rows == 3 ? 6 : 4; }
+} // namespace
+
+GemmKernels cellrun::cpu::detail::gemmKernelsAvx512() {
+  return {avx512MicroKernel, avx512BlockKernel, panelsPerCallAvx512};
+}
+#else
+cellrun::cpu::detail::GemmKernels cellrun::cpu::detail::gemmKernelsAvx512() {
+  return gemmKernelsGeneric();
+}
+#endif
