@@ -1,6 +1,7 @@
-"""What the PyTorch peers share: the command line, reading the trace, the
-online (length buckets, a batch whenever the model is idle) and sorted
-offline schedules, the check against cellrun's outputs, and the results file.
+"""What the peers (PyTorch, ONNX Runtime) share: the command line, reading
+the trace, the online (length buckets, a batch whenever the model is idle)
+and sorted offline schedules, the check against cellrun's outputs, and the
+results file.
 
 A peer module provides load(weights) -> model, item(request) -> dict with
 "length" (the bucketing key) and its data, run(model, items) (one batch;
@@ -14,6 +15,7 @@ device-to-host copy into pinned memory of the batch's outputs, as a server
 returns them and as cellrun copies every emitted row back).
 """
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -205,7 +207,20 @@ def float_error(have, want):
     return ((have - want).abs() / (1e-3 * want.abs() + 1e-4)).max().item()
 
 
-def main(description, load, item, run, compare, describe):
+def torch_summary():
+    """What the PyTorch peers report about themselves."""
+    summary = {"peer": "pytorch", "torch": torch.__version__,
+               "threads": torch.get_num_threads(), "blas": blas_in_use()}
+    if DEVICE.type == "cuda":
+        summary.update(gpu=torch.cuda.get_device_name(DEVICE),
+                       cudnn=torch.backends.cudnn.version(), tf32=False)
+    return summary
+
+
+def main(description, load, item, run, compare, describe, identify=torch_summary):
+    """Runs a peer: `load(weights, threads)` or `load(weights)`, then the check,
+    a warm-up and the timed schedule; prints `identify()` (what the peer is)
+    with the mode, model and check as the last line, JSON."""
     global DEVICE
     args = parse_args(description)
     if args.threads > 0:
@@ -219,14 +234,12 @@ def main(description, load, item, run, compare, describe):
         # timing compares TF32 with fp32.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-    model = to_device(load(args.weights))
+    takes_threads = len(inspect.signature(load).parameters) > 1
+    model = to_device(load(args.weights, args.threads) if takes_threads
+                      else load(args.weights))
     requests = load_trace(args.trace, item)
-    summary = {"peer": "pytorch", "torch": torch.__version__, "mode": args.mode,
-               "threads": torch.get_num_threads(), "model": describe(model),
-               "blas": blas_in_use(), "device": args.device}
-    if DEVICE.type == "cuda":
-        summary.update(gpu=torch.cuda.get_device_name(DEVICE),
-                       cudnn=torch.backends.cudnn.version(), tf32=False)
+    summary = identify()
+    summary.update(mode=args.mode, model=describe(model), device=args.device)
     if args.reference:
         compared, worst = check(model, run, requests, args.reference, args.check, compare)
         summary.update(checked_outputs=compared, worst_error_vs_tolerance=worst)

@@ -31,7 +31,7 @@ done
 import json, sys
 result = json.load(open(sys.argv[1]))
 assert len(result["rows"]) == 8, result["rows"]
-assert result["peer"]["checked_outputs"] >= 8, result["peer"]
+assert result["peers"]["pytorch"]["checked_outputs"] >= 8, result["peers"]["pytorch"]
 for row in result["rows"]:
     assert row["completed"] > 0 and row["dropped"] == 0 and row["failed"] == 0, row
     assert 0 < row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"] <= row["max_ms"], row
@@ -41,7 +41,7 @@ for rate in (100, 300):
                 if row["rate_per_s"] == rate}
     assert len(set(measured.values())) == 1, measured
 assert result["rows"][-1]["mean_batch"]["requests"] >= 1, result["rows"][-1]
-print("bench.json: 8 rows, the peer checked", result["peer"]["checked_outputs"], "outputs")
+print("bench.json: 8 rows, the peer checked", result["peers"]["pytorch"]["checked_outputs"], "outputs")
 PY
 
 # A peer whose weights differ from ours must not be timed.

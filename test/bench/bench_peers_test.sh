@@ -2,7 +2,10 @@
 # The seq2seq and TreeLSTM PyTorch peers end to end: `cellrun bench
 # --offline` with each example, the peer checks its outputs against ours
 # (decoded tokens exactly, the root's h and c within tolerance) before it is
-# timed, and the JSON has its row.
+# timed, and the JSON has its row. Then the ONNX Runtime peer beside
+# PyTorch on the LSTM and the GRU (its gate order differs from PyTorch's:
+# a wrong reordering fails the check), and the ONNX Runtime peer with other
+# weights refused before any timing.
 #   bench_peers_test.sh CELLRUN EXAMPLES_BUILD_DIR WORKLOADS_DIR OUT_DIR
 set -euo pipefail
 cellrun=$1 examples=$2 workloads=$3 out=$4
@@ -18,11 +21,43 @@ import json, sys
 result = json.load(open(sys.argv[1]))
 systems = [row["system"] for row in result["rows"]]
 assert systems == ["cellular", "pytorch"], systems
-assert result["peer"]["checked_outputs"] == int(sys.argv[2]), result["peer"]
-assert result["peer"]["device"] == "cpu", result["peer"]  # where we ran
+assert result["peers"]["pytorch"]["checked_outputs"] == int(sys.argv[2]), result["peers"]["pytorch"]
+assert result["peers"]["pytorch"]["device"] == "cpu", result["peers"]["pytorch"]  # where we ran
 for row in result["rows"]:
     assert row["completed"] == 40 and row["failed"] == 0, row
-print(sys.argv[1], "peer checked", result["peer"]["checked_outputs"], "outputs")
+print(sys.argv[1], "peer checked", result["peers"]["pytorch"]["checked_outputs"], "outputs")
 PY
 done
+for name in lstm gru; do
+  "$cellrun" bench "$examples/$name/model.cellpack" --workload "$workloads/wmt15-max50.csv" \
+    --offline 40 --policy cellular --device cpu --quiet --peers pytorch,onnxruntime \
+    --peer-weights "$examples/$name/h64" --out "$out/ort-$name" > "$out/ort-$name.log" 2>&1 \
+    || { cat "$out/ort-$name.log"; echo "FAIL: onnxruntime peer, $name"; exit 1; }
+  /usr/bin/python3 - "$out/ort-$name/bench.json" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+systems = [row["system"] for row in result["rows"]]
+assert systems == ["cellular", "pytorch", "onnxruntime"], systems
+ort, torch = result["peers"]["onnxruntime"], result["peers"]["pytorch"]
+# Every per-step output and final state of 8 requests, as PyTorch checks.
+assert ort["checked_outputs"] == torch["checked_outputs"] >= 16, (ort, torch)
+assert ort["peer"] == "onnxruntime" and ort["onnxruntime"], ort
+for row in result["rows"]:
+    assert row["completed"] == 40 and row["failed"] == 0, row
+print(sys.argv[1], "onnxruntime peer checked", ort["checked_outputs"], "outputs")
+PY
+done
+/usr/bin/python3 - "$examples/gru/h64" "$out/other-gru.pt" <<'PY'
+import os, sys, torch
+source = [f for f in os.listdir(sys.argv[1]) if f.endswith(".pt")][0]
+state = torch.load(os.path.join(sys.argv[1], source))
+state["cell.bias_hh"][5] += 0.5
+torch.save(state, sys.argv[2])
+PY
+if "$cellrun" bench "$examples/gru/model.cellpack" --workload "$workloads/wmt15-max50.csv" \
+    --offline 20 --policy cellular --device cpu --quiet --peers onnxruntime \
+    --peer-weights "$out/other-gru.pt" --out "$out/ort-other" > "$out/ort-other.log" 2>&1; then
+  echo "FAIL: the onnxruntime peer with other weights was timed"; exit 1
+fi
+grep -q "differs from ours" "$out/ort-other.log" || { cat "$out/ort-other.log"; echo "FAIL: no mismatch message"; exit 1; }
 echo "bench peers: OK"

@@ -187,11 +187,13 @@ TEST(BenchReport, CsvAndJsonCarryTheColumns) {
   BenchSetup setup;
   setup.model = "m.cellpack";
   setup.seed = 3;
-  setup.peerSummary = R"({"peer": "pytorch"})";
+  setup.peerSummaries["pytorch"] = R"({"peer": "pytorch"})";
+  setup.peerSummaries["onnxruntime"] = R"({"peer": "onnxruntime"})";
   writeJson(json, setup, {row});
   auto parsed = nlohmann::json::parse(json.str());
   EXPECT_EQ(parsed["seed"], 3);
-  EXPECT_EQ(parsed["peer"]["peer"], "pytorch");
+  EXPECT_EQ(parsed["peers"]["pytorch"]["peer"], "pytorch");
+  EXPECT_EQ(parsed["peers"]["onnxruntime"]["peer"], "onnxruntime");
   ASSERT_EQ(parsed["rows"].size(), 1u);
   const auto &first = parsed["rows"][0];
   for (const char *key : {"system",

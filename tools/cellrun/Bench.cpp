@@ -2,7 +2,8 @@
 //
 // Draws one trace per rate from the seed (Poisson arrivals; request k is the
 // same at every rate), serves it with every requested batching policy and,
-// with --peer-weights, the PyTorch peer, and prints a table per rate; the
+// with --peer-weights, the peers (PyTorch, ONNX Runtime), and prints a table
+// per rate; the
 // rows also go to bench.csv and bench.json under --out. --saturate raises
 // the rate by half at a time until latency diverges (p90 beyond ten times
 // the first rate's, or less than 90% of the offered load served), as the
@@ -39,6 +40,16 @@ namespace {
 
 using namespace cellrun::bench;
 
+/// The build's virtual environment (it sees Debian's torch and has
+/// onnxruntime from PyPI) where there is one, else Debian's python3.
+std::string defaultPeerPython() {
+#ifdef CELLRUN_PEER_PYTHON
+  if (std::filesystem::exists(CELLRUN_PEER_PYTHON))
+    return CELLRUN_PEER_PYTHON;
+#endif
+  return "/usr/bin/python3";
+}
+
 struct BenchArgs {
   std::string model, workload, out = "bench-out", device = "auto";
   std::vector<double> rates;
@@ -47,11 +58,12 @@ struct BenchArgs {
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;
   uint32_t threads = 0, poolRows = 4096, maxQueue = 0, bucketWidth = 10,
-           peerBuckets = 0, offline = 0, repeat = 1;
+           peerBuckets = 0, peerMaxBatch = 0, offline = 0, repeat = 1;
   std::string server, serverModel;
   uint32_t connections = 64;
-  std::string peerWeights, python = "/usr/bin/python3",
+  std::string peerWeights, python = defaultPeerPython(),
                            peersDir = CELLRUN_PEERS_DIR;
+  std::vector<std::string> peers = {"pytorch"};
 };
 
 void addOptions(CLI::App &app, BenchArgs &args) {
@@ -75,7 +87,7 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--offline", args.offline,
                  "also serve N requests all at once, as fast as each system "
                  "takes them (the peer sorts them by length into full "
-                 "batches: PyTorch at its best)")
+                 "batches: the peer at its best)")
       ->check(CLI::Range(1u, 1000000u));
   app.add_option("--duration", args.duration, "seconds of arrivals a run")
       ->capture_default_str()
@@ -132,14 +144,26 @@ void addOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   app.add_option("--peer-weights", args.peerWeights,
-                 "run the PyTorch peer with these weights: the generator's "
-                 "<cell>.pt (chain), or the directory of its .pt files; it "
-                 "runs on our device (cpu, or cuda with cuDNN)");
+                 "run the peers with these weights: the generator's "
+                 "<cell>.pt (chain), or the directory of its .pt files; they "
+                 "run on our device (cpu, or cuda with cuDNN)");
+  app.add_option("--peers", args.peers,
+                 "with --peer-weights, the peers to run: pytorch, "
+                 "onnxruntime (CPU only; chains), or both")
+      ->delimiter(',')
+      ->check(CLI::IsMember(peerNames()))
+      ->capture_default_str();
   app.add_option("--peer-buckets", args.peerBuckets,
                  "online, the peer batches only the oldest request's length "
                  "bucket of this width (0: every waiting request, packed)")
       ->capture_default_str();
-  app.add_option("--python", args.python, "the peer's interpreter")
+  app.add_option("--peer-max-batch", args.peerMaxBatch,
+                 "the largest batch a peer forms (default: our largest batch "
+                 "size; ONNX Runtime's LSTM is fastest near 64 on a CPU)")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--python", args.python,
+                 "the peers' interpreter (default: the build's virtual "
+                 "environment, which has onnxruntime, where it exists)")
       ->capture_default_str();
   app.add_option("--peers-dir", args.peersDir, "where the peer scripts are")
       ->capture_default_str();
@@ -191,7 +215,7 @@ std::string today() {
 
 int runBench(const std::vector<std::string> &arguments) {
   CLI::App app("Open-loop benchmark: Poisson arrivals drawn from a seed, the "
-               "same trace for every batching policy and the PyTorch peer; a "
+               "same trace for every batching policy and the peers; a "
                "table per rate, CSV and JSON under --out.",
                "cellrun bench");
   BenchArgs args;
@@ -289,29 +313,39 @@ int runBench(const std::vector<std::string> &arguments) {
     setup.command += (setup.command.empty() ? "" : " ") + word;
   setup.command = "cellrun bench " + setup.command;
 
-  PeerOptions peer;
+  std::map<std::string, PeerOptions> peers; // by name
   bool withPeer = !args.peerWeights.empty();
   if (withPeer) {
-    Status scripted = choosePeerScript(*artifact.value()->model().unfolding(),
-                                       args.peersDir, peer);
-    if (!scripted.isOk())
-      return fail(scripted);
-    peer.python = args.python;
-    // The peer runs where we run: cuDNN against our CUDA kernels.
-    peer.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";
-    peer.weights = args.peerWeights;
-    peer.threads = args.threads
-                       ? args.threads
-                       : std::max(1u, std::thread::hardware_concurrency());
-    peer.bucketWidth = args.peerBuckets;
-    peer.maxBatch = largestBatch;
-    peer.reference = args.out + "/reference.jsonl";
+    std::string reference = args.out + "/reference.jsonl";
+    for (const std::string &name : args.peers) {
+      if (peers.count(name))
+        continue;
+      PeerOptions &peer = peers[name];
+      Status scripted = choosePeerScript(*artifact.value()->model().unfolding(),
+                                         args.peersDir, name, peer);
+      if (!scripted.isOk())
+        return fail(scripted);
+      if (name == "onnxruntime" && kind.value() == DeviceKind::Cuda)
+        return fail(Status(StatusCode::Unsupported,
+                           "the onnxruntime peer runs on the CPU only; on a "
+                           "GPU the peer is pytorch (cuDNN)"));
+      peer.python = args.python;
+      // The peer runs where we run: cuDNN against our CUDA kernels.
+      peer.device = kind.value() == DeviceKind::Cuda ? "cuda" : "cpu";
+      peer.weights = args.peerWeights;
+      peer.threads = args.threads
+                         ? args.threads
+                         : std::max(1u, std::thread::hardware_concurrency());
+      peer.bucketWidth = args.peerBuckets;
+      peer.maxBatch = args.peerMaxBatch ? args.peerMaxBatch : largestBatch;
+      peer.reference = reference;
+    }
     if (Status grown = bank.growTo(8); !grown.isOk())
       return fail(grown);
     std::vector<Request> first(bank.requests.begin(),
                                bank.requests.begin() + 8);
     if (Status written =
-            writeReference(artifact.value(), base, first, peer.reference);
+            writeReference(artifact.value(), base, first, reference);
         !written.isOk())
       return fail(written);
   }
@@ -343,8 +377,10 @@ int runBench(const std::vector<std::string> &arguments) {
     systems.push_back(args.server.rfind("grpc://", 0) == 0 ? "serve-grpc"
                                                            : "serve-http");
   }
-  if (withPeer)
-    systems.push_back("pytorch");
+  for (const std::string &name : args.peers)
+    if (peers.count(name) &&
+        std::find(systems.begin(), systems.end(), name) == systems.end())
+      systems.push_back(name);
   double windowStart = args.warmup, windowEnd = args.duration - args.cooldown;
   std::cout << "cellrun bench: " << args.model << ", workload " << args.workload
             << " (" << workload.value().shapes.size() << " shapes), "
@@ -361,17 +397,18 @@ int runBench(const std::vector<std::string> &arguments) {
     if (isServer(system))
       return runServer(server, bank.lines, parser.value()->signature(), trace,
                        progress, args.quiet);
-    if (system == "pytorch") {
+    if (peers.count(system)) {
+      PeerOptions &peer = peers[system];
       PeerOptions options = peer;
       if (offline)
         options.mode = "sorted";
       std::string summary;
-      Result<RunRecord> record =
-          runPeer(options, bank.lines, trace, args.out,
-                  offline ? "offline" : "online-" + rate, summary);
+      Result<RunRecord> record = runPeer(
+          options, bank.lines, trace, args.out,
+          system + "-" + (offline ? "offline" : "online-" + rate), summary);
       // The first run's summary says what the peer checked.
-      if (record.ok() && setup.peerSummary.empty())
-        setup.peerSummary = summary;
+      if (record.ok() && !setup.peerSummaries.count(system))
+        setup.peerSummaries[system] = summary;
       peer.reference.clear(); // checked once
       return record;
     }
@@ -412,7 +449,7 @@ int runBench(const std::vector<std::string> &arguments) {
         Result<RunRecord> record = runSystem(system, trace, label, false);
         if (!record.ok())
           return fail(record.status());
-        if (system != "pytorch")
+        if (!peers.count(system))
           lastRun[system] = {system + " at " + label + "/s", record.value()};
         runs.push_back(
             makeRow(system, rate, record.value(), windowStart, windowEnd));
@@ -470,7 +507,7 @@ int runBench(const std::vector<std::string> &arguments) {
         if (row.system == system && row.rate > 0 &&
             (++seen < rowsOfSystem || !diverged[system]))
           peak = std::max(peak, row.summary.achievedPerSecond);
-      std::printf("  %-9s %10.1f requests/s%s\n", system.c_str(), peak,
+      std::printf("  %-11s %10.1f requests/s%s\n", system.c_str(), peak,
                   diverged[system] ? ""
                                    : " (did not diverge: raise the rates)");
     }

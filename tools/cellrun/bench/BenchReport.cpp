@@ -113,7 +113,7 @@ static std::string batchText(const BenchRow &row, const char *separator) {
 void cellrun::bench::printHeader(std::ostream &out) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "%-9s %8s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %6s  %s\n",
+                "%-11s %8s %9s %9s %8s %8s %8s %8s %8s %8s %7s %6s %6s  %s\n",
                 "system", "rate/s", "offered/s", "served/s", "p50 ms", "p90 ms",
                 "p99 ms", "max ms", "queue", "compute", "dropped", "failed",
                 "missed", "mean batch");
@@ -127,7 +127,7 @@ void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
     std::snprintf(rate, sizeof(rate), "%.1f", row.rate);
   char line[512];
   std::snprintf(line, sizeof(line),
-                "%-9s %8s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
+                "%-11s %8s %9.1f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f "
                 "%7zu %6zu %6zu  %s\n",
                 row.system.c_str(), rate, s.offeredPerSecond,
                 s.achievedPerSecond, s.p50 * 1e3, s.p90 * 1e3, s.p99 * 1e3,
@@ -136,7 +136,7 @@ void cellrun::bench::printRow(std::ostream &out, const BenchRow &row) {
   out << line;
   if (row.runs > 1) {
     std::snprintf(line, sizeof(line),
-                  "%-9s %8s median of %u runs: served %.1f-%.1f/s, p50 "
+                  "%-11s %8s median of %u runs: served %.1f-%.1f/s, p50 "
                   "%.2f-%.2f ms, p99 %.2f-%.2f ms\n",
                   "", "", row.runs, row.achievedMin, row.achievedMax,
                   row.p50Min * 1e3, row.p50Max * 1e3, row.p99Min * 1e3,
@@ -179,8 +179,8 @@ void cellrun::bench::writeJson(std::ostream &out, const BenchSetup &setup,
   root["duration_s"] = setup.duration;
   root["warmup_s"] = setup.warmup;
   root["cooldown_s"] = setup.cooldown;
-  if (!setup.peerSummary.empty())
-    root["peer"] = nlohmann::json::parse(setup.peerSummary, nullptr, false);
+  for (const auto &[name, summary] : setup.peerSummaries)
+    root["peers"][name] = nlohmann::json::parse(summary, nullptr, false);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const BenchRow &row : rows) {
     const LatencySummary &s = row.summary;

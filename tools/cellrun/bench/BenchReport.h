@@ -12,6 +12,7 @@
 
 #include "LoadRunner.h"
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,7 +48,8 @@ struct BenchSetup {
   uint64_t seed = 0;
   uint32_t repeat = 1;
   double duration = 0, warmup = 0, cooldown = 0;
-  std::string peerSummary; // the peer's one-line JSON, when one ran
+  /// Each peer that ran (pytorch, onnxruntime): its one-line JSON.
+  std::map<std::string, std::string> peerSummaries;
 };
 
 void printHeader(std::ostream &out);

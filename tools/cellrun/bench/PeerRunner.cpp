@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -14,29 +15,42 @@
 using namespace cellrun;
 using namespace cellrun::bench;
 
+const std::vector<std::string> &cellrun::bench::peerNames() {
+  static const std::vector<std::string> names = {"pytorch", "onnxruntime"};
+  return names;
+}
+
 Status cellrun::bench::choosePeerScript(const cellpack::Unfolding &unfolding,
                                         const std::string &peersDir,
+                                        const std::string &name,
                                         PeerOptions &peer) {
   switch (unfolding.structure()) {
   case cellpack::Structure::Chain:
-    peer.script = peersDir + "/pytorch_chain.py";
-    return Status::ok();
+    peer.script = peersDir + "/" + name + "_chain.py";
+    break;
   case cellpack::Structure::Seq2Seq:
-    peer.script = peersDir + "/pytorch_seq2seq.py";
+    peer.script = peersDir + "/" + name + "_seq2seq.py";
     peer.extra = " --bos " + std::to_string(unfolding.bos_token()) + " --eos " +
                  std::to_string(unfolding.eos_token());
     if (unfolding.max_decode_length() > 0) // 0: no limit of the model's
       peer.extra +=
           " --max-decode " + std::to_string(unfolding.max_decode_length());
-    return Status::ok();
-  case cellpack::Structure::Tree:
-    peer.script = peersDir + "/pytorch_treelstm.py";
-    return Status::ok();
-  case cellpack::Structure::Custom:
     break;
+  case cellpack::Structure::Tree:
+    if (name != "pytorch")
+      return Status(StatusCode::Unsupported,
+                    "no " + name + " peer for trees (only pytorch)");
+    peer.script = peersDir + "/pytorch_treelstm.py";
+    break;
+  case cellpack::Structure::Custom:
+    return Status(StatusCode::Unsupported,
+                  "no " + name + " peer for a custom unfolder's model");
   }
-  return Status(StatusCode::Unsupported,
-                "no PyTorch peer for a custom unfolder's model");
+  if (!std::filesystem::exists(peer.script))
+    return Status(StatusCode::Unsupported,
+                  "no " + name + " peer for this model's structure: " +
+                      peer.script + " does not exist");
+  return Status::ok();
 }
 
 Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,

@@ -1,6 +1,6 @@
 //===- PeerRunner.h - The PyTorch peer on the same trace --------*- C++ -*-===//
 //
-// Runs a peer script of bench/peers/ (Debian's python3 with torch) on the
+// Runs a peer script of bench/peers/ (PyTorch, ONNX Runtime) on the
 // trace a run of ours used: the requests as `cellrun run` lines with their
 // arrival times, written to a file the peer reads; the peer first compares
 // its outputs for the first requests with ours (a `cellrun run --output`
@@ -18,7 +18,7 @@ namespace cellrun::bench {
 
 struct PeerOptions {
   std::string python = "/usr/bin/python3";
-  std::string script;          // bench/peers/pytorch_<structure>.py
+  std::string script;          // bench/peers/<peer>_<structure>.py
   std::string weights;         // the generator's <cell>.pt, or their directory
   std::string mode = "online"; // or "sorted" (offline, PyTorch at its best)
   uint32_t threads = 1, bucketWidth = 0, maxBatch = 512; // 0: no buckets
@@ -35,10 +35,15 @@ Result<RunRecord> runPeer(const PeerOptions &options,
                           const std::string &directory,
                           const std::string &label, std::string &summary);
 
-/// Sets `peer.script` (and its model options) to the peer in `peersDir`
-/// for the model's structure; Unsupported for a custom unfolder's model.
+/// The peers `cellrun bench --peers` knows.
+const std::vector<std::string> &peerNames();
+
+/// Sets `peer.script` (and its model options) to peer `name`'s script in
+/// `peersDir` for the model's structure; Unsupported where that peer has
+/// none (a custom unfolder's model; ONNX Runtime for trees).
 Status choosePeerScript(const cellpack::Unfolding &unfolding,
-                        const std::string &peersDir, PeerOptions &peer);
+                        const std::string &peersDir, const std::string &name,
+                        PeerOptions &peer);
 
 /// Our outputs for `requests` (run alone, cellular) in the format of
 /// `cellrun run --output`, for the peer to check against.
