@@ -27,6 +27,33 @@ float floatAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
                        : static_cast<float>(value.intRow(r)[at]);
 }
 
+/// Lanes of partial sums in dotProduct.
+constexpr int64_t kDotLanes = 16;
+
+/// sum over i < count of x[i * xStride] * y[i * yStride], in kDotLanes
+/// partial sums (lane l takes i = l mod kDotLanes, in order; the compiler
+/// vectorises them, a single running sum would wait on every add) added
+/// pairwise at the end: a fixed order, whatever the row's neighbours.
+float dotProduct(const float *x, int64_t xStride, const float *y,
+                 int64_t yStride, int64_t count) {
+  float lanes[kDotLanes] = {};
+  int64_t i = 0;
+  if (xStride == 1 && yStride == 1)
+    for (; i + kDotLanes <= count; i += kDotLanes)
+      for (int64_t l = 0; l < kDotLanes; ++l)
+        lanes[l] += x[i + l] * y[i + l];
+  else
+    for (; i + kDotLanes <= count; i += kDotLanes)
+      for (int64_t l = 0; l < kDotLanes; ++l)
+        lanes[l] += x[(i + l) * xStride] * y[(i + l) * yStride];
+  for (int64_t l = 0; i < count; ++i, ++l)
+    lanes[l] += x[i * xStride] * y[i * yStride];
+  for (int64_t width = kDotLanes / 2; width > 0; width /= 2)
+    for (int64_t l = 0; l < width; ++l)
+      lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
 int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
               int64_t k) {
   int64_t at = map.empty() ? k : map[k];
@@ -118,30 +145,30 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
     return Status::ok();
   }
   case OpCode::RowMatMul: {
-    // Per row, an m x k by k x n product (attention over a memory): with
-    // B untransposed as axpys along its rows, else as dot products.
+    // Per row, an m x k by k x n product (attention over a memory): for
+    // wide untransposed B as axpys along its rows (vectorised along n),
+    // else as dot products over k in lanes (dotProduct).
     const Value &a = operand(0), &b = operand(1);
     int64_t m = op.sizes()->Get(0), k = op.sizes()->Get(1),
             n = op.sizes()->Get(2);
     bool transA = op.trans_a(), transB = op.trans_b();
+    bool axpys = !transB && n >= kDotLanes;
     for (int64_t r = 0; r < rows; ++r) {
       const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
       float *result = out.f.data() + r * out.count;
       for (int64_t i = 0; i < m; ++i) {
         float *line = result + i * n;
-        if (transB) {
-          for (int64_t j = 0; j < n; ++j) {
-            float acc = 0.0f;
-            for (int64_t kk = 0; kk < k; ++kk)
-              acc += (transA ? lhs[kk * m + i] : lhs[i * k + kk]) *
-                     rhs[j * k + kk];
-            line[j] = acc;
-          }
+        const float *lhsLine = transA ? lhs + i : lhs + i * k;
+        int64_t lhsStride = transA ? m : 1;
+        if (!axpys) {
+          for (int64_t j = 0; j < n; ++j)
+            line[j] = transB ? dotProduct(lhsLine, lhsStride, rhs + j * k, 1, k)
+                             : dotProduct(lhsLine, lhsStride, rhs + j, n, k);
           continue;
         }
         std::fill(line, line + n, 0.0f);
         for (int64_t kk = 0; kk < k; ++kk) {
-          float weight = transA ? lhs[kk * m + i] : lhs[i * k + kk];
+          float weight = lhsLine[kk * lhsStride];
           const float *rhsLine = rhs + kk * n;
           for (int64_t j = 0; j < n; ++j)
             line[j] += weight * rhsLine[j];
