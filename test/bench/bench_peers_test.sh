@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The seq2seq and TreeLSTM PyTorch peers end to end: `cellrun bench
-# --offline` with each example, the peer checks its outputs against ours
-# (decoded tokens exactly, the root's h and c within tolerance) before it is
-# timed, and the JSON has its row. Then the ONNX Runtime peer beside
+# The seq2seq, attention and TreeLSTM peers end to end: `cellrun bench
+# --offline` with each example, each peer (PyTorch; ONNX Runtime for the
+# seq2seq models: its encoder LSTM and a step loop around decoder.onnx)
+# checks its outputs against ours (decoded tokens exactly, the root's h and
+# c within tolerance) before it is timed, and the JSON has its row. Then the
+# ONNX Runtime peer beside
 # PyTorch on the LSTM and the GRU (its gate order differs from PyTorch's:
 # a wrong reordering fails the check), and the ONNX Runtime peer with other
 # weights refused before any timing.
@@ -10,22 +12,26 @@
 set -euo pipefail
 cellrun=$1 examples=$2 workloads=$3 out=$4
 rm -rf "$out" && mkdir -p "$out"
-for model in seq2seq:wmt15-pairs:8 treelstm:treebank:16; do
-  IFS=: read -r name workload outputs <<< "$model"
+for model in seq2seq:wmt15-pairs:8:pytorch,onnxruntime attention:wmt15-pairs-max50:8:pytorch,onnxruntime \
+             treelstm:treebank:16:pytorch; do
+  IFS=: read -r name workload outputs peers <<< "$model"
   "$cellrun" bench "$examples/$name/model.cellpack" --workload "$workloads/$workload.csv" \
-    --offline 40 --policy cellular --device cpu --quiet \
+    --offline 40 --policy cellular --device cpu --quiet --peers "$peers" \
     --peer-weights "$examples/$name/h64" --out "$out/$name" > "$out/$name.log" 2>&1 \
     || { cat "$out/$name.log"; echo "FAIL: $name"; exit 1; }
-  /usr/bin/python3 - "$out/$name/bench.json" "$outputs" <<'PY'
+  /usr/bin/python3 - "$out/$name/bench.json" "$outputs" "$peers" <<'PY'
 import json, sys
 result = json.load(open(sys.argv[1]))
+peers = sys.argv[3].split(",")
 systems = [row["system"] for row in result["rows"]]
-assert systems == ["cellular", "pytorch"], systems
-assert result["peers"]["pytorch"]["checked_outputs"] == int(sys.argv[2]), result["peers"]["pytorch"]
-assert result["peers"]["pytorch"]["device"] == "cpu", result["peers"]["pytorch"]  # where we ran
+assert systems == ["cellular"] + peers, systems
+for peer in peers:
+    summary = result["peers"][peer]
+    assert summary["checked_outputs"] == int(sys.argv[2]), summary
+    assert summary["device"] == "cpu", summary  # where we ran
+    print(sys.argv[1], peer, "peer checked", summary["checked_outputs"], "outputs")
 for row in result["rows"]:
     assert row["completed"] == 40 and row["failed"] == 0, row
-print(sys.argv[1], "peer checked", result["peers"]["pytorch"]["checked_outputs"], "outputs")
 PY
 done
 for name in lstm gru; do
