@@ -10,8 +10,9 @@ using namespace mlir;
 
 const std::vector<std::string> &cellc::stageNames() {
   static const std::vector<std::string> names = {
-      "import",           "prepare-weights", "merge-gemms", "fuse-elementwise",
-      "specialize-batch", "fuse-step",       "plan-memory"};
+      "import",      "prepare-weights",  "fold-token-projections",
+      "merge-gemms", "fuse-elementwise", "specialize-batch",
+      "fuse-step",   "plan-memory"};
   return names;
 }
 
@@ -30,6 +31,10 @@ LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter,
   OpPassManager &cells = pm.nest<cell::CellOp>();
   if (reached(Stage::PrepareWeights)) {
     cells.addPass(cell::createPrepareWeights());
+    cells.addPass(createCanonicalizerPass());
+  }
+  if (reached(Stage::FoldTokenProjections) && options.foldTokenProjections) {
+    cells.addPass(cell::createFoldTokenProjections());
     cells.addPass(createCanonicalizerPass());
   }
   if (reached(Stage::MergeGemms)) {

@@ -16,6 +16,7 @@ namespace cellc {
 enum class Stage {
   Import,
   PrepareWeights,
+  FoldTokenProjections,
   MergeGemms,
   FuseElementwise,
   SpecializeBatch,
@@ -29,6 +30,9 @@ struct PipelineOptions {
   /// Largest total size of a step's GEMM weights for it to become one
   /// kernel (larger ones run their GEMMs on their own).
   int64_t fuseStepMaxWeightBytes = 512 * 1024;
+  /// Whether an embedding lookup's projection becomes a lookup table
+  /// (cell-fold-token-projections).
+  bool foldTokenProjections = true;
 };
 
 /// Stage names as `cellc --until` takes them, in order.

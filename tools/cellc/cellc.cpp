@@ -106,6 +106,13 @@ cl::opt<int64_t> fuseStepMaxWeightBytes(
              "apart, on the whole device, whatever the batch size"),
     cl::init(cellc::PipelineOptions().fuseStepMaxWeightBytes),
     cl::cat(cellcCategory));
+cl::opt<bool> foldTokenProjections(
+    "fold-token-projections",
+    cl::desc("Fold the projection of an embedding lookup into one lookup "
+             "table computed at compile time, so the step multiplies only "
+             "the state by the recurrent weights (=false: keep the GEMM)"),
+    cl::init(cellc::PipelineOptions().foldTokenProjections),
+    cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -300,6 +307,7 @@ int main(int argc, char **argv) {
   PipelineOptions pipelineOptions;
   pipelineOptions.fuseStepMaxBatch = fuseStepMaxBatch;
   pipelineOptions.fuseStepMaxWeightBytes = fuseStepMaxWeightBytes;
+  pipelineOptions.foldTokenProjections = foldTokenProjections;
   if (failed(runPipeline(*module, *lastStage, pipelineOptions)))
     return 1;
   elapsed.emplace_back("passes", secondsSince(started));

@@ -2,8 +2,9 @@
 //
 // Groups the ops between GEMMs into `cell.fused` ops. An op's level is the
 // number of GEMMs (and row reductions) on the longest path from the cell's
-// arguments to it; ops of one level that are connected by def-use edges form
-// one group, and a row reduction is a group of its own. Levels only
+// arguments to it, raised to its earliest user's where all its users are
+// fusible; ops of one level that are connected by def-use edges form one
+// group, and a row reduction is a group of its own. Levels only
 // grow along edges and grow across every GEMM, so no path leaves a group
 // through a GEMM and comes back: every group can run as one kernel.
 //
@@ -14,6 +15,8 @@
 #include "mlir/Transforms/TopologicalSortUtils.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <limits>
 
 namespace mlir::cell {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -144,6 +147,24 @@ private:
               levels_[def] +
                   (isa<GemmOp, MatMulOp>(def) || isRowReduction(def) ? 1 : 0));
       levels_[&op] = level;
+    }
+    // An op that feeds only fusible ops of later levels (a lookup of rows
+    // read after a GEMM, a mask read after a reduction) joins the earliest
+    // of them: one kernel fewer, and no round trip of its result through
+    // memory. Its operands are from its own level or before, its users from
+    // the new level on, so levels still only grow along edges.
+    for (Operation &op : llvm::reverse(body)) {
+      if (!isFusible(&op) || isRowReduction(&op) || op.use_empty())
+        continue;
+      int earliest = std::numeric_limits<int>::max();
+      for (Operation *user : op.getUsers()) {
+        if (!isFusible(user) || isRowReduction(user)) {
+          earliest = levels_[&op];
+          break;
+        }
+        earliest = std::min(earliest, levels_[user]);
+      }
+      levels_[&op] = std::max(levels_[&op], earliest);
     }
   }
 

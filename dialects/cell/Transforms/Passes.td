@@ -20,6 +20,27 @@ def PrepareWeights : Pass<"cell-prepare-weights", "mlir::cell::CellOp"> {
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 
+def FoldTokenProjections : Pass<"cell-fold-token-projections",
+                                 "mlir::cell::CellOp"> {
+  let summary = "Fold an embedding lookup's projection into a lookup table";
+  let description = [{
+    `gemm(gather(E, tokens), W, c)` with constant `E` ([vocabulary, d]), `W`
+    and a per-column `c` becomes `gather(T, tokens)` with the constant
+    `T = alpha * E * W + beta * c` ([vocabulary, n]) computed here, in double
+    and rounded once: a token-fed cell's input projection becomes a row
+    lookup and the step multiplies only its state by the recurrent weights.
+    Only where `T` is no larger than `E` and `W` together (or than 1 MiB)
+    and than `max-table-bytes`. Run after cell-prepare-weights (which folds the two
+    biases into one GEMM) and before cell-merge-gemms.
+  }];
+  let options = [
+    Option<"maxTableBytes", "max-table-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 30",
+           "Largest folded table to make (bytes)">,
+  ];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
 def MergeGemms : Pass<"cell-merge-gemms", "mlir::cell::CellOp"> {
   let summary = "Merge x*Wx + h*Wh into one GEMM over [x, h]";
   let description = [{
