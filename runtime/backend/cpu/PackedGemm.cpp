@@ -130,16 +130,24 @@ struct Blocking {
         rowBlock(m <= kSmallRows ? m : kRowBlock) {}
 };
 
-/// All of A packed block by block (Blocking), once per product, for every
-/// worker to read.
+/// Blocks [first, end) of A (numbered K block by K block, row blocks
+/// within) packed (Blocking), for every worker to read.
 void packA(const float *a, int64_t lda, int64_t m, int64_t depth,
-           const Blocking &blocking, float *packed) {
-  for (int64_t k0 = 0; k0 < depth; k0 += blocking.depthBlock) {
+           const Blocking &blocking, float *packed, int64_t first,
+           int64_t end) {
+  int64_t rowBlocks = (m + blocking.rowBlock - 1) / blocking.rowBlock;
+  for (int64_t block = first; block < end; ++block) {
+    int64_t k0 = block / rowBlocks * blocking.depthBlock;
+    int64_t r0 = block % rowBlocks * blocking.rowBlock;
     int64_t kLength = std::min(blocking.depthBlock, depth - k0);
-    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock)
-      packRows(a + r0 * lda + k0, lda, std::min(blocking.rowBlock, m - r0),
-               kLength, packed + k0 * m + r0 * kLength);
+    packRows(a + r0 * lda + k0, lda, std::min(blocking.rowBlock, m - r0),
+             kLength, packed + k0 * m + r0 * kLength);
   }
+}
+
+int64_t blocksOfA(int64_t m, int64_t depth, const Blocking &blocking) {
+  return (depth + blocking.depthBlock - 1) / blocking.depthBlock *
+         ((m + blocking.rowBlock - 1) / blocking.rowBlock);
 }
 
 /// One worker's share: panels [firstPanel, endPanel) of D for every row,
@@ -248,16 +256,26 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
   int64_t panels = b.panels(), depth = b.depth();
   static thread_local ScratchRows scratch;
   float *packedA = scratch.reserve(m * depth);
-  packA(a, lda, m, depth, Blocking(m, depth), packedA);
+  Blocking blocking(m, depth);
+  int64_t blocks = blocksOfA(m, depth, blocking);
   // A small product runs on the caller alone: handing it to the pool costs
   // more than it saves, and workers woken for it spin afterwards, taking
   // cores from the threads that serve requests (measured: bench/results).
   double flops = 2.0 * double(m) * double(b.columns()) * double(b.depth());
   if (!pool || pool->size() == 1 || panels == 1 ||
       flops < kMinParallelGemmFlops) {
+    packA(a, lda, m, depth, blocking, packedA, 0, blocks);
     gemmPanels(packedA, m, b, epilogue, d, ldd, 0, panels, kernels);
     return;
   }
+  // The blocks of A (a few MB at hundreds of rows) are packed by the
+  // workers too.
+  pool->parallelFor(
+      blocks,
+      [&](unsigned, int64_t begin, int64_t end) {
+        packA(a, lda, m, depth, blocking, packedA, begin, end);
+      },
+      1);
   // Chunks of panels taken in turn: the cores of a machine (or of a
   // virtual one) do not always run at the same speed.
   pool->parallelFor(
