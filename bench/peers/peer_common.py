@@ -210,7 +210,8 @@ def float_error(have, want):
 def torch_summary():
     """What the PyTorch peers report about themselves."""
     summary = {"peer": "pytorch", "torch": torch.__version__,
-               "threads": torch.get_num_threads(), "blas": blas_in_use()}
+               "threads": torch.get_num_threads(), "blas": blas_in_use(),
+               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "detected")}
     if DEVICE.type == "cuda":
         summary.update(gpu=torch.cuda.get_device_name(DEVICE),
                        cudnn=torch.backends.cudnn.version(), tf32=False)

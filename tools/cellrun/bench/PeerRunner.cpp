@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -88,6 +89,18 @@ Result<RunRecord> cellrun::bench::runPeer(const PeerOptions &options,
   std::string threads = std::to_string(options.threads);
   command = "OMP_NUM_THREADS=" + threads + " OPENBLAS_NUM_THREADS=" + threads +
             " MKL_NUM_THREADS=" + threads + " " + command;
+  // Debian's OpenBLAS (0.3.21) does not recognise recent Intel processors
+  // and falls back to its Prescott (SSE3) kernels, 4-5x slower than its
+  // AVX-512 ones: the peer gets the kernels the processor can run, as a
+  // careful user would ask for, unless OPENBLAS_CORETYPE is set already.
+  if (!std::getenv("OPENBLAS_CORETYPE")) {
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f"))
+      command = "OPENBLAS_CORETYPE=SkylakeX " + command;
+    else if (__builtin_cpu_supports("avx2"))
+      command = "OPENBLAS_CORETYPE=Haswell " + command;
+#endif
+  }
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
     return Status(StatusCode::Internal, "cannot run " + command);
