@@ -110,6 +110,12 @@ int main(int argc, char **argv) {
               "%s\n",
               cell->name()->c_str(), modelPath.c_str(), threads,
               cpu::cpuIsaName(cpu::detectCpuIsa()), openblas_get_config());
+  // OpenBLAS picks its kernels when it loads; Debian's 0.3.21 takes recent
+  // Intel processors for a Prescott (SSE3).
+  if (std::strstr(openblas_get_config(), "Prescott") && cpu::cpuHasAvx2())
+    std::printf("note: OpenBLAS runs its Prescott kernels on this processor; "
+                "OPENBLAS_CORETYPE=%s gives its fastest sgemm\n",
+                cpu::cpuHasAvx512() ? "SkylakeX" : "Haswell");
   std::printf("weights: %.1f MB, read once in %.1f us (%.1f GB/s) with %u "
               "thread(s)\n",
               weights / 1e6, read * 1e6, weights / read / 1e9, threads);

@@ -10,9 +10,9 @@ cellrun=build/tools/cellrun/cellrun
 build/tools/cellc/cellc examples/gru/model-paper.yaml --onnx-dir build/examples/gru \
   --precision=fp32 -o build/examples/gru/paper-fp32.cellpack --quiet
 # The step against OpenBLAS and its weight read, AVX-512 and AVX2 kernels; MLAS's GEMM.
-build/bench/task_bench build/examples/lstm/bench-fp32.cellpack --threads 2 \
+OPENBLAS_CORETYPE=SkylakeX build/bench/task_bench build/examples/lstm/bench-fp32.cellpack --threads 2 \
   --csv $out/task-avx512.csv > $out/task-avx512.txt
-CELLRUN_CPU_ISA=avx2 build/bench/task_bench build/examples/lstm/bench-fp32.cellpack \
+CELLRUN_CPU_ISA=avx2 OPENBLAS_CORETYPE=SkylakeX build/bench/task_bench build/examples/lstm/bench-fp32.cellpack \
   --threads 2 --csv $out/task-avx2.csv > $out/task-avx2.txt
 build/venv/bin/python bench/peers/onnxruntime_gemm.py --k 1024 --n 4096 --threads 2 \
   --csv $out/onnxruntime-gemm-k1024.csv > $out/onnxruntime-gemm-k1024.txt
