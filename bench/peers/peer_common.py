@@ -43,6 +43,9 @@ def parse_args(description):
                         help="torch threads (0: torch's default)")
     parser.add_argument("--reference", help="a `cellrun run --output` file to check against")
     parser.add_argument("--check", type=int, default=8)
+    parser.add_argument("--tolerance", default="1e-3,1e-4",
+                        help="RELATIVE,ABSOLUTE error a float output may have against "
+                             "ours (looser for artifacts of bf16/fp16/tf32 products)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where the model runs (cuda: the first GPU)")
     return parser.parse_args()
@@ -201,10 +204,16 @@ def check(model, run, requests, reference_path, count, compare):
     return compared, worst
 
 
+# --tolerance: (relative, absolute).
+TOLERANCE = (1e-3, 1e-4)
+
+
 def float_error(have, want):
-    """Worst difference over 1e-3 relative + 1e-4 absolute."""
+    """Worst difference over the tolerance (1e-3 relative + 1e-4 absolute
+    unless --tolerance says otherwise)."""
     have, want = have.float(), want.float()
-    return ((have - want).abs() / (1e-3 * want.abs() + 1e-4)).max().item()
+    relative, absolute = TOLERANCE
+    return ((have - want).abs() / (relative * want.abs() + absolute)).max().item()
 
 
 def torch_summary():
@@ -222,8 +231,9 @@ def main(description, load, item, run, compare, describe, identify=torch_summary
     """Runs a peer: `load(weights, threads)` or `load(weights)`, then the check,
     a warm-up and the timed schedule; prints `identify()` (what the peer is)
     with the mode, model and check as the last line, JSON."""
-    global DEVICE
+    global DEVICE, TOLERANCE
     args = parse_args(description)
+    TOLERANCE = tuple(float(part) for part in args.tolerance.split(","))
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -240,7 +250,8 @@ def main(description, load, item, run, compare, describe, identify=torch_summary
                       else load(args.weights))
     requests = load_trace(args.trace, item)
     summary = identify()
-    summary.update(mode=args.mode, model=describe(model), device=args.device)
+    summary.update(mode=args.mode, model=describe(model), device=args.device,
+                   tolerance=list(TOLERANCE))
     if args.reference:
         compared, worst = check(model, run, requests, args.reference, args.check, compare)
         summary.update(checked_outputs=compared, worst_error_vs_tolerance=worst)

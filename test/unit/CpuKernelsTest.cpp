@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../../runtime/backend/cpu/PackedGemm.h"
+#include "../../runtime/backend/cpu/PackedGemmBf16.h"
 #include "../../runtime/backend/cpu/ThreadPool.h"
 #include "../../runtime/backend/cpu/VectorMath.h"
 
@@ -165,6 +166,88 @@ TEST(PackedGemmInvarianceTest, Avx2AndAvx512KernelsGiveTheSameBits) {
           0)
           << rows << " rows";
     }
+  }
+}
+
+TEST(Bf16GemmTest, RoundsToNearestEven) {
+  EXPECT_EQ(toBf16(1.0f), 0x3f80);
+  EXPECT_EQ(toBf16(1.00390625f), 0x3f80); // halfway, to the even 1.0
+  EXPECT_EQ(toBf16(1.01171875f), 0x3f82); // halfway, to the even 1.015625
+  EXPECT_EQ(toBf16(std::nextafter(1.00390625f, 2.0f)), 0x3f81); // past it
+  EXPECT_EQ(toBf16(-2.5f), 0xc020);
+  EXPECT_TRUE(std::isnan(fromBf16(toBf16(NAN))));
+  EXPECT_EQ(fromBf16(toBf16(3.0f)), 3.0f);
+}
+
+TEST(Bf16GemmTest, MatchesADoubleReferenceOfTheRoundedInputs) {
+  ThreadPool pool(3);
+  for (Shape shape : {Shape{1, 1, 1}, Shape{3, 33, 17}, Shape{7, 301, 40},
+                      Shape{17, 257, 33}, Shape{150, 1030, 70}}) {
+    std::mt19937 random(3 + shape.m + shape.k + shape.n);
+    std::vector<float> a = randomFloats(shape.m * shape.k, random);
+    std::vector<float> w = randomFloats(shape.n * shape.k, random); // [n, k]
+    std::vector<float> bias = randomFloats(shape.n, random);
+    PackedMatrixBf16 packed(w.data(), shape.k, shape.n, true);
+    for (bool avx512Bf16 : {false, true}) {
+      if (avx512Bf16 && !cpuHasAvx512Bf16())
+        continue;
+      for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+        GemmEpilogue epilogue;
+        epilogue.alpha = 0.5f;
+        epilogue.beta = 2.0f;
+        epilogue.bias = bias.data();
+        int64_t ldd = shape.n + 3;
+        std::vector<float> d(shape.m * ldd, 42.0f);
+        packedGemmBf16(a.data(), shape.k, shape.m, packed, epilogue, d.data(),
+                       ldd, workers, avx512Bf16);
+        for (int64_t i = 0; i < shape.m; ++i) {
+          for (int64_t j = 0; j < shape.n; ++j) {
+            double sum = 0.0, magnitude = 0.0;
+            for (int64_t k = 0; k < shape.k; ++k) {
+              double product = double(fromBf16(toBf16(a[i * shape.k + k]))) *
+                               fromBf16(toBf16(w[j * shape.k + k]));
+              sum += product;
+              magnitude += std::fabs(product);
+            }
+            // fp32 sums of exact products: a few units of 2^-24 a term.
+            ASSERT_NEAR(d[i * ldd + j], 0.5 * sum + 2.0 * bias[j],
+                        1e-6 * (magnitude + 4.0))
+                << "avx512bf16=" << avx512Bf16 << " at (" << i << ", " << j
+                << ") of " << shape.m << "x" << shape.k << "x" << shape.n;
+          }
+          for (int64_t j = shape.n; j < ldd; ++j)
+            ASSERT_EQ(d[i * ldd + j], 42.0f) << "wrote past column n";
+        }
+      }
+    }
+  }
+}
+
+TEST(Bf16GemmTest, SameBitsInEveryBatchAndOnBothKernels) {
+  constexpr int64_t kDepth = 601, kColumns = 16 * 13 + 5, kRows = 150;
+  std::mt19937 random(17);
+  std::vector<float> a = randomFloats(kRows * kDepth, random);
+  std::vector<float> w = randomFloats(kColumns * kDepth, random);
+  PackedMatrixBf16 packed(w.data(), kDepth, kColumns, true);
+  ThreadPool pool(2);
+  GemmEpilogue epilogue;
+  std::vector<float> alone(kColumns);
+  packedGemmBf16(a.data(), kDepth, 1, packed, epilogue, alone.data(), kColumns,
+                 nullptr, false);
+  for (bool avx512Bf16 : {false, true}) {
+    if (avx512Bf16 && !cpuHasAvx512Bf16())
+      continue;
+    for (int64_t rows : {1, 2, 3, 5, 8, 16, 17, 150})
+      for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+        std::vector<float> batch(rows * kColumns);
+        packedGemmBf16(a.data(), kDepth, rows, packed, epilogue, batch.data(),
+                       kColumns, workers, avx512Bf16);
+        ASSERT_EQ(
+            std::memcmp(batch.data(), alone.data(), kColumns * sizeof(float)),
+            0)
+            << "avx512bf16=" << avx512Bf16 << ": row 0 differs in a batch of "
+            << rows << " (from the portable kernel alone)";
+      }
   }
 }
 

@@ -90,7 +90,8 @@ cl::opt<Precision> precision(
                clEnumValN(Precision::TF32, "tf32",
                           "fp32 data, TF32 tensor-core products"),
                clEnumValN(Precision::BF16, "bf16",
-                          "fp32 data, bf16 tensor-core products"),
+                          "fp32 data, bf16 products (tensor cores; AVX512_BF16 "
+                          "or its emulation on the CPU)"),
                clEnumValN(Precision::FP16, "fp16",
                           "fp32 data, fp16 tensor-core products")),
     cl::cat(cellcCategory));

@@ -47,10 +47,18 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
                       "cell '" + cell.name()->str() +
                           "': the CPU backend runs fp32 GEMMs with an "
                           "untransposed A");
-      runner->packedGemms_.push_back(
-          gemm ? runner->packedWeight(*gemm->b(), gemm->k(), gemm->n(),
-                                      gemm->trans_b())
-               : nullptr);
+      PackedB packed;
+      if (gemm && gemm->precision() == cellpack::Precision::BF16) {
+        // bf16 products, fp32 sums (--precision=bf16), as on the GPU.
+        if (const float *source =
+                runner->weightFloats(*gemm->b(), gemm->k(), gemm->n()))
+          packed.bf16 =
+              &weights->getBf16(source, gemm->k(), gemm->n(), gemm->trans_b());
+      } else if (gemm) {
+        packed.fp32 = runner->packedWeight(*gemm->b(), gemm->k(), gemm->n(),
+                                           gemm->trans_b());
+      }
+      runner->packedGemms_.push_back(packed);
       const cellpack::KernelStep *kernelStep = step->step_as_KernelStep();
       std::vector<std::unique_ptr<RegionInterpreter>> perWorker;
       if (kernelStep && !runner->launcher_) {
@@ -69,9 +77,8 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
   return runner;
 }
 
-const PackedMatrix *CpuTaskRunner::packedWeight(const cellpack::ValueRef &ref,
-                                                int64_t k, int64_t n,
-                                                bool transposed) {
+const float *CpuTaskRunner::weightFloats(const cellpack::ValueRef &ref,
+                                         int64_t k, int64_t n) const {
   if (ref.kind() != cellpack::ValueKind::Weight ||
       ref.dtype() != cellpack::DType::F32 || !cell_.weights() ||
       ref.index() >= cell_.weights()->size() || k <= 0 || n <= 0)
@@ -80,8 +87,14 @@ const PackedMatrix *CpuTaskRunner::packedWeight(const cellpack::ValueRef &ref,
   if (!weight->data() ||
       weight->data()->size() < static_cast<uint64_t>(k * n) * sizeof(float))
     return nullptr;
-  return &weights_->get(reinterpret_cast<const float *>(weight->data()->data()),
-                        k, n, transposed);
+  return reinterpret_cast<const float *>(weight->data()->data());
+}
+
+const PackedMatrix *CpuTaskRunner::packedWeight(const cellpack::ValueRef &ref,
+                                                int64_t k, int64_t n,
+                                                bool transposed) {
+  const float *source = weightFloats(ref, k, n);
+  return source ? &weights_->get(source, k, n, transposed) : nullptr;
 }
 
 /// Interpreter options for a kernel step: the plan's batch size, the pool,
@@ -144,7 +157,7 @@ Result<const void *> CpuTaskRunner::resolve(
 }
 
 Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
-                              const PackedMatrix *packed, int64_t rows,
+                              const PackedB &packed, int64_t rows,
                               const std::vector<PoolView> &inputs,
                               const std::vector<PoolView> &outputs) {
   const int32_t *rowsA, *rowsB, *rowsD, *rowsC;
@@ -169,14 +182,18 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
     bias = static_cast<const float *>(c.value());
     perColumn = gemm.c()->shape() && gemm.c()->shape()->size() == 1;
   }
-  if (packed) {
+  if (packed.fp32 || packed.bf16) {
     GemmEpilogue epilogue;
     epilogue.alpha = gemm.alpha();
     epilogue.beta = gemm.beta();
     epilogue.bias = bias;
     epilogue.biasStride = perColumn ? 0 : n;
-    packedGemm(static_cast<const float *>(a.value()), k, m, *packed, epilogue,
-               out, n, pool_);
+    if (packed.bf16)
+      packedGemmBf16(static_cast<const float *>(a.value()), k, m, *packed.bf16,
+                     epilogue, out, n, pool_);
+    else
+      packedGemm(static_cast<const float *>(a.value()), k, m, *packed.fp32,
+                 epilogue, out, n, pool_);
     return Status::ok();
   }
   // B is not a weight: OpenBLAS.

@@ -62,7 +62,13 @@ public:
 private:
   CpuTaskRunner(const cellpack::CellType &cell, const cellpack::BatchPlan &plan)
       : cell_(cell), plan_(plan) {}
-  Status runGemm(const cellpack::GemmStep &gemm, const PackedMatrix *packed,
+  /// A GEMM step's B packed for the CPU GEMM: fp32, or bf16 for a step of
+  /// bf16 precision (neither: B is not a weight, OpenBLAS runs it).
+  struct PackedB {
+    const PackedMatrix *fp32 = nullptr;
+    const PackedMatrixBf16 *bf16 = nullptr;
+  };
+  Status runGemm(const cellpack::GemmStep &gemm, const PackedB &packed,
                  int64_t rows, const std::vector<PoolView> &inputs,
                  const std::vector<PoolView> &outputs);
   Result<const void *> resolve(const cellpack::ValueRef &ref,
@@ -73,14 +79,17 @@ private:
   /// The packed form of `ref` as a GEMM's B of k x n, when it is a weight.
   const PackedMatrix *packedWeight(const cellpack::ValueRef &ref, int64_t k,
                                    int64_t n, bool transposed);
+  /// The fp32 weight behind `ref` holding at least k x n values, or null.
+  const float *weightFloats(const cellpack::ValueRef &ref, int64_t k,
+                            int64_t n) const;
   RegionOptions regionOptions(const cellpack::KernelStep &kernel);
 
   const cellpack::CellType &cell_;
   const cellpack::BatchPlan &plan_;
   std::unique_ptr<PackedWeightCache> ownWeights_;
   PackedWeightCache *weights_ = nullptr;
-  /// Per step, the packed B of a GEMM step (null otherwise).
-  std::vector<const PackedMatrix *> packedGemms_;
+  /// Per step, the packed B of a GEMM step (none otherwise).
+  std::vector<PackedB> packedGemms_;
   std::vector<uint8_t> workspaceStorage_;
   uint8_t *workspace_ = nullptr;
   /// Per step, one interpreter per worker, or a single one for a region

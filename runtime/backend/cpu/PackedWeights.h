@@ -1,14 +1,16 @@
 //===- PackedWeights.h - Weights packed once for the CPU GEMM --*- C++ -*-===//
 //
-// A cell's weight matrices packed into GEMM panels (PackedGemm.h) once per
-// executor, shared by every batch-size plan and every kernel that reads
-// them: the memory a plan adds is only its workspace.
+// A cell's weight matrices packed into GEMM panels (PackedGemm.h, or as bf16
+// for bf16 GEMMs, PackedGemmBf16.h) once per executor, shared by every
+// batch-size plan and every kernel that reads them: the memory a plan adds is
+// only its workspace.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H
 #define CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H
 
 #include "PackedGemm.h"
+#include "PackedGemmBf16.h"
 
 #include <map>
 #include <mutex>
@@ -30,6 +32,17 @@ public:
     }
     return *entry;
   }
+  /// The same packed as bf16 (for GEMMs of --precision=bf16 artifacts).
+  const PackedMatrixBf16 &getBf16(const float *source, int64_t k, int64_t n,
+                                  bool transposed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto &entry = packedBf16_[{source, k, n, transposed}];
+    if (!entry) {
+      entry = std::make_unique<PackedMatrixBf16>(source, k, n, transposed);
+      bytes_ += entry->bytes();
+    }
+    return *entry;
+  }
   size_t bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return bytes_;
@@ -39,6 +52,7 @@ private:
   using Key = std::tuple<const float *, int64_t, int64_t, bool>;
   mutable std::mutex mutex_;
   std::map<Key, std::unique_ptr<PackedMatrix>> packed_;
+  std::map<Key, std::unique_ptr<PackedMatrixBf16>> packedBf16_;
   size_t bytes_ = 0;
 };
 

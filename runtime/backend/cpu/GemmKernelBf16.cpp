@@ -1,0 +1,115 @@
+//===- GemmKernelBf16.cpp - The AVX512_BF16 GEMM kernel ------------------===//
+//
+// rows x (panels x 16) of D per call over pairs of k: one VDPBF16PS per
+// (row, panel) and pair adds a[k+1] * b[k+1] and then a[k] * b[k] to the
+// fp32 accumulator, 32 bf16 products an instruction. The same shapes as
+// the fp32 AVX-512 kernel (6 rows by 4 panels, few rows by 6-8 panels).
+// Built with a target attribute; only called where the processor has
+// AVX512_BF16 (PackedGemmBf16.h).
+//
+//===----------------------------------------------------------------------===//
+#include "PackedGemmBf16.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
+
+namespace {
+#define CELL_ROW_PANELS(X, i)                                                  \
+  X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
+#define CELL_PAIRS(X)                                                          \
+  CELL_ROW_PANELS(X, 0)                                                        \
+  CELL_ROW_PANELS(X, 1)                                                        \
+  CELL_ROW_PANELS(X, 2)                                                        \
+  CELL_ROW_PANELS(X, 3) CELL_ROW_PANELS(X, 4) CELL_ROW_PANELS(X, 5)
+#define CELL_PANELS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+template <int Rows, int Panels>
+__attribute__((target("avx512f,avx512bf16"))) void
+bf16Block(int64_t pairs, const uint32_t *a, const uint32_t *b,
+          int64_t panelStride, float *c, int64_t ldc, bool first) {
+  static_assert(Rows * Panels + Panels < 32,
+                "more accumulators than registers");
+#define CELL_DECLARE(i, q)                                                     \
+  __m512 acc##i##q = _mm512_setzero_ps();                                      \
+  if constexpr (i < Rows && q < Panels)                                        \
+    if (!first)                                                                \
+      acc##i##q = _mm512_loadu_ps(c + i * ldc + q * kPanelColumns);
+  CELL_PAIRS(CELL_DECLARE)
+#undef CELL_DECLARE
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < pairs; ++p) {
+#define CELL_LOAD(q)                                                           \
+  __m512bh weights##q = (__m512bh)_mm512_setzero_si512();                      \
+  if constexpr (q < Panels) {                                                  \
+    const uint32_t *panel##q = b + q * panelStride + p * kPanelColumns;        \
+    _mm_prefetch(                                                              \
+        reinterpret_cast<const char *>(panel##q + 24 * kPanelColumns),         \
+        _MM_HINT_T0);                                                          \
+    weights##q = (__m512bh)_mm512_load_si512(panel##q);                        \
+  }
+    CELL_PANELS(CELL_LOAD)
+#undef CELL_LOAD
+#define CELL_STEP(i, q)                                                        \
+  if constexpr (i < Rows && q < Panels)                                        \
+    acc##i##q = _mm512_dpbf16_ps(                                              \
+        acc##i##q,                                                             \
+        (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * Rows + i])),        \
+        weights##q);
+    CELL_PAIRS(CELL_STEP)
+#undef CELL_STEP
+  }
+#define CELL_STORE(i, q)                                                       \
+  if constexpr (i < Rows && q < Panels)                                        \
+    _mm512_storeu_ps(c + i * ldc + q * kPanelColumns, acc##i##q);
+  CELL_PAIRS(CELL_STORE)
+#undef CELL_STORE
+}
+#undef CELL_PAIRS
+#undef CELL_ROW_PANELS
+#undef CELL_PANELS
+
+template <int Rows>
+void rowsBlock(int panels, int64_t pairs, const uint32_t *a, const uint32_t *b,
+               int64_t panelStride, float *c, int64_t ldc, bool first) {
+  if (panels == 8 && Rows <= 2)
+    return bf16Block<Rows, (Rows <= 2 ? 8 : 1)>(pairs, a, b, panelStride, c,
+                                                ldc, first);
+  if (panels == 6 && Rows <= 3)
+    return bf16Block<Rows, (Rows <= 3 ? 6 : 1)>(pairs, a, b, panelStride, c,
+                                                ldc, first);
+  if (panels == 4)
+    return bf16Block<Rows, 4>(pairs, a, b, panelStride, c, ldc, first);
+  for (int q = 0; q < panels; ++q)
+    bf16Block<Rows, 1>(pairs, a, b + q * panelStride, panelStride,
+                       c + q * kPanelColumns, ldc, first);
+}
+
+void bf16Kernel(int rows, int panels, int64_t pairs, const uint32_t *a,
+                const uint32_t *b, int64_t panelStride, float *c, int64_t ldc,
+                bool first) {
+  switch (rows) {
+  case 1:
+    return rowsBlock<1>(panels, pairs, a, b, panelStride, c, ldc, first);
+  case 2:
+    return rowsBlock<2>(panels, pairs, a, b, panelStride, c, ldc, first);
+  case 3:
+    return rowsBlock<3>(panels, pairs, a, b, panelStride, c, ldc, first);
+  case 4:
+    return rowsBlock<4>(panels, pairs, a, b, panelStride, c, ldc, first);
+  case 5:
+    return rowsBlock<5>(panels, pairs, a, b, panelStride, c, ldc, first);
+  default:
+    return rowsBlock<6>(panels, pairs, a, b, panelStride, c, ldc, first);
+  }
+}
+} // namespace
+
+Bf16Kernel cellrun::cpu::detail::bf16KernelAvx512() { return bf16Kernel; }
+#else
+cellrun::cpu::detail::Bf16Kernel cellrun::cpu::detail::bf16KernelAvx512() {
+  return nullptr;
+}
+#endif

@@ -1,0 +1,282 @@
+//===- PackedGemmBf16.cpp - The CPU GEMM with bf16 products --------------===//
+//
+// The blocking of PackedGemm.cpp (K blocks of 512, row blocks of 144,
+// groups of 6 rows, strips of panels per kernel call, chunks of panels
+// taken by the pool's workers) over pairs of k.
+//
+//===----------------------------------------------------------------------===//
+#include "PackedGemmBf16.h"
+
+#include "ThreadPool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
+
+static constexpr size_t kAlignment = 64;
+static constexpr int kGroupRows = 6;
+static constexpr int64_t kDepthPairs = 256; // K blocks of 512
+static constexpr int64_t kRowBlock = 144;
+static constexpr int64_t kSmallRows = 16;
+static constexpr int64_t kPanelsPerChunk = 16;
+
+uint16_t cellrun::cpu::toBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if (std::isnan(x))
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float cellrun::cpu::fromBf16(uint16_t x) {
+  uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+bool cellrun::cpu::cpuHasAvx512Bf16() {
+#if defined(__x86_64__)
+  return cpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+static uint32_t *allocateWords(int64_t count) {
+  size_t bytes =
+      static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(uint32_t);
+  bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return static_cast<uint32_t *>(std::aligned_alloc(kAlignment, bytes));
+}
+
+void PackedMatrixBf16::Free::operator()(uint32_t *p) const { std::free(p); }
+
+PackedMatrixBf16::PackedMatrixBf16(const float *source, int64_t k, int64_t n,
+                                   bool transposed)
+    : k_(k), n_(n), panels_((n + kPanelColumns - 1) / kPanelColumns),
+      pairs_((k + 1) / 2),
+      data_(allocateWords(panels_ * pairs_ * kPanelColumns)) {
+  auto at = [&](int64_t row, int64_t column) -> uint32_t {
+    if (row >= k || column >= n)
+      return 0;
+    return toBf16(transposed ? source[column * k + row]
+                             : source[row * n + column]);
+  };
+  for (int64_t p = 0; p < panels_; ++p)
+    for (int64_t q = 0; q < pairs_; ++q) {
+      uint32_t *target = data_.get() + (p * pairs_ + q) * kPanelColumns;
+      for (int64_t c = 0; c < kPanelColumns; ++c) {
+        int64_t column = p * kPanelColumns + c;
+        target[c] = at(2 * q, column) | at(2 * q + 1, column) << 16;
+      }
+    }
+  // [n, 2 * pairs] row-major: column j of row 2q + s is bf16(b[2q + 1 - s][j]).
+  std::vector<float> swapped(static_cast<size_t>(n * 2 * pairs_));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t row = 0; row < 2 * pairs_; ++row)
+      swapped[j * 2 * pairs_ + row] =
+          fromBf16(static_cast<uint16_t>(at(row ^ 1, j)));
+  widened_ =
+      std::make_unique<PackedMatrix>(swapped.data(), 2 * pairs_, n, true);
+}
+
+int cellrun::cpu::detail::bf16PanelsPerCall(int rows) {
+  return rows <= 2 ? 8 : rows == 3 ? 6 : 4;
+}
+
+namespace {
+/// The portable kernel: per element and pair, the odd product added, then
+/// the even one, each rounded once (what VDPBF16PS computes).
+void portableKernel(int rows, int panels, int64_t pairs, const uint32_t *a,
+                    const uint32_t *b, int64_t panelStride, float *c,
+                    int64_t ldc, bool first) {
+  for (int q = 0; q < panels; ++q)
+    for (int i = 0; i < rows; ++i) {
+      float *out = c + i * ldc + q * kPanelColumns;
+      float acc[kPanelColumns];
+      for (int j = 0; j < kPanelColumns; ++j)
+        acc[j] = first ? 0.0f : out[j];
+      const uint32_t *panel = b + q * panelStride;
+      for (int64_t p = 0; p < pairs; ++p) {
+        uint32_t pair = a[p * rows + i];
+        float even = fromBf16(static_cast<uint16_t>(pair)),
+              odd = fromBf16(static_cast<uint16_t>(pair >> 16));
+        for (int j = 0; j < kPanelColumns; ++j) {
+          uint32_t weights = panel[p * kPanelColumns + j];
+          acc[j] += odd * fromBf16(static_cast<uint16_t>(weights >> 16));
+          acc[j] += even * fromBf16(static_cast<uint16_t>(weights));
+        }
+      }
+      std::memcpy(out, acc, sizeof(acc));
+    }
+}
+
+/// A's blocks (K blocks of kDepthPairs pairs, row blocks) as bf16 pairs in
+/// groups of 6 rows: block (k0, r0) at k0 * m + r0 * its pairs.
+struct Blocking {
+  int64_t depthPairs, rowBlock;
+  Blocking(int64_t m, int64_t pairs)
+      : depthPairs(m <= kSmallRows ? std::max<int64_t>(pairs, 1) : kDepthPairs),
+        rowBlock(m <= kSmallRows ? m : kRowBlock) {}
+};
+
+void packBlock(const float *a, int64_t lda, int64_t depth, int64_t rows,
+               int64_t firstPair, int64_t pairs, uint32_t *packed) {
+  for (int64_t group = 0; group < rows; group += kGroupRows) {
+    int64_t groupRows = std::min<int64_t>(kGroupRows, rows - group);
+    uint32_t *target = packed + group * pairs;
+    for (int64_t q = 0; q < pairs; ++q) {
+      int64_t k = 2 * (firstPair + q);
+      for (int64_t i = 0; i < groupRows; ++i) {
+        const float *row = a + (group + i) * lda;
+        uint32_t even = toBf16(row[k]);
+        uint32_t odd = k + 1 < depth ? toBf16(row[k + 1]) : 0;
+        target[q * groupRows + i] = even | odd << 16;
+      }
+    }
+  }
+}
+
+void gemmPanels(const uint32_t *packedA, int64_t m, const PackedMatrixBf16 &b,
+                float *d, int64_t ldd, int64_t firstPanel, int64_t endPanel,
+                Bf16Kernel kernel) {
+  int64_t pairs = b.pairs(), n = b.columns();
+  Blocking blocking(m, pairs);
+  float tile[kGroupRows * kPanelColumns];
+  int64_t fullPanels = std::min(endPanel, n / kPanelColumns);
+  for (int64_t q0 = 0; q0 < pairs; q0 += blocking.depthPairs) {
+    int64_t qLength = std::min(blocking.depthPairs, pairs - q0);
+    bool first = q0 == 0;
+    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock) {
+      int64_t rLength = std::min(blocking.rowBlock, m - r0);
+      const uint32_t *packed = packedA + q0 * m + r0 * qLength;
+      int step = bf16PanelsPerCall(
+          static_cast<int>(std::min<int64_t>(kGroupRows, rLength)));
+      int64_t p = firstPanel;
+      for (; p + step <= fullPanels; p += step)
+        for (int64_t g = 0; g < rLength; g += kGroupRows)
+          kernel(static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g)),
+                 step, qLength, packed + g * qLength, b.panel(p, q0),
+                 b.panelStride(), d + (r0 + g) * ldd + p * kPanelColumns, ldd,
+                 first);
+      for (; p < endPanel; ++p) {
+        int64_t column = p * kPanelColumns;
+        int64_t width = std::min(kPanelColumns, n - column);
+        for (int64_t g = 0; g < rLength; g += kGroupRows) {
+          int rows =
+              static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g));
+          float *c = d + (r0 + g) * ldd + column;
+          if (width == kPanelColumns) {
+            kernel(rows, 1, qLength, packed + g * qLength, b.panel(p, q0),
+                   b.panelStride(), c, ldd, first);
+            continue;
+          }
+          // The last panel: through a tile, so columns past n are not touched.
+          for (int i = 0; i < rows && !first; ++i)
+            std::memcpy(tile + i * kPanelColumns, c + i * ldd,
+                        width * sizeof(float));
+          kernel(rows, 1, qLength, packed + g * qLength, b.panel(p, q0),
+                 b.panelStride(), tile, kPanelColumns, first);
+          for (int i = 0; i < rows; ++i)
+            std::memcpy(c + i * ldd, tile + i * kPanelColumns,
+                        width * sizeof(float));
+        }
+      }
+    }
+  }
+}
+
+void applyEpilogue(int64_t m, const GemmEpilogue &epilogue, float *d,
+                   int64_t ldd, int64_t begin, int64_t end) {
+  if (epilogue.alpha == 1.0f && !epilogue.bias)
+    return;
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = d + i * ldd;
+    const float *bias =
+        epilogue.bias ? epilogue.bias + i * epilogue.biasStride : nullptr;
+    for (int64_t j = begin; j < end; ++j) {
+      float value = epilogue.alpha * row[j];
+      if (bias)
+        value = value + epilogue.beta * bias[j];
+      row[j] = value;
+    }
+  }
+}
+
+struct ScratchWords {
+  uint32_t *data = nullptr;
+  int64_t capacity = 0;
+  ~ScratchWords() { std::free(data); }
+  uint32_t *reserve(int64_t count) {
+    if (count > capacity) {
+      std::free(data);
+      data = allocateWords(count);
+      capacity = count;
+    }
+    return data;
+  }
+};
+} // namespace
+
+void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
+                                  const PackedMatrixBf16 &b,
+                                  const GemmEpilogue &epilogue, float *d,
+                                  int64_t ldd, ThreadPool *pool,
+                                  bool avx512Bf16) {
+  if (m <= 0 || b.columns() == 0)
+    return;
+  if (m > kBf16KernelRows) {
+    // A rounded to bf16, each pair of k swapped, times B widened: the fp32
+    // kernel's fused multiply-adds of the same products in the same order.
+    static thread_local std::vector<float> swappedA;
+    int64_t width = 2 * b.pairs(), depth = b.depth();
+    swappedA.resize(static_cast<size_t>(m * width));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < width; ++k) {
+        int64_t from = k ^ 1;
+        swappedA[i * width + k] =
+            from < depth ? fromBf16(toBf16(a[i * lda + from])) : 0.0f;
+      }
+    packedGemm(swappedA.data(), width, m, b.widened(), epilogue, d, ldd, pool);
+    return;
+  }
+  Bf16Kernel kernel = avx512Bf16 ? bf16KernelAvx512() : nullptr;
+  if (!kernel)
+    kernel = portableKernel;
+  int64_t pairs = b.pairs(), depth = b.depth(), n = b.columns();
+  int64_t panels = b.panels();
+  Blocking blocking(m, pairs);
+  static thread_local ScratchWords scratch;
+  uint32_t *packedA = scratch.reserve(m * pairs);
+  for (int64_t q0 = 0; q0 < pairs; q0 += blocking.depthPairs) {
+    int64_t qLength = std::min(blocking.depthPairs, pairs - q0);
+    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock)
+      packBlock(a + r0 * lda, lda, depth, std::min(blocking.rowBlock, m - r0),
+                q0, qLength, packedA + q0 * m + r0 * qLength);
+  }
+  auto share = [&](int64_t begin, int64_t end) {
+    gemmPanels(packedA, m, b, d, ldd, begin, end, kernel);
+    int64_t first = begin * kPanelColumns;
+    int64_t last = std::min(n, end * kPanelColumns);
+    if (pairs == 0)
+      for (int64_t i = 0; i < m; ++i)
+        std::fill(d + i * ldd + first, d + i * ldd + last, 0.0f);
+    applyEpilogue(m, epilogue, d, ldd, first, last);
+  };
+  double flops = 2.0 * double(m) * double(n) * double(depth);
+  if (!pool || pool->size() == 1 || panels == 1 ||
+      flops < kMinParallelGemmFlops) {
+    share(0, panels);
+    return;
+  }
+  pool->parallelFor(
+      panels, [&](unsigned, int64_t begin, int64_t end) { share(begin, end); },
+      kPanelsPerChunk);
+}
