@@ -379,7 +379,8 @@ Status RegionInterpreter::run(int64_t rows,
 }
 
 /// Copies the task's rows first..first+rows-1 of every batch input into the
-/// block (rows of fp32 inputs as whole rows).
+/// block (rows of fp32 inputs as whole rows); an fp32 input whose rows are
+/// consecutive (a GEMM's result in the workspace) is read in place.
 void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
                                        int64_t first, int64_t rows) {
   uint32_t numInputs = step.region()->num_inputs();
@@ -387,6 +388,12 @@ void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
     Value &value = values[id];
     if (!value.hasBatch)
       continue;
+    value.external = nullptr;
+    if (value.dtype == cellpack::DType::F32 && !inputs[id].rows) {
+      value.external =
+          static_cast<const float *>(inputs[id].data) + first * value.count;
+      continue;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       int64_t row = first + r;
       int64_t base =
