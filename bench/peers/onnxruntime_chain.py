@@ -91,12 +91,7 @@ def build_graph(state):
 
 
 def load(weights, threads):
-    if os.path.isdir(weights):
-        files = [f for f in os.listdir(weights) if f.endswith(".pt")]
-        if len(files) != 1:
-            sys.exit(f"{weights}: expected one .pt file, found {files}")
-        weights = os.path.join(weights, files[0])
-    state = torch.load(weights)
+    state = torch.load(peer_common.single_weight_file(weights))
     model, gates = build_graph(state)
     options = onnxruntime.SessionOptions()
     if threads > 0:

@@ -88,6 +88,16 @@ def synchronize():
         torch.cuda.synchronize()
 
 
+def single_weight_file(weights):
+    """`weights` itself, or the one .pt file in the directory it names."""
+    if not os.path.isdir(weights):
+        return weights
+    files = [f for f in os.listdir(weights) if f.endswith(".pt")]
+    if len(files) != 1:
+        sys.exit(f"{weights}: expected one .pt file, found {files}")
+    return os.path.join(weights, files[0])
+
+
 def weight_file(weights, cell):
     """`weights` itself, or <weights>/<cell>.pt when it is a directory."""
     return os.path.join(weights, cell + ".pt") if os.path.isdir(weights) else weights

@@ -46,12 +46,7 @@ import peer_common  # noqa: E402
 
 
 def load(weights):
-    if os.path.isdir(weights):
-        files = [f for f in os.listdir(weights) if f.endswith(".pt")]
-        if len(files) != 1:
-            sys.exit(f"{weights}: expected one .pt file, found {files}")
-        weights = os.path.join(weights, files[0])
-    state = torch.load(weights)
+    state = torch.load(peer_common.single_weight_file(weights))
     embedding = None
     if "embedding.weight" in state:
         embedding = nn.Embedding.from_pretrained(state["embedding.weight"])

@@ -10,7 +10,7 @@
 // processor has AVX-512 F (CpuIsa.h).
 //
 //===----------------------------------------------------------------------===//
-#include "PackedGemm.h"
+#include "BlockDispatch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -38,7 +38,8 @@ template <int Rows, int Panels>
 __attribute__((target("avx512f"))) void
 avx512Block(int64_t depth, const float *a, const float *b, int64_t panelStride,
             float *c, int64_t ldc, bool first) {
-  static_assert(Rows * Panels + Panels < 32, "more accumulators than registers");
+  static_assert(Rows * Panels + Panels < 32,
+                "more accumulators than registers");
 #define CELL_DECLARE(i, q)                                                     \
   __m512 acc##i##q = _mm512_setzero_ps();                                      \
   if constexpr (i < Rows && q < Panels)                                        \
@@ -76,41 +77,18 @@ avx512Block(int64_t depth, const float *a, const float *b, int64_t panelStride,
 #undef CELL_ROW_PANELS
 #undef CELL_PANELS
 
-template <int Rows>
-void avx512RowsBlock(int panels, int64_t depth, const float *a, const float *b,
-                     int64_t panelStride, float *c, int64_t ldc, bool first) {
-  // The panel counts panelsPerCallAvx512 hands out; anything else one
-  // panel at a time (the same bits either way).
-  if (panels == 8 && Rows <= 2)
-    return avx512Block<Rows, (Rows <= 2 ? 8 : 1)>(depth, a, b, panelStride, c,
-                                                  ldc, first);
-  if (panels == 6 && Rows <= 3)
-    return avx512Block<Rows, (Rows <= 3 ? 6 : 1)>(depth, a, b, panelStride, c,
-                                                  ldc, first);
-  if (panels == 4)
-    return avx512Block<Rows, 4>(depth, a, b, panelStride, c, ldc, first);
-  for (int q = 0; q < panels; ++q)
-    avx512Block<Rows, 1>(depth, a, b + q * panelStride, panelStride,
-                         c + q * kPanelColumns, ldc, first);
-}
+template <int Rows, int Panels> struct Avx512Block {
+  static void run(int64_t depth, const float *a, const float *b,
+                  int64_t panelStride, float *c, int64_t ldc, bool first) {
+    avx512Block<Rows, Panels>(depth, a, b, panelStride, c, ldc, first);
+  }
+};
 
 void avx512BlockKernel(int rows, int panels, int64_t depth, const float *a,
                        const float *b, int64_t panelStride, float *c,
                        int64_t ldc, bool first) {
-  switch (rows) {
-  case 1:
-    return avx512RowsBlock<1>(panels, depth, a, b, panelStride, c, ldc, first);
-  case 2:
-    return avx512RowsBlock<2>(panels, depth, a, b, panelStride, c, ldc, first);
-  case 3:
-    return avx512RowsBlock<3>(panels, depth, a, b, panelStride, c, ldc, first);
-  case 4:
-    return avx512RowsBlock<4>(panels, depth, a, b, panelStride, c, ldc, first);
-  case 5:
-    return avx512RowsBlock<5>(panels, depth, a, b, panelStride, c, ldc, first);
-  default:
-    return avx512RowsBlock<6>(panels, depth, a, b, panelStride, c, ldc, first);
-  }
+  dispatchBlock<Avx512Block>(rows, panels, depth, a, b, panelStride, c, ldc,
+                             first);
 }
 
 void avx512MicroKernel(int rows, int64_t depth, const float *a, const float *b,

@@ -8,6 +8,7 @@
 // AVX512_BF16 (PackedGemmBf16.h).
 //
 //===----------------------------------------------------------------------===//
+#include "BlockDispatch.h"
 #include "PackedGemmBf16.h"
 
 #if defined(__x86_64__)
@@ -71,39 +72,18 @@ bf16Block(int64_t pairs, const uint32_t *a, const uint32_t *b,
 #undef CELL_ROW_PANELS
 #undef CELL_PANELS
 
-template <int Rows>
-void rowsBlock(int panels, int64_t pairs, const uint32_t *a, const uint32_t *b,
-               int64_t panelStride, float *c, int64_t ldc, bool first) {
-  if (panels == 8 && Rows <= 2)
-    return bf16Block<Rows, (Rows <= 2 ? 8 : 1)>(pairs, a, b, panelStride, c,
-                                                ldc, first);
-  if (panels == 6 && Rows <= 3)
-    return bf16Block<Rows, (Rows <= 3 ? 6 : 1)>(pairs, a, b, panelStride, c,
-                                                ldc, first);
-  if (panels == 4)
-    return bf16Block<Rows, 4>(pairs, a, b, panelStride, c, ldc, first);
-  for (int q = 0; q < panels; ++q)
-    bf16Block<Rows, 1>(pairs, a, b + q * panelStride, panelStride,
-                       c + q * kPanelColumns, ldc, first);
-}
+template <int Rows, int Panels> struct Bf16Block {
+  static void run(int64_t pairs, const uint32_t *a, const uint32_t *b,
+                  int64_t panelStride, float *c, int64_t ldc, bool first) {
+    bf16Block<Rows, Panels>(pairs, a, b, panelStride, c, ldc, first);
+  }
+};
 
 void bf16Kernel(int rows, int panels, int64_t pairs, const uint32_t *a,
                 const uint32_t *b, int64_t panelStride, float *c, int64_t ldc,
                 bool first) {
-  switch (rows) {
-  case 1:
-    return rowsBlock<1>(panels, pairs, a, b, panelStride, c, ldc, first);
-  case 2:
-    return rowsBlock<2>(panels, pairs, a, b, panelStride, c, ldc, first);
-  case 3:
-    return rowsBlock<3>(panels, pairs, a, b, panelStride, c, ldc, first);
-  case 4:
-    return rowsBlock<4>(panels, pairs, a, b, panelStride, c, ldc, first);
-  case 5:
-    return rowsBlock<5>(panels, pairs, a, b, panelStride, c, ldc, first);
-  default:
-    return rowsBlock<6>(panels, pairs, a, b, panelStride, c, ldc, first);
-  }
+  dispatchBlock<Bf16Block>(rows, panels, pairs, a, b, panelStride, c, ldc,
+                           first);
 }
 } // namespace
 

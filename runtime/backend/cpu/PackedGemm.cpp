@@ -106,20 +106,6 @@ void packRows(const float *a, int64_t lda, int64_t rows, int64_t depth,
   }
 }
 
-struct ScratchRows {
-  float *data = nullptr;
-  int64_t capacity = 0;
-  ~ScratchRows() { std::free(data); }
-  float *reserve(int64_t count) {
-    if (count > capacity) {
-      std::free(data);
-      data = allocateFloats(count);
-      capacity = count;
-    }
-    return data;
-  }
-};
-
 /// How A is cut: K in blocks of `depthBlock`, rows in blocks of
 /// `rowBlock`; block (k0, r0) is packed (packRows) at k0 * m + r0 * its
 /// depth.
@@ -207,9 +193,16 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
       }
     }
   }
-  int64_t begin = firstPanel * kPanelColumns;
-  int64_t end = std::min(n, endPanel * kPanelColumns);
-  if (depth == 0)
+  finishColumns(m, depth == 0, epilogue, d, ldd, firstPanel * kPanelColumns,
+                std::min(n, endPanel * kPanelColumns));
+}
+} // namespace
+
+void cellrun::cpu::detail::finishColumns(int64_t m, bool emptyProduct,
+                                         const GemmEpilogue &epilogue, float *d,
+                                         int64_t ldd, int64_t begin,
+                                         int64_t end) {
+  if (emptyProduct)
     for (int64_t i = 0; i < m; ++i)
       std::fill(d + i * ldd + begin, d + i * ldd + end, 0.0f);
   if (epilogue.alpha == 1.0f && !epilogue.bias)
@@ -226,7 +219,6 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
     }
   }
 }
-} // namespace
 
 static int onePanelPerCall(int) { return 1; }
 
@@ -254,7 +246,7 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
     return;
   GemmKernels kernels = gemmKernels(isa);
   int64_t panels = b.panels(), depth = b.depth();
-  static thread_local ScratchRows scratch;
+  static thread_local AlignedScratch<float> scratch;
   float *packedA = scratch.reserve(m * depth);
   Blocking blocking(m, depth);
   int64_t blocks = blocksOfA(m, depth, blocking);

@@ -16,6 +16,7 @@
 #include "CpuIsa.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 namespace cellrun::cpu {
@@ -99,6 +100,29 @@ GemmKernels gemmKernelsAvx2();
 GemmKernels gemmKernelsAvx512();
 /// The kernels of `isa` (the portable ones where the build has no others).
 GemmKernels gemmKernels(CpuIsa isa);
+/// A growing buffer of T, 64-byte aligned (a thread's packed A).
+template <typename T> class AlignedScratch {
+public:
+  ~AlignedScratch() { std::free(data_); }
+  /// At least `count` elements (the old contents are not kept).
+  T *reserve(int64_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      size_t bytes = static_cast<size_t>(count) * sizeof(T);
+      data_ = static_cast<T *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+private:
+  T *data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+/// Columns [begin, end) of D's m rows after the product: zero when the
+/// product was empty (K = 0), then the epilogue (alpha, bias).
+void finishColumns(int64_t m, bool emptyProduct, const GemmEpilogue &epilogue,
+                   float *d, int64_t ldd, int64_t begin, int64_t end);
 } // namespace detail
 
 } // namespace cellrun::cpu

@@ -193,36 +193,6 @@ void gemmPanels(const uint32_t *packedA, int64_t m, const PackedMatrixBf16 &b,
   }
 }
 
-void applyEpilogue(int64_t m, const GemmEpilogue &epilogue, float *d,
-                   int64_t ldd, int64_t begin, int64_t end) {
-  if (epilogue.alpha == 1.0f && !epilogue.bias)
-    return;
-  for (int64_t i = 0; i < m; ++i) {
-    float *row = d + i * ldd;
-    const float *bias =
-        epilogue.bias ? epilogue.bias + i * epilogue.biasStride : nullptr;
-    for (int64_t j = begin; j < end; ++j) {
-      float value = epilogue.alpha * row[j];
-      if (bias)
-        value = value + epilogue.beta * bias[j];
-      row[j] = value;
-    }
-  }
-}
-
-struct ScratchWords {
-  uint32_t *data = nullptr;
-  int64_t capacity = 0;
-  ~ScratchWords() { std::free(data); }
-  uint32_t *reserve(int64_t count) {
-    if (count > capacity) {
-      std::free(data);
-      data = allocateWords(count);
-      capacity = count;
-    }
-    return data;
-  }
-};
 } // namespace
 
 void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
@@ -253,7 +223,7 @@ void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
   int64_t pairs = b.pairs(), depth = b.depth(), n = b.columns();
   int64_t panels = b.panels();
   Blocking blocking(m, pairs);
-  static thread_local ScratchWords scratch;
+  static thread_local AlignedScratch<uint32_t> scratch;
   uint32_t *packedA = scratch.reserve(m * pairs);
   for (int64_t q0 = 0; q0 < pairs; q0 += blocking.depthPairs) {
     int64_t qLength = std::min(blocking.depthPairs, pairs - q0);
@@ -263,12 +233,8 @@ void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
   }
   auto share = [&](int64_t begin, int64_t end) {
     gemmPanels(packedA, m, b, d, ldd, begin, end, kernel);
-    int64_t first = begin * kPanelColumns;
-    int64_t last = std::min(n, end * kPanelColumns);
-    if (pairs == 0)
-      for (int64_t i = 0; i < m; ++i)
-        std::fill(d + i * ldd + first, d + i * ldd + last, 0.0f);
-    applyEpilogue(m, epilogue, d, ldd, first, last);
+    finishColumns(m, pairs == 0, epilogue, d, ldd, begin * kPanelColumns,
+                  std::min(n, end * kPanelColumns));
   };
   double flops = 2.0 * double(m) * double(n) * double(depth);
   if (!pool || pool->size() == 1 || panels == 1 ||
