@@ -28,7 +28,7 @@ try:
     import onnxruntime
     from onnx import TensorProto, helper, numpy_helper
 except ImportError as missing:
-    sys.exit(f"onnxruntime_chain.py: {missing} in {sys.executable}: run it with "
+    sys.exit(f"{os.path.basename(sys.argv[0])}: {missing} in {sys.executable}: run it with "
              "the build's build/venv/bin/python (scripts/python-test-env.sh "
              "installs onnxruntime there)")
 
@@ -90,17 +90,23 @@ def build_graph(state):
     return model, gates
 
 
-def load(weights, threads):
-    state = torch.load(peer_common.single_weight_file(weights))
-    model, gates = build_graph(state)
+def make_session(model, threads):
+    """An InferenceSession of `model` (an onnx ModelProto) on the CPU with
+    `threads` intra-op threads (0: ONNX Runtime's default)."""
     options = onnxruntime.SessionOptions()
     if threads > 0:
         options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                           providers=["CPUExecutionProvider"])
     SESSION["threads"] = threads
-    return {"session": session, "tokens": "embedding.weight" in state, "gates": gates}
+    return onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                        providers=["CPUExecutionProvider"])
+
+
+def load(weights, threads):
+    state = torch.load(peer_common.single_weight_file(weights))
+    model, gates = build_graph(state)
+    return {"session": make_session(model, threads),
+            "tokens": "embedding.weight" in state, "gates": gates}
 
 
 def run(model, batch):

@@ -24,27 +24,12 @@ import sys
 import numpy as np
 import torch
 
-try:
-    import onnx
-    import onnxruntime
-except ImportError as missing:
-    sys.exit(f"onnxruntime_seq2seq.py: {missing} in {sys.executable}: run it with "
-             "the build's build/venv/bin/python (scripts/python-test-env.sh "
-             "installs onnxruntime there)")
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# First: it says where onnxruntime is missing.
+from onnxruntime_chain import build_graph, identify, make_session  # noqa: E402
+import onnx  # noqa: E402
 import peer_common  # noqa: E402
 import pytorch_seq2seq  # noqa: E402  (reads --bos, --eos, --max-decode)
-from onnxruntime_chain import SESSION, build_graph  # noqa: E402
-
-
-def session(model_bytes, threads):
-    options = onnxruntime.SessionOptions()
-    if threads > 0:
-        options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(model_bytes, options,
-                                        providers=["CPUExecutionProvider"])
 
 
 def load(weights, threads):
@@ -66,9 +51,8 @@ def load(weights, threads):
     if attention:
         memory = next(i for i in decoder.graph.input if i.name == "memory")
         positions = memory.type.tensor_type.shape.dim[1].dim_value
-    SESSION["threads"] = threads
-    return {"encoder": session(encoder_graph.SerializeToString(), threads),
-            "decoder": session(decoder.SerializeToString(), threads),
+    return {"encoder": make_session(encoder_graph, threads),
+            "decoder": make_session(decoder, threads),
             "attention": attention, "positions": positions}
 
 
@@ -105,12 +89,6 @@ def run(model, batch):
             active, token, h, c = active[going], token[going], h[going], c[going]
             feeds = {name: value[going] for name, value in feeds.items()}
     return [{"tokens": torch.tensor(tokens, dtype=torch.int64)} for tokens in decoded]
-
-
-def identify():
-    return {"peer": "onnxruntime", "onnxruntime": onnxruntime.__version__,
-            "providers": ["CPUExecutionProvider"],
-            "threads": SESSION["threads"] or "onnxruntime's default"}
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 //===- PackedGemmBf16.cpp - The CPU GEMM with bf16 products --------------===//
 //
-// The blocking of PackedGemm.cpp (K blocks of 512, row blocks of 144,
-// groups of 6 rows, strips of panels per kernel call, chunks of panels
-// taken by the pool's workers) over pairs of k.
+// Products of a few rows (kBf16KernelRows) on the bf16 kernels: A packed
+// whole in groups of 6 rows, each strip of panels streamed once over the
+// whole depth, chunks of panels taken by the pool's workers. More rows run
+// on the fp32 kernel over B widened (PackedGemmBf16.h).
 //
 //===----------------------------------------------------------------------===//
 #include "PackedGemmBf16.h"
@@ -20,9 +21,6 @@ using namespace cellrun::cpu::detail;
 
 static constexpr size_t kAlignment = 64;
 static constexpr int kGroupRows = 6;
-static constexpr int64_t kDepthPairs = 256; // K blocks of 512
-static constexpr int64_t kRowBlock = 144;
-static constexpr int64_t kSmallRows = 16;
 static constexpr int64_t kPanelsPerChunk = 16;
 
 uint16_t cellrun::cpu::toBf16(float x) {
@@ -118,78 +116,58 @@ void portableKernel(int rows, int panels, int64_t pairs, const uint32_t *a,
     }
 }
 
-/// A's blocks (K blocks of kDepthPairs pairs, row blocks) as bf16 pairs in
-/// groups of 6 rows: block (k0, r0) at k0 * m + r0 * its pairs.
-struct Blocking {
-  int64_t depthPairs, rowBlock;
-  Blocking(int64_t m, int64_t pairs)
-      : depthPairs(m <= kSmallRows ? std::max<int64_t>(pairs, 1) : kDepthPairs),
-        rowBlock(m <= kSmallRows ? m : kRowBlock) {}
-};
-
-void packBlock(const float *a, int64_t lda, int64_t depth, int64_t rows,
-               int64_t firstPair, int64_t pairs, uint32_t *packed) {
-  for (int64_t group = 0; group < rows; group += kGroupRows) {
-    int64_t groupRows = std::min<int64_t>(kGroupRows, rows - group);
+/// A's m rows (at most kBf16KernelRows) as bf16 pairs of k, in groups of 6
+/// rows: group g holds pairs x its rows words, pair-major.
+void packRows(const float *a, int64_t lda, int64_t depth, int64_t m,
+              int64_t pairs, uint32_t *packed) {
+  for (int64_t group = 0; group < m; group += kGroupRows) {
+    int64_t groupRows = std::min<int64_t>(kGroupRows, m - group);
     uint32_t *target = packed + group * pairs;
-    for (int64_t q = 0; q < pairs; ++q) {
-      int64_t k = 2 * (firstPair + q);
+    for (int64_t q = 0; q < pairs; ++q)
       for (int64_t i = 0; i < groupRows; ++i) {
         const float *row = a + (group + i) * lda;
-        uint32_t even = toBf16(row[k]);
-        uint32_t odd = k + 1 < depth ? toBf16(row[k + 1]) : 0;
+        uint32_t even = toBf16(row[2 * q]);
+        uint32_t odd = 2 * q + 1 < depth ? toBf16(row[2 * q + 1]) : 0;
         target[q * groupRows + i] = even | odd << 16;
       }
-    }
   }
 }
 
+/// Panels [firstPanel, endPanel) of D for A's m rows: a few rows, so every
+/// panel is streamed once over the whole depth.
 void gemmPanels(const uint32_t *packedA, int64_t m, const PackedMatrixBf16 &b,
                 float *d, int64_t ldd, int64_t firstPanel, int64_t endPanel,
                 Bf16Kernel kernel) {
   int64_t pairs = b.pairs(), n = b.columns();
-  Blocking blocking(m, pairs);
-  float tile[kGroupRows * kPanelColumns];
   int64_t fullPanels = std::min(endPanel, n / kPanelColumns);
-  for (int64_t q0 = 0; q0 < pairs; q0 += blocking.depthPairs) {
-    int64_t qLength = std::min(blocking.depthPairs, pairs - q0);
-    bool first = q0 == 0;
-    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock) {
-      int64_t rLength = std::min(blocking.rowBlock, m - r0);
-      const uint32_t *packed = packedA + q0 * m + r0 * qLength;
-      int step = bf16PanelsPerCall(
-          static_cast<int>(std::min<int64_t>(kGroupRows, rLength)));
-      int64_t p = firstPanel;
-      for (; p + step <= fullPanels; p += step)
-        for (int64_t g = 0; g < rLength; g += kGroupRows)
-          kernel(static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g)),
-                 step, qLength, packed + g * qLength, b.panel(p, q0),
-                 b.panelStride(), d + (r0 + g) * ldd + p * kPanelColumns, ldd,
-                 first);
-      for (; p < endPanel; ++p) {
-        int64_t column = p * kPanelColumns;
-        int64_t width = std::min(kPanelColumns, n - column);
-        for (int64_t g = 0; g < rLength; g += kGroupRows) {
-          int rows =
-              static_cast<int>(std::min<int64_t>(kGroupRows, rLength - g));
-          float *c = d + (r0 + g) * ldd + column;
-          if (width == kPanelColumns) {
-            kernel(rows, 1, qLength, packed + g * qLength, b.panel(p, q0),
-                   b.panelStride(), c, ldd, first);
-            continue;
-          }
-          // The last panel: through a tile, so columns past n are not touched.
-          for (int i = 0; i < rows && !first; ++i)
-            std::memcpy(tile + i * kPanelColumns, c + i * ldd,
-                        width * sizeof(float));
-          kernel(rows, 1, qLength, packed + g * qLength, b.panel(p, q0),
-                 b.panelStride(), tile, kPanelColumns, first);
-          for (int i = 0; i < rows; ++i)
-            std::memcpy(c + i * ldd, tile + i * kPanelColumns,
-                        width * sizeof(float));
-        }
-      }
-    }
+  int step =
+      bf16PanelsPerCall(static_cast<int>(std::min<int64_t>(kGroupRows, m)));
+  auto eachGroup = [&](auto &&run) {
+    for (int64_t g = 0; g < m; g += kGroupRows)
+      run(static_cast<int>(std::min<int64_t>(kGroupRows, m - g)),
+          packedA + g * pairs, d + g * ldd);
+  };
+  int64_t p = firstPanel;
+  for (; p + step <= fullPanels; p += step)
+    eachGroup([&](int rows, const uint32_t *a, float *c) {
+      kernel(rows, step, pairs, a, b.panel(p), b.panelStride(),
+             c + p * kPanelColumns, ldd, true);
+    });
+  for (; p < endPanel; ++p) {
+    int64_t column = p * kPanelColumns;
+    int64_t width = std::min(kPanelColumns, n - column);
+    eachGroup([&](int rows, const uint32_t *a, float *c) {
+      if (width == kPanelColumns)
+        return kernel(rows, 1, pairs, a, b.panel(p), b.panelStride(),
+                      c + column, ldd, true);
+      // The last panel: through a tile, so columns past n are not touched.
+      float tile[kGroupRows * kPanelColumns];
+      kernel(rows, 1, pairs, a, b.panel(p), b.panelStride(), tile,
+             kPanelColumns, true);
+      for (int i = 0; i < rows; ++i)
+        std::memcpy(c + i * ldd + column, tile + i * kPanelColumns,
+                    width * sizeof(float));
+    });
   }
 }
 
@@ -222,15 +200,9 @@ void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
     kernel = portableKernel;
   int64_t pairs = b.pairs(), depth = b.depth(), n = b.columns();
   int64_t panels = b.panels();
-  Blocking blocking(m, pairs);
   static thread_local AlignedScratch<uint32_t> scratch;
   uint32_t *packedA = scratch.reserve(m * pairs);
-  for (int64_t q0 = 0; q0 < pairs; q0 += blocking.depthPairs) {
-    int64_t qLength = std::min(blocking.depthPairs, pairs - q0);
-    for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock)
-      packBlock(a + r0 * lda, lda, depth, std::min(blocking.rowBlock, m - r0),
-                q0, qLength, packedA + q0 * m + r0 * qLength);
-  }
+  packRows(a, lda, depth, m, pairs, packedA);
   auto share = [&](int64_t begin, int64_t end) {
     gemmPanels(packedA, m, b, d, ldd, begin, end, kernel);
     finishColumns(m, pairs == 0, epilogue, d, ldd, begin * kPanelColumns,

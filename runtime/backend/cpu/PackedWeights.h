@@ -24,24 +24,12 @@ public:
   /// lives as long as the cache. Thread-safe.
   const PackedMatrix &get(const float *source, int64_t k, int64_t n,
                           bool transposed) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto &entry = packed_[{source, k, n, transposed}];
-    if (!entry) {
-      entry = std::make_unique<PackedMatrix>(source, k, n, transposed);
-      bytes_ += entry->bytes();
-    }
-    return *entry;
+    return find(packed_, source, k, n, transposed);
   }
   /// The same packed as bf16 (for GEMMs of --precision=bf16 artifacts).
   const PackedMatrixBf16 &getBf16(const float *source, int64_t k, int64_t n,
                                   bool transposed) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto &entry = packedBf16_[{source, k, n, transposed}];
-    if (!entry) {
-      entry = std::make_unique<PackedMatrixBf16>(source, k, n, transposed);
-      bytes_ += entry->bytes();
-    }
-    return *entry;
+    return find(packedBf16_, source, k, n, transposed);
   }
   size_t bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -50,6 +38,18 @@ public:
 
 private:
   using Key = std::tuple<const float *, int64_t, int64_t, bool>;
+  template <typename Packed>
+  const Packed &find(std::map<Key, std::unique_ptr<Packed>> &packed,
+                     const float *source, int64_t k, int64_t n,
+                     bool transposed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto &entry = packed[{source, k, n, transposed}];
+    if (!entry) {
+      entry = std::make_unique<Packed>(source, k, n, transposed);
+      bytes_ += entry->bytes();
+    }
+    return *entry;
+  }
   mutable std::mutex mutex_;
   std::map<Key, std::unique_ptr<PackedMatrix>> packed_;
   std::map<Key, std::unique_ptr<PackedMatrixBf16>> packedBf16_;
