@@ -50,7 +50,7 @@ public:
   HttpConnection(boost::asio::ip::tcp::socket socket, HttpRoutes &routes,
                  const HttpLimits &limits, ConnectionCount &count);
   ~HttpConnection();
-  /// Starts reading requests (on the connection's own strand).
+  /// Starts reading requests (on the thread of the connection's loop).
   void start();
   /// From any thread: closes the connection once the request it is
   /// answering (if any) has been answered.

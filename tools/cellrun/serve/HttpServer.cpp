@@ -3,7 +3,6 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
@@ -14,17 +13,19 @@ using namespace cellrun::serve;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-/// Accepts the connections of one port, each on a strand of its own.
+/// Accepts the connections of one port, each onto the server's loops in
+/// turn.
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
 public:
-  Listener(HttpServer &server, net::io_context &context, tcp::acceptor acceptor,
-           HttpRoutes &routes, ConnectionCount &count, uint32_t maxConnections)
-      : server_(server), context_(context), acceptor_(std::move(acceptor)),
-        routes_(routes), count_(count), maxConnections_(maxConnections) {}
+  Listener(HttpServer &server, tcp::acceptor acceptor, HttpRoutes &routes,
+           ConnectionCount &count, uint32_t maxConnections)
+      : server_(server), acceptor_(std::move(acceptor)), routes_(routes),
+        count_(count), maxConnections_(maxConnections) {}
 
   void accept() {
+    // One thread runs each loop: a connection needs no strand.
     acceptor_.async_accept(
-        net::make_strand(context_),
+        server_.nextLoop(),
         [self = shared_from_this()](boost::system::error_code error,
                                     tcp::socket socket) {
           if (error == net::error::operation_aborted ||
@@ -81,7 +82,6 @@ private:
   }
 
   HttpServer &server_;
-  net::io_context &context_;
   tcp::acceptor acceptor_;
   HttpRoutes &routes_;
   ConnectionCount &count_;
@@ -106,14 +106,14 @@ Status HttpServer::listen(const std::string &host, int port, HttpRoutes &routes,
   if (error)
     return failed(error);
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  tcp::acceptor acceptor(net::make_strand(*context_));
+  tcp::acceptor acceptor(*loops_.front());
   if (acceptor.open(endpoint.protocol(), error) ||
       acceptor.set_option(net::socket_base::reuse_address(true), error) ||
       acceptor.bind(endpoint, error) ||
       acceptor.listen(net::socket_base::max_listen_connections, error))
     return failed(error);
-  auto listener = std::make_shared<Listener>(
-      *this, *context_, std::move(acceptor), routes, count, maxConnections);
+  auto listener = std::make_shared<Listener>(*this, std::move(acceptor), routes,
+                                             count, maxConnections);
   listener->accept();
   listeners_.push_back(std::move(listener));
   return Status::ok();
@@ -123,8 +123,8 @@ Status HttpServer::start(const HttpOptions &options) {
   limits_.maxBodyBytes = options.maxBodyBytes;
   limits_.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(options.timeoutSeconds * 1000));
-  context_ = std::make_unique<net::io_context>(
-      static_cast<int>(std::max(1u, options.threads)));
+  for (unsigned t = 0; t < std::max(1u, options.threads); ++t)
+    loops_.push_back(std::make_unique<net::io_context>(1));
   started_ = true;
   if (options.port > 0) {
     if (Status status = listen(options.host, options.port, api_, apiCount_,
@@ -141,10 +141,10 @@ Status HttpServer::start(const HttpOptions &options) {
       return status;
     boundMetricsPort_ = options.metricsPort;
   }
-  for (unsigned t = 0; t < std::max(1u, options.threads); ++t)
-    threads_.emplace_back([this] {
-      auto work = net::make_work_guard(*context_);
-      context_->run();
+  for (auto &loop : loops_)
+    threads_.emplace_back([context = loop.get()] {
+      auto work = net::make_work_guard(*context);
+      context->run();
     });
   return Status::ok();
 }
@@ -169,11 +169,17 @@ void HttpServer::stop() {
   while ((apiCount_.open > 0 || metricsCount_.open > 0) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  context_->stop();
+  for (auto &loop : loops_)
+    loop->stop();
   for (std::thread &thread : threads_)
     if (thread.joinable())
       thread.join();
   threads_.clear();
   listeners_.clear();
-  context_.reset();
+  loops_.clear();
+}
+
+net::io_context &HttpServer::nextLoop() {
+  return *loops_[nextLoop_.fetch_add(1, std::memory_order_relaxed) %
+                 loops_.size()];
 }

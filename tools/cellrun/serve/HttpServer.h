@@ -7,7 +7,10 @@
 //
 // Event-driven (Boost.Beast on Asio): a few threads serve every connection,
 // and a connection waiting for its client or for the engine holds none, so
-// slow or idle clients cannot starve others. Keep-alive and pipelining
+// slow or idle clients cannot starve others. Each thread runs an event loop
+// of its own and new connections go to the loops in turn: a connection's
+// work never moves between threads, and an answer from the engine wakes
+// only the thread that owns its connection. Keep-alive and pipelining
 // (answers in order); per-connection timeouts for a request's header, its
 // body and the wait for the next request; a limit on open connections,
 // past which a new one is answered 503 at once and closed; the body limit
@@ -20,6 +23,7 @@
 #include "HttpConnection.h"
 #include "InferenceService.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,7 +70,12 @@ private:
                 const char *what);
 
   InferenceService &service_;
-  std::unique_ptr<boost::asio::io_context> context_;
+  /// The next loop a new connection goes to (in turn).
+  boost::asio::io_context &nextLoop();
+
+  /// One event loop a thread; listeners accept on the first.
+  std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
+  std::atomic<size_t> nextLoop_{0};
   std::vector<std::thread> threads_;
   std::vector<std::shared_ptr<Listener>> listeners_;
   KServeRoutes api_;
