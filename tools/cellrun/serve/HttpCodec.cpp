@@ -1,5 +1,6 @@
 //===- HttpCodec.cpp - KServe v2 REST bodies, JSON and binary -------------===//
 #include "HttpCodec.h"
+#include "JsonWriter.h"
 
 #include "cellrun/RequestJson.h"
 
@@ -12,11 +13,6 @@
 using namespace cellrun;
 using namespace cellrun::serve;
 using json = nlohmann::json;
-/// Replies keep float values as float, so each is written with the 9
-/// digits that round-trip a float rather than a double's 17.
-using OutputJson =
-    nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t,
-                         std::uint64_t, float>;
 
 namespace {
 
@@ -383,29 +379,44 @@ HttpReply serve::encodeInferReply(const InferReply &reply,
                                   const std::string &modelVersion) {
   if (!reply.status.isOk())
     return errorReply(httpStatusOf(reply.outcome), reply.status.message());
-  OutputJson root = {{"model_name", modelName},
-                     {"model_version", modelVersion}};
-  if (!reply.id.empty())
-    root["id"] = reply.id;
-  OutputJson parameters = {{"queue_us", reply.queueMicros},
-                           {"compute_us", reply.computeMicros}};
-  if (!reply.stopReason.empty())
-    parameters["stop_reason"] = reply.stopReason;
-  root["parameters"] = parameters;
+  // Written straight into the body: a reply's floats as a JSON tree cost
+  // more to build and dump than the step that computed them. Keys in the
+  // order nlohmann::json writes them (sorted).
+  HttpReply http;
+  JsonWriter writer(http.body);
+  writer.beginObject();
+  if (!reply.id.empty()) {
+    writer.key("id");
+    writer.string(reply.id);
+  }
+  writer.key("model_name");
+  writer.string(modelName);
+  writer.key("model_version");
+  writer.string(modelVersion);
+  writer.key("outputs");
+  writer.beginArray();
   std::string binary;
   bool anyBinary = false;
-  OutputJson outputs = OutputJson::array();
   for (size_t o = 0; o < reply.outputs.size(); ++o) {
     const OutputTensor &tensor = reply.outputs[o];
     bool isFloat = true;
     for (const TensorDescription &description : signature.outputs)
       if (description.name == tensor.name)
         isFloat = isFloatTensorType(description.type);
-    OutputJson output = {{"name", tensor.name},
-                         {"datatype", isFloat ? "FP32" : "INT64"},
-                         {"shape", tensor.shape}};
     bool asBinary = o < request.binaryOutputs.size() ? request.binaryOutputs[o]
                                                      : request.binaryByDefault;
+    writer.beginObject();
+    if (!asBinary) {
+      writer.key("data");
+      if (isFloat)
+        writer.numbers(tensor.floats.data(), tensor.floats.size());
+      else
+        writer.numbers(tensor.integers.data(), tensor.integers.size());
+    }
+    writer.key("datatype");
+    writer.string(isFloat ? "FP32" : "INT64");
+    writer.key("name");
+    writer.string(tensor.name);
     if (asBinary) {
       anyBinary = true;
       size_t bytes = isFloat ? tensor.floats.size() * sizeof(float)
@@ -414,20 +425,29 @@ HttpReply serve::encodeInferReply(const InferReply &reply,
           isFloat ? reinterpret_cast<const char *>(tensor.floats.data())
                   : reinterpret_cast<const char *>(tensor.integers.data());
       binary.append(data, bytes);
-      output["parameters"] = {{"binary_data_size", bytes}};
-    } else if (isFloat) {
-      output["data"] = tensor.floats;
-    } else {
-      output["data"] = tensor.integers;
+      writer.key("parameters");
+      writer.beginObject();
+      writer.key("binary_data_size");
+      writer.number(static_cast<uint64_t>(bytes));
+      writer.endObject();
     }
-    outputs.push_back(std::move(output));
+    writer.key("shape");
+    writer.numbers(tensor.shape.data(), tensor.shape.size());
+    writer.endObject();
   }
-  root["outputs"] = std::move(outputs);
-  HttpReply http;
-  // Dumped as it is: converted to nlohmann::json, every float would be a
-  // double again, written with 17 digits.
-  http.body =
-      root.dump(-1, ' ', false, OutputJson::error_handler_t::replace);
+  writer.endArray();
+  writer.key("parameters");
+  writer.beginObject();
+  writer.key("compute_us");
+  writer.number(static_cast<float>(reply.computeMicros));
+  writer.key("queue_us");
+  writer.number(static_cast<float>(reply.queueMicros));
+  if (!reply.stopReason.empty()) {
+    writer.key("stop_reason");
+    writer.string(reply.stopReason);
+  }
+  writer.endObject();
+  writer.endObject();
   if (anyBinary) {
     http.headerLength = http.body.size();
     http.contentType = "application/octet-stream";
