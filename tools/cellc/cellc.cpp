@@ -74,7 +74,7 @@ cl::opt<std::string>
 cl::opt<std::string> untilStage(
     "until",
     cl::desc("Run the stages up to and including this one: import, "
-             "prepare-weights, merge-gemms, "
+             "prepare-weights, fold-token-projections, merge-gemms, "
              "fuse-elementwise, specialize-batch, fuse-step, plan-memory "
              "(default: the last)"),
     cl::value_desc("stage"), cl::init("plan-memory"), cl::cat(cellcCategory));
