@@ -182,6 +182,13 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
     const Value &a = operand(0), &b = operand(1);
     const std::vector<int64_t> &mapA = prepared.broadcast[0],
                                &mapB = prepared.broadcast[1];
+    if (out.isFloat && mapA.empty() && mapB.empty() &&
+        (a.hasBatch || outRows == 1) && (b.hasBatch || outRows == 1)) {
+      // Every row alike and laid out alike: one loop over the block.
+      binaryFloats(code, a.floats(), b.floats(), out.f.data(),
+                   outRows * out.count);
+      return Status::ok();
+    }
     for (int64_t r = 0; r < outRows; ++r) {
       int64_t base = r * out.count;
       if (out.isFloat && mapA.empty() && mapB.empty()) {
@@ -423,6 +430,13 @@ void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
   for (size_t j = 0; j < results.size(); ++j) {
     const Value &value = values[results[j]];
     cellpack::DType type = step.outputs()->Get(j)->dtype();
+    if (!outputs[j].rows && value.hasBatch && value.isFloat &&
+        type == cellpack::DType::F32) {
+      // Dense rows (the workspace): the block in one copy.
+      std::memcpy(static_cast<float *>(outputs[j].data) + first * value.count,
+                  value.floats(), rows * value.count * sizeof(float));
+      continue;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       int64_t row = first + r;
       int64_t base =
