@@ -12,7 +12,9 @@ include_directories(
   ${CELL_SOURCE_DIR}
   ${CELL_SOURCE_DIR}/dialects
   ${CELL_BINARY_DIR}/dialects)
-include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
+if(CELL_BUILD_COMPILER)
+  include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
+endif()
 
 function(cell_llvm_style_target target)
   target_compile_options(${target} PRIVATE -fno-rtti -Wall -Wno-unused-parameter)

@@ -15,6 +15,7 @@ PACKAGES=(
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev protobuf-compiler-grpc python3-prometheus-client python3-venv
   gnuplot-nox libmimalloc-dev libboost-dev zlib1g-dev libbrotli-dev
+  dpkg-dev file
 )
 
 missing=()

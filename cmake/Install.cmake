@@ -1,0 +1,81 @@
+# `cmake --install`: the runtime as a package another CMake project finds
+# with find_package(cellrun CONFIG) and links as cellrun::runtime (static
+# libraries, the public headers under include/cellrun, the generated
+# artifact schema under include/cellrun/schema), and the programs built
+# (cellc, cellrun) under bin/.
+include(CMakePackageConfigHelpers)
+
+# The runtime's libraries, lowest first; cellrun::runtime brings them all.
+set(CELL_RUNTIME_LIBRARIES CellArtifact CellCpuBackend CellCudaDevice
+    CellCudaBackend CellExecutor CellScheduler CellEngine)
+add_library(CellRuntime INTERFACE)
+target_link_libraries(CellRuntime INTERFACE CellEngine)
+set_target_properties(CellRuntime PROPERTIES EXPORT_NAME runtime)
+add_library(cellrun::runtime ALIAS CellRuntime)
+
+install(TARGETS CellRuntime CellpackSchema ${CELL_RUNTIME_LIBRARIES}
+  EXPORT cellrunTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}/cellrun
+  COMPONENT runtime)
+install(DIRECTORY ${CELL_SOURCE_DIR}/runtime/include/cellrun
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT runtime)
+install(FILES ${CELL_BINARY_DIR}/runtime/schema/cellpack_generated.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cellrun/schema COMPONENT runtime)
+
+set(CELL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/cellrun)
+install(EXPORT cellrunTargets NAMESPACE cellrun:: DESTINATION ${CELL_CMAKE_DIR}
+  COMPONENT runtime)
+configure_package_config_file(${CELL_SOURCE_DIR}/cmake/cellrunConfig.cmake.in
+  ${CELL_BINARY_DIR}/cellrunConfig.cmake INSTALL_DESTINATION ${CELL_CMAKE_DIR})
+write_basic_package_version_file(${CELL_BINARY_DIR}/cellrunConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CELL_BINARY_DIR}/cellrunConfig.cmake
+  ${CELL_BINARY_DIR}/cellrunConfigVersion.cmake
+  DESTINATION ${CELL_CMAKE_DIR} COMPONENT runtime)
+
+if(TARGET cellrun)
+  install(TARGETS cellrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    COMPONENT tools)
+endif()
+if(TARGET cellc)
+  install(TARGETS cellc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    COMPONENT compiler)
+endif()
+
+# `cpack` (in the build directory): .deb packages of the runtime library
+# (libcellrun-dev: static libraries, headers, CMake package), the cellrun
+# tool and the cellc compiler, each with the Debian packages its binaries
+# link found by dpkg-shlibdeps. The CUDA libraries (cuBLASLt, NVRTC) come
+# with NVIDIA's toolkit, not from Debian: no package is named for them.
+set(CPACK_PACKAGE_NAME cellrun)
+set(CPACK_PACKAGE_VENDOR "cellc and cellrun")
+set(CPACK_PACKAGE_CONTACT "cellc and cellrun developers <cellrun@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "ahead-of-time compiler and cellular-batching runtime for RNN cells")
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcellrun-dev)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libdevel)
+# What an application linking the static libraries needs at its link time.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS
+    "libflatbuffers-dev, nlohmann-json3-dev, libopenblas-pthread-dev")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME cellrun)
+set(CPACK_DEBIAN_COMPILER_PACKAGE_NAME cellc)
+set(CPACK_COMPONENTS_ALL runtime)
+if(TARGET cellrun)
+  list(APPEND CPACK_COMPONENTS_ALL tools)
+endif()
+if(TARGET cellc)
+  list(APPEND CPACK_COMPONENTS_ALL compiler)
+endif()
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "the cellrun runtime library: load a .cellpack and serve requests from C++")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+    "cellrun: run, serve (KServe v2 over HTTP and gRPC), bench and inspect .cellpack models")
+set(CPACK_COMPONENT_COMPILER_DESCRIPTION
+    "cellc: compiles ONNX RNN cells and a manifest into a .cellpack")
+include(CPack)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The runtime as an installed package, from a checkout (ctest install.consumer):
+#  1. configure this source tree with the compiler, the server and the tests
+#     off and find_package of MLIR, LLVM and ONNX disabled, build it, and
+#     `cmake --install` it to a prefix;
+#  2. configure and build test/install/consumer, a project outside the tree
+#     (find_package(cellrun CONFIG REQUIRED), cellrun::runtime), against it;
+#  3. serve example requests with it and compare every output value, bit for
+#     bit, with what `cellrun run` (the main build's) computed.
+#   install_test.sh SOURCE_DIR CELLRUN EXAMPLES_BUILD_DIR WORK_DIR
+set -euo pipefail
+source_dir="$1" cellrun="$2" examples="$3" work="$4"
+rm -rf "$work/build" "$work/prefix" "$work/consumer"
+mkdir -p "$work"
+# Objects cached by path relative to the work directory (scripts/build.sh).
+export CCACHE_BASEDIR="$work" CCACHE_NOHASHDIR=1
+
+cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCELL_BUILD_COMPILER=OFF -DCELL_BUILD_SERVER=OFF -DCELL_BUILD_TESTS=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON > "$work/configure.log" 2>&1 ||
+  { cat "$work/configure.log"; exit 1; }
+for package in MLIR LLVM ONNX; do
+  if grep -q "^${package}_DIR:PATH=/" "$work/build/CMakeCache.txt"; then
+    echo "FAIL: the runtime-only configure found $package"; exit 1
+  fi
+done
+echo "configured without the compiler (no MLIR, LLVM or ONNX)"
+cmake --build "$work/build" -j 2 > "$work/build.log" 2>&1 ||
+  { tail -50 "$work/build.log"; exit 1; }
+cmake --install "$work/build" --prefix "$work/prefix" > "$work/install.log"
+for file in lib/cmake/cellrun/cellrunConfig.cmake \
+            lib/cmake/cellrun/cellrunConfigVersion.cmake \
+            include/cellrun/Engine.h lib/cellrun/libCellEngine.a; do
+  [ -e "$work/prefix/$file" ] || { echo "FAIL: $file was not installed"; exit 1; }
+done
+echo "installed to $work/prefix"
+
+cmake -S "$source_dir/test/install/consumer" -B "$work/consumer" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" \
+  > "$work/consumer-configure.log" 2>&1 || { cat "$work/consumer-configure.log"; exit 1; }
+cmake --build "$work/consumer" > "$work/consumer-build.log" 2>&1 ||
+  { cat "$work/consumer-build.log"; exit 1; }
+
+for model in lstm seq2seq; do
+  requests="$source_dir/examples/$model/requests.jsonl"
+  artifact="$examples/$model/model.cellpack"
+  "$work/consumer/serve_requests" "$artifact" "$requests" "$work/$model-consumer.txt"
+  "$cellrun" run "$artifact" --input "$requests" --output "$work/$model-run.jsonl" \
+    --device cpu --quiet > /dev/null
+  /usr/bin/python3 - "$work/$model-consumer.txt" "$work/$model-run.jsonl" <<'PY'
+import json, struct, sys
+def bits(value):
+    return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+consumer = {}
+for line in open(sys.argv[1]):
+    fields = line.split()
+    consumer[(fields[0], fields[1])] = fields[2:]
+compared = 0
+for line in open(sys.argv[2]):
+    result = json.loads(line)
+    for name, tensor in result["outputs"].items():
+        ours = consumer.pop((result["id"], name), None)
+        if ours is None:
+            sys.exit(f"FAIL: the consumer has no {name} for {result['id']}")
+        flat = []
+        stack = [tensor["data"]]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                stack.extend(reversed(item))
+            else:
+                flat.append(item)
+        if len(flat) != len(ours):
+            sys.exit(f"FAIL: {result['id']} {name}: {len(ours)} values, cellrun run has {len(flat)}")
+        for k, (a, b) in enumerate(zip(ours, flat)):
+            same = (int(a) == b) if isinstance(b, int) else bits(a) == bits(b)
+            if not same:
+                sys.exit(f"FAIL: {result['id']} {name}[{k}]: {a} against cellrun run's {b}")
+        compared += len(flat)
+if consumer:
+    sys.exit(f"FAIL: outputs cellrun run does not have: {sorted(consumer)[:3]}")
+if compared == 0:
+    sys.exit("FAIL: nothing compared")
+print(f"{sys.argv[1]}: {compared} values equal to cellrun run's, bit for bit")
+PY
+done
+echo "PASS"
