@@ -2,7 +2,8 @@
 # with find_package(cellrun CONFIG) and links as cellrun::runtime (static
 # libraries, the public headers under include/cellrun, the generated
 # artifact schema under include/cellrun/schema), and the programs built
-# (cellc, cellrun) under bin/.
+# (cellc, cellrun) under bin/; find_package(cellc CONFIG) gives the compiler
+# and cellc_add_artifact().
 include(CMakePackageConfigHelpers)
 
 # The runtime's libraries, lowest first; cellrun::runtime brings them all.
@@ -38,8 +39,20 @@ if(TARGET cellrun)
     COMPONENT tools)
 endif()
 if(TARGET cellc)
-  install(TARGETS cellc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  # find_package(cellc CONFIG): cellc::cellc and cellc_add_artifact().
+  install(TARGETS cellc EXPORT cellcTargets
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT compiler)
+  set(CELLC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/cellc)
+  install(EXPORT cellcTargets NAMESPACE cellc:: DESTINATION ${CELLC_CMAKE_DIR}
     COMPONENT compiler)
+  configure_package_config_file(${CELL_SOURCE_DIR}/cmake/cellcConfig.cmake.in
+    ${CELL_BINARY_DIR}/cellcConfig.cmake INSTALL_DESTINATION ${CELLC_CMAKE_DIR})
+  write_basic_package_version_file(${CELL_BINARY_DIR}/cellcConfigVersion.cmake
+    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  install(FILES ${CELL_BINARY_DIR}/cellcConfig.cmake
+    ${CELL_BINARY_DIR}/cellcConfigVersion.cmake
+    ${CELL_SOURCE_DIR}/cmake/CellcAddArtifact.cmake
+    DESTINATION ${CELLC_CMAKE_DIR} COMPONENT compiler)
 endif()
 
 # `cpack` (in the build directory): .deb packages of the runtime library

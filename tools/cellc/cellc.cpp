@@ -114,6 +114,12 @@ cl::opt<bool> foldTokenProjections(
              "the state by the recurrent weights (=false: keep the GEMM)"),
     cl::init(cellc::PipelineOptions().foldTokenProjections),
     cl::cat(cellcCategory));
+cl::opt<std::string> depfilePath(
+    "depfile",
+    cl::desc("Also write the files the output was made from (the manifest "
+             "and every ONNX file it names) as a Make rule, for build "
+             "systems that re-run cellc when one changes"),
+    cl::value_desc("file"), cl::cat(cellcCategory));
 cl::opt<bool> quiet("quiet", cl::desc("Do not print the summary on stderr"),
                     cl::init(false), cl::cat(cellcCategory));
 } // namespace
@@ -212,6 +218,38 @@ static LogicalResult importSingleCell(ModuleOp module) {
   return success();
 }
 
+/// Every input file read, in order (for --depfile).
+static std::vector<std::string> filesRead;
+
+/// `path` as a Make prerequisite or target: spaces, '#' and '$' escaped.
+static std::string makeEscaped(StringRef path) {
+  std::string escaped;
+  for (char c : path) {
+    if (c == ' ' || c == '#')
+      escaped += '\\';
+    else if (c == '$')
+      escaped += '$';
+    escaped += c;
+  }
+  return escaped;
+}
+
+static LogicalResult writeDepfile(MLIRContext &context) {
+  if (depfilePath.empty())
+    return success();
+  std::string error;
+  auto file = mlir::openOutputFile(depfilePath, &error);
+  if (!file)
+    return emitError(UnknownLoc::get(&context))
+           << "cannot write the depfile: " << error;
+  file->os() << makeEscaped(outputPath) << ":";
+  for (const std::string &path : filesRead)
+    file->os() << " \\\n  " << makeEscaped(path);
+  file->os() << "\n";
+  file->keep();
+  return success();
+}
+
 static LogicalResult importManifest(ModuleOp module) {
   FailureOr<Manifest> manifest = readManifest(inputPath, *module.getContext());
   if (failed(manifest))
@@ -227,6 +265,7 @@ static LogicalResult importManifest(ModuleOp module) {
     }
     if (failed(importCellFile(path, cell.name, cell.onnxLoc, module)))
       return failure();
+    filesRead.push_back(path.str().str());
   }
   return bindManifest(*manifest, module);
 }
@@ -299,6 +338,7 @@ int main(int argc, char **argv) {
     return seconds;
   };
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  filesRead.push_back(inputPath);
   LogicalResult imported = isOnnxPath(inputPath) ? importSingleCell(*module)
                                                  : importManifest(*module);
   if (failed(imported) || failed(verify(*module)))
@@ -315,7 +355,8 @@ int main(int argc, char **argv) {
 
   if (emitKind == EmitKind::CellPack)
     return failed(buildArtifact(*module, buildOptions, outputPath, elapsed,
-                                quiet ? llvm::nulls() : llvm::errs()));
+                                quiet ? llvm::nulls() : llvm::errs())) ||
+           failed(writeDepfile(context));
   std::string error;
   auto output = mlir::openOutputFile(outputPath, &error);
   if (!output) {
@@ -338,11 +379,11 @@ int main(int argc, char **argv) {
       output->os() << program->source << "\n";
     }
     output->keep();
-    return 0;
+    return failed(writeDepfile(context));
   }
   printModule(*module, output->os(), printWeights);
   output->keep();
   if (!quiet)
     printSummary(*module, llvm::errs());
-  return 0;
+  return failed(writeDepfile(context));
 }
