@@ -5,10 +5,11 @@
 # batch size), prints the artifact's summary, then serves the example's
 # request file through cellular batching with `cellrun run` (on the GPU when
 # there is one, else on the CPU backend) and prints the run's summary; then a
-# short open-loop benchmark (`cellrun bench`, 5 s of Poisson arrivals at a
-# moderate rate): cellular, padded and graph batching and, on the CPU, the
-# PyTorch peer on the same trace, with the table printed and the
-# charts drawn under build/bench-example/.
+# short open-loop benchmark (`cellrun bench`: Poisson arrivals at four rates,
+# 2 s each, past the PyTorch peer's knee on the CPU; one rate for seq2seq and
+# treelstm): cellular, padded and graph batching and, on the CPU, the
+# PyTorch peer on the same traces, with the tables printed and the
+# latency-throughput charts drawn under build/bench-example/.
 # Pass another example name (gru, seq2seq, treelstm) to run that one instead.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,6 +44,12 @@ esac
 workload="$root/bench/workloads/wmt15-max50.csv"
 [ "$model" = treelstm ] && workload="$root/bench/workloads/treebank.csv"
 [ "$model" = seq2seq ] && workload="$root/bench/workloads/wmt15-pairs.csv"
-echo "== cellrun bench $artifact --workload ${workload#$root/} --rate 500 --duration 5 --plot" >&2
+# A short sweep draws a curve: on the CPU the LSTM's PyTorch peer falls
+# behind between 2000 and 4000 requests/s (2 s a rate, about 40 s in all).
+load=(--sweep 500,1000,2000,4000 --duration 2)
+case "$model" in
+  seq2seq | treelstm) load=(--rate 500 --duration 5) ;;
+esac
+echo "== cellrun bench $artifact --workload ${workload#$root/} ${load[*]} --plot" >&2
 "$build/tools/cellrun/cellrun" bench "$artifact" --workload "$workload" \
-  --rate 500 --duration 5 --device auto --plot --out "$bench_out" "${peer[@]}"
+  "${load[@]}" --device auto --plot --out "$bench_out" "${peer[@]}"
