@@ -1,6 +1,7 @@
 # `cmake --install`: the runtime as a package another CMake project finds
 # with find_package(cellrun CONFIG) and links as cellrun::runtime (static
-# libraries, the public headers under include/cellrun, the generated
+# libraries) or cellrun::runtime_shared (libcellrun.so), the public headers
+# under include/cellrun, the generated
 # artifact schema under include/cellrun/schema), and the programs built
 # (cellc, cellrun) under bin/; find_package(cellc CONFIG) gives the compiler
 # and cellc_add_artifact().
@@ -13,11 +14,32 @@ add_library(CellRuntime INTERFACE)
 target_link_libraries(CellRuntime INTERFACE CellEngine)
 set_target_properties(CellRuntime PROPERTIES EXPORT_NAME runtime)
 add_library(cellrun::runtime ALIAS CellRuntime)
+# The same as one shared library, libcellrun.so (cellrun::runtime_shared):
+# the objects of every runtime library, with OpenBLAS and the CUDA runtime;
+# it needs cuBLASLt from the CUDA toolkit at run time.
+add_library(CellRuntimeShared SHARED ${CELL_SOURCE_DIR}/runtime/RuntimeLibrary.cpp)
+foreach(library ${CELL_RUNTIME_LIBRARIES})
+  target_sources(CellRuntimeShared PRIVATE $<TARGET_OBJECTS:${library}>)
+endforeach()
+target_link_libraries(CellRuntimeShared PRIVATE ${CELL_OPENBLAS_STATIC}
+  Threads::Threads CUDA::cudart_static CUDA::cublasLt)
+# What an application compiles against: the headers and what they include.
+target_include_directories(CellRuntimeShared PUBLIC
+  $<BUILD_INTERFACE:${CELL_SOURCE_DIR}/runtime/include>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_link_libraries(CellRuntimeShared PUBLIC CellpackSchema
+  nlohmann_json::nlohmann_json)
+target_compile_definitions(CellRuntimeShared PRIVATE
+  CELLRUN_VERSION="${PROJECT_VERSION}")
+set_target_properties(CellRuntimeShared PROPERTIES OUTPUT_NAME cellrun
+  EXPORT_NAME runtime_shared VERSION ${PROJECT_VERSION}
+  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+add_library(cellrun::runtime_shared ALIAS CellRuntimeShared)
 
-install(TARGETS CellRuntime CellpackSchema ${CELL_RUNTIME_LIBRARIES}
-  EXPORT cellrunTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}/cellrun
-  COMPONENT runtime)
+install(TARGETS CellRuntime CellRuntimeShared CellpackSchema
+  ${CELL_RUNTIME_LIBRARIES} EXPORT cellrunTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}/cellrun COMPONENT runtime
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(DIRECTORY ${CELL_SOURCE_DIR}/runtime/include/cellrun
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT runtime)
 install(FILES ${CELL_BINARY_DIR}/runtime/schema/cellpack_generated.h

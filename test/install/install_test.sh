@@ -5,8 +5,9 @@
 #     `cmake --install` it to a prefix;
 #  2. configure and build test/install/consumer, a project outside the tree
 #     (find_package(cellrun CONFIG REQUIRED), cellrun::runtime), against it;
-#  3. serve example requests with it and compare every output value, bit for
-#     bit, with what `cellrun run` (the main build's) computed.
+#  3. serve example requests with it, linked statically and with
+#     libcellrun.so, and compare every output value, bit for bit, with what
+#     `cellrun run` (the main build's) computed.
 #   install_test.sh SOURCE_DIR CELLRUN EXAMPLES_BUILD_DIR WORK_DIR
 set -euo pipefail
 source_dir="$1" cellrun="$2" examples="$3" work="$4"
@@ -31,7 +32,7 @@ cmake --build "$work/build" -j 2 > "$work/build.log" 2>&1 ||
 cmake --install "$work/build" --prefix "$work/prefix" > "$work/install.log"
 for file in lib/cmake/cellrun/cellrunConfig.cmake \
             lib/cmake/cellrun/cellrunConfigVersion.cmake \
-            include/cellrun/Engine.h lib/cellrun/libCellEngine.a; do
+            include/cellrun/Engine.h lib/cellrun/libCellEngine.a lib/libcellrun.so; do
   [ -e "$work/prefix/$file" ] || { echo "FAIL: $file was not installed"; exit 1; }
 done
 echo "installed to $work/prefix"
@@ -46,6 +47,11 @@ for model in lstm seq2seq; do
   requests="$source_dir/examples/$model/requests.jsonl"
   artifact="$examples/$model/model.cellpack"
   "$work/consumer/serve_requests" "$artifact" "$requests" "$work/$model-consumer.txt"
+  "$work/consumer/serve_requests_shared" "$artifact" "$requests" "$work/$model-shared.txt"
+  cmp "$work/$model-consumer.txt" "$work/$model-shared.txt" ||
+    { echo "FAIL: libcellrun.so served $model otherwise than the static libraries"; exit 1; }
+  ldd "$work/consumer/serve_requests_shared" | grep -q "libcellrun.so" ||
+    { echo "FAIL: serve_requests_shared does not load libcellrun.so"; exit 1; }
   "$cellrun" run "$artifact" --input "$requests" --output "$work/$model-run.jsonl" \
     --device cpu --quiet > /dev/null
   /usr/bin/python3 - "$work/$model-consumer.txt" "$work/$model-run.jsonl" <<'PY'

@@ -18,7 +18,8 @@ for package in libcellrun-dev cellrun cellc; do
 done
 for file in usr/bin/cellrun usr/bin/cellc usr/include/cellrun/Engine.h \
             usr/include/cellrun/schema/cellpack_generated.h \
-            usr/lib/cmake/cellrun/cellrunConfig.cmake usr/lib/cellrun/libCellEngine.a; do
+            usr/lib/cmake/cellrun/cellrunConfig.cmake usr/lib/cellrun/libCellEngine.a \
+            usr/lib/libcellrun.so; do
   [ -e "$work/root/$file" ] || { echo "FAIL: no $file in the packages"; exit 1; }
 done
 
