@@ -23,7 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "BenchCommon.h"
 
-#include "../runtime/backend/cuda/CudaBackend.h"
+#include "backend/cuda/CudaBackend.h"
 
 #include <CLI/CLI.hpp>
 

@@ -15,7 +15,7 @@
 #include "BenchCommon.h"
 #include "cellrun/Device.h"
 
-#include "../runtime/backend/cpu/CpuTaskRunner.h"
+#include "backend/cpu/CpuTaskRunner.h"
 
 #include <CLI/CLI.hpp>
 

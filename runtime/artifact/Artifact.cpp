@@ -374,3 +374,5 @@ loadArtifactFromBytes(std::vector<uint8_t> bytes, std::string displayName) {
 }
 
 } // namespace cellrun
+
+uint32_t cellrun::supportedFormatVersion() { return cellpack::kFormatVersion; }

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 
-#include "Checksum.h"
+#include "schema/Checksum.h"
 #include "ExampleArtifacts.h"
 
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@
 #include "cellrun/ArtifactJson.h"
 #include "cellrun/CodeSelection.h"
 
-#include "Checksum.h"
+#include "schema/Checksum.h"
 
 #include <gtest/gtest.h>
 

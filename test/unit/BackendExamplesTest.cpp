@@ -19,7 +19,7 @@
 #include "ReferenceData.h"
 #include "cellrun/Executor.h"
 
-#include "../../runtime/backend/cpu/ElementIO.h"
+#include "backend/cpu/ElementIO.h"
 
 #include <gtest/gtest.h>
 

@@ -10,10 +10,10 @@
 // one.
 //
 //===----------------------------------------------------------------------===//
-#include "../../runtime/backend/cpu/PackedGemm.h"
-#include "../../runtime/backend/cpu/PackedGemmBf16.h"
-#include "../../runtime/backend/cpu/ThreadPool.h"
-#include "../../runtime/backend/cpu/VectorMath.h"
+#include "backend/cpu/PackedGemm.h"
+#include "backend/cpu/PackedGemmBf16.h"
+#include "backend/cpu/ThreadPool.h"
+#include "backend/cpu/VectorMath.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "cellrun/CodeSelection.h"
 #include "cellrun/Executor.h"
 
-#include "../../runtime/backend/cuda/CudaTaskRunner.h"
+#include "backend/cuda/CudaTaskRunner.h"
 
 #include <gtest/gtest.h>
 

@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Device.h"
 
-#include "../../runtime/backend/cuda/CudaCell.h"
-#include "../../runtime/backend/cuda/CudaCheck.h"
-#include "../../runtime/backend/cuda/CudaGemm.h"
+#include "backend/cuda/CudaCell.h"
+#include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaGemm.h"
 
 #include "RandomFloats.h"
 

@@ -15,8 +15,8 @@
 #include "ReferenceData.h"
 #include "cellrun/Artifact.h"
 
-#include "../../runtime/backend/cpu/CpuTaskRunner.h"
-#include "../../runtime/backend/cpu/ElementIO.h"
+#include "backend/cpu/CpuTaskRunner.h"
+#include "backend/cpu/ElementIO.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "cellrun/Executor.h"
 #include "ReferenceData.h"
 
-#include "../../runtime/backend/cpu/ElementIO.h"
+#include "backend/cpu/ElementIO.h"
 
 #include <gtest/gtest.h>
 

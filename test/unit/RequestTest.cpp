@@ -10,7 +10,7 @@
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
-#include "../../runtime/sched/CellGraph.h"
+#include "sched/CellGraph.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
-#include "../../runtime/backend/cpu/ElementIO.h"
+#include "backend/cpu/ElementIO.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,7 @@
 #include "Inspect.h"
 #include "Run.h"
 #include "Serve.h"
-
-#include "Checksum.h"
+#include "cellrun/Artifact.h"
 
 #include <iostream>
 #include <string>
@@ -61,7 +60,8 @@ int main(int argc, char **argv) {
   }
   if (command == "--version") {
     std::cout << "cellrun " << CELLRUN_VERSION << " (cellpack format "
-              << cellpack::kFormatVersion << ", " << allocatorName() << ")\n";
+              << cellrun::supportedFormatVersion() << ", " << allocatorName()
+              << ")\n";
     return kExitOk;
   }
   for (const Subcommand &sub : kSubcommands)

@@ -119,6 +119,9 @@ loadArtifact(const std::string &path);
 Result<std::shared_ptr<const LoadedArtifact>>
 loadArtifactFromBytes(std::vector<uint8_t> bytes, std::string displayName);
 
+/// The artifact format version this runtime reads (and cellc writes).
+uint32_t supportedFormatVersion();
+
 } // namespace cellrun
 
 #endif // CELLRUN_ARTIFACT_H
