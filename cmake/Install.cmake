@@ -23,6 +23,9 @@ foreach(library ${CELL_RUNTIME_LIBRARIES})
 endforeach()
 target_link_libraries(CellRuntimeShared PRIVATE ${CELL_OPENBLAS_STATIC}
   Threads::Threads CUDA::cudart_static CUDA::cublasLt)
+# OpenBLAS and the CUDA runtime stay private to the library: an application
+# with its own BLAS or libcudart keeps its own, and so does the runtime.
+target_link_options(CellRuntimeShared PRIVATE -Wl,--exclude-libs,ALL)
 # What an application compiles against: the headers and what they include.
 target_include_directories(CellRuntimeShared PUBLIC
   $<BUILD_INTERFACE:${CELL_SOURCE_DIR}/runtime/include>

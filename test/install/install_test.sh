@@ -50,7 +50,8 @@ for model in lstm seq2seq; do
   "$work/consumer/serve_requests_shared" "$artifact" "$requests" "$work/$model-shared.txt"
   cmp "$work/$model-consumer.txt" "$work/$model-shared.txt" ||
     { echo "FAIL: libcellrun.so served $model otherwise than the static libraries"; exit 1; }
-  ldd "$work/consumer/serve_requests_shared" | grep -q "libcellrun.so" ||
+  ldd "$work/consumer/serve_requests_shared" > "$work/ldd.txt"
+  grep -q "libcellrun.so" "$work/ldd.txt" ||
     { echo "FAIL: serve_requests_shared does not load libcellrun.so"; exit 1; }
   "$cellrun" run "$artifact" --input "$requests" --output "$work/$model-run.jsonl" \
     --device cpu --quiet > /dev/null

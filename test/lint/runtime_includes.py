@@ -13,7 +13,7 @@ import pathlib
 import re
 import sys
 
-root = pathlib.Path(sys.argv[1])
+root = pathlib.Path(sys.argv[1]).resolve()
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 internal = re.compile(r"^(backend|sched|exec|artifact|schema)/")
 problems = []
@@ -38,9 +38,11 @@ for folder in ["tools", "bench", "test", "examples", "compiler", "dialects"]:
         checked += 1
         for number, target in lines(path):
             where = f"{path.relative_to(root)}:{number}: \"{target}\""
-            if "runtime/" in target or target.startswith("../"):
+            if target.startswith("runtime/"):
+                problems.append(f"{where}: a runtime file by its path in the tree")
+            elif target.startswith("../"):
                 resolved = (path.parent / target).resolve()
-                if str(resolved).startswith(str(root / "runtime")):
+                if str(resolved).startswith(str(root / "runtime") + "/"):
                     problems.append(f"{where}: a runtime file by a relative path")
             local = (path.parent / target).exists()
             if folder == "tools" and (internal.match(target) or

@@ -221,7 +221,8 @@ static LogicalResult importSingleCell(ModuleOp module) {
 /// Every input file read, in order (for --depfile).
 static std::vector<std::string> filesRead;
 
-/// `path` as a Make prerequisite or target: spaces, '#' and '$' escaped.
+/// `path` as a Make prerequisite or target: spaces, '#' and '$' escaped
+/// (backslashes and colons in paths are not supported).
 static std::string makeEscaped(StringRef path) {
   std::string escaped;
   for (char c : path) {
@@ -239,9 +240,14 @@ static LogicalResult writeDepfile(MLIRContext &context) {
     return success();
   std::string error;
   auto file = mlir::openOutputFile(depfilePath, &error);
-  if (!file)
+  if (!file) {
+    // An output without its depfile would look up to date to a build
+    // system that then never learns what it was made from: remove it.
+    if (outputPath != "-")
+      llvm::sys::fs::remove(outputPath);
     return emitError(UnknownLoc::get(&context))
            << "cannot write the depfile: " << error;
+  }
   file->os() << makeEscaped(outputPath) << ":";
   for (const std::string &path : filesRead)
     file->os() << " \\\n  " << makeEscaped(path);

@@ -90,7 +90,7 @@ void addOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--http-threads", args.httpThreads,
                  "threads serving the HTTP connections (event-driven: a "
                  "connection waiting for its client or the engine holds "
-                 "none)")
+                 "none; one more thread accepts them)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 256u));
   app.add_option("--http-max-connections", args.httpMaxConnections,

@@ -123,7 +123,10 @@ Status HttpServer::start(const HttpOptions &options) {
   limits_.maxBodyBytes = options.maxBodyBytes;
   limits_.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(options.timeoutSeconds * 1000));
-  for (unsigned t = 0; t < std::max(1u, options.threads); ++t)
+  // Loop 0 accepts (and answers 503 past the limit) on every port; the
+  // connections run on the --http-threads loops after it, so a heavy
+  // request never delays accepting new connections.
+  for (unsigned t = 0; t <= std::max(1u, options.threads); ++t)
     loops_.push_back(std::make_unique<net::io_context>(1));
   started_ = true;
   if (options.port > 0) {
@@ -176,10 +179,15 @@ void HttpServer::stop() {
       thread.join();
   threads_.clear();
   listeners_.clear();
+  // The accepting loop first: an accept still pending there holds a socket
+  // of a connection loop, which must outlive it.
+  for (auto &loop : loops_)
+    loop.reset();
   loops_.clear();
 }
 
 net::io_context &HttpServer::nextLoop() {
-  return *loops_[nextLoop_.fetch_add(1, std::memory_order_relaxed) %
-                 loops_.size()];
+  size_t connectionLoops = loops_.size() - 1;
+  return *loops_[1 + nextLoop_.fetch_add(1, std::memory_order_relaxed) %
+                         connectionLoops];
 }

@@ -10,7 +10,8 @@
 // slow or idle clients cannot starve others. Each thread runs an event loop
 // of its own and new connections go to the loops in turn: a connection's
 // work never moves between threads, and an answer from the engine wakes
-// only the thread that owns its connection. Keep-alive and pipelining
+// only the thread that owns its connection. One more thread accepts the
+// connections of every port. Keep-alive and pipelining
 // (answers in order); per-connection timeouts for a request's header, its
 // body and the wait for the next request; a limit on open connections,
 // past which a new one is answered 503 at once and closed; the body limit
@@ -37,7 +38,8 @@ struct HttpOptions {
   int port = 8000;        // 0: no REST endpoint
   int metricsPort = 8002; // 0: no metrics endpoint
   size_t maxBodyBytes = 64u << 20;
-  /// Threads running the connections (not one a connection).
+  /// Threads running the connections (not one a connection), besides the
+  /// one that accepts them.
   unsigned threads = 4;
   /// Open connections on the REST port; past it, 503 and close.
   uint32_t maxConnections = 4096;
@@ -73,7 +75,8 @@ private:
   /// The next loop a new connection goes to (in turn).
   boost::asio::io_context &nextLoop();
 
-  /// One event loop a thread; listeners accept on the first.
+  /// One event loop a thread: the first accepts, the others serve the
+  /// connections.
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
   std::atomic<size_t> nextLoop_{0};
   std::vector<std::thread> threads_;
