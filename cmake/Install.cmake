@@ -48,16 +48,23 @@ install(DIRECTORY ${CELL_SOURCE_DIR}/runtime/include/cellrun
 install(FILES ${CELL_BINARY_DIR}/runtime/schema/cellpack_generated.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cellrun/schema COMPONENT runtime)
 
-set(CELL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/cellrun)
-install(EXPORT cellrunTargets NAMESPACE cellrun:: DESTINATION ${CELL_CMAKE_DIR}
-  COMPONENT runtime)
-configure_package_config_file(${CELL_SOURCE_DIR}/cmake/cellrunConfig.cmake.in
-  ${CELL_BINARY_DIR}/cellrunConfig.cmake INSTALL_DESTINATION ${CELL_CMAKE_DIR})
-write_basic_package_version_file(${CELL_BINARY_DIR}/cellrunConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${CELL_BINARY_DIR}/cellrunConfig.cmake
-  ${CELL_BINARY_DIR}/cellrunConfigVersion.cmake
-  DESTINATION ${CELL_CMAKE_DIR} COMPONENT runtime)
+# The CMake package <name> (lib/cmake/<name>): the targets exported as
+# <name>Targets with the namespace <name>::, <name>Config.cmake from
+# cmake/<name>Config.cmake.in, a version file, and the EXTRA files.
+function(cell_install_package name component)
+  cmake_parse_arguments(ARG "" "" "EXTRA" ${ARGN})
+  set(dir ${CMAKE_INSTALL_LIBDIR}/cmake/${name})
+  install(EXPORT ${name}Targets NAMESPACE ${name}:: DESTINATION ${dir}
+    COMPONENT ${component})
+  configure_package_config_file(${CELL_SOURCE_DIR}/cmake/${name}Config.cmake.in
+    ${CELL_BINARY_DIR}/${name}Config.cmake INSTALL_DESTINATION ${dir})
+  write_basic_package_version_file(${CELL_BINARY_DIR}/${name}ConfigVersion.cmake
+    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  install(FILES ${CELL_BINARY_DIR}/${name}Config.cmake
+    ${CELL_BINARY_DIR}/${name}ConfigVersion.cmake ${ARG_EXTRA}
+    DESTINATION ${dir} COMPONENT ${component})
+endfunction()
+cell_install_package(cellrun runtime)
 
 if(TARGET cellrun)
   install(TARGETS cellrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -67,17 +74,8 @@ if(TARGET cellc)
   # find_package(cellc CONFIG): cellc::cellc and cellc_add_artifact().
   install(TARGETS cellc EXPORT cellcTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT compiler)
-  set(CELLC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/cellc)
-  install(EXPORT cellcTargets NAMESPACE cellc:: DESTINATION ${CELLC_CMAKE_DIR}
-    COMPONENT compiler)
-  configure_package_config_file(${CELL_SOURCE_DIR}/cmake/cellcConfig.cmake.in
-    ${CELL_BINARY_DIR}/cellcConfig.cmake INSTALL_DESTINATION ${CELLC_CMAKE_DIR})
-  write_basic_package_version_file(${CELL_BINARY_DIR}/cellcConfigVersion.cmake
-    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-  install(FILES ${CELL_BINARY_DIR}/cellcConfig.cmake
-    ${CELL_BINARY_DIR}/cellcConfigVersion.cmake
-    ${CELL_SOURCE_DIR}/cmake/CellcAddArtifact.cmake
-    DESTINATION ${CELLC_CMAKE_DIR} COMPONENT compiler)
+  cell_install_package(cellc compiler
+    EXTRA ${CELL_SOURCE_DIR}/cmake/CellcAddArtifact.cmake)
 endif()
 
 # `cpack` (in the build directory): .deb packages of the runtime library

@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 
-#include "schema/Checksum.h"
 #include "ExampleArtifacts.h"
+#include "schema/Checksum.h"
 
 #include <gtest/gtest.h>
 
