@@ -44,7 +44,7 @@ void JsonWriter::string(std::string_view text) {
               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void JsonWriter::appendFloat(float value) {
+void JsonWriter::appendNumber(float value) {
   if (!std::isfinite(value)) {
     out_ += "null";
     return;
@@ -61,50 +61,51 @@ void JsonWriter::appendFloat(float value) {
     out_ += ".0";
 }
 
-void JsonWriter::appendInteger(int64_t value) {
+namespace {
+template <typename Integer>
+void appendInteger(std::string &out, Integer value) {
   char text[24];
   auto [end, error] = std::to_chars(text, text + sizeof(text), value);
-  (void)error;
-  out_.append(text, static_cast<size_t>(end - text));
+  (void)error; // 24 characters hold any 64-bit integer
+  out.append(text, static_cast<size_t>(end - text));
 }
+} // namespace
+
+void JsonWriter::appendNumber(int64_t value) { appendInteger(out_, value); }
+void JsonWriter::appendNumber(uint64_t value) { appendInteger(out_, value); }
 
 void JsonWriter::number(float value) {
   separate();
-  appendFloat(value);
+  appendNumber(value);
 }
 
 void JsonWriter::number(int64_t value) {
   separate();
-  appendInteger(value);
+  appendNumber(value);
 }
 
 void JsonWriter::number(uint64_t value) {
   separate();
-  char text[24];
-  auto [end, error] = std::to_chars(text, text + sizeof(text), value);
-  (void)error;
-  out_.append(text, static_cast<size_t>(end - text));
+  appendNumber(value);
 }
 
-void JsonWriter::numbers(const float *values, size_t count) {
+template <typename T>
+void JsonWriter::appendArray(const T *values, size_t count, size_t widest) {
   beginArray();
-  // At most 16 characters a float and a comma.
-  out_.reserve(out_.size() + count * 17 + 1);
+  out_.reserve(out_.size() + count * (widest + 1) + 1);
   for (size_t i = 0; i < count; ++i) {
     if (i)
       out_ += ',';
-    appendFloat(values[i]);
+    appendNumber(values[i]);
   }
   endArray();
+}
+
+// At most 16 characters a float (-1.17549435e-38), 20 an int64.
+void JsonWriter::numbers(const float *values, size_t count) {
+  appendArray(values, count, 16);
 }
 
 void JsonWriter::numbers(const int64_t *values, size_t count) {
-  beginArray();
-  out_.reserve(out_.size() + count * 21 + 1);
-  for (size_t i = 0; i < count; ++i) {
-    if (i)
-      out_ += ',';
-    appendInteger(values[i]);
-  }
-  endArray();
+  appendArray(values, count, 20);
 }

@@ -41,8 +41,13 @@ private:
   void close(char bracket);
   /// A comma before every value but an object's or array's first.
   void separate();
-  void appendFloat(float value);
-  void appendInteger(int64_t value);
+  /// A value's text, with no separator.
+  void appendNumber(float value);
+  void appendNumber(int64_t value);
+  void appendNumber(uint64_t value);
+  /// `count` values as an array; `widest` characters each at most.
+  template <typename T>
+  void appendArray(const T *values, size_t count, size_t widest);
 
   std::string &out_;
   bool first_ = true;     // nothing yet in the open object or array
