@@ -1,15 +1,18 @@
 # Finds the external dependencies (Debian packages and the CUDA toolkit); see
 # scripts/install-deps.sh for how they get onto the machine. What is looked
 # for follows the build options (CMakeLists.txt): the runtime alone needs
-# FlatBuffers, nlohmann-json, OpenBLAS (runtime/backend/cpu) and the CUDA
-# toolkit; the compiler adds LLVM/MLIR 16, ONNX and protobuf; the tests
+# FlatBuffers, nlohmann-json, OpenBLAS (runtime/backend/cpu) and, with
+# CELL_ENABLE_CUDA, the CUDA toolkit; the compiler adds NVRTC (the CUDA
+# toolkit), LLVM/MLIR 16, ONNX and protobuf; the tests
 # GoogleTest; the server its own (tools/cellrun/CMakeLists.txt).
 
 find_package(FlatBuffers REQUIRED CONFIG)
 # Header-only: the runtime reads requests and writes JSON with it.
 find_package(nlohmann_json 3 REQUIRED CONFIG)
 find_package(Threads REQUIRED)
-find_package(CUDAToolkit REQUIRED)
+if(CELL_ENABLE_CUDA OR CELL_BUILD_COMPILER)
+  find_package(CUDAToolkit REQUIRED)
+endif()
 
 if(CELL_BUILD_COMPILER)
   # LLVM/MLIR 16: the shared libMLIR.so and libLLVM.so (the static component

@@ -8,21 +8,28 @@
 include(CMakePackageConfigHelpers)
 
 # The runtime's libraries, lowest first; cellrun::runtime brings them all.
-set(CELL_RUNTIME_LIBRARIES CellArtifact CellCpuBackend CellCudaDevice
-    CellCudaBackend CellExecutor CellScheduler CellEngine)
+set(CELL_RUNTIME_LIBRARIES CellArtifact CellSlotPool CellCpuBackend CellDevice
+    CellExecutor CellScheduler CellEngine)
+if(CELL_ENABLE_CUDA)
+  list(INSERT CELL_RUNTIME_LIBRARIES 4 CellCudaBackend)
+endif()
 add_library(CellRuntime INTERFACE)
 target_link_libraries(CellRuntime INTERFACE CellEngine)
 set_target_properties(CellRuntime PROPERTIES EXPORT_NAME runtime)
 add_library(cellrun::runtime ALIAS CellRuntime)
 # The same as one shared library, libcellrun.so (cellrun::runtime_shared):
-# the objects of every runtime library, with OpenBLAS and the CUDA runtime;
-# it needs cuBLASLt from the CUDA toolkit at run time.
+# the objects of every runtime library, with OpenBLAS and (CELL_ENABLE_CUDA)
+# the CUDA runtime; it then needs cuBLASLt from the CUDA toolkit at run time.
 add_library(CellRuntimeShared SHARED ${CELL_SOURCE_DIR}/runtime/RuntimeLibrary.cpp)
 foreach(library ${CELL_RUNTIME_LIBRARIES})
   target_sources(CellRuntimeShared PRIVATE $<TARGET_OBJECTS:${library}>)
 endforeach()
 target_link_libraries(CellRuntimeShared PRIVATE ${CELL_OPENBLAS_STATIC}
-  Threads::Threads CUDA::cudart_static CUDA::cublasLt)
+  Threads::Threads)
+if(CELL_ENABLE_CUDA)
+  target_link_libraries(CellRuntimeShared PRIVATE CUDA::cudart_static
+    CUDA::cublasLt)
+endif()
 # OpenBLAS and the CUDA runtime stay private to the library: an application
 # with its own BLAS or libcudart keeps its own, and so does the runtime.
 target_link_options(CellRuntimeShared PRIVATE -Wl,--exclude-libs,ALL)
@@ -93,7 +100,9 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
+if(CELL_ENABLE_CUDA)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
+endif()
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libcellrun-dev)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libdevel)
 # What an application linking the static libraries needs at its link time.

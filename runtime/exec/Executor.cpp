@@ -1,13 +1,11 @@
 //===- Executor.cpp - Batched tasks of a cell over state pools -----------===//
 #include "cellrun/Executor.h"
 
-#include "../backend/cpu/CpuTaskRunner.h"
-#include "../backend/cuda/CudaBackend.h"
+#include "../backend/Backend.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <thread>
 
 using namespace cellrun;
 
@@ -18,27 +16,6 @@ static std::pair<int, size_t> rowType(const cellpack::TensorSpec &spec) {
     for (int64_t dim : *spec.row_shape())
       bytes *= static_cast<size_t>(dim);
   return {static_cast<int>(spec.dtype()), bytes};
-}
-
-/// A row's bytes: the common small sizes (a token, a small state) as one
-/// inlined copy, the rest through memcpy.
-static inline void copyRow(void *to, const void *from, size_t bytes) {
-  switch (bytes) {
-  case 8:
-    std::memcpy(to, from, 8);
-    return;
-  case 16:
-    std::memcpy(to, from, 16);
-    return;
-  case 32:
-    std::memcpy(to, from, 32);
-    return;
-  case 64:
-    std::memcpy(to, from, 64);
-    return;
-  default:
-    std::memcpy(to, from, bytes);
-  }
 }
 
 /// Integer and boolean rows (token ids, flags) are what the host reads back
@@ -64,55 +41,21 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
     return Status(StatusCode::InvalidArgument, "pools need at least one row");
   std::unique_ptr<Executor> executor(new Executor(artifact));
   executor->device_ = options.device;
-  if (options.device == DeviceKind::Cuda) {
-    cuda::CudaBackendOptions cudaOptions;
-    cudaOptions.device = options.cudaDevice;
-    cudaOptions.tasksInFlight = options.tasksInFlight;
-    auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
-    if (!backend.ok())
-      return backend.status();
-    executor->cuda_ = std::move(backend).value();
-  } else {
-    cpu::keepBlasOnCallingThread();
-    executor->threadCount_ =
-        options.threads ? options.threads
-                        : std::max(1u, std::thread::hardware_concurrency());
-    if (executor->threadCount_ > 1)
-      executor->threads_ =
-          std::make_unique<cpu::ThreadPool>(executor->threadCount_);
-  }
+  auto backend = options.device == DeviceKind::Cuda
+                     ? makeCudaBackend(std::move(artifact), options)
+                     : makeCpuBackend(std::move(artifact), options.threads,
+                                      options.nullTasks);
+  if (!backend.ok())
+    return backend.status();
+  executor->backend_ = std::move(backend).value();
   if (Status status = executor->createPools(rowsPerPool); !status.isOk())
     return status;
-  if (!executor->cuda_)
-    if (Status status = executor->prepareCpuPlans(); !status.isOk())
-      return status;
-  executor->nullTasks_ = options.nullTasks;
   if ((executor->injectFault_ = options.injectFault))
     for (auto &[key, pool] : executor->pools_)
       pool->setAcquireFault([inject = options.injectFault] {
         return inject(FaultPoint::Allocate);
       });
   return executor;
-}
-
-Status Executor::prepareCpuPlans() {
-  packedWeights_ = std::make_unique<cpu::PackedWeightCache>();
-  for (const cellpack::CellType *cell : artifact_->cells()) {
-    if (!cell->plans())
-      continue;
-    for (const cellpack::BatchPlan *plan : *cell->plans()) {
-      auto created = cpu::CpuTaskRunner::create(
-          *cell, *plan, {}, threads_.get(), packedWeights_.get());
-      if (!created.ok())
-        return Status(created.status().code(),
-                      artifact_->displayName() + ": cell '" +
-                          cell->name()->str() + "', batch size " +
-                          std::to_string(plan->batch_size()) + ": " +
-                          created.status().message());
-      runners_[plan] = std::move(created).value();
-    }
-  }
-  return Status::ok();
 }
 
 Status Executor::createPools(uint32_t rowsPerPool) {
@@ -124,16 +67,11 @@ Status Executor::createPools(uint32_t rowsPerPool) {
         auto key = rowType(*spec);
         if (pools_.count(key))
           continue;
-        if (!cuda_) {
-          pools_[key] = std::make_unique<SlotPool>(key.second, rowsPerPool);
-          continue;
-        }
-        auto memory = cuda_->allocatePool(key.second * rowsPerPool,
-                                          hostVisibleType(key.first));
-        if (!memory.ok())
-          return memory.status();
-        pools_[key] = std::make_unique<SlotPool>(key.second, rowsPerPool,
-                                                 memory->device, memory->host);
+        auto pool = backend_->createPool(key.second, rowsPerPool,
+                                         hostVisibleType(key.first));
+        if (!pool.ok())
+          return pool.status();
+        pools_[key] = std::move(pool).value();
       }
     }
   return Status::ok();
@@ -156,12 +94,9 @@ Executor::Executor(std::shared_ptr<const LoadedArtifact> artifact)
 
 Executor::~Executor() = default;
 
-std::string Executor::describe() const {
-  if (cuda_)
-    return cuda_->device().describe();
-  return "cpu (" + std::to_string(threadCount_) +
-         (threadCount_ == 1 ? " thread)" : " threads)");
-}
+std::string Executor::describe() const { return backend_->describe(); }
+
+bool Executor::asynchronous() const { return backend_->asynchronous(); }
 
 SlotPool &Executor::pool(const cellpack::CellType &cell, bool isOutput,
                          uint32_t index) {
@@ -201,8 +136,8 @@ Status Executor::writeRow(SlotPool &pool, uint32_t row, const void *bytes) {
   }
   if (!lost_.isOk())
     return lost_;
-  return noteLoss(cuda_->copyIn(static_cast<uint8_t *>(pool.data()) + offset,
-                                bytes, pool.rowBytes()));
+  return noteLoss(backend_->copyIn(static_cast<uint8_t *>(pool.data()) + offset,
+                                   bytes, pool.rowBytes()));
 }
 
 Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
@@ -217,7 +152,7 @@ Status Executor::readRow(SlotPool &pool, uint32_t row, void *bytes) {
   }
   if (!lost_.isOk())
     return lost_;
-  return noteLoss(cuda_->copyOut(
+  return noteLoss(backend_->copyOut(
       bytes, static_cast<uint8_t *>(pool.data()) + offset, pool.rowBytes()));
 }
 
@@ -339,80 +274,20 @@ Status Executor::noteLoss(Status status) {
 }
 
 Result<uint64_t> Executor::issue(
-    const cellpack::CellType &cell, const cellpack::BatchPlan &batchPlan,
-    uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
-    const std::vector<std::vector<int32_t>> &outputRows, const TaskIO &io) {
-  const cellpack::BatchPlan *plan = &batchPlan;
-  if (cuda_)
-    return submitCuda(cell, *plan, rows, inputRows, outputRows, io);
-  // Every plan was prepared when the executor was created.
-  auto found = runners_.find(plan);
-  if (found == runners_.end())
-    return Status(StatusCode::Internal,
-                  "cell '" + cell.name()->str() + "': no prepared plan of " +
-                      std::to_string(plan->batch_size()) + " rows");
-  cpu::CpuTaskRunner *runner = found->second.get();
-  // Host memory: the writes land before the task, the reads after it.
-  const CellPools &pools = poolsOf(cell);
-  for (const RowWrite &write : io.writes) {
-    SlotPool &target = *pools.inputs[write.input];
-    copyRow(static_cast<uint8_t *>(target.hostData()) +
-                static_cast<size_t>(inputRows[write.input][write.row]) *
-                    target.rowBytes(),
-            write.bytes, target.rowBytes());
-  }
-  std::vector<cpu::PoolView> inputs, outputs;
-  for (uint32_t i = 0; i < inputRows.size(); ++i)
-    inputs.push_back({pools.inputs[i]->data(), inputRows[i].data()});
-  for (uint32_t i = 0; i < outputRows.size(); ++i)
-    outputs.push_back({pools.outputs[i]->data(), outputRows[i].data()});
-  if (!nullTasks_)
-    if (Status status = runner->run(rows, inputs, outputs); !status.isOk())
-      return status;
-  for (const RowRead &read : io.reads) {
-    SlotPool &source = *pools.outputs[read.output];
-    copyRow(read.destination,
-            static_cast<const uint8_t *>(source.hostData()) +
-                static_cast<size_t>(outputRows[read.output][read.row]) *
-                    source.rowBytes(),
-            source.rowBytes());
-  }
-  return ++cpuTickets_;
-}
-
-Result<uint64_t> Executor::submitCuda(
     const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
     uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
     const std::vector<std::vector<int32_t>> &outputRows, const TaskIO &io) {
-  std::vector<void *> inputs, outputs;
-  std::vector<const std::vector<int32_t> *> rowIndices;
-  for (uint32_t i = 0; i < inputRows.size(); ++i) {
-    inputs.push_back(pool(cell, false, i).data());
-    rowIndices.push_back(&inputRows[i]);
-  }
-  for (uint32_t i = 0; i < outputRows.size(); ++i) {
-    outputs.push_back(pool(cell, true, i).data());
-    rowIndices.push_back(&outputRows[i]);
-  }
-  cuda::TaskTransfers transfers;
-  auto row = [&](SlotPool &pool, int32_t index, void *host) {
-    cuda::TaskTransfers::Row moved;
-    moved.pool = pool.data();
-    moved.rowBytes = pool.rowBytes();
-    moved.row = index;
-    moved.host = host;
-    return moved;
-  };
-  for (const RowWrite &write : io.writes)
-    transfers.writes.push_back(row(pool(cell, false, write.input),
-                                   inputRows[write.input][write.row],
-                                   const_cast<void *>(write.bytes)));
-  for (const RowRead &read : io.reads)
-    transfers.reads.push_back(row(pool(cell, true, read.output),
-                                  outputRows[read.output][read.row],
-                                  read.destination));
-  return cuda_->submit(cell, plan, rows, inputs, outputs, rowIndices,
-                       transfers);
+  const CellPools &pools = poolsOf(cell);
+  BackendTask task;
+  task.cell = &cell;
+  task.plan = &plan;
+  task.rows = rows;
+  task.inputRows = &inputRows;
+  task.outputRows = &outputRows;
+  task.inputPools = &pools.inputs;
+  task.outputPools = &pools.outputs;
+  task.io = &io;
+  return backend_->submit(task);
 }
 
 Status Executor::wait(uint64_t ticket) {
@@ -422,19 +297,14 @@ Status Executor::wait(uint64_t ticket) {
     failedTickets_.clear();
     return lost_;
   }
-  Status waited = cuda_ ? noteLoss(cuda_->wait(ticket)) : Status::ok();
+  Status waited = noteLoss(backend_->wait(ticket));
   for (auto failed = failedTickets_.begin();
        failed != failedTickets_.end() && failed->first <= ticket;) {
     if (waited.isOk())
       waited = failed->second;
     failed = failedTickets_.erase(failed);
   }
-  if (cuda_ || !waited.isOk())
-    return waited;
-  if (ticket == 0 || ticket > cpuTickets_)
-    return Status(StatusCode::InvalidArgument,
-                  "ticket " + std::to_string(ticket) + " was never issued");
-  return Status::ok();
+  return waited;
 }
 
 Result<uint32_t>

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # The runtime as an installed package, from a checkout (ctest install.consumer):
 #  1. configure this source tree with the compiler, the server and the tests
-#     off and find_package of MLIR, LLVM and ONNX disabled, build it, and
-#     `cmake --install` it to a prefix;
+#     off and find_package of MLIR, LLVM and ONNX disabled (with CUDA=OFF
+#     also the CUDA backend off and find_package of the CUDA toolkit
+#     disabled: a CPU-only runtime), build it, and `cmake --install` it to
+#     a prefix;
 #  2. configure and build test/install/consumer, a project outside the tree
 #     (find_package(cellrun CONFIG REQUIRED), cellrun::runtime), against it;
 #  3. serve example requests with it, linked statically and with
 #     libcellrun.so, and compare every output value, bit for bit, with what
 #     `cellrun run` (the main build's) computed.
-#   install_test.sh SOURCE_DIR CELLRUN EXAMPLES_BUILD_DIR WORK_DIR
+#   install_test.sh SOURCE_DIR CELLRUN EXAMPLES_BUILD_DIR WORK_DIR [CUDA=ON|OFF]
 set -euo pipefail
-source_dir="$1" cellrun="$2" examples="$3" work="$4"
+source_dir="$1" cellrun="$2" examples="$3" work="$4" cuda="${5:-ON}"
+disabled=(MLIR LLVM ONNX)
+[ "$cuda" = OFF ] && disabled+=(CUDAToolkit)
+disable_flags=()
+for package in "${disabled[@]}"; do
+  disable_flags+=("-DCMAKE_DISABLE_FIND_PACKAGE_$package=ON")
+done
 rm -rf "$work/build" "$work/prefix" "$work/consumer"
 mkdir -p "$work"
 # Objects cached by path relative to the work directory (scripts/build.sh).
@@ -18,15 +26,15 @@ export CCACHE_BASEDIR="$work" CCACHE_NOHASHDIR=1
 
 cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCELL_BUILD_COMPILER=OFF -DCELL_BUILD_SERVER=OFF -DCELL_BUILD_TESTS=OFF \
-  -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON \
-  -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON > "$work/configure.log" 2>&1 ||
-  { cat "$work/configure.log"; exit 1; }
-for package in MLIR LLVM ONNX; do
+  -DCELL_ENABLE_CUDA="$cuda" \
+  "${disable_flags[@]}" \
+  > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
+for package in "${disabled[@]}"; do
   if grep -q "^${package}_DIR:PATH=/" "$work/build/CMakeCache.txt"; then
     echo "FAIL: the runtime-only configure found $package"; exit 1
   fi
 done
-echo "configured without the compiler (no MLIR, LLVM or ONNX)"
+echo "configured without the compiler (no ${disabled[*]})"
 cmake --build "$work/build" -j 2 > "$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log"; exit 1; }
 cmake --install "$work/build" --prefix "$work/prefix" > "$work/install.log"
@@ -35,6 +43,15 @@ for file in lib/cmake/cellrun/cellrunConfig.cmake \
             include/cellrun/Engine.h lib/cellrun/libCellEngine.a lib/libcellrun.so; do
   [ -e "$work/prefix/$file" ] || { echo "FAIL: $file was not installed"; exit 1; }
 done
+if [ "$cuda" = OFF ]; then
+  # Nothing of CUDA in the library.
+  if ldd "$work/prefix/lib/libcellrun.so" | grep -Ei "cuda|cublas"; then
+    echo "FAIL: the CPU-only libcellrun.so loads a CUDA library"; exit 1
+  fi
+  if nm -C "$work/prefix/lib/libcellrun.so" | grep -q " cuda[A-Z]"; then
+    echo "FAIL: the CPU-only libcellrun.so holds CUDA runtime symbols"; exit 1
+  fi
+fi
 echo "installed to $work/prefix"
 
 cmake -S "$source_dir/test/install/consumer" -B "$work/consumer" -G Ninja \
@@ -42,6 +59,20 @@ cmake -S "$source_dir/test/install/consumer" -B "$work/consumer" -G Ninja \
   > "$work/consumer-configure.log" 2>&1 || { cat "$work/consumer-configure.log"; exit 1; }
 cmake --build "$work/consumer" > "$work/consumer-build.log" 2>&1 ||
   { cat "$work/consumer-build.log"; exit 1; }
+
+# The GPU as the installed runtime sees it: a CPU-only one says why it has
+# none; one with CUDA names the device, or says there is none.
+probe=$("$work/consumer/probe_device")
+echo "probe_device: $probe"
+if [ "$cuda" = OFF ]; then
+  [[ "$probe" == *"CELL_ENABLE_CUDA=OFF"* ]] ||
+    { echo "FAIL: a CPU-only runtime should say it was built without CUDA"; exit 1; }
+else
+  [[ "$probe" == cuda:* || "$probe" == "no CUDA device: "* ]] ||
+    { echo "FAIL: unexpected probe result"; exit 1; }
+  [[ "$probe" != *"CELL_ENABLE_CUDA=OFF"* ]] ||
+    { echo "FAIL: a runtime with CUDA says it has none"; exit 1; }
+fi
 
 for model in lstm seq2seq; do
   requests="$source_dir/examples/$model/requests.jsonl"

@@ -7,10 +7,12 @@
 // with the smallest supported batch size >= n; the padding rows of the
 // batch are never read or written.
 //
-// Two backends: cpu (pools in host memory, tasks run when submitted) and
-// cuda (pools on the device, tasks enqueued on a stream with up to
-// `tasksInFlight` in flight; see backend/cuda/CudaBackend.h). The host moves
-// request data in and results out with writeRow/readRow either way.
+// Two backends behind one interface (backend/Backend.h): cpu (pools in host
+// memory, tasks run when submitted) and cuda (pools on the device, tasks
+// enqueued on a stream with up to `tasksInFlight` in flight; see
+// backend/cuda/CudaBackend.h), which a build without CUDA
+// (CELL_ENABLE_CUDA=OFF) does not have. The host moves request data in and
+// results out with writeRow/readRow either way.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_EXECUTOR_H
@@ -28,14 +30,7 @@
 #include <vector>
 
 namespace cellrun {
-namespace cpu {
-class CpuTaskRunner;
-class ThreadPool;
-class PackedWeightCache;
-} // namespace cpu
-namespace cuda {
-class CudaBackend;
-} // namespace cuda
+class Backend;
 
 /// Where a test may make the executor fail (fault injection): taking a pool
 /// row (an allocation), moving a task's data (a transfer), running a task's
@@ -146,7 +141,7 @@ public:
   Status wait(uint64_t ticket);
   /// True when tasks run after submit returns (cuda), so the caller can
   /// submit more before waiting.
-  bool asynchronous() const { return cuda_ != nullptr; }
+  bool asynchronous() const;
   /// Ok while the executor can run tasks; once its device is lost (a sticky
   /// CUDA error such as an illegal address, or an injected Device fault),
   /// the error that lost it: every later submit and wait returns it, and
@@ -174,22 +169,11 @@ private:
                          const std::vector<std::vector<int32_t>> &inputRows,
                          const std::vector<std::vector<int32_t>> &outputRows,
                          const TaskIO &io);
-  Result<uint64_t>
-  submitCuda(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
-             uint32_t rows, const std::vector<std::vector<int32_t>> &inputRows,
-             const std::vector<std::vector<int32_t>> &outputRows,
-             const TaskIO &io);
   Status createPools(uint32_t rowsPerPool);
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   DeviceKind device_ = DeviceKind::Cpu;
-  unsigned threadCount_ = 1;
-  std::unique_ptr<cpu::ThreadPool> threads_;
-  /// Weights packed for the CPU GEMM, shared by every plan.
-  std::unique_ptr<cpu::PackedWeightCache> packedWeights_;
-  std::unique_ptr<cuda::CudaBackend> cuda_;
-  uint64_t cpuTickets_ = 0;
-  bool nullTasks_ = false;
+  std::unique_ptr<Backend> backend_;
   FaultInjector injectFault_;
   /// Tickets of issued tasks whose kernels failed (injected), until waited.
   std::map<uint64_t, Status> failedTickets_;
@@ -206,11 +190,6 @@ private:
   };
   std::unordered_map<const cellpack::CellType *, CellPools> cellPools_;
   const CellPools &poolsOf(const cellpack::CellType &cell);
-  /// The cpu backend: a task runner for every plan of every cell.
-  Status prepareCpuPlans();
-  std::unordered_map<const cellpack::BatchPlan *,
-                     std::unique_ptr<cpu::CpuTaskRunner>>
-      runners_;
 };
 
 } // namespace cellrun

@@ -1,0 +1,168 @@
+//===- CpuBackend.cpp - The executor's cpu backend ------------------------===//
+//
+// Pools in host memory; a task runs when it is submitted, on the calling
+// thread and the backend's ThreadPool: its row writes, its plan's runner
+// (one prepared per plan of every cell when the backend is created), then
+// its row reads. A ticket is a count of tasks run.
+//
+//===----------------------------------------------------------------------===//
+#include "../Backend.h"
+
+#include "CpuTaskRunner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <unordered_map>
+
+using namespace cellrun;
+
+namespace {
+
+/// A row's bytes: the common small sizes (a token, a small state) as one
+/// inlined copy, the rest through memcpy.
+inline void copyRow(void *to, const void *from, size_t bytes) {
+  switch (bytes) {
+  case 8:
+    std::memcpy(to, from, 8);
+    return;
+  case 16:
+    std::memcpy(to, from, 16);
+    return;
+  case 32:
+    std::memcpy(to, from, 32);
+    return;
+  case 64:
+    std::memcpy(to, from, 64);
+    return;
+  default:
+    std::memcpy(to, from, bytes);
+  }
+}
+
+class CpuBackend final : public Backend {
+public:
+  CpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
+             bool nullTasks)
+      : artifact_(std::move(artifact)), threadCount_(threads),
+        nullTasks_(nullTasks) {
+    if (threadCount_ > 1)
+      threads_ = std::make_unique<cpu::ThreadPool>(threadCount_);
+  }
+
+  /// A task runner for every plan of every cell.
+  Status prepare() {
+    for (const cellpack::CellType *cell : artifact_->cells()) {
+      if (!cell->plans())
+        continue;
+      for (const cellpack::BatchPlan *plan : *cell->plans()) {
+        auto created = cpu::CpuTaskRunner::create(*cell, *plan, {},
+                                                  threads_.get(), &weights_);
+        if (!created.ok())
+          return Status(created.status().code(),
+                        artifact_->displayName() + ": cell '" +
+                            cell->name()->str() + "', batch size " +
+                            std::to_string(plan->batch_size()) + ": " +
+                            created.status().message());
+        runners_[plan] = std::move(created).value();
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string describe() const override {
+    return "cpu (" + std::to_string(threadCount_) +
+           (threadCount_ == 1 ? " thread)" : " threads)");
+  }
+  bool asynchronous() const override { return false; }
+
+  Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
+                                               bool) override {
+    return std::make_unique<SlotPool>(rowBytes, rows);
+  }
+  // Every pool is host memory: the executor copies its rows itself.
+  Status copyIn(void *pool, const void *host, size_t bytes) override {
+    std::memcpy(pool, host, bytes);
+    return Status::ok();
+  }
+  Status copyOut(void *host, const void *pool, size_t bytes) override {
+    std::memcpy(host, pool, bytes);
+    return Status::ok();
+  }
+
+  Result<uint64_t> submit(const BackendTask &task) override {
+    auto found = runners_.find(task.plan);
+    if (found == runners_.end())
+      return Status(StatusCode::Internal,
+                    "cell '" + task.cell->name()->str() +
+                        "': no prepared plan of " +
+                        std::to_string(task.plan->batch_size()) + " rows");
+    const auto &inputRows = *task.inputRows;
+    const auto &outputRows = *task.outputRows;
+    const auto &inputPools = *task.inputPools;
+    const auto &outputPools = *task.outputPools;
+    // Host memory: the writes land before the task, the reads after it.
+    for (const Executor::RowWrite &write : task.io->writes) {
+      SlotPool &target = *inputPools[write.input];
+      copyRow(static_cast<uint8_t *>(target.hostData()) +
+                  static_cast<size_t>(inputRows[write.input][write.row]) *
+                      target.rowBytes(),
+              write.bytes, target.rowBytes());
+    }
+    inputs_.clear();
+    outputs_.clear();
+    for (uint32_t i = 0; i < inputRows.size(); ++i)
+      inputs_.push_back({inputPools[i]->data(), inputRows[i].data()});
+    for (uint32_t i = 0; i < outputRows.size(); ++i)
+      outputs_.push_back({outputPools[i]->data(), outputRows[i].data()});
+    if (!nullTasks_)
+      if (Status status = found->second->run(task.rows, inputs_, outputs_);
+          !status.isOk())
+        return status;
+    for (const Executor::RowRead &read : task.io->reads) {
+      SlotPool &source = *outputPools[read.output];
+      copyRow(read.destination,
+              static_cast<const uint8_t *>(source.hostData()) +
+                  static_cast<size_t>(outputRows[read.output][read.row]) *
+                      source.rowBytes(),
+              source.rowBytes());
+    }
+    return ++tickets_;
+  }
+
+  Status wait(uint64_t ticket) override {
+    if (ticket == 0 || ticket > tickets_)
+      return Status(StatusCode::InvalidArgument,
+                    "ticket " + std::to_string(ticket) + " was never issued");
+    return Status::ok(); // every task ran when it was submitted
+  }
+
+private:
+  std::shared_ptr<const LoadedArtifact> artifact_;
+  unsigned threadCount_ = 1;
+  bool nullTasks_ = false;
+  std::unique_ptr<cpu::ThreadPool> threads_;
+  /// Weights packed for the CPU GEMM, shared by every plan.
+  cpu::PackedWeightCache weights_;
+  std::unordered_map<const cellpack::BatchPlan *,
+                     std::unique_ptr<cpu::CpuTaskRunner>>
+      runners_;
+  uint64_t tickets_ = 0;
+  /// The task's pool views (kept to reuse their storage).
+  std::vector<cpu::PoolView> inputs_, outputs_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Backend>>
+cellrun::makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact,
+                        unsigned threads, bool nullTasks) {
+  cpu::keepBlasOnCallingThread();
+  unsigned count =
+      threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  auto backend =
+      std::make_unique<CpuBackend>(std::move(artifact), count, nullTasks);
+  if (Status status = backend->prepare(); !status.isOk())
+    return status;
+  return std::unique_ptr<Backend>(std::move(backend));
+}

@@ -1,0 +1,96 @@
+//===- CudaExecutorBackend.cpp - The executor's cuda backend --------------===//
+//
+// The executor's Backend over one CudaBackend (CudaBackend.h): pools of
+// floating-point rows in device memory, integer rows in mapped pinned
+// memory; a task's row writes and reads travel in its one staging copy
+// each way.
+//
+//===----------------------------------------------------------------------===//
+#include "../Backend.h"
+
+#include "CudaBackend.h"
+
+using namespace cellrun;
+
+namespace {
+
+class CudaExecutorBackend final : public Backend {
+public:
+  explicit CudaExecutorBackend(std::unique_ptr<cuda::CudaBackend> cuda)
+      : cuda_(std::move(cuda)) {}
+
+  std::string describe() const override { return cuda_->device().describe(); }
+  bool asynchronous() const override { return true; }
+
+  Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
+                                               bool hostVisible) override {
+    auto memory = cuda_->allocatePool(rowBytes * rows, hostVisible);
+    if (!memory.ok())
+      return memory.status();
+    return std::make_unique<SlotPool>(rowBytes, rows, memory->device,
+                                      memory->host);
+  }
+  Status copyIn(void *pool, const void *host, size_t bytes) override {
+    return cuda_->copyIn(pool, host, bytes);
+  }
+  Status copyOut(void *host, const void *pool, size_t bytes) override {
+    return cuda_->copyOut(host, pool, bytes);
+  }
+
+  Result<uint64_t> submit(const BackendTask &task) override {
+    const auto &inputRows = *task.inputRows;
+    const auto &outputRows = *task.outputRows;
+    inputs_.clear();
+    outputs_.clear();
+    rowIndices_.clear();
+    for (uint32_t i = 0; i < inputRows.size(); ++i) {
+      inputs_.push_back((*task.inputPools)[i]->data());
+      rowIndices_.push_back(&inputRows[i]);
+    }
+    for (uint32_t i = 0; i < outputRows.size(); ++i) {
+      outputs_.push_back((*task.outputPools)[i]->data());
+      rowIndices_.push_back(&outputRows[i]);
+    }
+    cuda::TaskTransfers transfers;
+    auto row = [](SlotPool &pool, int32_t index, void *host) {
+      cuda::TaskTransfers::Row moved;
+      moved.pool = pool.data();
+      moved.rowBytes = pool.rowBytes();
+      moved.row = index;
+      moved.host = host;
+      return moved;
+    };
+    for (const Executor::RowWrite &write : task.io->writes)
+      transfers.writes.push_back(row(*(*task.inputPools)[write.input],
+                                     inputRows[write.input][write.row],
+                                     const_cast<void *>(write.bytes)));
+    for (const Executor::RowRead &read : task.io->reads)
+      transfers.reads.push_back(row(*(*task.outputPools)[read.output],
+                                    outputRows[read.output][read.row],
+                                    read.destination));
+    return cuda_->submit(*task.cell, *task.plan, task.rows, inputs_, outputs_,
+                         rowIndices_, transfers);
+  }
+
+  Status wait(uint64_t ticket) override { return cuda_->wait(ticket); }
+
+private:
+  std::unique_ptr<cuda::CudaBackend> cuda_;
+  std::vector<void *> inputs_, outputs_;
+  std::vector<const std::vector<int32_t> *> rowIndices_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Backend>>
+cellrun::makeCudaBackend(std::shared_ptr<const LoadedArtifact> artifact,
+                         const ExecutorOptions &options) {
+  cuda::CudaBackendOptions cudaOptions;
+  cudaOptions.device = options.cudaDevice;
+  cudaOptions.tasksInFlight = options.tasksInFlight;
+  auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
+  if (!backend.ok())
+    return backend.status();
+  return std::unique_ptr<Backend>(
+      std::make_unique<CudaExecutorBackend>(std::move(backend).value()));
+}
