@@ -51,7 +51,8 @@ static fb::Offset<cellpack::TensorSpec> tensorSpec(fb::FlatBufferBuilder &fbb,
   return cellpack::CreateTensorSpecDirect(
       fbb, name.c_str(), toRole(role), toDType(tensor.getElementType()),
       &rowShape, text(CellDialect::kUpdatesAttr), child ? child.getInt() : -1,
-      text(CellDialect::kFromAttr), attrs && attrs.get(CellDialect::kEmitAttr));
+      text(CellDialect::kFromAttr), attrs && attrs.get(CellDialect::kEmitAttr),
+      text(CellDialect::kProjectedByAttr));
 }
 
 static FailureOr<fb::Offset<cellpack::CellType>>

@@ -9,10 +9,15 @@
 using namespace mlir;
 
 const std::vector<std::string> &cellc::stageNames() {
-  static const std::vector<std::string> names = {
-      "import",      "prepare-weights",  "fold-token-projections",
-      "merge-gemms", "fuse-elementwise", "specialize-batch",
-      "fuse-step",   "plan-memory"};
+  static const std::vector<std::string> names = {"import",
+                                                 "prepare-weights",
+                                                 "fold-token-projections",
+                                                 "hoist-input-projections",
+                                                 "merge-gemms",
+                                                 "fuse-elementwise",
+                                                 "specialize-batch",
+                                                 "fuse-step",
+                                                 "plan-memory"};
   return names;
 }
 
@@ -28,21 +33,26 @@ LogicalResult cellc::runPipeline(ModuleOp module, Stage stopAfter,
                                  const PipelineOptions &options) {
   PassManager pm(module.getContext());
   auto reached = [&](Stage stage) { return stage <= stopAfter; };
-  OpPassManager &cells = pm.nest<cell::CellOp>();
+  OpPassManager *cells = &pm.nest<cell::CellOp>();
   if (reached(Stage::PrepareWeights)) {
-    cells.addPass(cell::createPrepareWeights());
-    cells.addPass(createCanonicalizerPass());
+    cells->addPass(cell::createPrepareWeights());
+    cells->addPass(createCanonicalizerPass());
   }
   if (reached(Stage::FoldTokenProjections) && options.foldTokenProjections) {
-    cells.addPass(cell::createFoldTokenProjections());
-    cells.addPass(createCanonicalizerPass());
+    cells->addPass(cell::createFoldTokenProjections());
+    cells->addPass(createCanonicalizerPass());
+  }
+  if (reached(Stage::HoistInputProjections) && options.hoistInputProjections) {
+    // A module pass (it adds cells): the per-cell stages after it nest anew.
+    pm.addPass(cell::createHoistInputProjections());
+    cells = &pm.nest<cell::CellOp>();
   }
   if (reached(Stage::MergeGemms)) {
-    cells.addPass(cell::createMergeGemms());
-    cells.addPass(createCanonicalizerPass());
+    cells->addPass(cell::createMergeGemms());
+    cells->addPass(createCanonicalizerPass());
   }
   if (reached(Stage::FuseElementwise))
-    cells.addPass(cell::createFuseElementwise());
+    cells->addPass(cell::createFuseElementwise());
   if (reached(Stage::SpecializeBatch))
     pm.addPass(cell::createSpecializeBatch());
   if (reached(Stage::FuseStep) && options.fuseStepMaxBatch > 0) {

@@ -17,6 +17,7 @@ enum class Stage {
   Import,
   PrepareWeights,
   FoldTokenProjections,
+  HoistInputProjections,
   MergeGemms,
   FuseElementwise,
   SpecializeBatch,
@@ -33,6 +34,9 @@ struct PipelineOptions {
   /// Whether an embedding lookup's projection becomes a lookup table
   /// (cell-fold-token-projections).
   bool foldTokenProjections = true;
+  /// Whether a chain's feature-input projection becomes a cell run once per
+  /// request at admission (cell-hoist-input-projections).
+  bool hoistInputProjections = true;
 };
 
 /// Stage names as `cellc --until` takes them, in order.

@@ -101,6 +101,8 @@ Json tensorSpecs(
       json["from"] = stringOrNull(spec->from());
     if (spec->emit())
       json["emit"] = true;
+    if (spec->projected_by())
+      json["projected_by"] = spec->projected_by()->str();
     list.push_back(std::move(json));
   }
   return list;

@@ -113,6 +113,9 @@ public:
   CellGraph &operator=(const CellGraph &) = delete;
 
   const Request &request() const { return request_; }
+  /// Before start: the rows of a chain's steps as its cell reads them (the
+  /// request's rows with its projected inputs computed, EngineProjections).
+  void replaceSteps(StepRows steps) { request_.steps = std::move(steps); }
   std::vector<GraphNode> &nodes() { return nodes_; }
   const std::vector<GraphNode> &nodes() const { return nodes_; }
   /// Where each input of `node` comes from, and the pool rows of its

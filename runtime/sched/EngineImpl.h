@@ -231,6 +231,10 @@ private:
   void failOrphans(std::deque<std::unique_ptr<Entry>> orphans, uint64_t session,
                    const Status &cause);
   void startRequest(Entry &entry);
+  /// A chain's projected inputs (CellRoles::dataProjections): each
+  /// projection cell run over all of the request's steps, its products
+  /// made the steps' rows (EngineProjections.cpp).
+  Status projectInputs(Entry &entry);
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);

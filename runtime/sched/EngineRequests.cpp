@@ -230,6 +230,10 @@ void EngineWorker::startRequest(Entry &entry) {
     }
     entry.graph->continueFrom(std::move(state));
   }
+  if (Status projected = projectInputs(entry); !projected.isOk()) {
+    finishRequest(entry, projected);
+    return;
+  }
   ready_.clear();
   if (Status started = entry.graph->start(ready_); !started.isOk()) {
     finishRequest(entry, started);

@@ -115,6 +115,43 @@ void finishRoles(ModelStructure &structure) {
   structure.tokenOutputs = {structure.decoderTokenOutput};
 }
 
+/// The cell that projects input `spec` of cell `name`: one input (what
+/// requests give) and one output of `spec`'s row type, and itself no
+/// projected input.
+Result<const cellpack::CellType *>
+projectionOf(const LoadedArtifact &artifact, const std::string &name,
+             const cellpack::TensorSpec &spec) {
+  std::string by = spec.projected_by()->str();
+  std::string what = "cell '" + name + "': input '" + spec.name()->str() +
+                     "' is projected by '" + by + "', ";
+  auto cell = artifact.cell(by);
+  if (!cell.ok())
+    return fail(artifact, what + "which is not in the artifact");
+  const cellpack::CellType &projection = *cell.value();
+  const auto *inputs = projection.inputs();
+  const auto *outputs = projection.outputs();
+  if (!inputs || inputs->size() != 1 || !outputs || outputs->size() != 1 ||
+      inputs->Get(0)->role() != cellpack::Role::Input ||
+      inputs->Get(0)->projected_by() ||
+      outputs->Get(0)->role() != cellpack::Role::Output)
+    return fail(artifact, what + "which is not one input to one output");
+  const cellpack::TensorSpec &product = *outputs->Get(0);
+  if (product.dtype() != spec.dtype() ||
+      tensorRowBytes(product) != tensorRowBytes(spec))
+    return fail(artifact, what + "whose output rows are not the input's");
+  return &projection;
+}
+
+/// Whether an input of another cell of `artifact` is projected by `cell`.
+bool projects(const LoadedArtifact &artifact, const cellpack::CellType &cell) {
+  for (const cellpack::CellType *other : artifact.cells())
+    for (uint32_t i = 0; other->inputs() && i < other->inputs()->size(); ++i)
+      if (const auto *by = other->inputs()->Get(i)->projected_by())
+        if (by->string_view() == cell.name()->string_view())
+          return true;
+  return false;
+}
+
 Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
                           const std::string &name, const char *part) {
   auto cell = artifact.cell(name);
@@ -137,10 +174,22 @@ Result<CellRoles> rolesOf(const LoadedArtifact &artifact,
   for (uint32_t i = 0; i < inputCount; ++i) {
     const cellpack::TensorSpec *spec = inputs->Get(i);
     if (spec->role() == cellpack::Role::Input) {
+      const cellpack::CellType *projection = nullptr;
+      const cellpack::TensorSpec *given = spec;
+      if (spec->projected_by()) {
+        auto found = projectionOf(artifact, name, *spec);
+        if (!found.ok())
+          return found.status();
+        projection = found.value();
+        given = projection->inputs()->Get(0);
+      }
       roles.dataInputs.push_back(i);
-      roles.dataLimits.push_back(limits.count(i) ? limits[i] : 0);
-      roles.dataRowBytes.push_back(tensorRowBytes(*spec));
-      roles.dataTypes.push_back(spec->dtype());
+      roles.dataLimits.push_back(!projection && limits.count(i) ? limits[i]
+                                                                : 0);
+      roles.dataRowBytes.push_back(tensorRowBytes(*given));
+      roles.dataTypes.push_back(given->dtype());
+      roles.dataSpecs.push_back(given);
+      roles.dataProjections.push_back(projection);
     }
     if (spec->role() == cellpack::Role::Child)
       roles.childIndex[i] = spec->child();
@@ -245,11 +294,17 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
   };
   switch (unfolding.structure()) {
   case cellpack::Structure::Chain: {
-    auto cells = artifact.cells();
-    if (cells.size() != 1)
-      return fail(artifact, "a chain has exactly one cell, this artifact has " +
-                                std::to_string(cells.size()));
-    auto roles = rolesOf(artifact, cells[0]->name()->str(), "chain");
+    // One cell, and the cells that project its inputs (named by them).
+    std::vector<const cellpack::CellType *> steps;
+    for (const cellpack::CellType *cell : artifact.cells())
+      if (!projects(artifact, *cell))
+        steps.push_back(cell);
+    if (steps.size() != 1)
+      return fail(artifact,
+                  "a chain has exactly one cell (besides the cells that "
+                  "project its inputs), this artifact has " +
+                      std::to_string(steps.size()));
+    auto roles = rolesOf(artifact, steps[0]->name()->str(), "chain");
     if (!roles.ok())
       return roles.status();
     structure.cells.push_back(std::move(roles).value());
@@ -357,6 +412,16 @@ Result<ModelStructure> cellrun::analyzeModel(const LoadedArtifact &artifact) {
       if (Status status = refuseMemories(artifact, *structure.cells[part].cell);
           !status.isOk())
         return status;
+  // The engine projects a chain's inputs at admission, nothing else's.
+  for (const CellRoles &roles : structure.cells)
+    for (size_t d = 0; d < roles.dataProjections.size(); ++d)
+      if (roles.dataProjections[d] &&
+          structure.kind != cellpack::Structure::Chain)
+        return fail(artifact, "cell '" + roles.cell->name()->str() +
+                                  "': input '" +
+                                  roles.dataSpecs[d]->name()->str() +
+                                  "' is projected at admission, which only "
+                                  "a chain's inputs can be");
   finishRoles(structure);
   return structure;
 }

@@ -30,6 +30,14 @@ struct CellRoles {
   std::vector<int64_t> dataLimits;
   std::vector<size_t> dataRowBytes;
   std::vector<cellpack::DType> dataTypes;
+  /// Per data input: what a request gives for it (name, shape, type): the
+  /// cell's input, or the input of the cell that projects it.
+  std::vector<const cellpack::TensorSpec *> dataSpecs;
+  /// Per data input: the cell that computes its rows from the request's
+  /// rows at admission (TensorSpec::projected_by; chains only), or null;
+  /// then dataRowBytes and dataTypes are the request's rows, not the
+  /// pool's.
+  std::vector<const cellpack::CellType *> dataProjections;
   /// Per cell input: the output of the same cell that updates it (state
   /// inputs), else -1.
   std::vector<int32_t> updatedBy;

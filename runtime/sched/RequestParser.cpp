@@ -138,8 +138,7 @@ Result<NodeData> RequestParser::parseNode(const Json &json, uint32_t cell,
                           std::string(jsonKindName(json)));
   NodeData data;
   for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
-    const cellpack::TensorSpec &spec =
-        *roles.cell->inputs()->Get(roles.dataInputs[d]);
+    const cellpack::TensorSpec &spec = *roles.dataSpecs[d];
     std::string name = spec.name()->str();
     auto value = json.find(name);
     if (value == json.end())
@@ -238,9 +237,7 @@ Result<Request> RequestParser::fromJson(const Json &json,
       return bad(where, "give either \"tokens\" or \"steps\"");
     if (tokens != json.end()) {
       const cellpack::TensorSpec *spec =
-          roles.dataInputs.size() == 1
-              ? roles.cell->inputs()->Get(roles.dataInputs[0])
-              : nullptr;
+          roles.dataInputs.size() == 1 ? roles.dataSpecs[0] : nullptr;
       if (!spec || cpu::isFloatType(spec->dtype()) ||
           roles.dataRowBytes[0] != cpu::elementSize(spec->dtype()))
         return bad(where, "the cell '" + roles.cell->name()->str() +
@@ -336,9 +333,7 @@ Result<NodeData> RequestParser::parseTreeNode(const Json &values, uint32_t cell,
   // {"token": N}: the cell's one integer input, whatever its name.
   const CellRoles &roles = structure_->cells[cell];
   const cellpack::TensorSpec *spec =
-      roles.dataInputs.size() == 1
-          ? roles.cell->inputs()->Get(roles.dataInputs[0])
-          : nullptr;
+      roles.dataInputs.size() == 1 ? roles.dataSpecs[0] : nullptr;
   if (!spec || cpu::isFloatType(spec->dtype()) ||
       roles.dataRowBytes[0] != cpu::elementSize(spec->dtype()) ||
       values.size() != 1)
@@ -366,9 +361,7 @@ Status RequestParser::checkRows(const std::vector<RowView> &rows, uint32_t cell,
                          std::to_string(roles.dataInputs.size()) +
                          " request input(s), found " +
                          std::to_string(rows.size()));
-  auto name = [&](size_t d) {
-    return roles.cell->inputs()->Get(roles.dataInputs[d])->name()->str();
-  };
+  auto name = [&](size_t d) { return roles.dataSpecs[d]->name()->str(); };
   for (size_t d = 0; d < rows.size(); ++d) {
     if (rows[d].size != roles.dataRowBytes[d])
       return bad(at(), "input '" + name(d) + "' has " +
@@ -418,8 +411,7 @@ Status RequestParser::checkUniformSteps(const StepRows &steps,
     if (cpu::isFloatType(roles.dataTypes[d])) {
       if (limits_.allowNonFinite)
         continue;
-      std::string name =
-          roles.cell->inputs()->Get(roles.dataInputs[d])->name()->str();
+      std::string name = roles.dataSpecs[d]->name()->str();
       for (size_t s = 1; s < steps.size(); ++s)
         if (Status status = checkFinite(steps.row(s, d), steps.rowSize(s, d),
                                         roles.dataTypes[d], name);

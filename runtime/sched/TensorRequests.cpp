@@ -161,8 +161,7 @@ ModelSignature RequestParser::makeSignature() const {
     signature.inputs.push_back(children);
   }
   for (size_t d = 0; d < first.dataInputs.size(); ++d) {
-    signature.inputs.push_back(
-        stepInput(*first.cell->inputs()->Get(first.dataInputs[d])));
+    signature.inputs.push_back(stepInput(*first.dataSpecs[d]));
     signature.inputs.back().valueLimit = first.dataLimits[d];
   }
   // A tree's internal cell may take inputs too: one row per internal node,
@@ -170,8 +169,7 @@ ModelSignature RequestParser::makeSignature() const {
   if (model.kind == cellpack::Structure::Tree) {
     const CellRoles &internal = model.cells[1];
     for (size_t d = 0; d < internal.dataInputs.size(); ++d) {
-      signature.inputs.push_back(
-          stepInput(*internal.cell->inputs()->Get(internal.dataInputs[d])));
+      signature.inputs.push_back(stepInput(*internal.dataSpecs[d]));
       signature.inputs.back().name = "internal_" + signature.inputs.back().name;
       signature.inputs.back().valueLimit = internal.dataLimits[d];
     }
@@ -277,8 +275,7 @@ RequestParser::fromTensors(const std::vector<NamedTensor> &tensors,
                         stepBytes);
   for (int64_t s = 0; s < steps; ++s) {
     for (size_t d = 0; d < roles.dataInputs.size(); ++d)
-      storeRow(*found[d], s, *roles.cell->inputs()->Get(roles.dataInputs[d]),
-               roles.dataRowBytes[d],
+      storeRow(*found[d], s, *roles.dataSpecs[d], roles.dataRowBytes[d],
                request.steps.appendRow(roles.dataRowBytes[d]));
     request.steps.endStep();
   }
@@ -348,8 +345,7 @@ RequestParser::treeFromTensors(const std::vector<const NamedTensor *> &found,
       for (size_t d = 0; d < roles.dataInputs.size(); ++d) {
         data[d].assign(roles.dataRowBytes[d], 0);
         storeRow(*found[first + d], static_cast<int64_t>(k),
-                 *roles.cell->inputs()->Get(roles.dataInputs[d]),
-                 roles.dataRowBytes[d], data[d].data());
+                 *roles.dataSpecs[d], roles.dataRowBytes[d], data[d].data());
       }
     }
   }

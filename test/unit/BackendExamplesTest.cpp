@@ -16,7 +16,7 @@
 // that each task's rows come back to it.
 //
 //===----------------------------------------------------------------------===//
-#include "ReferenceData.h"
+#include "ProjectedReference.h"
 #include "cellrun/Executor.h"
 
 #include "backend/cpu/ElementIO.h"
@@ -253,8 +253,7 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;
     std::string error;
-    ASSERT_TRUE(readReference(dir + "/h64/" + cell->name()->str() + ".ref",
-                              cases, error))
+    ASSERT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
         << error;
     const RefCase *largest = &cases.front();
     for (const RefCase &reference : cases)
@@ -308,9 +307,7 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
   const cellpack::CellType &cell = *artifact->cells().front();
   std::vector<RefCase> cases;
   std::string error;
-  ASSERT_TRUE(
-      readReference(dir + "/h64/" + cell.name()->str() + ".ref", cases, error))
-      << error;
+  ASSERT_TRUE(referenceCasesFor(*artifact, cell, dir, cases, error)) << error;
   // Single rows of the 8-row case, one task each, each in its own rows.
   const RefCase *eight = nullptr;
   for (const RefCase &reference : cases)

@@ -12,7 +12,7 @@
 #ifndef CELL_TEST_EXAMPLETASKS_H
 #define CELL_TEST_EXAMPLETASKS_H
 
-#include "ReferenceData.h"
+#include "ProjectedReference.h"
 #include "cellrun/Artifact.h"
 
 #include "backend/cpu/CpuTaskRunner.h"
@@ -162,8 +162,7 @@ inline int checkExampleAgainstPyTorch(const std::string &model,
   for (const cellpack::CellType *cell : artifact.value()->cells()) {
     std::vector<RefCase> cases;
     std::string error;
-    EXPECT_TRUE(readReference(dir + "/h64/" + cell->name()->str() + ".ref",
-                              cases, error))
+    EXPECT_TRUE(referenceCasesFor(*artifact.value(), *cell, dir, cases, error))
         << error;
     EXPECT_FALSE(cases.empty());
     for (const RefCase &reference : cases)

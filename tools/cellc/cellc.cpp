@@ -74,7 +74,8 @@ cl::opt<std::string>
 cl::opt<std::string> untilStage(
     "until",
     cl::desc("Run the stages up to and including this one: import, "
-             "prepare-weights, fold-token-projections, merge-gemms, "
+             "prepare-weights, fold-token-projections, "
+             "hoist-input-projections, merge-gemms, "
              "fuse-elementwise, specialize-batch, fuse-step, plan-memory "
              "(default: the last)"),
     cl::value_desc("stage"), cl::init("plan-memory"), cl::cat(cellcCategory));
@@ -113,6 +114,14 @@ cl::opt<bool> foldTokenProjections(
              "table computed at compile time, so the step multiplies only "
              "the state by the recurrent weights (=false: keep the GEMM)"),
     cl::init(cellc::PipelineOptions().foldTokenProjections),
+    cl::cat(cellcCategory));
+cl::opt<bool> hoistInputProjections(
+    "hoist-input-projections",
+    cl::desc("In a chain, move the projection of a feature input into a "
+             "cell of its own that the runtime runs over all of a request's "
+             "steps at admission, so the step multiplies only the state by "
+             "the recurrent weights (=false: keep the GEMM in the step)"),
+    cl::init(cellc::PipelineOptions().hoistInputProjections),
     cl::cat(cellcCategory));
 cl::opt<std::string> depfilePath(
     "depfile",
@@ -355,6 +364,7 @@ int main(int argc, char **argv) {
   pipelineOptions.fuseStepMaxBatch = fuseStepMaxBatch;
   pipelineOptions.fuseStepMaxWeightBytes = fuseStepMaxWeightBytes;
   pipelineOptions.foldTokenProjections = foldTokenProjections;
+  pipelineOptions.hoistInputProjections = hoistInputProjections;
   if (failed(runPipeline(*module, *lastStage, pipelineOptions)))
     return 1;
   elapsed.emplace_back("passes", secondsSince(started));

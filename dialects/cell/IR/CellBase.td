@@ -35,6 +35,9 @@ def Cell_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kChildAttr = "cell.child";
     static constexpr ::llvm::StringLiteral kFromAttr = "cell.from";
     static constexpr ::llvm::StringLiteral kEmitAttr = "cell.emit";
+    /// On an input argument: the cell that computes it from what requests
+    /// give, once per request step at admission (cell-hoist-input-projections).
+    static constexpr ::llvm::StringLiteral kProjectedByAttr = "cell.projected_by";
     /// Attributes of a batch-specialized cell.
     static constexpr ::llvm::StringLiteral kBatchSizeAttr = "cell.batch_size";
     static constexpr ::llvm::StringLiteral kGenericAttr = "cell.generic";

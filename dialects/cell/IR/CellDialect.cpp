@@ -72,6 +72,12 @@ static LogicalResult verifyCellAttribute(Operation *op, NamedAttribute attr,
              << "'" << name << "' must be a non-negative integer";
     return success();
   }
+  if (name == CellDialect::kProjectedByAttr) {
+    if (isResult || !value.isa<StringAttr>())
+      return op->emitOpError()
+             << "'" << name << "' is a string attribute of an argument";
+    return success();
+  }
   if (name == CellDialect::kEmitAttr) {
     if (!isResult || !value.isa<UnitAttr>())
       return op->emitOpError()

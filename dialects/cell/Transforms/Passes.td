@@ -41,6 +41,25 @@ def FoldTokenProjections : Pass<"cell-fold-token-projections",
   let dependentDialects = ["mlir::cell::CellDialect"];
 }
 
+def HoistInputProjections : Pass<"cell-hoist-input-projections",
+                                   "mlir::ModuleOp"> {
+  let summary = "Move a chain's input projection out of the step";
+  let description = [{
+    In a chain model, `gemm(x, W, c)` where `x` is a floating-point input
+    argument used by nothing else, `W` a constant and `c` a constant per
+    column (or none) becomes a cell of its own, `@<cell>_<x>_projection`
+    (`x` in, the product out, role output, the same batch sizes), and the
+    step's `x` becomes the product's row, marked
+    `cell.projected_by = "<cell>_<x>_projection"`: the runtime runs the
+    projection over all of a request's steps when it is admitted (as
+    cuDNN and ONNX Runtime do for a whole sequence), and each step
+    multiplies only its state by the recurrent weights. Run after
+    cell-fold-token-projections (token inputs are folded instead) and
+    before cell-merge-gemms.
+  }];
+  let dependentDialects = ["mlir::cell::CellDialect"];
+}
+
 def MergeGemms : Pass<"cell-merge-gemms", "mlir::cell::CellOp"> {
   let summary = "Merge x*Wx + h*Wh into one GEMM over [x, h]";
   let description = [{

@@ -436,6 +436,21 @@ cell.cell @emit_with_value(%x: tensor<?x8xf32> {cell.name = "x", cell.role = #ce
 
 // -----
 
+// cell.projected_by names a cell, on an argument.
+// expected-error @+1 {{'cell.cell' op 'cell.projected_by' is a string attribute of an argument}}
+cell.cell @projected_result(%x: tensor<?x8xf32>) -> (tensor<?x8xf32> {cell.role = #cell.role<output>, cell.projected_by = "p"}) {
+  cell.return %x : tensor<?x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'cell.cell' op 'cell.projected_by' is a string attribute of an argument}}
+cell.cell @projected_by_number(%x: tensor<?x8xf32> {cell.projected_by = 3}) {
+  cell.return
+}
+
+// -----
+
 // cell.* argument attributes are only meaningful on a cell (verifyRegionArgAttribute).
 // expected-error @+1 {{'func.func' op 'cell.role' is only meaningful on a 'cell.cell'}}
 func.func @func_argument(%x: tensor<?x8xf32> {cell.role = #cell.role<input>}) {

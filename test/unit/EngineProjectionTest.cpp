@@ -1,0 +1,148 @@
+//===- EngineProjectionTest.cpp - Inputs projected at admission -----------===//
+//
+// The GRU example is compiled with its input projection hoisted into a
+// cell of its own (cellc's default) and, for these tests, with the
+// projection left in the step (test/CMakeLists.txt: gru-in-step). Served by
+// the engine, the two give the same bits for every request: the projection
+// is the same GEMM, run at admission. Also with pools so small that a
+// request's projection runs in several tasks, with every policy, and with
+// requests that give the projected width instead of the input's.
+//
+//===----------------------------------------------------------------------===//
+#include "RandomRequests.h"
+#include "cellrun/Engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+using namespace cellrun;
+using cellc::testing::randomRequest;
+
+namespace {
+
+std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
+  auto loaded = loadArtifact(path);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+std::shared_ptr<const LoadedArtifact> hoisted() {
+  return load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack");
+}
+
+std::shared_ptr<const LoadedArtifact> inStep() {
+  return load(CELL_GRU_IN_STEP_ARTIFACT);
+}
+
+/// Every request's result, served together by an engine over `artifact`.
+std::vector<RequestResult> serve(std::shared_ptr<const LoadedArtifact> artifact,
+                                 const std::vector<std::string> &texts,
+                                 Policy policy, uint32_t poolRows = 4096) {
+  EngineOptions options;
+  options.policy = policy;
+  options.poolRows = poolRows;
+  options.startWorker = false;
+  auto engine = Engine::create(std::move(artifact), options);
+  EXPECT_TRUE(engine.ok()) << engine.status().toString();
+  if (!engine.ok())
+    return {};
+  uint32_t idleRows = engine.value()->executor().rowsInUse();
+  std::vector<std::future<RequestResult>> futures;
+  for (const std::string &text : texts) {
+    auto request = engine.value()->parser().parse(text, "line");
+    EXPECT_TRUE(request.ok()) << request.status().toString();
+    if (!request.ok())
+      return {};
+    futures.push_back(engine.value()->submit(std::move(request).value()));
+  }
+  engine.value()->drain();
+  std::vector<RequestResult> results;
+  for (auto &future : futures)
+    results.push_back(future.get());
+  // The projection's rows went back with everything else.
+  EXPECT_EQ(engine.value()->executor().rowsInUse(), idleRows);
+  return results;
+}
+
+void expectSameBits(const std::vector<RequestResult> &got,
+                    const std::vector<RequestResult> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  size_t compared = 0;
+  for (size_t r = 0; r < want.size(); ++r) {
+    ASSERT_TRUE(got[r].status.isOk()) << got[r].status.toString();
+    ASSERT_TRUE(want[r].status.isOk()) << want[r].status.toString();
+    ASSERT_EQ(got[r].outputs.size(), want[r].outputs.size());
+    for (const OutputTensor &expected : want[r].outputs) {
+      const OutputTensor *have = got[r].find(expected.name);
+      ASSERT_NE(have, nullptr) << expected.name;
+      ASSERT_EQ(have->shape, expected.shape) << want[r].id;
+      ASSERT_EQ(have->floats.size(), expected.floats.size());
+      EXPECT_EQ(std::memcmp(have->floats.data(), expected.floats.data(),
+                            expected.floats.size() * sizeof(float)),
+                0)
+          << want[r].id << " " << expected.name << " differs";
+      compared += expected.floats.size();
+    }
+  }
+  EXPECT_GT(compared, 10000u);
+}
+
+std::vector<std::string> requests(int count, int maxLength,
+                                  unsigned seed = 11) {
+  std::mt19937 random(seed);
+  std::vector<std::string> texts;
+  for (int i = 0; i < count; ++i)
+    texts.push_back(randomRequest("gru", i, random, maxLength));
+  return texts;
+}
+
+TEST(EngineProjection, TheExampleGruIsHoisted) {
+  auto artifact = hoisted();
+  ASSERT_TRUE(artifact);
+  auto step = artifact->cell("gru");
+  ASSERT_TRUE(step.ok());
+  const cellpack::TensorSpec *x = step.value()->inputs()->Get(0);
+  ASSERT_NE(x->projected_by(), nullptr) << "cellc no longer hoists it";
+  EXPECT_EQ(x->projected_by()->str(), "gru_x_projection");
+  EXPECT_EQ(x->row_shape()->Get(0), 192); // the product: three gates
+  EXPECT_TRUE(artifact->cell("gru_x_projection").ok());
+  // Requests still give the input's 64 features.
+  auto engine = Engine::create(artifact, EngineOptions());
+  ASSERT_TRUE(engine.ok());
+  std::string text = "{\"id\": \"w\", \"steps\": [{\"x\": [";
+  for (int f = 0; f < 192; ++f)
+    text += (f ? ", " : "") + std::string("0.5");
+  auto refused = engine.value()->parser().parse(text + "]}]}", "line");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("input 'x' takes 64 value(s)"),
+            std::string::npos)
+      << refused.status().toString();
+}
+
+TEST(EngineProjection, SameBitsAsTheProjectionInTheStep) {
+  auto texts = requests(200, 30);
+  for (Policy policy : {Policy::Cellular, Policy::Graph, Policy::Padded}) {
+    SCOPED_TRACE(policyName(policy));
+    expectSameBits(serve(hoisted(), texts, policy),
+                   serve(inStep(), texts, policy));
+  }
+}
+
+TEST(EngineProjection, SmallPoolsProjectInSeveralTasks) {
+  // 24 rows a pool: a request of up to 60 steps is projected in tasks of
+  // the rows that are free, and requests wait for rows (none fails).
+  auto texts = requests(40, 60, 3);
+  auto small = serve(hoisted(), texts, Policy::Cellular, 24);
+  expectSameBits(small, serve(inStep(), texts, Policy::Cellular));
+  // Some request had more steps than a pool has rows.
+  int64_t longest = 0;
+  for (const RequestResult &result : small)
+    if (const OutputTensor *emitted = result.find("h_next"))
+      longest = std::max(longest, emitted->shape.at(0));
+  EXPECT_GT(longest, 24);
+}
+
+} // namespace
