@@ -230,11 +230,14 @@ private:
   /// Fails the chunks that waited behind a session that closed.
   void failOrphans(std::deque<std::unique_ptr<Entry>> orphans, uint64_t session,
                    const Status &cause);
-  void startRequest(Entry &entry);
-  /// A chain's projected inputs (CellRoles::dataProjections): each
-  /// projection cell run over all of the request's steps, its products
-  /// made the steps' rows (EngineProjections.cpp).
-  Status projectInputs(Entry &entry);
+  /// Hands an admitted request's first nodes to the policy; it fails at
+  /// once with `projected` when that is an error (projectInputs).
+  void startRequest(Entry &entry, const Status &projected);
+  /// A chain's projected inputs (CellRoles::dataProjections) of the
+  /// requests `entries`, admitted together: each projection cell run over
+  /// all of their steps in shared tasks, its products made the steps' rows
+  /// (EngineProjections.cpp). On an error no request is projected.
+  Status projectInputs(const std::vector<Entry *> &entries);
   InFlight launch(PlannedTask task);
   void complete(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);

@@ -2,13 +2,14 @@
 //
 // cellc can move a chain cell's input projection (x times W plus c) into a
 // cell of its own (cell-hoist-input-projections); the step then reads the
-// product's row where it read x. When a worker admits such a request it
-// runs that cell over all of the request's steps, in tasks of up to the
-// cell's largest batch size, through pool rows taken for the task and given
-// back after it (the worker binds nothing else meanwhile), and the products
-// become the request's step rows. Each step then multiplies only its state
-// by the recurrent weights, and the product is computed once per request
-// step in large batches, as cuDNN and ONNX Runtime do for a sequence.
+// product's row where it read x. A worker runs that cell over all the steps
+// of the requests it admits in one call (every request admitted in a round
+// together), in tasks of up to the cell's largest batch size, through pool
+// rows taken for the task and given back after it (the worker binds nothing
+// else meanwhile), and the products become the requests' step rows. Each step
+// then multiplies only its state by the recurrent weights, and the product is
+// computed once per request step in large batches, as cuDNN and ONNX Runtime do
+// for a sequence.
 //
 //===----------------------------------------------------------------------===//
 #include "EngineImpl.h"
@@ -69,19 +70,22 @@ private:
 
 } // namespace
 
-Status EngineWorker::projectInputs(Entry &entry) {
+Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   const ModelStructure &structure = parser_->structure();
-  if (structure.kind != cellpack::Structure::Chain)
+  if (structure.kind != cellpack::Structure::Chain || entries.empty())
     return Status::ok();
   const CellRoles &roles = structure.cells[0];
   const auto &projections = roles.dataProjections;
   if (std::none_of(projections.begin(), projections.end(),
                    [](const cellpack::CellType *cell) { return cell; }))
     return Status::ok();
-  const StepRows &given = entry.graph->request().steps;
-  size_t steps = given.size();
-  // Per data input, the products of all steps, laid end to end.
-  std::vector<std::vector<uint8_t>> products(projections.size());
+  // Every step of every request, in order: (request, step).
+  std::vector<std::pair<uint32_t, uint32_t>> steps;
+  for (uint32_t e = 0; e < entries.size(); ++e)
+    for (uint32_t s = 0; s < entries[e]->graph->request().steps.size(); ++s)
+      steps.push_back({e, s});
+  // Per data input and request, the products of its steps end to end.
+  std::vector<std::vector<std::vector<uint8_t>>> products(projections.size());
   for (size_t d = 0; d < projections.size(); ++d) {
     const cellpack::CellType *cell = projections[d];
     if (!cell)
@@ -89,19 +93,24 @@ Status EngineWorker::projectInputs(Entry &entry) {
     SlotPool &in = executor_->pool(*cell, false, 0);
     SlotPool &out = executor_->pool(*cell, true, 0);
     size_t rowBytes = out.rowBytes();
-    products[d].resize(steps * rowBytes);
+    products[d].resize(entries.size());
+    for (uint32_t e = 0; e < entries.size(); ++e)
+      products[d][e].resize(entries[e]->graph->request().steps.size() *
+                            rowBytes);
     uint32_t largest =
         cell->plans()->Get(cell->plans()->size() - 1)->batch_size();
-    for (size_t first = 0; first < steps;) {
+    for (size_t first = 0; first < steps.size();) {
       ProjectionRows rows(in, out);
-      uint32_t wanted =
-          static_cast<uint32_t>(std::min<size_t>(largest, steps - first));
+      uint32_t wanted = static_cast<uint32_t>(
+          std::min<size_t>(largest, steps.size() - first));
       if (Status taken = rows.take(wanted); !taken.isOk())
         return taken;
       Executor::TaskIO io;
       for (uint32_t r = 0; r < rows.count(); ++r) {
-        io.writes.push_back({0, r, given.row(first + r, d)});
-        io.reads.push_back({0, r, products[d].data() + (first + r) * rowBytes});
+        auto [e, s] = steps[first + r];
+        io.writes.push_back(
+            {0, r, entries[e]->graph->request().steps.row(s, d)});
+        io.reads.push_back({0, r, products[d][e].data() + s * rowBytes});
       }
       Clock::time_point before = Clock::now();
       auto ran = executor_->run(*cell, rows.count(), rows.inputRows(),
@@ -114,21 +123,24 @@ Status EngineWorker::projectInputs(Entry &entry) {
       first += rows.count();
     }
   }
-  // The steps' rows as the cell reads them.
-  StepRows projected;
-  for (size_t s = 0; s < steps; ++s) {
-    for (size_t d = 0; d < projections.size(); ++d) {
-      if (projections[d]) {
-        size_t rowBytes = products[d].size() / steps;
-        std::memcpy(projected.appendRow(rowBytes),
-                    products[d].data() + s * rowBytes, rowBytes);
-      } else {
-        size_t size = given.rowSize(s, d);
-        std::memcpy(projected.appendRow(size), given.row(s, d), size);
+  // Each request's steps as the cell reads them.
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    const StepRows &given = entries[e]->graph->request().steps;
+    StepRows projected;
+    for (size_t s = 0; s < given.size(); ++s) {
+      for (size_t d = 0; d < projections.size(); ++d) {
+        if (projections[d]) {
+          size_t rowBytes = products[d][e].size() / given.size();
+          std::memcpy(projected.appendRow(rowBytes),
+                      products[d][e].data() + s * rowBytes, rowBytes);
+        } else {
+          size_t size = given.rowSize(s, d);
+          std::memcpy(projected.appendRow(size), given.row(s, d), size);
+        }
       }
+      projected.endStep();
     }
-    projected.endStep();
+    entries[e]->graph->replaceSteps(std::move(projected));
   }
-  entry.graph->replaceSteps(std::move(projected));
   return Status::ok();
 }

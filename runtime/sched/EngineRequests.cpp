@@ -108,6 +108,13 @@ bool EngineWorker::neverStarts(const Entry &head) const {
 
 bool EngineWorker::admit() {
   bool took = false;
+  // Requests admitted in this call start together, after their projected
+  // inputs (if any) are computed in shared tasks.
+  struct Starting {
+    uint64_t key;
+    std::optional<std::string> cancelReason;
+  };
+  std::vector<Starting> starting;
   while (true) {
     std::unique_ptr<Entry> entry, refused;
     std::optional<std::string> cancelReason;
@@ -152,11 +159,18 @@ bool EngineWorker::admit() {
     uint64_t key = admitted.key = entries_.insert(std::move(entry));
     if (const auto &token = admitted.graph->request().cancel)
       token->key_ = key;
-    startRequest(admitted);
+    starting.push_back({key, std::move(cancelReason)});
+  }
+  std::vector<Entry *> admitted;
+  for (const Starting &start : starting)
+    admitted.push_back(entries_.find(start.key));
+  Status projected = projectInputs(admitted);
+  for (Starting &start : starting) {
+    startRequest(*entries_.find(start.key), projected);
     // Cancelled while it waited behind its session's chunk, or by
     // cancelAll: it ends now, closing its session.
-    if (cancelReason)
-      endAsCancelled(key, *cancelReason);
+    if (start.cancelReason && entries_.find(start.key))
+      endAsCancelled(start.key, *start.cancelReason);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
@@ -213,7 +227,7 @@ void EngineWorker::refuse(std::unique_ptr<Entry> entry) {
   failOrphans(std::move(orphans), session, cause);
 }
 
-void EngineWorker::startRequest(Entry &entry) {
+void EngineWorker::startRequest(Entry &entry, const Status &projected) {
   const Request &request = entry.graph->request();
   uint32_t length = static_cast<uint32_t>(
       request.tree.empty() ? request.steps.size() : request.tree.size());
@@ -230,7 +244,7 @@ void EngineWorker::startRequest(Entry &entry) {
     }
     entry.graph->continueFrom(std::move(state));
   }
-  if (Status projected = projectInputs(entry); !projected.isOk()) {
+  if (!projected.isOk()) { // its inputs could not be projected
     finishRequest(entry, projected);
     return;
   }

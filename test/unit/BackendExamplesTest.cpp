@@ -58,7 +58,9 @@ size_t rowBytesOf(const cellpack::TensorSpec &spec) {
 
 struct ExampleArtifact {
   const char *model;
-  const char *precision; // "fp32": model.cellpack; else model-<p>.cellpack
+  /// "fp32": model.cellpack; else model-<p>.cellpack ("hoisted": fp32
+  /// with the input projection in a cell of its own).
+  const char *precision;
 };
 
 std::string caseName(const ExampleArtifact &example) {
@@ -376,7 +378,9 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
         ExampleArtifact{"treelstm", "tf32"}, ExampleArtifact{"stacked", "tf32"},
         ExampleArtifact{"lnlstm", "tf32"}, ExampleArtifact{"attention", "tf32"},
-        ExampleArtifact{"bahdanau", "tf32"}),
+        ExampleArtifact{"bahdanau", "tf32"},
+        // The input projection hoisted into a cell of its own (fp32).
+        ExampleArtifact{"gru", "hoisted"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return caseName(info.param);
     });

@@ -86,6 +86,6 @@ TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInChunksOfThatSize) {
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau"));
+                                           "bahdanau", "gru_hoisted"));
 
 } // namespace

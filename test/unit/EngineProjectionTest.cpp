@@ -1,8 +1,8 @@
 //===- EngineProjectionTest.cpp - Inputs projected at admission -----------===//
 //
-// The GRU example is compiled with its input projection hoisted into a
-// cell of its own (cellc's default) and, for these tests, with the
-// projection left in the step (test/CMakeLists.txt: gru-in-step). Served by
+// The GRU example is compiled with its input projection left in the step
+// (cellc's default) and, for these tests, hoisted into a cell of its own
+// (examples/CMakeLists.txt: model-hoisted.cellpack). Served by
 // the engine, the two give the same bits for every request: the projection
 // is the same GEMM, run at admission. Also with pools so small that a
 // request's projection runs in several tasks, with every policy, and with
@@ -30,11 +30,12 @@ std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
 }
 
 std::shared_ptr<const LoadedArtifact> hoisted() {
-  return load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack");
+  return load(std::string(CELL_EXAMPLES_BUILD_DIR) +
+              "/gru/model-hoisted.cellpack");
 }
 
 std::shared_ptr<const LoadedArtifact> inStep() {
-  return load(CELL_GRU_IN_STEP_ARTIFACT);
+  return load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack");
 }
 
 /// Every request's result, served together by an engine over `artifact`.
@@ -99,13 +100,13 @@ std::vector<std::string> requests(int count, int maxLength,
   return texts;
 }
 
-TEST(EngineProjection, TheExampleGruIsHoisted) {
+TEST(EngineProjection, TheHoistedGruHasItsProjectionCell) {
   auto artifact = hoisted();
   ASSERT_TRUE(artifact);
   auto step = artifact->cell("gru");
   ASSERT_TRUE(step.ok());
   const cellpack::TensorSpec *x = step.value()->inputs()->Get(0);
-  ASSERT_NE(x->projected_by(), nullptr) << "cellc no longer hoists it";
+  ASSERT_NE(x->projected_by(), nullptr) << "cellc did not hoist it";
   EXPECT_EQ(x->projected_by()->str(), "gru_x_projection");
   EXPECT_EQ(x->row_shape()->Get(0), 192); // the product: three gates
   EXPECT_TRUE(artifact->cell("gru_x_projection").ok());

@@ -147,13 +147,21 @@ inline void runCase(const cellpack::CellType &cell,
   }
 }
 
-/// Checks every cell of example `model` (built into CELL_EXAMPLES_BUILD_DIR)
-/// and returns how many tasks ran.
+/// Checks every cell of example `model` (built into CELL_EXAMPLES_BUILD_DIR;
+/// "<model>_hoisted": its model-hoisted.cellpack, the input projection in a
+/// cell of its own) and returns how many tasks ran.
 inline int checkExampleAgainstPyTorch(const std::string &model,
                                       const KernelLauncher &launcher = {},
                                       ThreadPool *pool = nullptr) {
-  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
-  auto artifact = loadArtifact(dir + "/model.cellpack");
+  const std::string suffix = "_hoisted";
+  bool hoisted =
+      model.size() > suffix.size() &&
+      model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
+  std::string dir =
+      std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+      (hoisted ? model.substr(0, model.size() - suffix.size()) : model);
+  auto artifact = loadArtifact(
+      dir + (hoisted ? "/model-hoisted.cellpack" : "/model.cellpack"));
   EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
   if (!artifact.ok())
     return 0;
