@@ -79,24 +79,44 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   if (std::none_of(projections.begin(), projections.end(),
                    [](const cellpack::CellType *cell) { return cell; }))
     return Status::ok();
-  // Every step of every request, in order: (request, step).
-  std::vector<std::pair<uint32_t, uint32_t>> steps;
-  for (uint32_t e = 0; e < entries.size(); ++e)
-    for (uint32_t s = 0; s < entries[e]->graph->request().steps.size(); ++s)
+  // Each request's steps as the cell will read them, laid out first (room
+  // reserved, so rows do not move): the projected rows are where the
+  // projection's reads land, the others are the request's.
+  std::vector<StepRows> projected(entries.size());
+  // Per data input, the destination of each (request, step) row in order.
+  std::vector<std::vector<uint8_t *>> destinations(projections.size());
+  std::vector<std::pair<uint32_t, uint32_t>> steps; // (request, step)
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    const StepRows &given = entries[e]->graph->request().steps;
+    size_t bytes = 0;
+    for (size_t s = 0; s < given.size(); ++s)
+      for (size_t d = 0; d < projections.size(); ++d)
+        bytes += projections[d]
+                     ? executor_->pool(*projections[d], true, 0).rowBytes()
+                     : given.rowSize(s, d);
+    size_t count = std::max<size_t>(given.size(), 1);
+    projected[e].reserve(count, projections.size(),
+                         (bytes + count - 1) / count);
+    for (uint32_t s = 0; s < given.size(); ++s) {
       steps.push_back({e, s});
-  // Per data input and request, the products of its steps end to end.
-  std::vector<std::vector<std::vector<uint8_t>>> products(projections.size());
+      for (size_t d = 0; d < projections.size(); ++d) {
+        if (projections[d]) {
+          destinations[d].push_back(projected[e].appendRow(
+              executor_->pool(*projections[d], true, 0).rowBytes()));
+        } else {
+          size_t size = given.rowSize(s, d);
+          std::memcpy(projected[e].appendRow(size), given.row(s, d), size);
+        }
+      }
+      projected[e].endStep();
+    }
+  }
   for (size_t d = 0; d < projections.size(); ++d) {
     const cellpack::CellType *cell = projections[d];
     if (!cell)
       continue;
     SlotPool &in = executor_->pool(*cell, false, 0);
     SlotPool &out = executor_->pool(*cell, true, 0);
-    size_t rowBytes = out.rowBytes();
-    products[d].resize(entries.size());
-    for (uint32_t e = 0; e < entries.size(); ++e)
-      products[d][e].resize(entries[e]->graph->request().steps.size() *
-                            rowBytes);
     uint32_t largest =
         cell->plans()->Get(cell->plans()->size() - 1)->batch_size();
     for (size_t first = 0; first < steps.size();) {
@@ -110,7 +130,7 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
         auto [e, s] = steps[first + r];
         io.writes.push_back(
             {0, r, entries[e]->graph->request().steps.row(s, d)});
-        io.reads.push_back({0, r, products[d][e].data() + s * rowBytes});
+        io.reads.push_back({0, r, destinations[d][first + r]});
       }
       Clock::time_point before = Clock::now();
       auto ran = executor_->run(*cell, rows.count(), rows.inputRows(),
@@ -123,24 +143,7 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
       first += rows.count();
     }
   }
-  // Each request's steps as the cell reads them.
-  for (uint32_t e = 0; e < entries.size(); ++e) {
-    const StepRows &given = entries[e]->graph->request().steps;
-    StepRows projected;
-    for (size_t s = 0; s < given.size(); ++s) {
-      for (size_t d = 0; d < projections.size(); ++d) {
-        if (projections[d]) {
-          size_t rowBytes = products[d][e].size() / given.size();
-          std::memcpy(projected.appendRow(rowBytes),
-                      products[d][e].data() + s * rowBytes, rowBytes);
-        } else {
-          size_t size = given.rowSize(s, d);
-          std::memcpy(projected.appendRow(size), given.row(s, d), size);
-        }
-      }
-      projected.endStep();
-    }
-    entries[e]->graph->replaceSteps(std::move(projected));
-  }
+  for (uint32_t e = 0; e < entries.size(); ++e)
+    entries[e]->graph->replaceSteps(std::move(projected[e]));
   return Status::ok();
 }
