@@ -5,17 +5,22 @@
 // (examples/CMakeLists.txt: model-hoisted.cellpack). Served by
 // the engine, the two give the same bits for every request: the projection
 // is the same GEMM, run at admission. Also with pools so small that a
-// request's projection runs in several tasks, with every policy, and with
-// requests that give the projected width instead of the input's.
+// request's projection runs in several tasks, with every policy, with
+// requests that give the projected width instead of the input's, and with
+// artifacts whose projection does not fit the step (refused, named).
 //
 //===----------------------------------------------------------------------===//
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
+#include "schema/Checksum.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <random>
 
 using namespace cellrun;
@@ -144,6 +149,74 @@ TEST(EngineProjection, SmallPoolsProjectInSeveralTasks) {
     if (const OutputTensor *emitted = result.find("h_next"))
       longest = std::max(longest, emitted->shape.at(0));
   EXPECT_GT(longest, 24);
+}
+
+/// The hoisted GRU's model with `damage` applied to its bytes (same
+/// length), in a new envelope with the right checksum.
+Result<std::shared_ptr<const LoadedArtifact>> damagedHoisted(
+    const std::function<void(std::vector<uint8_t> &, const cellpack::Model &)>
+        &damage) {
+  std::string path =
+      std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model-hoisted.cellpack";
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> file{std::istreambuf_iterator<char>(in),
+                            std::istreambuf_iterator<char>()};
+  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
+  std::vector<uint8_t> model(envelope->payload()->begin(),
+                             envelope->payload()->end());
+  damage(model, *flatbuffers::GetRoot<cellpack::Model>(model.data()));
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.PreAlign(model.size(), 64);
+  auto payload = fbb.CreateVector(model);
+  cellpack::FinishSizePrefixedArtifactBuffer(
+      fbb, cellpack::CreateArtifact(
+               fbb, envelope->format_version(),
+               cellpack::checksum(model.data(), model.size()), payload));
+  return loadArtifactFromBytes(
+      {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()},
+      "damaged");
+}
+
+/// Why an engine cannot serve `artifact` (empty when it can).
+std::string
+refusal(const Result<std::shared_ptr<const LoadedArtifact>> &artifact) {
+  if (!artifact.ok())
+    return artifact.status().message();
+  auto engine = Engine::create(artifact.value(), EngineOptions());
+  return engine.ok() ? std::string() : engine.status().message();
+}
+
+/// The byte of `model` at `pointer` (into the buffer `root` was read from).
+uint8_t &byteAt(std::vector<uint8_t> &model, const void *pointer) {
+  return model[static_cast<const uint8_t *>(pointer) - model.data()];
+}
+
+TEST(EngineProjection, AProjectionThatDoesNotFitIsRefused) {
+  // The step names a cell that is not there: the projection cell is then a
+  // second step of the chain.
+  std::string missing = refusal(damagedHoisted([](std::vector<uint8_t> &model,
+                                                  const cellpack::Model &root) {
+    for (const cellpack::CellType *cell : *root.cells())
+      if (cell->name()->str() == "gru")
+        byteAt(model, cell->inputs()->Get(0)->projected_by()->data() + 4) = 'y';
+  }));
+  EXPECT_NE(missing.find("a chain has exactly one cell (besides the cells "
+                         "that project its inputs), this artifact has 2"),
+            std::string::npos)
+      << missing;
+  // The projection's rows are not the step's input rows.
+  std::string narrow = refusal(damagedHoisted(
+      [](std::vector<uint8_t> &model, const cellpack::Model &root) {
+        for (const cellpack::CellType *cell : *root.cells())
+          if (cell->name()->str() == "gru_x_projection") {
+            const auto *shape = cell->outputs()->Get(0)->row_shape();
+            ASSERT_EQ(shape->Get(0), 192);
+            byteAt(model, shape->data()) = 191; // little-endian 191
+          }
+      }));
+  EXPECT_FALSE(narrow.empty()) << "served a projection of 191 values";
+  EXPECT_NE(narrow.find("gru_x_projection"), std::string::npos) << narrow;
+  std::printf("refused: %s\nrefused: %s\n", missing.c_str(), narrow.c_str());
 }
 
 } // namespace
