@@ -79,6 +79,11 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   if (std::none_of(projections.begin(), projections.end(),
                    [](const cellpack::CellType *cell) { return cell; }))
     return Status::ok();
+  // Per data input, the bytes of a product row (0: not projected).
+  std::vector<size_t> productBytes(projections.size(), 0);
+  for (size_t d = 0; d < projections.size(); ++d)
+    if (projections[d])
+      productBytes[d] = executor_->pool(*projections[d], true, 0).rowBytes();
   // Each request's steps as the cell will read them, laid out first (room
   // reserved, so rows do not move): the projected rows are where the
   // projection's reads land, the others are the request's.
@@ -91,9 +96,7 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
     size_t bytes = 0;
     for (size_t s = 0; s < given.size(); ++s)
       for (size_t d = 0; d < projections.size(); ++d)
-        bytes += projections[d]
-                     ? executor_->pool(*projections[d], true, 0).rowBytes()
-                     : given.rowSize(s, d);
+        bytes += projections[d] ? productBytes[d] : given.rowSize(s, d);
     size_t count = std::max<size_t>(given.size(), 1);
     projected[e].reserve(count, projections.size(),
                          (bytes + count - 1) / count);
@@ -101,8 +104,7 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
       steps.push_back({e, s});
       for (size_t d = 0; d < projections.size(); ++d) {
         if (projections[d]) {
-          destinations[d].push_back(projected[e].appendRow(
-              executor_->pool(*projections[d], true, 0).rowBytes()));
+          destinations[d].push_back(projected[e].appendRow(productBytes[d]));
         } else {
           size_t size = given.rowSize(s, d);
           std::memcpy(projected[e].appendRow(size), given.row(s, d), size);

@@ -38,8 +38,8 @@ GemmOp hoistableProjection(CellOp cell, unsigned index) {
       !input.hasOneUse())
     return nullptr;
   auto gemm = dyn_cast<GemmOp>(*input.getUsers().begin());
-  if (!gemm || gemm.getA() != input || gemm.getB() == input ||
-      gemm.getTransA() || !gemm.getB().getDefiningOp<ConstantOp>())
+  if (!gemm || gemm.getA() != input || gemm.getTransA() ||
+      !gemm.getB().getDefiningOp<ConstantOp>())
     return nullptr;
   auto result = gemm.getType().dyn_cast<RankedTensorType>();
   if (!result || result.getRank() != 2 || !result.getElementType().isF32())
