@@ -8,7 +8,7 @@
 #ifndef CELL_BENCH_BENCHCOMMON_H
 #define CELL_BENCH_BENCHCOMMON_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include <algorithm>
 #include <chrono>

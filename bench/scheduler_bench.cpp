@@ -11,7 +11,7 @@
 //   scheduler_bench [--requests N] [--max-length L] [--csv FILE]
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Scheduler.h"
+#include "sched/Scheduler.h"
 
 #include <CLI/CLI.hpp>
 

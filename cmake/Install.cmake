@@ -1,8 +1,8 @@
 # `cmake --install`: the runtime as a package another CMake project finds
 # with find_package(cellrun CONFIG) and links as cellrun::runtime (static
 # libraries) or cellrun::runtime_shared (libcellrun.so), the public headers
-# under include/cellrun, the generated
-# artifact schema under include/cellrun/schema), and the programs built
+# under include/cellrun (they name neither the artifact's FlatBuffers schema
+# nor a backend: both stay inside the library), and the programs built
 # (cellc, cellrun) under bin/; find_package(cellc CONFIG) gives the compiler
 # and cellc_add_artifact().
 include(CMakePackageConfigHelpers)
@@ -37,8 +37,7 @@ target_link_options(CellRuntimeShared PRIVATE -Wl,--exclude-libs,ALL)
 target_include_directories(CellRuntimeShared PUBLIC
   $<BUILD_INTERFACE:${CELL_SOURCE_DIR}/runtime/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-target_link_libraries(CellRuntimeShared PUBLIC CellpackSchema
-  nlohmann_json::nlohmann_json)
+target_link_libraries(CellRuntimeShared PUBLIC nlohmann_json::nlohmann_json)
 target_compile_definitions(CellRuntimeShared PRIVATE
   CELLRUN_VERSION="${PROJECT_VERSION}")
 set_target_properties(CellRuntimeShared PROPERTIES OUTPUT_NAME cellrun
@@ -52,8 +51,6 @@ install(TARGETS CellRuntime CellRuntimeShared CellpackSchema
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(DIRECTORY ${CELL_SOURCE_DIR}/runtime/include/cellrun
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT runtime)
-install(FILES ${CELL_BINARY_DIR}/runtime/schema/cellpack_generated.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cellrun/schema COMPONENT runtime)
 
 # The CMake package <name> (lib/cmake/<name>): the targets exported as
 # <name>Targets with the namespace <name>::, <name>Config.cmake from

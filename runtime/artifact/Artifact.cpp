@@ -9,7 +9,7 @@
 // ArtifactChecks.cpp. Only then are the lookup tables built.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include "ArtifactChecks.h"
 #include "Checksum.h"

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/ArtifactJson.h"
 
+#include "artifact/Artifact.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>

@@ -8,7 +8,7 @@
 #ifndef CELLRUN_ARTIFACT_CHECKHELPERS_H
 #define CELLRUN_ARTIFACT_CHECKHELPERS_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Status.h"
 
 #include "cellpack_generated.h"

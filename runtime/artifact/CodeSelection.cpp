@@ -1,5 +1,5 @@
 //===- CodeSelection.cpp - Choosing a cell's CUBIN or PTX -----------------===//
-#include "cellrun/CodeSelection.h"
+#include "artifact/CodeSelection.h"
 
 #include <cctype>
 

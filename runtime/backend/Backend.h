@@ -11,7 +11,7 @@
 #ifndef CELLRUN_BACKEND_BACKEND_H
 #define CELLRUN_BACKEND_BACKEND_H
 
-#include "cellrun/Executor.h"
+#include "exec/Executor.h"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 //===- Executor.cpp - Batched tasks of a cell over state pools -----------===//
-#include "cellrun/Executor.h"
+#include "exec/Executor.h"
 
 #include "../backend/Backend.h"
 
@@ -8,15 +8,6 @@
 #include <string>
 
 using namespace cellrun;
-
-/// The pool key of a tensor: its element type and the bytes of one row.
-static std::pair<int, size_t> rowType(const cellpack::TensorSpec &spec) {
-  size_t bytes = dtypeSize(spec.dtype());
-  if (spec.row_shape())
-    for (int64_t dim : *spec.row_shape())
-      bytes *= static_cast<size_t>(dim);
-  return {static_cast<int>(spec.dtype()), bytes};
-}
 
 /// Integer and boolean rows (token ids, flags) are what the host reads back
 /// after steps; on the GPU their pools are in mapped host memory.
@@ -36,7 +27,8 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
 
 Result<std::unique_ptr<Executor>>
 Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
-                 uint32_t rowsPerPool, const ExecutorOptions &options) {
+                 uint32_t rowsPerPool, const ExecutorOptions &options,
+                 FaultInjector injectFault) {
   if (rowsPerPool == 0)
     return Status(StatusCode::InvalidArgument, "pools need at least one row");
   std::unique_ptr<Executor> executor(new Executor(artifact));
@@ -50,9 +42,9 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
   executor->backend_ = std::move(backend).value();
   if (Status status = executor->createPools(rowsPerPool); !status.isOk())
     return status;
-  if ((executor->injectFault_ = options.injectFault))
+  if ((executor->injectFault_ = std::move(injectFault)))
     for (auto &[key, pool] : executor->pools_)
-      pool->setAcquireFault([inject = options.injectFault] {
+      pool->setAcquireFault([inject = executor->injectFault_] {
         return inject(FaultPoint::Allocate);
       });
   return executor;
@@ -64,7 +56,7 @@ Status Executor::createPools(uint32_t rowsPerPool) {
       if (!specs)
         continue;
       for (const cellpack::TensorSpec *spec : *specs) {
-        auto key = rowType(*spec);
+        auto key = poolRowType(*spec);
         if (pools_.count(key))
           continue;
         auto pool = backend_->createPool(key.second, rowsPerPool,
@@ -75,18 +67,6 @@ Status Executor::createPools(uint32_t rowsPerPool) {
       }
     }
   return Status::ok();
-}
-
-size_t Executor::bytesPerPoolRow(const LoadedArtifact &artifact) {
-  std::map<std::pair<int, size_t>, bool> types;
-  for (const cellpack::CellType *cell : artifact.cells())
-    for (const auto *specs : {cell->inputs(), cell->outputs()})
-      for (uint32_t i = 0; specs && i < specs->size(); ++i)
-        types[rowType(*specs->Get(i))] = true;
-  size_t bytes = 0;
-  for (const auto &[type, unused] : types)
-    bytes += type.second;
-  return bytes;
 }
 
 Executor::Executor(std::shared_ptr<const LoadedArtifact> artifact)
@@ -101,7 +81,7 @@ bool Executor::asynchronous() const { return backend_->asynchronous(); }
 SlotPool &Executor::pool(const cellpack::CellType &cell, bool isOutput,
                          uint32_t index) {
   const auto *specs = isOutput ? cell.outputs() : cell.inputs();
-  return *pools_.at(rowType(*specs->Get(index)));
+  return *pools_.at(poolRowType(*specs->Get(index)));
 }
 
 const Executor::CellPools &Executor::poolsOf(const cellpack::CellType &cell) {

@@ -1,5 +1,5 @@
 //===- SlotPool.cpp - Rows of state for the requests in flight -----------===//
-#include "cellrun/SlotPool.h"
+#include "exec/SlotPool.h"
 
 #include <string>
 

@@ -14,7 +14,7 @@
 
 #include "CellGraph.h"
 
-#include "cellrun/Scheduler.h"
+#include "sched/Scheduler.h"
 
 #include <memory>
 

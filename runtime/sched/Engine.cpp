@@ -37,7 +37,8 @@ const char *cellrun::policyName(Policy policy) {
 
 Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
                                 const EngineOptions &options, uint32_t index,
-                                AdmissionQueue *admission) {
+                                AdmissionQueue *admission,
+                                FaultInjector injectFault) {
   artifact_ = artifact;
   options_ = options;
   index_ = index;
@@ -74,7 +75,8 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   executorOptions.tasksInFlight =
       std::max(executorOptions.tasksInFlight,
                2 * std::max(1u, options.maxTasksToSubmit));
-  auto executor = Executor::create(artifact, options.poolRows, executorOptions);
+  auto executor = Executor::create(artifact, options.poolRows, executorOptions,
+                                   std::move(injectFault));
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(executor).value();
@@ -262,14 +264,21 @@ Engine::~Engine() {
 Result<std::unique_ptr<Engine>>
 Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
                const EngineOptions &options) {
+  return createEngineForTesting(std::move(artifact), options, {});
+}
+
+Result<std::unique_ptr<Engine>>
+cellrun::createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
+                                const EngineOptions &options,
+                                FaultInjector injectFault) {
   if (options.workers == 0)
     return Status(StatusCode::InvalidArgument, "an engine needs a worker");
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Engine::Impl>();
   impl->admission.limit = options.maxQueue;
   for (uint32_t w = 0; w < options.workers; ++w) {
     auto worker = std::make_unique<EngineWorker>();
-    if (Status status =
-            worker->initialise(artifact, options, w, &impl->admission);
+    if (Status status = worker->initialise(artifact, options, w,
+                                           &impl->admission, injectFault);
         !status.isOk()) {
       for (auto &started : impl->workers)
         started->stop();
@@ -288,8 +297,11 @@ Engine::create(std::shared_ptr<const LoadedArtifact> artifact,
 const RequestParser &Engine::parser() const {
   return *impl_->workers[0]->parser_;
 }
-const Executor &Engine::executor(uint32_t worker) const {
-  return *impl_->workers.at(worker)->executor_;
+std::string Engine::deviceDescription(uint32_t worker) const {
+  return impl_->workers.at(worker)->executor_->describe();
+}
+const Executor &cellrun::engineExecutor(const Engine &engine, uint32_t worker) {
+  return *engine.impl().workers.at(worker)->executor_;
 }
 const EngineOptions &Engine::options() const {
   return impl_->workers[0]->options_;

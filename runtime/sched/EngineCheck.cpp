@@ -12,6 +12,7 @@
 #include "ModelStructure.h"
 #include "cellrun/Engine.h"
 #include "cellrun/Unfolder.h"
+#include "exec/Executor.h"
 
 using namespace cellrun;
 

@@ -22,6 +22,10 @@
 #include "PoolCounts.h"
 #include "SlotTable.h"
 
+#include "EngineTesting.h"
+#include "artifact/Artifact.h"
+#include "exec/Executor.h"
+
 #include "cellrun/Engine.h"
 
 #include <atomic>
@@ -77,7 +81,7 @@ public:
   /// requests come from `admission`, shared by every worker.
   Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
                     const EngineOptions &options, uint32_t index,
-                    AdmissionQueue *admission);
+                    AdmissionQueue *admission, FaultInjector injectFault);
   bool runOnce();
   /// The rows `graph` may hold at once, per pool id; an error when they
   /// can never fit (or a custom unfolder fails).

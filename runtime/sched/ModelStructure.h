@@ -13,7 +13,7 @@
 #ifndef CELLRUN_SCHED_MODELSTRUCTURE_H
 #define CELLRUN_SCHED_MODELSTRUCTURE_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Unfolder.h"
 
 #include <vector>

@@ -1,5 +1,5 @@
 //===- Scheduler.cpp - Algorithm 1 of BatchMaker --------------------------===//
-#include "cellrun/Scheduler.h"
+#include "sched/Scheduler.h"
 
 #include <algorithm>
 #include <stdexcept>

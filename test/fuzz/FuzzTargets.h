@@ -9,7 +9,7 @@
 
 #include "ExamplesDir.h"
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include <cstdio>
 #include <cstdlib>

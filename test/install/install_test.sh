@@ -77,7 +77,27 @@ fi
 for model in lstm seq2seq; do
   requests="$source_dir/examples/$model/requests.jsonl"
   artifact="$examples/$model/model.cellpack"
-  "$work/consumer/serve_requests" "$artifact" "$requests" "$work/$model-consumer.txt"
+  "$work/consumer/serve_requests" "$artifact" "$requests" "$work/$model-consumer.txt" \
+    > "$work/$model-described.txt"
+  cat "$work/$model-described.txt"
+  # The public description says what inspect's JSON reads from the file
+  # itself: every cell's batch sizes and inputs (name, role, element type).
+  "$cellrun" inspect "$artifact" > "$work/$model-inspect.json"
+  /usr/bin/python3 - "$work/$model-inspect.json" "$work/$model-described.txt" <<'PY'
+import json, sys
+model = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().splitlines()
+for cell in model["cells"]:
+    sizes = ",".join(str(plan["batch_size"]) for plan in cell["plans"])
+    inputs = "".join(f" {t['name']}:{t['role'].lower().replace('memorymask', 'memory_mask')}:"
+                     f"{t['dtype'].lower()}" for t in cell["inputs"])
+    expected = f"cell {cell['name']} {sizes}{inputs}"
+    if expected not in lines:
+        sys.exit(f"FAIL: describeModel disagrees with inspect: no line '{expected}'")
+print(f"describeModel agrees with inspect on {len(model['cells'])} cells")
+PY
+  grep -q "^model .* (${model/lstm/chain}, fp32)$" "$work/$model-described.txt" ||
+    { echo "FAIL: describeModel's unfolding of $model"; exit 1; }
   "$work/consumer/serve_requests_shared" "$artifact" "$requests" "$work/$model-shared.txt"
   cmp "$work/$model-consumer.txt" "$work/$model-shared.txt" ||
     { echo "FAIL: libcellrun.so served $model otherwise than the static libraries"; exit 1; }

@@ -17,11 +17,16 @@ for package in libcellrun-dev cellrun cellc; do
   dpkg-deb -x "$deb" "$work/root"
 done
 for file in usr/bin/cellrun usr/bin/cellc usr/include/cellrun/Engine.h \
-            usr/include/cellrun/schema/cellpack_generated.h \
+            usr/include/cellrun/Model.h \
             usr/lib/cmake/cellrun/cellrunConfig.cmake usr/lib/cellrun/libCellEngine.a \
             usr/lib/libcellrun.so; do
   [ -e "$work/root/$file" ] || { echo "FAIL: no $file in the packages"; exit 1; }
 done
+# The headers are the public API: no file format, no backend.
+if ls "$work/root/usr/include/cellrun" | grep -qx 'schema\|Artifact.h\|Executor.h'; then
+  echo "FAIL: internal headers in the package: $(ls "$work/root/usr/include/cellrun")"
+  exit 1
+fi
 
 # The packaged compiler, then the packaged runtime tool, against the build's.
 "$work/root/usr/bin/cellc" "$source_dir/examples/lstm/model.yaml" \

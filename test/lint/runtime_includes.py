@@ -5,7 +5,10 @@ public headers (ctest lint.runtime_includes):
 - the programs (tools/) include no internal runtime header ("backend/...",
   "sched/...", "exec/...", "artifact/...", "schema/..."), only "cellrun/...";
   tests and benchmarks may, through the CellRuntimeInternal target;
-- the public headers include nothing from the runtime's internals.
+- the public headers include nothing from the runtime's internals, not the
+  artifact's generated FlatBuffers code, and name neither the file format
+  (cellpack::) nor a backend, the executor or its fault injection;
+- the programs (tools/) do not name the file format either.
 Prints every offending line and exits 1 if there is one.
 
   runtime_includes.py SOURCE_DIR"""
@@ -17,6 +20,10 @@ root = pathlib.Path(sys.argv[1]).resolve()
 include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 internal = re.compile(r"^(backend|sched|exec|artifact|schema)/")
 problems = []
+format_name = re.compile(r"\bcellpack::")
+internal_class = re.compile(r"\b(Executor|Backend|CpuBackend|CudaBackend|CpuTaskRunner|"
+                            r"ThreadPool|PackedWeightCache|SlotPool|FaultInjector|"
+                            r"FaultPoint|Scheduler)\b")
 # Headers of the runtime that are not public, by name (a program that has
 # one on its include path could include it by name alone).
 internal_names = {path.name for path in (root / "runtime").rglob("*.h")
@@ -48,12 +55,23 @@ for folder in ["tools", "bench", "test", "examples", "compiler", "dialects"]:
             if folder == "tools" and (internal.match(target) or
                                       (target in internal_names and not local)):
                 problems.append(f"{where}: an internal runtime header in a program")
+        if folder == "tools":
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if format_name.search(line.split("//")[0]):
+                    problems.append(f"{path.relative_to(root)}:{number}: names the "
+                                    "artifact's file format (cellpack::) in a program")
 for path in sorted((root / "runtime" / "include").rglob("*.h")):
     checked += 1
     for number, target in lines(path):
-        if target.startswith("../") or internal.match(target):
+        if (target.startswith("../") or internal.match(target) or
+                target == "cellpack_generated.h"):
             problems.append(f"{path.relative_to(root)}:{number}: \"{target}\": "
                             "a public header includes an internal one")
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        code = line.split("//")[0]
+        if format_name.search(code) or internal_class.search(code):
+            problems.append(f"{path.relative_to(root)}:{number}: a public header "
+                            f"names the runtime's internals: {code.strip()}")
 for problem in problems:
     print(problem)
 if problems:

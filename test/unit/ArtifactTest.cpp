@@ -8,9 +8,9 @@
 // identifier, another format version, semantic errors, random garbage.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
+#include "artifact/CodeSelection.h"
 #include "cellrun/ArtifactJson.h"
-#include "cellrun/CodeSelection.h"
 
 #include "schema/Checksum.h"
 

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ProjectedReference.h"
-#include "cellrun/Executor.h"
+#include "exec/Executor.h"
 
 #include "backend/cpu/ElementIO.h"
 

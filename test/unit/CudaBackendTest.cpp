@@ -8,8 +8,8 @@
 // cuBLASLt, and the code it would load for sm_80, sm_90 and a newer GPU.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/CodeSelection.h"
-#include "cellrun/Executor.h"
+#include "artifact/CodeSelection.h"
+#include "exec/Executor.h"
 
 #include "backend/cuda/CudaTaskRunner.h"
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 #include "cellrun/Unfolder.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -119,7 +120,7 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
   options.poolRows = 64;
   auto engine = Engine::create(std::move(custom).value(), options).value();
   auto reference = Engine::create(std::move(chain).value(), options).value();
-  uint32_t idle = engine->executor().rowsInUse();
+  uint32_t idle = engineExecutor(*engine).rowsInUse();
 
   const char *faults[] = {"", "lie", "finish-at-start", "never-finish",
                           "throw"};
@@ -185,7 +186,7 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
           << result.status.message();
     }
   }
-  EXPECT_EQ(engine->executor().rowsInUse(), idle);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idle);
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.completed + stats.failed, results.size());
 }

@@ -15,6 +15,7 @@
 #include "ExampleArtifacts.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -54,8 +55,8 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   auto cpu = manual(artifact, DeviceKind::Cpu);
   auto gpu = manual(artifact, DeviceKind::Cuda);
   ASSERT_TRUE(cpu && gpu);
-  std::printf("%s on %s\n", model.c_str(), gpu->executor().describe().c_str());
-  uint32_t idle = gpu->executor().rowsInUse();
+  std::printf("%s on %s\n", model.c_str(), gpu->deviceDescription().c_str());
+  uint32_t idle = engineExecutor(*gpu).rowsInUse();
 
   std::mt19937 random(2024);
   constexpr int kRequests = 200;
@@ -102,7 +103,7 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   EXPECT_LE(tokenMismatches, kRequests / 50)
       << "decoded tokens differ from the cpu's in " << tokenMismatches
       << " requests";
-  EXPECT_EQ(gpu->executor().rowsInUse(), idle);
+  EXPECT_EQ(engineExecutor(*gpu).rowsInUse(), idle);
   EngineStats stats = gpu->stats();
   EXPECT_EQ(stats.completed, uint64_t(kRequests));
   std::printf("%s: %d of %d decodes differ from the cpu's\n", model.c_str(),

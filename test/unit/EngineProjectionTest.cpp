@@ -11,7 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RandomRequests.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 #include "schema/Checksum.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +57,7 @@ std::vector<RequestResult> serve(std::shared_ptr<const LoadedArtifact> artifact,
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   if (!engine.ok())
     return {};
-  uint32_t idleRows = engine.value()->executor().rowsInUse();
+  uint32_t idleRows = engineExecutor(*engine.value()).rowsInUse();
   std::vector<std::future<RequestResult>> futures;
   for (const std::string &text : texts) {
     auto request = engine.value()->parser().parse(text, "line");
@@ -69,7 +71,7 @@ std::vector<RequestResult> serve(std::shared_ptr<const LoadedArtifact> artifact,
   for (auto &future : futures)
     results.push_back(future.get());
   // The projection's rows went back with everything else.
-  EXPECT_EQ(engine.value()->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(engineExecutor(*engine.value()).rowsInUse(), idleRows);
   return results;
 }
 

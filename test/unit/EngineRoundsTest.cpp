@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -119,7 +120,7 @@ TEST(EngineRoundsTest, StepsIssuedPastEosAreFewAndDropped) {
   auto artifact = loadArtifactOrFail(CELL_SEQ2SEQ_EOS_ARTIFACT);
   ASSERT_TRUE(artifact);
   RecordingEngine engine(artifact);
-  uint32_t idle = engine->executor().rowsInUse();
+  uint32_t idle = engineExecutor(*engine).rowsInUse();
   std::vector<std::future<RequestResult>> futures;
   for (int i = 0; i < 40; ++i)
     futures.push_back(
@@ -142,8 +143,8 @@ TEST(EngineRoundsTest, StepsIssuedPastEosAreFewAndDropped) {
       decoderNodes += record.cellType == 1 ? record.nodes : 0;
   EXPECT_GT(atEos, 20u);
   EXPECT_GE(decoderNodes, decoded);
-  EXPECT_LE(decoderNodes, decoded + 4 * atEos);    // window 5: 4 steps ahead
-  EXPECT_EQ(engine->executor().rowsInUse(), idle); // dropped steps' too
+  EXPECT_LE(decoderNodes, decoded + 4 * atEos); // window 5: 4 steps ahead
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idle); // dropped steps' too
 }
 
 TEST(EngineRoundsTest, EveryTaskIsRecordedWithItsCellAndBatchSize) {
@@ -248,7 +249,7 @@ TEST(EngineRoundsTest, OverlappedRoundsWithSmallPoolsWaitNeverFail) {
   options.poolRows = 40;
   options.overlapRounds = EngineOptions::Overlap::On;
   auto engine = Engine::create(artifact, options).value();
-  uint32_t idle = engine->executor().rowsInUse();
+  uint32_t idle = engineExecutor(*engine).rowsInUse();
   std::vector<std::future<RequestResult>> futures;
   for (int i = 0; i < 30; ++i) {
     std::string tokens = "[";
@@ -264,7 +265,7 @@ TEST(EngineRoundsTest, OverlappedRoundsWithSmallPoolsWaitNeverFail) {
     RequestResult result = future.get();
     EXPECT_TRUE(result.status.isOk()) << result.status.toString();
   }
-  EXPECT_EQ(engine->executor().rowsInUse(), idle);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idle);
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -137,7 +138,7 @@ TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
   auto rowsInUse = [&] {
     uint32_t rows = 0;
     for (uint32_t w = 0; w < engine->workers(); ++w)
-      rows += engine->executor(w).rowsInUse();
+      rows += engineExecutor(*engine, w).rowsInUse();
     return rows;
   };
   uint32_t idleRows = rowsInUse();
@@ -279,7 +280,7 @@ TEST(EngineSessions, ParkedStateNeverLocksSessionsOut) {
   auto engine = makeEngine("lstm", 0, false, Policy::Cellular, 1,
                            /*poolRows=*/24);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engine->executor().rowsInUse();
+  uint32_t idleRows = engineExecutor(*engine).rowsInUse();
   std::mt19937 random(11);
   std::vector<std::vector<Request>> open;
   std::vector<Request> wholes;
@@ -315,7 +316,7 @@ TEST(EngineSessions, ParkedStateNeverLocksSessionsOut) {
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.sessionsOpen, 0u);
   EXPECT_EQ(stats.poolBytesReserved, 0u);
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows);
 }
 
 // Chunks waiting behind their session's running chunk count against the
@@ -347,7 +348,7 @@ TEST(EngineSessions, WaitingChunksCountAgainstTheQueueLimit) {
 TEST(EngineSessions, IdleSessionsTimeOutAndFreeTheirRows) {
   auto engine = makeEngine("lstm", /*timeout=*/0.05);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engine->executor().rowsInUse();
+  uint32_t idleRows = engineExecutor(*engine).rowsInUse();
   std::mt19937 random(5);
   Request whole = sequence(*engine, "lstm", 4, random, "t");
   auto parts = chunks(whole, {2, 2}, 77);
@@ -355,13 +356,13 @@ TEST(EngineSessions, IdleSessionsTimeOutAndFreeTheirRows) {
   engine->drain();
   ASSERT_TRUE(first.get().status.isOk());
   EXPECT_EQ(engine->stats().sessionsOpen, 1u);
-  EXPECT_GT(engine->executor().rowsInUse(), idleRows); // the parked state
+  EXPECT_GT(engineExecutor(*engine).rowsInUse(), idleRows); // the parked state
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   engine->runOnce();
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.sessionsOpen, 0u);
   EXPECT_EQ(stats.sessionsExpired, 1u);
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows);
   EXPECT_EQ(stats.poolBytesReserved, 0u);
   Status status = engine->submit(parts[1], [](RequestResult) {});
   EXPECT_EQ(status.code(), StatusCode::InvalidArgument);

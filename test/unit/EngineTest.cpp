@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 #include "RandomRequests.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -119,7 +120,7 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   // Together: random arrivals between rounds of the loop.
   auto engine = makeEngine(artifact, policy, 4096, overlap);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engine->executor().rowsInUse(); // zero, scratch rows
+  uint32_t idleRows = engineExecutor(*engine).rowsInUse(); // zero, scratch rows
   std::vector<std::future<RequestResult>> futures;
   int next = 0;
   while (next < kRequests) {
@@ -160,7 +161,7 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   }
   EXPECT_GT(nodes, tasks) << "requests were never batched together";
   // Every row a request held (steps issued past EOS included) is back.
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows);
   if (std::string(model) == "seq2seq_eos" ||
       std::string(model) == "attention_eos")
     EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";

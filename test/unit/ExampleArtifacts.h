@@ -10,7 +10,7 @@
 #ifndef CELLC_TEST_UNIT_EXAMPLEARTIFACTS_H
 #define CELLC_TEST_UNIT_EXAMPLEARTIFACTS_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #define CELL_TEST_EXAMPLETASKS_H
 
 #include "ProjectedReference.h"
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include "backend/cpu/CpuTaskRunner.h"
 #include "backend/cpu/ElementIO.h"

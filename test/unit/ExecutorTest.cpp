@@ -6,7 +6,7 @@
 // batch size 4 and matches PyTorch, bad row vectors are rejected.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Executor.h"
+#include "exec/Executor.h"
 #include "ReferenceData.h"
 
 #include "backend/cpu/ElementIO.h"

@@ -14,6 +14,7 @@
 #include "FaultTests.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -57,10 +58,10 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
   EngineOptions options;
   options.startWorker = false;
   options.executor.threads = 2;
-  options.executor.injectFault = std::move(inject);
   options.overlapRounds =
       overlap ? EngineOptions::Overlap::On : EngineOptions::Overlap::Off;
-  auto engine = Engine::create(std::move(model), options);
+  auto engine =
+      createEngineForTesting(std::move(model), options, std::move(inject));
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
@@ -106,7 +107,7 @@ TEST_P(FaultInjectionTest, HitRequestsFailAndTheRestAreServed) {
   };
   auto engine = makeEngine(artifact, overlap, inject);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engine->executor().rowsInUse();
+  uint32_t idleRows = engineExecutor(*engine).rowsInUse();
   armed = true;
   std::vector<std::future<RequestResult>> futures =
       submitInTrickles(*engine, texts, random);
@@ -127,7 +128,7 @@ TEST_P(FaultInjectionTest, HitRequestsFailAndTheRestAreServed) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_LT(failed, kRequests / 2) << "a fault must hit only its task's rows";
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows)
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows)
       << "the failed requests' rows must come back";
 
   // The engine serves on: a second wave, without faults, is exact.
@@ -139,7 +140,7 @@ TEST_P(FaultInjectionTest, HitRequestsFailAndTheRestAreServed) {
   for (int i = 0; i < 20; ++i)
     expectSameBits(again[i].get(), expected[i],
                    "after the faults, request " + std::to_string(i));
-  EXPECT_EQ(engine->executor().rowsInUse(), idleRows);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows);
   std::printf("%s/%s%s: %llu faults failed %d of %d requests\n", model,
               pointName(point).c_str(), overlap ? " (overlapped)" : "",
               (unsigned long long)injected, failed, kRequests);

@@ -14,7 +14,7 @@
 #define CELL_TEST_PROJECTEDREFERENCE_H
 
 #include "ReferenceData.h"
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include <cstring>
 #include <string>

@@ -7,7 +7,7 @@
 // subgraphs that left are not found again.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Scheduler.h"
+#include "sched/Scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // pinned subgraph never handed to a second worker.
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Scheduler.h"
+#include "sched/Scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include "backend/cpu/ElementIO.h"
 

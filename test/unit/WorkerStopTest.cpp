@@ -13,6 +13,7 @@
 #include "FaultTests.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
+#include "sched/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -36,10 +37,10 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
   options.workers = workers;
   options.startWorker = threads;
   options.executor.threads = 1;
-  options.executor.injectFault = std::move(inject);
   if (poolRows)
     options.poolRows = poolRows;
-  auto engine = Engine::create(std::move(model), options);
+  auto engine =
+      createEngineForTesting(std::move(model), options, std::move(inject));
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
@@ -116,8 +117,8 @@ TEST_P(WorkerStopTest, TheOtherWorkerServesOn) {
   loss.at = 40;
   auto engine = makeEngine(artifact, 2, false, loss.injector());
   ASSERT_TRUE(engine);
-  uint32_t idle0 = engine->executor(0).rowsInUse();
-  uint32_t idle1 = engine->executor(1).rowsInUse();
+  uint32_t idle0 = engineExecutor(*engine, 0).rowsInUse();
+  uint32_t idle1 = engineExecutor(*engine, 1).rowsInUse();
   loss.armed = true;
   std::vector<std::future<RequestResult>> futures =
       submitInTrickles(*engine, texts, random);
@@ -136,8 +137,8 @@ TEST_P(WorkerStopTest, TheOtherWorkerServesOn) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_LT(failed, kRequests) << "the other worker must serve the rest";
-  EXPECT_EQ(engine->executor(0).rowsInUse(), idle0);
-  EXPECT_EQ(engine->executor(1).rowsInUse(), idle1);
+  EXPECT_EQ(engineExecutor(*engine, 0).rowsInUse(), idle0);
+  EXPECT_EQ(engineExecutor(*engine, 1).rowsInUse(), idle1);
 
   // The next wave: every request on the worker left, exact.
   std::vector<std::future<RequestResult>> again;
@@ -204,7 +205,7 @@ TEST(WorkerStop, TheLastWorkerFailsEverythingAndRefusesNewRequests) {
   // A small pool: some requests wait for rows when the device is lost.
   auto engine = makeEngine(artifact, 1, false, loss.injector(), 64);
   ASSERT_TRUE(engine);
-  uint32_t idle = engine->executor().rowsInUse();
+  uint32_t idle = engineExecutor(*engine).rowsInUse();
   std::mt19937 random(3);
 
   // A session with its state parked between chunks.
@@ -249,7 +250,7 @@ TEST(WorkerStop, TheLastWorkerFailsEverythingAndRefusesNewRequests) {
   EXPECT_EQ(stats.workersInService, 0u);
   EXPECT_EQ(stats.sessionsOpen, 0u) << "its state was in the lost pools";
   EXPECT_EQ(stats.waiting, 0u);
-  EXPECT_EQ(engine->executor().rowsInUse(), idle);
+  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idle);
 
   // Refused at once, with the cause: a new request and the session's next
   // chunk alike.
@@ -275,8 +276,8 @@ TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {
   DeviceLoss loss;
   auto engine = makeEngine(artifact, 2, false, loss.injector());
   ASSERT_TRUE(engine);
-  uint32_t idle0 = engine->executor(0).rowsInUse();
-  uint32_t idle1 = engine->executor(1).rowsInUse();
+  uint32_t idle0 = engineExecutor(*engine, 0).rowsInUse();
+  uint32_t idle1 = engineExecutor(*engine, 1).rowsInUse();
   std::mt19937 random(8);
   // Session 1 starts on worker 0; session 2 arrives while worker 0 is busy
   // and goes to worker 1, which has more room.
@@ -288,8 +289,10 @@ TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {
   engine->drain();
   ASSERT_TRUE(first.get().status.isOk());
   ASSERT_TRUE(second.get().status.isOk());
-  ASSERT_GT(engine->executor(0).rowsInUse(), idle0) << "session 1's state";
-  ASSERT_GT(engine->executor(1).rowsInUse(), idle1) << "session 2's state";
+  ASSERT_GT(engineExecutor(*engine, 0).rowsInUse(), idle0)
+      << "session 1's state";
+  ASSERT_GT(engineExecutor(*engine, 1).rowsInUse(), idle1)
+      << "session 2's state";
 
   // Session 1 continues: its worker loses the device at that task.
   loss.armed = true;
@@ -302,7 +305,7 @@ TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.workersInService, 1u);
   EXPECT_EQ(stats.sessionsOpen, 1u) << "session 2 lives on worker 1";
-  EXPECT_EQ(engine->executor(0).rowsInUse(), idle0);
+  EXPECT_EQ(engineExecutor(*engine, 0).rowsInUse(), idle0);
 
   // Session 1's next chunk: Unavailable with the cause, not a client error.
   RequestResult again =
@@ -324,7 +327,7 @@ TEST(WorkerStop, SessionsOfTheStoppedWorkerAreUnavailableTheOthersServe) {
   stats = engine->stats();
   EXPECT_EQ(stats.sessionsOpen, 0u);
   EXPECT_EQ(stats.poolBytesReserved, 0u) << "every reservation given back";
-  EXPECT_EQ(engine->executor(1).rowsInUse(), idle1);
+  EXPECT_EQ(engineExecutor(*engine, 1).rowsInUse(), idle1);
   // A new session with the lost id starts afresh.
   auto fresh =
       engine->submit(lstmRequest(*engine, 7, random, 4, {1, true, true}));
@@ -339,8 +342,8 @@ TEST(WorkerStop, BothWorkersStopWithSessionsOnEach) {
   loss.count = 2; // the next two tasks, one on each worker
   auto engine = makeEngine(artifact, 2, false, loss.injector());
   ASSERT_TRUE(engine);
-  uint32_t idle0 = engine->executor(0).rowsInUse();
-  uint32_t idle1 = engine->executor(1).rowsInUse();
+  uint32_t idle0 = engineExecutor(*engine, 0).rowsInUse();
+  uint32_t idle1 = engineExecutor(*engine, 1).rowsInUse();
   std::mt19937 random(12);
   auto first =
       engine->submit(lstmRequest(*engine, 1, random, 40, {1, true}, 30));
@@ -352,8 +355,8 @@ TEST(WorkerStop, BothWorkersStopWithSessionsOnEach) {
   engine->drain();
   for (auto *future : {&first, &second, &third})
     ASSERT_TRUE(future->get().status.isOk());
-  ASSERT_GT(engine->executor(0).rowsInUse(), idle0);
-  ASSERT_GT(engine->executor(1).rowsInUse(), idle1);
+  ASSERT_GT(engineExecutor(*engine, 0).rowsInUse(), idle0);
+  ASSERT_GT(engineExecutor(*engine, 1).rowsInUse(), idle1);
 
   loss.armed = true;
   auto on0 = engine->submit(lstmRequest(*engine, 4, random, 5, {1}));
@@ -369,8 +372,8 @@ TEST(WorkerStop, BothWorkersStopWithSessionsOnEach) {
   EXPECT_EQ(stats.workersInService, 0u);
   EXPECT_EQ(stats.sessionsOpen, 0u);
   EXPECT_EQ(stats.poolBytesReserved, 0u);
-  EXPECT_EQ(engine->executor(0).rowsInUse(), idle0);
-  EXPECT_EQ(engine->executor(1).rowsInUse(), idle1);
+  EXPECT_EQ(engineExecutor(*engine, 0).rowsInUse(), idle0);
+  EXPECT_EQ(engineExecutor(*engine, 1).rowsInUse(), idle1);
 }
 
 } // namespace

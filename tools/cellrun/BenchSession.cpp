@@ -72,6 +72,7 @@ Status BenchSession::load(DeviceKind device) {
   if (!artifact.ok())
     return artifact.status();
   artifact_ = artifact.value();
+  model_ = describeModel(*artifact_);
   auto workload = loadWorkload(args_.workload);
   if (!workload.ok())
     return workload.status();
@@ -101,9 +102,8 @@ Status BenchSession::load(DeviceKind device) {
   base_.executor.threads = args_.threads;
   base_.poolRows = args_.poolRows;
   base_.bucketWidth = args_.bucketWidth;
-  for (const cellpack::CellType *cell : *artifact_->model().cells())
-    largestBatch_ =
-        std::max(largestBatch_, artifact_->batchSizes(*cell).back());
+  for (const CellInfo &cell : model_.cells)
+    largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;
   setup_.workload = args_.workload;
   setup_.device = device_ == DeviceKind::Cuda ? "cuda" : "cpu";
@@ -124,8 +124,7 @@ Status BenchSession::preparePeers() {
     if (peers_.count(name))
       continue;
     PeerOptions &peer = peers_[name];
-    Status scripted = choosePeerScript(*artifact_->model().unfolding(),
-                                       args_.peersDir, name, peer);
+    Status scripted = choosePeerScript(model_, args_.peersDir, name, peer);
     if (!scripted.isOk())
       return scripted;
     if (name == "onnxruntime" && device_ == DeviceKind::Cuda)
@@ -145,15 +144,15 @@ Status BenchSession::preparePeers() {
     // Our GEMMs' products in reduced precision: the check against the
     // peer's fp32 allows for it (measured: bf16 at hidden 1024 up to 3x
     // the fp32 tolerance).
-    switch (artifact_->model().precision()) {
-    case cellpack::Precision::BF16:
-    case cellpack::Precision::FP16:
+    switch (model_.precision) {
+    case ComputePrecision::BF16:
+    case ComputePrecision::FP16:
       peer.extra += " --tolerance 3e-2,3e-3";
       break;
-    case cellpack::Precision::TF32:
+    case ComputePrecision::TF32:
       peer.extra += " --tolerance 1e-2,1e-3";
       break;
-    case cellpack::Precision::FP32:
+    case ComputePrecision::FP32:
       break;
     }
   }
@@ -168,8 +167,7 @@ void BenchSession::chooseSystems() {
   // Padded batching needs sequences: trees go without it.
   auto padded = std::find(args_.policies.begin(), args_.policies.end(),
                           std::string("padded"));
-  if (artifact_->model().unfolding()->structure() ==
-          cellpack::Structure::Tree &&
+  if (model_.unfolding == UnfoldingKind::Tree &&
       padded != args_.policies.end()) {
     args_.policies.erase(padded);
     std::cout << "cellrun bench: padded batching needs sequences; this model "
@@ -181,8 +179,8 @@ void BenchSession::chooseSystems() {
   if (!args_.server.empty()) {
     server_.url = args_.server;
     server_.model = args_.serverModel;
-    if (server_.model.empty() && artifact_->model().model_name())
-      server_.model = artifact_->model().model_name()->str();
+    if (server_.model.empty())
+      server_.model = model_.name;
     server_.connections = args_.connections;
     server_.deadlineMs = args_.deadlineMs;
     systems_.push_back(args_.server.rfind("grpc://", 0) == 0 ? "serve-grpc"

@@ -101,6 +101,7 @@ private:
   BenchArgs args_;
   DeviceKind device_ = DeviceKind::Cpu;
   std::shared_ptr<const LoadedArtifact> artifact_;
+  ModelInfo model_; // what artifact_ holds
   std::unique_ptr<RequestParser> parser_;
   std::unique_ptr<bench::Workload> workload_;
   std::unique_ptr<bench::RequestSynthesizer> synthesizer_;

@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "Inspect.h"
 
-#include "cellrun/Artifact.h"
 #include "cellrun/ArtifactJson.h"
 #include "cellrun/Engine.h"
+#include "cellrun/Model.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -50,37 +50,25 @@ void printTable(const std::vector<std::vector<std::string>> &rows) {
   }
 }
 
-void printSummary(const LoadedArtifact &artifact) {
-  const cellpack::Model &model = artifact.model();
-  auto text = [](const flatbuffers::String *s) {
-    return s && s->size() ? s->str() : std::string("-");
-  };
-  std::cout << "artifact  " << artifact.displayName() << " ("
-            << artifact.fileSize() << " bytes, "
-            << megabytes(artifact.fileSize()) << " MB, format "
-            << artifact.formatVersion() << ")\n"
-            << "model     " << text(model.model_name()) << " ("
-            << cellpack::EnumNameStructure(model.unfolding()->structure())
-            << ", " << cellpack::EnumNamePrecision(model.precision())
-            << "), produced by " << text(model.producer()) << "\n\n";
+void printSummary(const ModelInfo &model) {
+  auto text = [](const std::string &s) { return s.empty() ? "-" : s; };
+  std::cout << "artifact  " << model.source << " (" << model.fileBytes
+            << " bytes, " << megabytes(model.fileBytes) << " MB, format "
+            << model.formatVersion << ")\n"
+            << "model     " << text(model.name) << " ("
+            << unfoldingName(model.unfolding) << ", "
+            << precisionName(model.precision) << "), produced by "
+            << text(model.producer) << "\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"cell", "batch sizes", "kernels", "weights MB", "cubins", "ptx"}};
-  for (const cellpack::CellType *cell : artifact.cells()) {
-    std::vector<std::string> sizes, cubins;
-    for (uint32_t size : artifact.batchSizes(*cell))
+  for (const CellInfo &cell : model.cells) {
+    std::vector<std::string> sizes;
+    for (uint32_t size : cell.batchSizes)
       sizes.push_back(std::to_string(size));
-    uint64_t weightBytes = 0;
-    for (uint32_t i = 0; cell->weights() && i < cell->weights()->size(); ++i)
-      if (const auto *data = cell->weights()->Get(i)->data())
-        weightBytes += data->size();
-    const cellpack::CellCode &code = artifact.code(*cell);
-    for (uint32_t i = 0; code.cubins() && i < code.cubins()->size(); ++i)
-      cubins.push_back(code.cubins()->Get(i)->arch()->str());
-    uint32_t kernels = code.kernel_names() ? code.kernel_names()->size() : 0;
     rows.push_back(
-        {cell->name()->str(), join(sizes, ","), std::to_string(kernels),
-         megabytes(weightBytes), join(cubins, ","),
-         code.ptx() && code.ptx()->size() ? text(code.ptx_arch()) : "-"});
+        {cell.name, join(sizes, ","), std::to_string(cell.kernelCount),
+         megabytes(cell.weightBytes), join(cell.gpuArchitectures, ","),
+         text(cell.ptxArchitecture)});
   }
   printTable(rows);
 }
@@ -107,7 +95,7 @@ int runInspect(const std::vector<std::string> &args) {
     return kExitFailure;
   }
   if (summary)
-    printSummary(**artifact);
+    printSummary(describeModel(**artifact));
   else
     writeArtifactJson(**artifact, std::cout);
   std::cout.flush();

@@ -270,11 +270,11 @@ int runRun(const std::vector<std::string> &arguments) {
     }
     taskLog.write(log, stats);
   }
-  const auto *name = artifact.value()->model().model_name();
-  std::string where = engine.executor().describe();
+  std::string name = describeModel(*artifact.value()).name;
+  std::string where = engine.deviceDescription();
   if (engine.workers() > 1)
     where += " and " + std::to_string(engine.workers() - 1) + " more";
-  printSummary(name ? name->str() : "?", policyName(engineOptions.policy),
+  printSummary(name.empty() ? "?" : name, policyName(engineOptions.policy),
                where, lines.size(), std::move(writer.latenciesMs), times,
                stats);
   return writer.failed ? kExitFailure : kExitOk;

@@ -13,7 +13,7 @@
 #include "serve/HttpServer.h"
 
 #include "cellrun/Device.h"
-#include "cellrun/Executor.h"
+#include "cellrun/Model.h"
 
 #include <spdlog/spdlog.h>
 
@@ -130,12 +130,12 @@ void addOptions(CLI::App &app, ServeArgs &args) {
           {"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
 
-std::string batchSizesText(const LoadedArtifact &artifact) {
+std::string batchSizesText(const ModelInfo &model) {
   std::string text;
-  for (const cellpack::CellType *cell : artifact.cells()) {
-    text += (text.empty() ? "" : "; ") + cell->name()->str() + " ";
+  for (const CellInfo &cell : model.cells) {
+    text += (text.empty() ? "" : "; ") + cell.name + " ";
     std::string sizes;
-    for (uint32_t size : artifact.batchSizes(*cell))
+    for (uint32_t size : cell.batchSizes)
       sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
     text += sizes;
   }
@@ -176,7 +176,8 @@ int serveModel(const ServeArgs &args) {
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
   options.limits.maxSteps = args.maxSteps;
-  size_t rowBytes = Executor::bytesPerPoolRow(*artifact.value());
+  ModelInfo info = describeModel(*artifact.value());
+  size_t rowBytes = info.poolBytesPerRow;
   if (args.memoryBudget > 0) {
     uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);
     if (rows < 2) {
@@ -195,12 +196,12 @@ int serveModel(const ServeArgs &args) {
   }
   serve::InferenceService &model = *service.value();
   spdlog::info("model '{}' ({}, {} cells: {}) from {}", model.modelName(),
-               model.structureName(), artifact.value()->cells().size(),
-               batchSizesText(*artifact.value()), args.model);
+               model.structureName(), info.cells.size(), batchSizesText(info),
+               args.model);
   spdlog::info(
       "{} batching on {}{}; state pools {} rows ({:.1f} MB), "
       "queue {}",
-      args.policy, model.engine().executor().describe(),
+      args.policy, model.engine().deviceDescription(),
       args.workers > 1 ? " and " + std::to_string(args.workers - 1) + " more"
                        : std::string(),
       options.poolRows,

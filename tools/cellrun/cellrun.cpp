@@ -12,7 +12,7 @@
 #include "Inspect.h"
 #include "Run.h"
 #include "Serve.h"
-#include "cellrun/Artifact.h"
+#include "cellrun/Model.h"
 
 #include <iostream>
 #include <string>

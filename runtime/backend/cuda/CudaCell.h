@@ -12,8 +12,8 @@
 
 #include "CudaMemory.h"
 
-#include "cellrun/Artifact.h"
-#include "cellrun/CodeSelection.h"
+#include "artifact/Artifact.h"
+#include "artifact/CodeSelection.h"
 
 #include <cuda_runtime_api.h>
 

@@ -25,10 +25,6 @@ static cublasComputeType_t computeType(cellpack::Precision precision) {
   return CUBLAS_COMPUTE_32F;
 }
 
-static const char *precisionName(cellpack::Precision precision) {
-  return cellpack::EnumNamePrecision(precision);
-}
-
 /// The largest power of two (at most 256) that divides `pointer`.
 static uint32_t alignmentOf(const void *pointer) {
   auto address = reinterpret_cast<uintptr_t>(pointer);
@@ -138,7 +134,8 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
   char text[96];
   std::snprintf(text, sizeof text, "m=%lld n=%lld k=%lld %s",
                 static_cast<long long>(m), static_cast<long long>(n),
-                static_cast<long long>(k), precisionName(step.precision()));
+                static_cast<long long>(k),
+                cellpack::EnumNamePrecision(step.precision()));
   gemm->description_ = text;
   gemm->skinny_ = skinny;
   bool contest = skinny.kernel && !step.trans_a() && !step.trans_b() &&

@@ -20,7 +20,7 @@
 
 #include "CudaMemory.h"
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>

@@ -10,7 +10,7 @@
 #ifndef CELLRUN_ARTIFACTJSON_H
 #define CELLRUN_ARTIFACTJSON_H
 
-#include "cellrun/Artifact.h"
+#include "cellrun/Model.h"
 
 #include <ostream>
 #include <string>

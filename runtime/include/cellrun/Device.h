@@ -4,7 +4,8 @@
 // when there is one and falls back to the CPU backend otherwise, saying why
 // in one line. The probe goes through the CUDA runtime (linked statically;
 // never the driver stub), so a machine without a driver or a GPU gets a
-// "no CUDA device" status, not a crash.
+// "no CUDA device" status, not a crash. ExecutorOptions says how a
+// worker's tasks run on the chosen backend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_DEVICE_H
@@ -40,6 +41,21 @@ Result<CudaDeviceInfo> probeCudaDevice(int index = 0);
 /// otherwise); for Auto, Cuda when usable, else Cpu with `note` set to the
 /// one-line reason.
 Result<DeviceKind> resolveDevice(DeviceChoice choice, std::string &note);
+
+/// How an engine worker runs its tasks (EngineOptions::executor).
+struct ExecutorOptions {
+  DeviceKind device = DeviceKind::Cpu;
+  /// cpu: threads that share a task's GEMM columns and kernel rows;
+  /// 0: one per core (std::thread::hardware_concurrency).
+  unsigned threads = 0;
+  /// cuda: the device index and how many tasks may be in flight.
+  int cudaDevice = 0;
+  unsigned tasksInFlight = 4;
+  /// Benchmarks of the host path only (bench/host_bench): cpu tasks move
+  /// their rows in and out but compute nothing, so what is timed is the
+  /// runtime's own work. Results are meaningless.
+  bool nullTasks = false;
+};
 
 } // namespace cellrun
 

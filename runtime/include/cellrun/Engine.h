@@ -20,7 +20,8 @@
 #ifndef CELLRUN_ENGINE_H
 #define CELLRUN_ENGINE_H
 
-#include "cellrun/Executor.h"
+#include "cellrun/Device.h"
+#include "cellrun/Model.h"
 #include "cellrun/Request.h"
 #include "cellrun/RequestParser.h"
 
@@ -139,8 +140,9 @@ public:
   static Status check(std::shared_ptr<const LoadedArtifact> artifact);
 
   const RequestParser &parser() const;
-  /// The executor of `worker`.
-  const Executor &executor(uint32_t worker = 0) const;
+  /// Where `worker` runs its tasks: "cpu (2 threads)" or the CUDA
+  /// device's description.
+  std::string deviceDescription(uint32_t worker = 0) const;
   uint32_t workers() const;
   const EngineOptions &options() const;
 
@@ -183,10 +185,12 @@ public:
 
   EngineStats stats() const;
 
+  /// The runtime's own; an Engine is made by create().
   class Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  Impl &impl() const { return *impl_; }
 
 private:
-  explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

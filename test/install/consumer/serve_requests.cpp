@@ -1,15 +1,17 @@
 //===- serve_requests.cpp - An application on the installed runtime ------===//
 //
-// Loads an artifact, serves every request of a JSON-lines file on the CPU
-// through the public Engine API, and writes one line per request:
+// Loads an artifact, prints what it holds (describeModel: one line per cell,
+// "cell <name> <batch sizes> <inputs>", as `cellrun inspect --summary`
+// shows it), serves every request of a JSON-lines file on the CPU through
+// the public Engine API, and writes one line per request:
 //   <id> <output name> <value> <value> ...   (values with 9 digits)
 // so that a test can compare them with what `cellrun run` computed.
 //
 //   serve_requests MODEL.cellpack REQUESTS.jsonl OUT.txt
 //
 //===----------------------------------------------------------------------===//
-#include "cellrun/Artifact.h"
 #include "cellrun/Engine.h"
+#include "cellrun/Model.h"
 
 #include <cstdio>
 #include <fstream>
@@ -26,6 +28,20 @@ int main(int argc, char **argv) {
   if (!artifact.ok()) {
     std::fprintf(stderr, "%s\n", artifact.status().message().c_str());
     return 1;
+  }
+  cellrun::ModelInfo model = cellrun::describeModel(*artifact.value());
+  std::printf("model %s (%s, %s)\n", model.name.c_str(),
+              cellrun::unfoldingName(model.unfolding),
+              cellrun::precisionName(model.precision));
+  for (const cellrun::CellInfo &cell : model.cells) {
+    std::string sizes, inputs;
+    for (uint32_t size : cell.batchSizes)
+      sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    for (const cellrun::CellTensorInfo &input : cell.inputs)
+      inputs += " " + input.name + ":" + input.role + ":" +
+                cellrun::elementTypeName(input.type);
+    std::printf("cell %s %s%s\n", cell.name.c_str(), sizes.c_str(),
+                inputs.c_str());
   }
   cellrun::EngineOptions options;
   options.executor.device = cellrun::DeviceKind::Cpu;

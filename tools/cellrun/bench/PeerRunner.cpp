@@ -21,29 +21,28 @@ const std::vector<std::string> &cellrun::bench::peerNames() {
   return names;
 }
 
-Status cellrun::bench::choosePeerScript(const cellpack::Unfolding &unfolding,
+Status cellrun::bench::choosePeerScript(const ModelInfo &model,
                                         const std::string &peersDir,
                                         const std::string &name,
                                         PeerOptions &peer) {
-  switch (unfolding.structure()) {
-  case cellpack::Structure::Chain:
+  switch (model.unfolding) {
+  case UnfoldingKind::Chain:
     peer.script = peersDir + "/" + name + "_chain.py";
     break;
-  case cellpack::Structure::Seq2Seq:
+  case UnfoldingKind::Seq2Seq:
     peer.script = peersDir + "/" + name + "_seq2seq.py";
-    peer.extra = " --bos " + std::to_string(unfolding.bos_token()) + " --eos " +
-                 std::to_string(unfolding.eos_token());
-    if (unfolding.max_decode_length() > 0) // 0: no limit of the model's
-      peer.extra +=
-          " --max-decode " + std::to_string(unfolding.max_decode_length());
+    peer.extra = " --bos " + std::to_string(model.beginToken) + " --eos " +
+                 std::to_string(model.endToken);
+    if (model.maxDecodeLength > 0) // 0: no limit of the model's
+      peer.extra += " --max-decode " + std::to_string(model.maxDecodeLength);
     break;
-  case cellpack::Structure::Tree:
+  case UnfoldingKind::Tree:
     if (name != "pytorch")
       return Status(StatusCode::Unsupported,
                     "no " + name + " peer for trees (only pytorch)");
     peer.script = peersDir + "/pytorch_treelstm.py";
     break;
-  case cellpack::Structure::Custom:
+  case UnfoldingKind::Custom:
     return Status(StatusCode::Unsupported,
                   "no " + name + " peer for a custom unfolder's model");
   }

@@ -14,6 +14,8 @@
 
 #include "LoadRunner.h"
 
+#include "cellrun/Model.h"
+
 namespace cellrun::bench {
 
 struct PeerOptions {
@@ -39,11 +41,10 @@ Result<RunRecord> runPeer(const PeerOptions &options,
 const std::vector<std::string> &peerNames();
 
 /// Sets `peer.script` (and its model options) to peer `name`'s script in
-/// `peersDir` for the model's structure; Unsupported where that peer has
+/// `peersDir` for the model's unfolding; Unsupported where that peer has
 /// none (a custom unfolder's model; ONNX Runtime for trees).
-Status choosePeerScript(const cellpack::Unfolding &unfolding,
-                        const std::string &peersDir, const std::string &name,
-                        PeerOptions &peer);
+Status choosePeerScript(const ModelInfo &model, const std::string &peersDir,
+                        const std::string &name, PeerOptions &peer);
 
 /// Our outputs for `requests` (run alone, cellular) in the format of
 /// `cellrun run --output`, for the peer to check against.

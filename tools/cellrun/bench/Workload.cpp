@@ -81,9 +81,9 @@ Result<RequestSynthesizer>
 RequestSynthesizer::create(const LoadedArtifact &artifact,
                            const ModelSignature &signature) {
   RequestSynthesizer synthesizer;
-  const cellpack::Unfolding &unfolding = *artifact.model().unfolding();
-  synthesizer.structure_ = unfolding.structure();
-  if (synthesizer.structure_ == cellpack::Structure::Custom)
+  ModelInfo model = describeModel(artifact);
+  synthesizer.structure_ = model.unfolding;
+  if (synthesizer.structure_ == UnfoldingKind::Custom)
     return Status(StatusCode::Unsupported,
                   "cellrun bench draws requests for chain, seq2seq and tree "
                   "models; a custom unfolder's requests are its own");
@@ -99,7 +99,7 @@ RequestSynthesizer::create(const LoadedArtifact &artifact,
   synthesizer.tokens_ = synthesizer.inputs_.size() == 1 &&
                         synthesizer.inputs_[0].shape.size() == 1 &&
                         isIntegerTensorType(synthesizer.inputs_[0].type);
-  synthesizer.maxDecode_ = unfolding.max_decode_length();
+  synthesizer.maxDecode_ = model.maxDecodeLength;
   return synthesizer;
 }
 
@@ -134,7 +134,7 @@ std::string RequestSynthesizer::requestLine(uint32_t k,
     return one;
   };
   nlohmann::json request = {{"id", "r" + std::to_string(k)}};
-  if (structure_ == cellpack::Structure::Tree) {
+  if (structure_ == UnfoldingKind::Tree) {
     nlohmann::json nodes = nlohmann::json::array();
     std::vector<uint32_t> open;
     for (uint32_t leaf = 0; leaf < shape.size; ++leaf) {
@@ -160,7 +160,7 @@ std::string RequestSynthesizer::requestLine(uint32_t k,
   for (uint32_t s = 0; s < shape.size; ++s)
     steps.push_back(tokens_ ? value(inputs_[0]) : step());
   request[tokens_ ? "tokens" : "steps"] = std::move(steps);
-  if (structure_ == cellpack::Structure::Seq2Seq) {
+  if (structure_ == UnfoldingKind::Seq2Seq) {
     int64_t decode = shape.decode ? shape.decode : shape.size;
     if (maxDecode_ > 0)
       decode = std::min(decode, maxDecode_);

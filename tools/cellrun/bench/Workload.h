@@ -14,7 +14,7 @@
 #ifndef CELLRUN_TOOLS_BENCH_WORKLOAD_H
 #define CELLRUN_TOOLS_BENCH_WORKLOAD_H
 
-#include "cellrun/Artifact.h"
+#include "cellrun/Model.h"
 #include "cellrun/Tensors.h"
 
 #include <string>
@@ -47,7 +47,7 @@ public:
   static uint32_t lengthOf(const RequestShape &shape) { return shape.size; }
 
 private:
-  cellpack::Structure structure_ = cellpack::Structure::Chain;
+  UnfoldingKind structure_ = UnfoldingKind::Chain;
   std::vector<TensorDescription> inputs_; // per step, or per leaf
   int64_t maxDecode_ = 0;
   bool tokens_ = false; // one integer a step: "tokens"

@@ -46,20 +46,6 @@ int serve::httpStatusOf(Outcome outcome) {
   return 500;
 }
 
-static const char *structureName(cellpack::Structure structure) {
-  switch (structure) {
-  case cellpack::Structure::Chain:
-    return "chain";
-  case cellpack::Structure::Seq2Seq:
-    return "seq2seq";
-  case cellpack::Structure::Tree:
-    return "tree";
-  case cellpack::Structure::Custom:
-    return "custom";
-  }
-  return "?";
-}
-
 Result<std::unique_ptr<InferenceService>>
 InferenceService::create(std::shared_ptr<const LoadedArtifact> artifact,
                          EngineOptions options) {
@@ -73,11 +59,9 @@ InferenceService::create(std::shared_ptr<const LoadedArtifact> artifact,
     return engine.status();
   service->engine_ = std::move(engine).value();
   service->artifact_ = std::move(artifact);
-  const cellpack::Model &model = service->artifact_->model();
-  service->modelName_ = model.model_name() ? model.model_name()->str() : "";
-  if (service->modelName_.empty())
-    service->modelName_ = "model";
-  service->structureName_ = ::structureName(model.unfolding()->structure());
+  ModelInfo model = describeModel(*service->artifact_);
+  service->modelName_ = model.name.empty() ? "model" : model.name;
+  service->structureName_ = unfoldingName(model.unfolding);
   service->signature_ = service->engine_->parser().signature();
   std::vector<std::string> cells;
   for (const CellTypeStats &cell : service->engine_->stats().cells)

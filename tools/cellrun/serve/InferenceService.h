@@ -14,8 +14,8 @@
 
 #include "Metrics.h"
 
-#include "cellrun/Artifact.h"
 #include "cellrun/Engine.h"
+#include "cellrun/Model.h"
 #include "cellrun/Tensors.h"
 
 #include <atomic>

@@ -4,7 +4,7 @@
 #include "bench/ServerLoad.h"
 #include "bench/Workload.h"
 
-#include "cellrun/Artifact.h"
+#include "cellrun/Model.h"
 #include "cellrun/RequestParser.h"
 
 #include <random>
@@ -90,20 +90,19 @@ Status cellrun::soak::prepareTraffic(SoakModel &model, uint32_t count,
   auto artifact = loadArtifact(model.artifactPath);
   if (!artifact.ok())
     return artifact.status();
-  const cellpack::Model &root = artifact.value()->model();
-  model.name = root.model_name() ? root.model_name()->str() : "model";
+  ModelInfo info = describeModel(*artifact.value());
+  model.name = info.name.empty() ? "model" : info.name;
   auto parser = RequestParser::create(artifact.value());
   if (!parser.ok())
     return parser.status();
   model.signature = parser.value()->signature();
-  cellpack::Structure structure = root.unfolding()->structure();
-  model.chain = structure == cellpack::Structure::Chain;
+  model.chain = info.unfolding == UnfoldingKind::Chain;
   auto synthesizer =
       bench::RequestSynthesizer::create(*artifact.value(), model.signature);
   if (!synthesizer.ok())
     return synthesizer.status();
   std::mt19937_64 random(seed);
-  bool seq2seq = structure == cellpack::Structure::Seq2Seq;
+  bool seq2seq = info.unfolding == UnfoldingKind::Seq2Seq;
   for (uint32_t k = 0; k < count; ++k) {
     json line = json::parse(
         synthesizer->requestLine(k, drawShape(random, seq2seq), seed));

@@ -1,18 +1,20 @@
-//===- Artifact.h - Loading and reading a cellpack --------------*- C++ -*-===//
+//===- Artifact.h - A loaded cellpack, inside the runtime -------*- C++ -*-===//
 //
-// loadArtifact reads a .cellpack (runtime/schema/cellpack.fbs) into 64-byte
-// aligned memory and checks it completely before anyone reads it: size
-// prefix, file identifier, FlatBuffers structure, format version, payload
-// checksum, the nested Model's structure, then the semantics every later
-// component relies on (indices in range, workspace ranges inside the
+// loadArtifact (cellrun/Model.h) reads a .cellpack (schema/cellpack.fbs)
+// into 64-byte aligned memory and checks it completely before anyone reads
+// it: size prefix, file identifier, FlatBuffers structure, format version,
+// payload checksum, the nested Model's structure, then the semantics every
+// later component relies on (indices in range, workspace ranges inside the
 // workspace, kernels present in the code, weight sizes, GEMM shapes). A
 // LoadedArtifact is immutable and never reads outside its buffer; its
-// accessors hand out the FlatBuffers tables directly.
+// accessors hand out the FlatBuffers tables directly. Internal: applications
+// see the opaque class and describeModel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_ARTIFACT_H
 #define CELLRUN_ARTIFACT_H
 
+#include "cellrun/Model.h"
 #include "cellrun/Status.h"
 
 #include "cellpack_generated.h"
@@ -23,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cellrun {
@@ -105,22 +108,10 @@ private:
       codeByCell_;
 };
 
-/// Reads and checks the file at `path`. Errors: NotFound (no such file),
-/// IoError (cannot open or read, a directory), DataLoss (truncated,
-/// corrupted, malformed), Unsupported (another format version),
-/// ResourceExhausted (no memory for it). The message starts with the path
-/// and says what is wrong, e.g. "m.cellpack: truncated: the size prefix
-/// says 4092 bytes but 2044 follow".
-Result<std::shared_ptr<const LoadedArtifact>>
-loadArtifact(const std::string &path);
-
-/// The same for a file already in memory; `displayName` stands for the path
-/// in messages. The bytes are copied to aligned memory.
-Result<std::shared_ptr<const LoadedArtifact>>
-loadArtifactFromBytes(std::vector<uint8_t> bytes, std::string displayName);
-
-/// The artifact format version this runtime reads (and cellc writes).
-uint32_t supportedFormatVersion();
+/// The pool a tensor's rows live in: the executor keeps one pool per
+/// element type and row size, shared by every cell input and output of
+/// that type. (element type, bytes of one row)
+std::pair<int, size_t> poolRowType(const cellpack::TensorSpec &spec);
 
 } // namespace cellrun
 

@@ -1,5 +1,7 @@
 //===- Executor.h - Batched tasks of a cell over state pools ---*- C++ -*-===//
 //
+// Internal to the runtime (its tests and benchmarks use it too).
+//
 // The layer under the scheduler: "run this cell type for these n rows".
 // The executor owns one SlotPool per row type of the artifact (element type
 // and row size), shared by every cell input and output of that type, so the
@@ -18,9 +20,9 @@
 #ifndef CELLRUN_EXECUTOR_H
 #define CELLRUN_EXECUTOR_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Device.h"
-#include "cellrun/SlotPool.h"
+#include "exec/SlotPool.h"
 
 #include <functional>
 #include <map>
@@ -39,24 +41,10 @@ class Backend;
 /// lost, like a GPU after a sticky error, and fails every task).
 enum class FaultPoint : uint8_t { Allocate, Transfer, Kernel, Device };
 /// Called at every fault point when set; a status that is not Ok is the
-/// fault, returned where the operation would have failed.
+/// fault, returned where the operation would have failed. Tests only: the
+/// engine's tests pass one through createEngineForTesting
+/// (sched/EngineTesting.h).
 using FaultInjector = std::function<Status(FaultPoint)>;
-
-struct ExecutorOptions {
-  DeviceKind device = DeviceKind::Cpu;
-  /// cpu: threads that share a task's GEMM columns and kernel rows;
-  /// 0: one per core (std::thread::hardware_concurrency).
-  unsigned threads = 0;
-  /// cuda: the device index and how many tasks may be in flight.
-  int cudaDevice = 0;
-  unsigned tasksInFlight = 4;
-  /// Tests only: faults to inject (none when empty).
-  FaultInjector injectFault;
-  /// Benchmarks of the host path only (bench/host_bench): cpu tasks move
-  /// their rows in and out but compute nothing, so what is timed is the
-  /// runtime's own work. Results are meaningless.
-  bool nullTasks = false;
-};
 
 class Executor {
 public:
@@ -65,18 +53,15 @@ public:
   /// checked against its values and its GEMM weights packed; on cuda:
   /// kernels loaded and weights uploaded), so that an inconsistent plan is
   /// an error here, before any task.
+  /// `injectFault`: faults to inject (tests; none when empty).
   static Result<std::unique_ptr<Executor>>
   create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
-         const ExecutorOptions &options);
+         const ExecutorOptions &options, FaultInjector injectFault = {});
   /// The cpu backend with `threads` workers per task (0: one per core).
   static Result<std::unique_ptr<Executor>>
   create(std::shared_ptr<const LoadedArtifact> artifact, uint32_t rowsPerPool,
          unsigned threads = 0);
   ~Executor();
-
-  /// Bytes one row of every pool of `artifact` takes together: the memory
-  /// `rowsPerPool` rows cost is rowsPerPool times this.
-  static size_t bytesPerPoolRow(const LoadedArtifact &artifact);
 
   const LoadedArtifact &artifact() const { return *artifact_; }
   DeviceKind device() const { return device_; }

@@ -9,7 +9,7 @@
 #ifndef CELLRUN_CODESELECTION_H
 #define CELLRUN_CODESELECTION_H
 
-#include "cellrun/Artifact.h"
+#include "artifact/Artifact.h"
 #include "cellrun/Status.h"
 
 #include <cstddef>

@@ -1,0 +1,28 @@
+//===- EngineTesting.h - The engine as its tests reach it ------*- C++ -*-===//
+//
+// Internal: what the runtime's tests and benchmarks need of an engine that
+// the public API (cellrun/Engine.h) does not offer: executors that inject
+// faults, and a worker's executor (its pools' rows in use).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_SCHED_ENGINETESTING_H
+#define CELLRUN_SCHED_ENGINETESTING_H
+
+#include "exec/Executor.h"
+
+#include "cellrun/Engine.h"
+
+namespace cellrun {
+
+/// Engine::create whose every worker's executor calls `injectFault` at its
+/// fault points (Executor.h: FaultPoint).
+Result<std::unique_ptr<Engine>>
+createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
+                       const EngineOptions &options, FaultInjector injectFault);
+
+/// The executor of `worker`.
+const Executor &engineExecutor(const Engine &engine, uint32_t worker = 0);
+
+} // namespace cellrun
+
+#endif // CELLRUN_SCHED_ENGINETESTING_H
