@@ -7,7 +7,7 @@
 # runtime's concurrency or memory handling. In the ThreadSanitizer build,
 # cellc (which compiles the tests' artifacts) runs its passes on one thread:
 # Debian's libMLIR is not instrumented, so TSan cannot see how it orders its
-# pass workers and reported races inside it (tools/cellc/cellc.cpp).
+# pass workers and reported races inside it (compiler/driver/CompileDriver.cpp).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"

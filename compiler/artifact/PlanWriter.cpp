@@ -186,6 +186,68 @@ static std::vector<int64_t> toVector(ArrayRef<int64_t> values) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+namespace {
+/// The attributes of a portable op, as PortableOp stores them (the defaults
+/// for an op that has none of them).
+struct PortableAttrs {
+  std::vector<int64_t> sizes, axes, starts, ends, steps, perm;
+  std::vector<uint8_t> constant;
+  int64_t axis = 0;
+  bool keepdims = false, selectLast = false, transA = false, transB = false;
+  float alpha = 1.0f, beta = 1.0f;
+};
+} // namespace
+
+/// The attributes of `op` that the CPU backend reads.
+static PortableAttrs portableAttrs(Operation &op) {
+  PortableAttrs attrs;
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    attrs.axis = split.getAxis();
+    attrs.sizes = toVector(split.getSizes());
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    attrs.axes = toVector(slice.getAxes());
+    attrs.starts = toVector(slice.getStarts());
+    attrs.ends = toVector(slice.getEnds());
+    attrs.steps = toVector(slice.getSteps());
+  } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+    attrs.axis = concat.getAxis();
+  } else if (auto gather = dyn_cast<GatherOp>(op)) {
+    attrs.axis = gather.getAxis();
+  } else if (auto argmax = dyn_cast<ArgMaxOp>(op)) {
+    attrs.axis = argmax.getAxis();
+    attrs.keepdims = argmax.getKeepdims();
+    attrs.selectLast = argmax.getSelectLastIndex();
+  } else if (isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op)) {
+    attrs.axes =
+        toVector(op.getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
+    auto keep = op.getAttrOfType<BoolAttr>("keepdims");
+    attrs.keepdims = !keep || keep.getValue();
+  } else if (auto squeeze = dyn_cast<SqueezeOp>(op)) {
+    attrs.axes = toVector(squeeze.getAxes());
+  } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {
+    attrs.axes = toVector(unsqueeze.getAxes());
+  } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    attrs.perm = toVector(transpose.getPerm());
+  } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+    attrs.transA = gemm.getTransA();
+    attrs.transB = gemm.getTransB();
+    attrs.alpha = gemm.getAlpha().convertToFloat();
+    attrs.beta = gemm.getBeta().convertToFloat();
+  } else if (auto rowMatMul = dyn_cast<RowMatMulOp>(op)) {
+    attrs.sizes = {static_cast<int64_t>(rowMatMul.getM()),
+                   static_cast<int64_t>(rowMatMul.getK()),
+                   static_cast<int64_t>(rowMatMul.getN())};
+    attrs.transA = rowMatMul.getTransLhs();
+    attrs.transB = rowMatMul.getTransRhs();
+  } else if (auto constantOp = dyn_cast<ConstantOp>(op)) {
+    std::optional<std::vector<char>> bytes =
+        constantBytes(constantOp.getValue());
+    if (bytes)
+      attrs.constant.assign(bytes->begin(), bytes->end());
+  }
+  return attrs;
+}
+
 fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
   Block &body = fused.getBody().front();
   llvm::DenseMap<Value, uint32_t> ids;
@@ -208,58 +270,12 @@ fb::Offset<cellpack::PortableRegion> PlanBuilder::region(FusedOp fused) {
       addValue(result);
       results.push_back(ids[result]);
     }
-    std::vector<int64_t> sizes, axes, starts, ends, steps, perm;
-    std::vector<uint8_t> constant;
-    int64_t axis = 0;
-    bool keepdims = false, selectLast = false, transA = false, transB = false;
-    float alpha = 1.0f, beta = 1.0f;
-    if (auto split = dyn_cast<SplitOp>(op)) {
-      axis = split.getAxis();
-      sizes = toVector(split.getSizes());
-    } else if (auto slice = dyn_cast<SliceOp>(op)) {
-      axes = toVector(slice.getAxes());
-      starts = toVector(slice.getStarts());
-      ends = toVector(slice.getEnds());
-      steps = toVector(slice.getSteps());
-    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
-      axis = concat.getAxis();
-    } else if (auto gather = dyn_cast<GatherOp>(op)) {
-      axis = gather.getAxis();
-    } else if (auto argmax = dyn_cast<ArgMaxOp>(op)) {
-      axis = argmax.getAxis();
-      keepdims = argmax.getKeepdims();
-      selectLast = argmax.getSelectLastIndex();
-    } else if (isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op)) {
-      axes = toVector(op.getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef());
-      auto keep = op.getAttrOfType<BoolAttr>("keepdims");
-      keepdims = !keep || keep.getValue();
-    } else if (auto squeeze = dyn_cast<SqueezeOp>(op)) {
-      axes = toVector(squeeze.getAxes());
-    } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {
-      axes = toVector(unsqueeze.getAxes());
-    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
-      perm = toVector(transpose.getPerm());
-    } else if (auto gemm = dyn_cast<GemmOp>(op)) {
-      transA = gemm.getTransA();
-      transB = gemm.getTransB();
-      alpha = gemm.getAlpha().convertToFloat();
-      beta = gemm.getBeta().convertToFloat();
-    } else if (auto rowMatMul = dyn_cast<RowMatMulOp>(op)) {
-      sizes = {static_cast<int64_t>(rowMatMul.getM()),
-               static_cast<int64_t>(rowMatMul.getK()),
-               static_cast<int64_t>(rowMatMul.getN())};
-      transA = rowMatMul.getTransLhs();
-      transB = rowMatMul.getTransRhs();
-    } else if (auto constantOp = dyn_cast<ConstantOp>(op)) {
-      std::optional<std::vector<char>> bytes =
-          constantBytes(constantOp.getValue());
-      if (bytes)
-        constant.assign(bytes->begin(), bytes->end());
-    }
+    PortableAttrs attrs = portableAttrs(op);
     ops.push_back(cellpack::CreatePortableOpDirect(
-        fbb_, opCode(&op), &operands, &results, axis, &sizes, &axes, &starts,
-        &ends, &steps, &perm, keepdims, selectLast, &constant, transA, transB,
-        alpha, beta));
+        fbb_, opCode(&op), &operands, &results, attrs.axis, &attrs.sizes,
+        &attrs.axes, &attrs.starts, &attrs.ends, &attrs.steps, &attrs.perm,
+        attrs.keepdims, attrs.selectLast, &attrs.constant, attrs.transA,
+        attrs.transB, attrs.alpha, attrs.beta));
   }
   std::vector<uint32_t> results;
   for (Value value : body.getTerminator()->getOperands())

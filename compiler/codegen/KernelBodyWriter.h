@@ -77,8 +77,31 @@ public:
 
 private:
   void analyzeBatch();
+  /// The expression of `value`, a result of `op`, at `index`
+  /// (KernelOpExpressions.cpp).
   FailureOr<std::string> compute(mlir::Operation *op, mlir::Value value,
                                  const Index &index);
+  /// An element-wise op over broadcast operands: add, sub, mul, div, pow,
+  /// equal and where.
+  FailureOr<std::string>
+  broadcastingExpr(mlir::Operation *op, mlir::Value value, const Index &index);
+  /// A split result: its input at the column shifted by the sizes before it.
+  FailureOr<std::string> splitElement(mlir::cell::SplitOp split,
+                                      mlir::Value value, const Index &index);
+  /// A slice of columns: its input at start + column * step.
+  FailureOr<std::string> sliceElement(mlir::cell::SliceOp slice,
+                                      const Index &index);
+  /// A concat of columns: a local set by one branch per input.
+  FailureOr<std::string> concatElement(mlir::cell::ConcatOp concat,
+                                       mlir::Type elementType,
+                                       const Index &index);
+  /// An embedding lookup: the table row of the row's (clamped) token.
+  FailureOr<std::string> gatherElement(mlir::cell::GatherOp gather,
+                                       const Index &index);
+  /// A reshape, squeeze or unsqueeze that keeps the batch leading: the same
+  /// column of its input.
+  FailureOr<std::string> reshapeElement(mlir::Operation *op,
+                                        const Index &index);
   FailureOr<std::string> load(mlir::BlockArgument arg, const Index &index);
   FailureOr<std::string>
   broadcastOperand(mlir::Value operand, mlir::Value result, const Index &index);

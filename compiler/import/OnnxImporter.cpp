@@ -118,18 +118,9 @@ static LogicalResult checkOutput(GraphImporter &importer,
   return success();
 }
 
-FailureOr<mlir::cell::CellOp> cellc::importOnnxCell(const om::Model &model,
-                                                    StringRef cellName,
-                                                    ModuleOp module) {
-  MLIRContext *context = module.getContext();
-  loadImporterDialects(*context);
-  OpBuilder builder(context);
-  GraphImporter importer(model, builder);
-  if (failed(checkOpset(model, importer.fileLoc())))
-    return failure();
-  if (model.outputs.empty())
-    return emitError(importer.fileLoc()) << "the graph has no outputs";
-
+/// The cell's argument types: one per graph input, checked by valueType.
+static FailureOr<SmallVector<Type>> inputTypes(GraphImporter &importer,
+                                               const om::Model &model) {
   SmallVector<Type> argTypes;
   for (const om::ValueInfo &input : model.inputs) {
     FailureOr<RankedTensorType> type = valueType(importer, input, "input");
@@ -137,51 +128,39 @@ FailureOr<mlir::cell::CellOp> cellc::importOnnxCell(const om::Model &model,
       return failure();
     argTypes.push_back(*type);
   }
+  return argTypes;
+}
 
-  builder.setInsertionPointToEnd(module.getBody());
-  auto cell = builder.create<mlir::cell::CellOp>(
-      importer.fileLoc(), cellName, builder.getFunctionType(argTypes, {}),
-      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
-  Block *entry = new Block();
-  cell.getBody().push_back(entry);
-  auto discard = [&]() {
-    cell.erase();
-    return failure();
-  };
-  for (auto [input, type] : llvm::zip(model.inputs, argTypes))
-    importer.define(input.name, entry->addArgument(type, importer.fileLoc()));
-
-  builder.setInsertionPointToEnd(entry);
-  for (const om::Node &node : model.nodes)
-    if (failed(convertNode(importer, node)))
-      return discard();
-
+/// The values of the graph outputs once every node is converted; each must
+/// be computed, batch-leading and of the declared type.
+static FailureOr<SmallVector<Value>> outputValues(GraphImporter &importer,
+                                                  const om::Model &model) {
   SmallVector<Value> results;
   for (const om::ValueInfo &output : model.outputs) {
     Value value = importer.lookup(output.name, importer.fileLoc());
-    if (!value) {
-      emitError(importer.fileLoc())
-          << "output '" << output.name << "' is computed by no node";
-      return discard();
-    }
-    if (const BatchLayout *layout = importer.batchLayout(output.name)) {
-      emitError(importer.fileLoc())
-          << "output '" << output.name << "' has its batch dimension at axis "
-          << layout->batchAxis
-          << "; outputs must be batch-leading (transpose it first)";
-      return discard();
-    }
+    if (!value)
+      return emitError(importer.fileLoc())
+             << "output '" << output.name << "' is computed by no node";
+    if (const BatchLayout *layout = importer.batchLayout(output.name))
+      return emitError(importer.fileLoc())
+             << "output '" << output.name
+             << "' has its batch dimension at axis " << layout->batchAxis
+             << "; outputs must be batch-leading (transpose it first)";
     if (failed(checkOutput(importer, output, value.getType())))
-      return discard();
+      return failure();
     results.push_back(value);
   }
-  builder.create<mlir::cell::ReturnOp>(importer.fileLoc(), results);
-  cell.setFunctionType(
-      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  return results;
+}
 
+/// Names every argument and result of `cell` after the graph's inputs and
+/// outputs, with the roles input and output.
+static void setDefaultRoles(mlir::cell::CellOp cell, const om::Model &model,
+                            OpBuilder &builder) {
   auto roleAttr = [&](mlir::cell::Role role) {
-    return builder.getNamedAttr(mlir::cell::CellDialect::kRoleAttr,
-                                mlir::cell::RoleAttr::get(context, role));
+    return builder.getNamedAttr(
+        mlir::cell::CellDialect::kRoleAttr,
+        mlir::cell::RoleAttr::get(builder.getContext(), role));
   };
   auto nameAttr = [&](StringRef name) {
     return builder.getNamedAttr(mlir::cell::CellDialect::kNameAttr,
@@ -195,6 +174,47 @@ FailureOr<mlir::cell::CellOp> cellc::importOnnxCell(const om::Model &model,
     cell.setResultAttrs(
         index, builder.getDictionaryAttr({nameAttr(output.name),
                                           roleAttr(mlir::cell::Role::Output)}));
+}
+
+FailureOr<mlir::cell::CellOp> cellc::importOnnxCell(const om::Model &model,
+                                                    StringRef cellName,
+                                                    ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  loadImporterDialects(*context);
+  OpBuilder builder(context);
+  GraphImporter importer(model, builder);
+  if (failed(checkOpset(model, importer.fileLoc())))
+    return failure();
+  if (model.outputs.empty())
+    return emitError(importer.fileLoc()) << "the graph has no outputs";
+  FailureOr<SmallVector<Type>> argTypes = inputTypes(importer, model);
+  if (failed(argTypes))
+    return failure();
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto cell = builder.create<mlir::cell::CellOp>(
+      importer.fileLoc(), cellName, builder.getFunctionType(*argTypes, {}),
+      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
+  Block *entry = new Block();
+  cell.getBody().push_back(entry);
+  auto discard = [&]() {
+    cell.erase();
+    return failure();
+  };
+  for (auto [input, type] : llvm::zip(model.inputs, *argTypes))
+    importer.define(input.name, entry->addArgument(type, importer.fileLoc()));
+
+  builder.setInsertionPointToEnd(entry);
+  for (const om::Node &node : model.nodes)
+    if (failed(convertNode(importer, node)))
+      return discard();
+  FailureOr<SmallVector<Value>> results = outputValues(importer, model);
+  if (failed(results))
+    return discard();
+  builder.create<mlir::cell::ReturnOp>(importer.fileLoc(), *results);
+  cell.setFunctionType(
+      builder.getFunctionType(*argTypes, ValueRange(*results).getTypes()));
+  setDefaultRoles(cell, model, builder);
   if (failed(mlir::verify(cell)))
     return discard();
   return cell;

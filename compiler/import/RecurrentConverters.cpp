@@ -189,12 +189,15 @@ FailureOr<const om::Tensor *> constantWeight(NodeContext &ctx, size_t index,
   return tensor;
 }
 
-/// Reads what the three ops share and checks it; `slots` are the default
-/// activations of one direction.
-FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
-                                   ArrayRef<StringRef> slots) {
-  Recurrent rec;
-  rec.gates = gates;
+/// The `direction` attribute ("forward" when not given).
+StringRef directionName(NodeContext &ctx) {
+  const om::Attribute *direction = ctx.attribute("direction");
+  return direction ? StringRef(direction->s) : "forward";
+}
+
+/// Refuses the attributes and inputs cellc does not import and reads the
+/// direction and the layout into `rec`.
+LogicalResult readOptions(NodeContext &ctx, Recurrent &rec) {
   for (StringRef refused : {"clip", "input_forget"})
     if (ctx.attribute(refused) &&
         (refused != "input_forget" || ctx.intAttr("input_forget", 0) != 0))
@@ -204,15 +207,19 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
     return ctx.emitError()
            << "sequence_lens (input #4) is not supported: cellc imports one "
               "time step, and a request that ends leaves the batch instead";
-  const om::Attribute *direction = ctx.attribute("direction");
-  StringRef directionName = direction ? StringRef(direction->s) : "forward";
-  if (directionName == "bidirectional")
+  StringRef direction = directionName(ctx);
+  if (direction == "bidirectional")
     rec.directions = 2;
-  else if (directionName != "forward" && directionName != "reverse")
-    return ctx.emitError() << "direction '" << directionName
+  else if (direction != "forward" && direction != "reverse")
+    return ctx.emitError() << "direction '" << direction
                            << "' is not forward, reverse or bidirectional";
   rec.batchFirst = ctx.intAttr("layout", 0) == 1;
+  return success();
+}
 
+/// Reads the weights W, R and B (if given) and the hidden size into `rec`
+/// and checks their shapes.
+LogicalResult readWeights(NodeContext &ctx, Recurrent &rec) {
   auto w = constantWeight(ctx, 1, "W", 3);
   auto r = succeeded(w) ? constantWeight(ctx, 2, "R", 3)
                         : FailureOr<const om::Tensor *>();
@@ -221,14 +228,15 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
   rec.w = *w;
   rec.r = *r;
   rec.hidden = ctx.intAttr("hidden_size", rec.r->dims[2]);
-  int64_t gateRows = gates * rec.hidden;
+  int64_t gateRows = rec.gates * rec.hidden;
   if (rec.w->dims[0] != rec.directions || rec.w->dims[1] != gateRows ||
       rec.r->dims != std::vector<int64_t>{rec.directions, gateRows, rec.hidden})
     return ctx.emitError() << "W and R must have shapes [" << rec.directions
                            << ", " << gateRows << ", input] and ["
                            << rec.directions << ", " << gateRows << ", "
-                           << rec.hidden << "] for direction '" << directionName
-                           << "' and hidden_size " << rec.hidden;
+                           << rec.hidden << "] for direction '"
+                           << directionName(ctx) << "' and hidden_size "
+                           << rec.hidden;
   if (ctx.hasInput(3)) {
     auto b = constantWeight(ctx, 3, "B", 2);
     if (failed(b))
@@ -238,7 +246,12 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
       return ctx.emitError() << "B must have shape [" << rec.directions << ", "
                              << 2 * gateRows << "]";
   }
+  return success();
+}
 
+/// Reads the rows of X and of initial_h (if given) into `rec` and checks
+/// that they are one time step's.
+LogicalResult readInputs(NodeContext &ctx, Recurrent &rec) {
   FailureOr<Rows> x = ctx.rows(0);
   if (failed(x))
     return failure();
@@ -266,24 +279,43 @@ FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
              << ", expected " << describeShape(state.shape);
     rec.h = h->value;
   }
+  return success();
+}
 
+/// Reads the activations of every direction into `rec`: `slots` (the
+/// defaults of one direction) unless the node gives them.
+LogicalResult readActivations(NodeContext &ctx, Recurrent &rec,
+                              ArrayRef<StringRef> slots) {
   for (int64_t d = 0; d < rec.directions; ++d)
     rec.activations.append(slots.begin(), slots.end());
-  if (const om::Attribute *given = ctx.attribute("activations")) {
-    size_t count = given->strings.size();
-    if (count != slots.size() && count != slots.size() * rec.directions)
-      return ctx.emitError() << "has " << count << " activations; expected "
-                             << slots.size() * rec.directions;
-    for (size_t i = 0; i < rec.activations.size(); ++i) {
-      StringRef name = given->strings[i % count];
-      if (!name.equals_insensitive("sigmoid") &&
-          !name.equals_insensitive("tanh") && !name.equals_insensitive("relu"))
-        return ctx.emitError() << "activation '" << name
-                               << "' is not supported (Sigmoid, Tanh and Relu "
-                                  "are)";
-      rec.activations[i] = name.str();
-    }
+  const om::Attribute *given = ctx.attribute("activations");
+  if (!given)
+    return success();
+  size_t count = given->strings.size();
+  if (count != slots.size() && count != slots.size() * rec.directions)
+    return ctx.emitError() << "has " << count << " activations; expected "
+                           << slots.size() * rec.directions;
+  for (size_t i = 0; i < rec.activations.size(); ++i) {
+    StringRef name = given->strings[i % count];
+    if (!name.equals_insensitive("sigmoid") &&
+        !name.equals_insensitive("tanh") && !name.equals_insensitive("relu"))
+      return ctx.emitError() << "activation '" << name
+                             << "' is not supported (Sigmoid, Tanh and Relu "
+                                "are)";
+    rec.activations[i] = name.str();
   }
+  return success();
+}
+
+/// Reads what the three ops share and checks it; `slots` are the default
+/// activations of one direction.
+FailureOr<Recurrent> readRecurrent(NodeContext &ctx, int64_t gates,
+                                   ArrayRef<StringRef> slots) {
+  Recurrent rec;
+  rec.gates = gates;
+  if (failed(readOptions(ctx, rec)) || failed(readWeights(ctx, rec)) ||
+      failed(readInputs(ctx, rec)) || failed(readActivations(ctx, rec, slots)))
+    return failure();
   return rec;
 }
 

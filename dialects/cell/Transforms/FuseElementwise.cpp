@@ -54,6 +54,86 @@ static bool hasBatch(Type type) {
                       ShapedType::isDynamic);
 }
 
+/// Whether `user` is the cell's terminator (its result is a cell output).
+static bool isReturn(Operation *user) { return isa<ReturnOp>(user); }
+
+namespace {
+/// What a group of ops reads from outside it and hands on.
+struct GroupBoundary {
+  /// Values defined outside the group: the fused op's operands.
+  llvm::SetVector<Value> inputs;
+  /// Splat constants the kernel body copies rather than reads.
+  SmallVector<Operation *> copiedConstants;
+  /// Values used outside the group, once per kind of result they become.
+  SmallVector<Value> results;
+  SmallVector<Access> resultKinds;
+};
+} // namespace
+
+/// Records in `boundary` the operands of `ops` defined outside the group:
+/// splat constants to copy, every other value an input.
+static void collectInputs(ArrayRef<Operation *> ops,
+                          const llvm::SmallPtrSetImpl<Operation *> &inGroup,
+                          GroupBoundary &boundary) {
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && inGroup.contains(def))
+        continue;
+      if (isSmallConstant(def)) {
+        if (!llvm::is_contained(boundary.copiedConstants, def))
+          boundary.copiedConstants.push_back(def);
+        continue;
+      }
+      boundary.inputs.insert(operand);
+    }
+}
+
+/// Records in `boundary` the results of `ops` used outside the group. Each
+/// becomes a scatter result when the cell returns it and a dense result when
+/// another kernel or GEMM reads it (both when both happen: the GEMM needs a
+/// contiguous buffer).
+static void collectResults(ArrayRef<Operation *> ops,
+                           const llvm::SmallPtrSetImpl<Operation *> &inGroup,
+                           GroupBoundary &boundary) {
+  for (Operation *op : ops)
+    for (Value result : op->getResults()) {
+      bool returned = false, readElsewhere = false;
+      for (Operation *user : result.getUsers()) {
+        if (inGroup.contains(user))
+          continue;
+        (isReturn(user) ? returned : readElsewhere) = true;
+      }
+      if (returned) {
+        boundary.results.push_back(result);
+        boundary.resultKinds.push_back(Access::Scatter);
+      }
+      if (readElsewhere) {
+        boundary.results.push_back(result);
+        boundary.resultKinds.push_back(Access::Dense);
+      }
+    }
+}
+
+/// Fills the body of `fused` with copies of the group's constants and of
+/// `ops` over its arguments, yielding the group's results.
+static void cloneIntoBody(FusedOp fused, ArrayRef<Operation *> ops,
+                          const GroupBoundary &boundary) {
+  Block &body = fused.getBody().front();
+  IRMapping mapping;
+  for (auto [input, argument] : llvm::zip(boundary.inputs, body.getArguments()))
+    mapping.map(input, argument);
+  OpBuilder inner = OpBuilder::atBlockBegin(&body);
+  for (Operation *constant : boundary.copiedConstants)
+    inner.clone(*constant, mapping);
+  for (Operation *op : ops)
+    inner.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value result : boundary.results)
+    yielded.push_back(mapping.lookup(result));
+  inner.create<YieldOp>(fused.getLoc(), yielded);
+}
+
 namespace {
 class Fuser {
 public:
@@ -172,77 +252,13 @@ private:
   /// the last member, where every operand is available.
   void outline(ArrayRef<Operation *> ops) {
     llvm::SmallPtrSet<Operation *, 16> inGroup(ops.begin(), ops.end());
-    llvm::SetVector<Value> inputs;
-    SmallVector<Operation *> copiedConstants;
-    for (Operation *op : ops)
-      for (Value operand : op->getOperands()) {
-        Operation *def = operand.getDefiningOp();
-        if (def && inGroup.contains(def))
-          continue;
-        if (isSmallConstant(def)) {
-          if (!llvm::is_contained(copiedConstants, def))
-            copiedConstants.push_back(def);
-          continue;
-        }
-        inputs.insert(operand);
-      }
-    // Each value leaving the group becomes a scatter result when the cell
-    // returns it and a dense result when another kernel or GEMM reads it
-    // (both when both happen: the GEMM needs a contiguous buffer).
-    SmallVector<Value> results;
-    SmallVector<Access> resultKinds;
-    auto isReturn = [](Operation *user) { return isa<ReturnOp>(user); };
-    for (Operation *op : ops)
-      for (Value result : op->getResults()) {
-        bool returned = false, readElsewhere = false;
-        for (Operation *user : result.getUsers()) {
-          if (inGroup.contains(user))
-            continue;
-          (isReturn(user) ? returned : readElsewhere) = true;
-        }
-        if (returned) {
-          results.push_back(result);
-          resultKinds.push_back(Access::Scatter);
-        }
-        if (readElsewhere) {
-          results.push_back(result);
-          resultKinds.push_back(Access::Dense);
-        }
-      }
-
-    OpBuilder builder(ops.back());
-    builder.setInsertionPointAfter(ops.back());
-    MLIRContext *context = cell_.getContext();
-    SmallVector<Attribute> operandAccess, resultAccess;
-    for (Value input : inputs) {
-      Access access = input.isa<BlockArgument>()  ? Access::Gather
-                      : hasBatch(input.getType()) ? Access::Dense
-                                                  : Access::Broadcast;
-      operandAccess.push_back(AccessAttr::get(context, access));
-    }
-    for (Access kind : resultKinds)
-      resultAccess.push_back(AccessAttr::get(context, kind));
-    auto fused = builder.create<FusedOp>(
-        ops.front()->getLoc(), ValueRange(results).getTypes(),
-        inputs.getArrayRef(), builder.getArrayAttr(operandAccess),
-        builder.getArrayAttr(resultAccess));
-
-    Block &body = fused.getBody().front();
-    IRMapping mapping;
-    for (auto [input, argument] : llvm::zip(inputs, body.getArguments()))
-      mapping.map(input, argument);
-    OpBuilder inner = OpBuilder::atBlockBegin(&body);
-    for (Operation *constant : copiedConstants)
-      inner.clone(*constant, mapping);
-    for (Operation *op : ops)
-      inner.clone(*op, mapping);
-    SmallVector<Value> yielded;
-    for (Value result : results)
-      yielded.push_back(mapping.lookup(result));
-    inner.create<YieldOp>(fused.getLoc(), yielded);
-
-    for (auto [index, result] : llvm::enumerate(results)) {
-      bool scatter = resultKinds[index] == Access::Scatter;
+    GroupBoundary boundary;
+    collectInputs(ops, inGroup, boundary);
+    collectResults(ops, inGroup, boundary);
+    FusedOp fused = createFusedOp(ops, boundary);
+    cloneIntoBody(fused, ops, boundary);
+    for (auto [index, result] : llvm::enumerate(boundary.results)) {
+      bool scatter = boundary.resultKinds[index] == Access::Scatter;
       result.replaceUsesWithIf(fused.getResult(index), [&](OpOperand &use) {
         Operation *user = use.getOwner();
         return !inGroup.contains(user) && isReturn(user) == scatter;
@@ -250,6 +266,28 @@ private:
     }
     for (Operation *op : llvm::reverse(ops))
       op->erase();
+  }
+
+  /// Creates the cell.fused of `ops` after the last of them: an operand per
+  /// input, a result per result of `boundary`, and an empty body.
+  FusedOp createFusedOp(ArrayRef<Operation *> ops,
+                        const GroupBoundary &boundary) {
+    OpBuilder builder(ops.back());
+    builder.setInsertionPointAfter(ops.back());
+    MLIRContext *context = cell_.getContext();
+    SmallVector<Attribute> operandAccess, resultAccess;
+    for (Value input : boundary.inputs) {
+      Access access = input.isa<BlockArgument>()  ? Access::Gather
+                      : hasBatch(input.getType()) ? Access::Dense
+                                                  : Access::Broadcast;
+      operandAccess.push_back(AccessAttr::get(context, access));
+    }
+    for (Access kind : boundary.resultKinds)
+      resultAccess.push_back(AccessAttr::get(context, kind));
+    return builder.create<FusedOp>(
+        ops.front()->getLoc(), ValueRange(boundary.results).getTypes(),
+        boundary.inputs.getArrayRef(), builder.getArrayAttr(operandAccess),
+        builder.getArrayAttr(resultAccess));
   }
 
   CellOp cell_;

@@ -1,6 +1,6 @@
 //===- ModulePrinter.h - How cellc shows what it imported ------*- C++ -*-===//
-#ifndef CELLC_TOOLS_MODULEPRINTER_H
-#define CELLC_TOOLS_MODULEPRINTER_H
+#ifndef CELLC_DRIVER_MODULEPRINTER_H
+#define CELLC_DRIVER_MODULEPRINTER_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,4 +19,4 @@ void printSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace cellc
 
-#endif // CELLC_TOOLS_MODULEPRINTER_H
+#endif // CELLC_DRIVER_MODULEPRINTER_H

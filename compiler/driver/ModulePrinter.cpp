@@ -1,5 +1,5 @@
 //===- ModulePrinter.cpp - How cellc shows what it imported --------------===//
-#include "tools/cellc/ModulePrinter.h"
+#include "compiler/driver/ModulePrinter.h"
 
 #include "cell/IR/CellOps.h"
 

@@ -1,5 +1,5 @@
 //===- BuildArtifact.cpp - From a compiled module to a .cellpack ---------===//
-#include "tools/cellc/BuildArtifact.h"
+#include "compiler/driver/BuildArtifact.h"
 
 #include "compiler/codegen/KernelEmitter.h"
 

@@ -1,6 +1,6 @@
 //===- BuildArtifact.h - From a compiled module to a .cellpack -*- C++ -*-===//
-#ifndef CELLC_TOOLS_BUILDARTIFACT_H
-#define CELLC_TOOLS_BUILDARTIFACT_H
+#ifndef CELLC_DRIVER_BUILDARTIFACT_H
+#define CELLC_DRIVER_BUILDARTIFACT_H
 
 #include "compiler/artifact/ArtifactWriter.h"
 
@@ -35,4 +35,4 @@ buildArtifact(mlir::ModuleOp module, const BuildOptions &options,
 
 } // namespace cellc
 
-#endif // CELLC_TOOLS_BUILDARTIFACT_H
+#endif // CELLC_DRIVER_BUILDARTIFACT_H
