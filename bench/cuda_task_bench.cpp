@@ -140,33 +140,244 @@ size_t weightReadBytes(const cellpack::CellType &cell,
   return bytes;
 }
 
+/// Tasks (or plans) run back to back for the throughput and plan timings.
+constexpr int kBackToBack = 200;
+
+/// The command line.
+struct Options {
+  std::string modelPath, cellName, csvPath;
+  cuda::CudaBackendOptions backend;
+};
+
+/// Declares the command line's options, each writing into `options`.
+void defineOptions(CLI::App &app, Options &options) {
+  app.add_option("model", options.modelPath, "the compiled model")->required();
+  app.add_option("--cell", options.cellName, "the cell (default: the first)");
+  app.add_option("--csv", options.csvPath, "write the rows here");
+  app.add_option("--device", options.backend.device, "CUDA device index")
+      ->capture_default_str();
+}
+
+/// The cell called `name` (the first when `name` is empty), or null after
+/// printing why there is none.
+const cellpack::CellType *chooseCell(const LoadedArtifact &artifact,
+                                     const std::string &name) {
+  const cellpack::CellType *cell = artifact.cells().front();
+  if (!name.empty()) {
+    auto named = artifact.cell(name);
+    if (!named.ok()) {
+      fail(named.status().toString());
+      return nullptr;
+    }
+    cell = named.value();
+  }
+  return cell;
+}
+
+/// What every batch size's measurement shares.
+struct CellBench {
+  cuda::CudaBackend &backend;
+  const cellpack::CellType &cell;
+  double bandwidth;
+  bool tf32;
+  std::ofstream &csv;
+  std::vector<std::string> &algorithms; // the GEMM choices, per batch size
+};
+
+/// A task's pools on the device and its row indices (rows 0..batch-1 for
+/// every cell input, then every output). Filled in place: rowIndices points
+/// at rows.
+struct TaskBuffers {
+  std::vector<void *> inputs, outputs;
+  std::vector<int32_t> rows;
+  std::vector<const std::vector<int32_t> *> rowIndices;
+};
+
+/// Allocates a pool of `batch` rows for every cell input and output; false
+/// after printing why one could not be.
+bool allocateBuffers(cuda::CudaBackend &backend, const cellpack::CellType &cell,
+                     uint32_t batch, TaskBuffers &buffers) {
+  buffers.rows.resize(batch);
+  std::iota(buffers.rows.begin(), buffers.rows.end(), 0);
+  for (const auto *specs : {cell.inputs(), cell.outputs()})
+    for (const cellpack::TensorSpec *spec : *specs) {
+      auto memory = backend.allocatePool(rowBytes(*spec) * batch, false);
+      if (!memory.ok()) {
+        fail(memory.status().toString());
+        return false;
+      }
+      (specs == cell.inputs() ? buffers.inputs : buffers.outputs)
+          .push_back(memory->device);
+      buffers.rowIndices.push_back(&buffers.rows);
+    }
+  return true;
+}
+
+/// Seconds of a task through the backend: submitted and waited for alone
+/// (latency), and per task of kBackToBack submitted back to back
+/// (throughput).
+struct SubmitTimes {
+  double latency = 0, throughput = 0;
+};
+
+/// Times tasks of `plan` submitted through the backend (medians); false
+/// after printing the error a task returned.
+bool timeSubmitted(cuda::CudaBackend &backend, const cellpack::CellType &cell,
+                   const cellpack::BatchPlan &plan, const TaskBuffers &buffers,
+                   SubmitTimes &times) {
+  uint32_t batch = plan.batch_size();
+  const std::vector<void *> &inputs = buffers.inputs;
+  const std::vector<void *> &outputs = buffers.outputs;
+  const std::vector<const std::vector<int32_t> *> &rowIndices =
+      buffers.rowIndices;
+  Status status = Status::ok();
+  auto submit = [&]() -> uint64_t {
+    auto ticket =
+        backend.submit(cell, plan, batch, inputs, outputs, rowIndices);
+    if (!ticket.ok()) {
+      status = ticket.status();
+      return 0;
+    }
+    return ticket.value();
+  };
+  times.latency = medianSeconds(
+      [&] {
+        uint64_t ticket = submit();
+        if (ticket)
+          status = backend.wait(ticket);
+      },
+      0.2);
+  times.throughput = medianSeconds(
+                         [&] {
+                           uint64_t last = 0;
+                           for (int t = 0; t < kBackToBack; ++t)
+                             last = submit();
+                           if (last)
+                             status = backend.wait(last);
+                         },
+                         0.5) /
+                     kBackToBack;
+  if (!status.isOk()) {
+    fail(status.toString());
+    return false;
+  }
+  return true;
+}
+
+/// Microseconds of the plan alone on a stream of its own (row indices
+/// 0..batch-1): kBackToBack runs captured in a CUDA graph, so that the
+/// host's launch costs do not count, timed with events. False after
+/// printing why it could not be timed.
+bool planMicroseconds(const cuda::CudaTaskRunner &runner,
+                      const cellpack::CellType &cell, uint32_t batch,
+                      const TaskBuffers &buffers, double &micros) {
+  int32_t *deviceRows = nullptr;
+  size_t rowCount = size_t(batch) * buffers.rowIndices.size();
+  std::vector<int32_t> allRows;
+  for (size_t i = 0; i < buffers.rowIndices.size(); ++i)
+    allRows.insert(allRows.end(), buffers.rows.begin(), buffers.rows.end());
+  cudaStream_t planStream = nullptr;
+  if (cudaMalloc(reinterpret_cast<void **>(&deviceRows),
+                 rowCount * sizeof(int32_t)) != cudaSuccess ||
+      cudaMemcpy(deviceRows, allRows.data(), rowCount * sizeof(int32_t),
+                 cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaStreamCreate(&planStream) != cudaSuccess) {
+    fail("cannot prepare the plan-only timing");
+    return false;
+  }
+  cuda::DeviceTaskViews views;
+  views.inputs = buffers.inputs;
+  views.outputs = buffers.outputs;
+  views.inputRows = deviceRows;
+  views.outputRows = deviceRows + size_t(batch) * cell.inputs()->size();
+  Status status = Status::ok();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graphExec = nullptr;
+  cudaError_t captured =
+      cudaStreamBeginCapture(planStream, cudaStreamCaptureModeThreadLocal);
+  for (int t = 0; t < kBackToBack && status.isOk() && captured == cudaSuccess;
+       ++t)
+    status = runner.enqueue(batch, views, planStream);
+  if (captured == cudaSuccess)
+    captured = cudaStreamEndCapture(planStream, &graph);
+  if (captured == cudaSuccess && status.isOk())
+    captured = cudaGraphInstantiate(&graphExec, graph, 0);
+  if (captured != cudaSuccess || !status.isOk()) {
+    fail("cannot capture the plan in a CUDA graph: " +
+         (status.isOk() ? std::string(cudaGetErrorString(captured))
+                        : status.toString()));
+    return false;
+  }
+  micros = 1e3 / kBackToBack * eventMilliseconds(planStream, 3, [&] {
+             cudaGraphLaunch(graphExec, planStream);
+           });
+  cudaGraphExecDestroy(graphExec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(planStream);
+  cudaFree(deviceRows);
+  return true;
+}
+
+/// Times one batch size (task latency and throughput, the plan alone) and
+/// its floors (cuBLAS, the weight read); prints the row (and writes it to
+/// the CSV). False after printing why it could not be measured.
+bool timeBatch(CellBench &bench, const cellpack::BatchPlan &plan) {
+  uint32_t batch = plan.batch_size();
+  TaskBuffers buffers;
+  if (!allocateBuffers(bench.backend, bench.cell, batch, buffers))
+    return false;
+  auto runner = bench.backend.runner(bench.cell, plan);
+  if (!runner.ok()) {
+    fail(runner.status().toString());
+    return false;
+  }
+  for (const std::string &line : runner.value()->gemmDescriptions())
+    bench.algorithms.push_back("batch " + std::to_string(batch) + ": " + line);
+  SubmitTimes times;
+  if (!timeSubmitted(bench.backend, bench.cell, plan, buffers, times))
+    return false;
+  double planMicros = 0;
+  if (!planMicroseconds(*runner.value(), bench.cell, batch, buffers,
+                        planMicros))
+    return false;
+  int64_t m, n, k;
+  largestGemm(plan, m, n, k);
+  double gemm = cublasMicroseconds(m, n, k, bench.tf32);
+  double weightFloor = bench.bandwidth > 0 ? weightReadBytes(bench.cell, plan) /
+                                                 bench.bandwidth * 1e6
+                                           : 0;
+  double floor = std::max(gemm, weightFloor);
+  double latency = times.latency, task = times.throughput * 1e6;
+  std::printf("%6u %5ldx%5ldx%4ld %12.1f %12.1f %10.1f %12.1f %12.1f %8.2f "
+              "%8.2f\n",
+              batch, (long)m, (long)n, (long)k, latency * 1e6, task, planMicros,
+              gemm, weightFloor, task / floor, planMicros / floor);
+  if (bench.csv)
+    bench.csv << batch << "," << m << "," << n << "," << k << ","
+              << latency * 1e6 << "," << task << "," << planMicros << ","
+              << gemm << "," << weightFloor << "," << floor << ","
+              << task / floor << "," << planMicros / floor << "\n";
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   CLI::App app("One GPU task per batch size next to a bare cuBLAS GEMM and the "
                "weight-read time.",
                "cuda_task_bench");
-  std::string modelPath, cellName, csvPath;
-  cuda::CudaBackendOptions options;
-  options.tasksInFlight = 8;
-  app.add_option("model", modelPath, "the compiled model")->required();
-  app.add_option("--cell", cellName, "the cell (default: the first)");
-  app.add_option("--csv", csvPath, "write the rows here");
-  app.add_option("--device", options.device, "CUDA device index")
-      ->capture_default_str();
+  Options options;
+  options.backend.tasksInFlight = 8;
+  defineOptions(app, options);
   CLI11_PARSE(app, argc, argv);
-  auto loaded = loadArtifact(modelPath);
+  auto loaded = loadArtifact(options.modelPath);
   if (!loaded.ok())
     return fail(loaded.status().toString());
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
-  const cellpack::CellType *cell = artifact->cells().front();
-  if (!cellName.empty()) {
-    auto named = artifact->cell(cellName);
-    if (!named.ok())
-      return fail(named.status().toString());
-    cell = named.value();
-  }
-  auto created = cuda::CudaBackend::create(artifact, options);
+  const cellpack::CellType *cell = chooseCell(*artifact, options.cellName);
+  if (!cell)
+    return 1;
+  auto created = cuda::CudaBackend::create(artifact, options.backend);
   if (!created.ok())
     return fail("not measured: " + created.status().message());
   cuda::CudaBackend &backend = *created.value();
@@ -175,7 +386,7 @@ int main(int argc, char **argv) {
   bool tf32 = artifact->model().precision() == cellpack::Precision::TF32;
   std::printf("cell %s of %s on %s; precision %s; device bandwidth %.0f GB/s "
               "(device-to-device copy)\n",
-              cell->name()->c_str(), modelPath.c_str(),
+              cell->name()->c_str(), options.modelPath.c_str(),
               backend.device().describe().c_str(),
               cellpack::EnumNamePrecision(artifact->model().precision()),
               bandwidth / 1e9);
@@ -183,124 +394,16 @@ int main(int argc, char **argv) {
               "largest GEMM", "latency(us)", "task(us)", "plan(us)",
               "cuBLAS(us)", "weights(us)", "ratio", "plan/fl");
   std::ofstream csv;
-  if (!csvPath.empty()) {
-    csv.open(csvPath);
+  if (!options.csvPath.empty()) {
+    csv.open(options.csvPath);
     csv << "batch,m,n,k,latency_us,task_us,plan_us,cublas_us,weight_read_us,"
            "floor_us,ratio,plan_ratio\n";
   }
   std::vector<std::string> algorithms;
-  for (const cellpack::BatchPlan *plan : *cell->plans()) {
-    uint32_t batch = plan->batch_size();
-    std::vector<void *> inputs, outputs;
-    std::vector<int32_t> rows(batch);
-    std::iota(rows.begin(), rows.end(), 0);
-    std::vector<const std::vector<int32_t> *> rowIndices;
-    for (const auto *specs : {cell->inputs(), cell->outputs()})
-      for (const cellpack::TensorSpec *spec : *specs) {
-        auto memory = backend.allocatePool(rowBytes(*spec) * batch, false);
-        if (!memory.ok())
-          return fail(memory.status().toString());
-        (specs == cell->inputs() ? inputs : outputs).push_back(memory->device);
-        rowIndices.push_back(&rows);
-      }
-    auto runner = backend.runner(*cell, *plan);
-    if (!runner.ok())
-      return fail(runner.status().toString());
-    for (const std::string &line : runner.value()->gemmDescriptions())
-      algorithms.push_back("batch " + std::to_string(batch) + ": " + line);
-    Status status = Status::ok();
-    auto submit = [&]() -> uint64_t {
-      auto ticket =
-          backend.submit(*cell, *plan, batch, inputs, outputs, rowIndices);
-      if (!ticket.ok()) {
-        status = ticket.status();
-        return 0;
-      }
-      return ticket.value();
-    };
-    double latency = medianSeconds(
-        [&] {
-          uint64_t ticket = submit();
-          if (ticket)
-            status = backend.wait(ticket);
-        },
-        0.2);
-    constexpr int kBackToBack = 200;
-    double throughput = medianSeconds(
-                            [&] {
-                              uint64_t last = 0;
-                              for (int t = 0; t < kBackToBack; ++t)
-                                last = submit();
-                              if (last)
-                                status = backend.wait(last);
-                            },
-                            0.5) /
-                        kBackToBack;
-    if (!status.isOk())
-      return fail(status.toString());
-    // The plan alone on a stream of our own, row indices 0..batch-1.
-    int32_t *deviceRows = nullptr;
-    size_t rowCount = size_t(batch) * rowIndices.size();
-    std::vector<int32_t> allRows;
-    for (size_t i = 0; i < rowIndices.size(); ++i)
-      allRows.insert(allRows.end(), rows.begin(), rows.end());
-    cudaStream_t planStream = nullptr;
-    if (cudaMalloc(reinterpret_cast<void **>(&deviceRows),
-                   rowCount * sizeof(int32_t)) != cudaSuccess ||
-        cudaMemcpy(deviceRows, allRows.data(), rowCount * sizeof(int32_t),
-                   cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaStreamCreate(&planStream) != cudaSuccess)
-      return fail("cannot prepare the plan-only timing");
-    cuda::DeviceTaskViews views;
-    views.inputs = inputs;
-    views.outputs = outputs;
-    views.inputRows = deviceRows;
-    views.outputRows = deviceRows + size_t(batch) * cell->inputs()->size();
-    // Captured in a CUDA graph, so that the host's launch costs do not
-    // count: the GPU's own time for the plan.
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t graphExec = nullptr;
-    cudaError_t captured =
-        cudaStreamBeginCapture(planStream, cudaStreamCaptureModeThreadLocal);
-    for (int t = 0; t < kBackToBack && status.isOk() && captured == cudaSuccess;
-         ++t)
-      status = runner.value()->enqueue(batch, views, planStream);
-    if (captured == cudaSuccess)
-      captured = cudaStreamEndCapture(planStream, &graph);
-    if (captured == cudaSuccess && status.isOk())
-      captured = cudaGraphInstantiate(&graphExec, graph, 0);
-    if (captured != cudaSuccess || !status.isOk())
-      return fail("cannot capture the plan in a CUDA graph: " +
-                  (status.isOk() ? std::string(cudaGetErrorString(captured))
-                                 : status.toString()));
-    double planMicros =
-        1e3 / kBackToBack * eventMilliseconds(planStream, 3, [&] {
-          cudaGraphLaunch(graphExec, planStream);
-        });
-    cudaGraphExecDestroy(graphExec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(planStream);
-    cudaFree(deviceRows);
-    if (!status.isOk())
-      return fail(status.toString());
-    int64_t m, n, k;
-    largestGemm(*plan, m, n, k);
-    double gemm = cublasMicroseconds(m, n, k, tf32);
-    double weightFloor =
-        bandwidth > 0 ? weightReadBytes(*cell, *plan) / bandwidth * 1e6 : 0;
-    double floor = std::max(gemm, weightFloor);
-    double task = throughput * 1e6;
-    std::printf("%6u %5ldx%5ldx%4ld %12.1f %12.1f %10.1f %12.1f %12.1f %8.2f "
-                "%8.2f\n",
-                batch, (long)m, (long)n, (long)k, latency * 1e6, task,
-                planMicros, gemm, weightFloor, task / floor,
-                planMicros / floor);
-    if (csv)
-      csv << batch << "," << m << "," << n << "," << k << "," << latency * 1e6
-          << "," << task << "," << planMicros << "," << gemm << ","
-          << weightFloor << "," << floor << "," << task / floor << ","
-          << planMicros / floor << "\n";
-  }
+  CellBench bench{backend, *cell, bandwidth, tf32, csv, algorithms};
+  for (const cellpack::BatchPlan *plan : *cell->plans())
+    if (!timeBatch(bench, *plan))
+      return 1;
   std::printf("\nGEMM choices made at load time (cuBLASLt's fastest proposal "
               "against the skinny kernel):\n");
   for (const std::string &line : algorithms)

@@ -135,105 +135,143 @@ Result<Measurement> measure(std::shared_ptr<const LoadedArtifact> artifact,
   return m;
 }
 
+/// The command line.
+struct Options {
+  std::string model, workload, csvPath;
+  uint32_t length = 24;
+  uint64_t rowSteps = 400000;
+  std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  bool compute = false;
+  uint32_t repeat = 3;
+};
+
+/// Declares the command line's options, each writing into `options`.
+void defineOptions(CLI::App &app, Options &options) {
+  app.add_option("model", options.model,
+                 "a chain model (.cellpack) taking tokens")
+      ->required();
+  app.add_option("--length", options.length, "steps of every request")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--workload", options.workload,
+                 "draw request lengths from this workload's length column "
+                 "(bench/workloads/wmt15.csv)");
+  app.add_option("--batches", options.batches,
+                 "requests in flight (batch sizes)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--row-steps", options.rowSteps,
+                 "row-steps measured per batch size")
+      ->capture_default_str();
+  app.add_option("--repeat", options.repeat,
+                 "measurements per batch size; the median is shown")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 99u));
+  app.add_flag("--compute", options.compute,
+               "the tasks compute too (not only host)");
+  app.add_option("--csv", options.csvPath, "write the rows here");
+}
+
+/// Prints what is measured and the table's header.
+void printHeader(const Options &options) {
+  std::printf("host path of %s: %s, one thread, %s, requests of %s, %llu "
+              "row-steps per batch size, median of %u\n",
+              options.model.c_str(),
+              options.compute ? "tasks computing" : "null tasks",
+              tool::allocatorName().c_str(),
+              options.workload.empty()
+                  ? (std::to_string(options.length) + " steps").c_str()
+                  : options.workload.c_str(),
+              (unsigned long long)options.rowSteps, options.repeat);
+  std::printf("%6s %8s %9s %11s %12s %11s %12s %10s %6s\n", "batch", "tasks",
+              "rows/task", "us/task", "host us/task", "goal us", "ns/row-step",
+              "submit ns", "ok");
+}
+
+/// Measures `batch` options.repeat times; returns the run with the median
+/// host time per task (this machine's speed varies from run to run).
+Result<Measurement>
+medianMeasurement(const std::shared_ptr<const LoadedArtifact> &artifact,
+                  uint32_t batch, const Options &options, Lengths &lengths) {
+  std::vector<Measurement> runs;
+  for (uint32_t r = 0; r < options.repeat; ++r) {
+    auto run =
+        measure(artifact, batch, options.rowSteps, lengths, options.compute);
+    if (!run.ok())
+      return run.status();
+    runs.push_back(run.value());
+  }
+  bool compute = options.compute;
+  auto hostSeconds = [&](const Measurement &run) {
+    return (run.seconds - (compute ? run.executorSeconds : 0)) / run.tasks;
+  };
+  std::sort(runs.begin(), runs.end(),
+            [&](const Measurement &a, const Measurement &b) {
+              return hostSeconds(a) < hostSeconds(b);
+            });
+  return runs[runs.size() / 2];
+}
+
+/// Prints the row of `batch` (and writes it to the CSV); returns whether
+/// its host time per task is within the goal.
+bool printRow(uint32_t batch, const Measurement &m, bool compute,
+              std::ofstream &csv) {
+  double rows = double(m.rowSteps) / m.tasks;
+  double perTask = m.seconds * 1e6 / m.tasks;
+  // With --compute, the executor's time is the tasks' computation.
+  double hostPerTask =
+      (m.seconds - (compute ? m.executorSeconds : 0)) * 1e6 / m.tasks;
+  double goal = 5 + 0.1 * rows;
+  bool within = hostPerTask <= goal;
+  std::printf("%6u %8llu %9.1f %11.2f %12.2f %11.2f %12.1f %10.1f %6s\n", batch,
+              (unsigned long long)m.tasks, rows, perTask, hostPerTask, goal,
+              m.seconds * 1e9 / m.rowSteps, m.submitSeconds * 1e9 / m.rowSteps,
+              within ? "yes" : "NO");
+  if (csv)
+    csv << batch << "," << m.tasks << "," << rows << "," << perTask << ","
+        << hostPerTask << "," << goal << "," << m.seconds * 1e9 / m.rowSteps
+        << "," << m.submitSeconds * 1e9 / m.rowSteps << "," << within << "\n";
+  return within;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   CLI::App app("The runtime's host cost per task and per row-step: the real "
                "engine over tasks that compute nothing, one thread.",
                "host_bench");
-  std::string model, workload, csvPath;
-  uint32_t length = 24;
-  uint64_t rowSteps = 400000;
-  std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-  bool compute = false;
-  app.add_option("model", model, "a chain model (.cellpack) taking tokens")
-      ->required();
-  app.add_option("--length", length, "steps of every request")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 100000u));
-  app.add_option("--workload", workload,
-                 "draw request lengths from this workload's length column "
-                 "(bench/workloads/wmt15.csv)");
-  app.add_option("--batches", batches, "requests in flight (batch sizes)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--row-steps", rowSteps, "row-steps measured per batch size")
-      ->capture_default_str();
-  uint32_t repeat = 3;
-  app.add_option("--repeat", repeat,
-                 "measurements per batch size; the median is shown")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 99u));
-  app.add_flag("--compute", compute, "the tasks compute too (not only host)");
-  app.add_option("--csv", csvPath, "write the rows here");
+  Options options;
+  defineOptions(app, options);
   CLI11_PARSE(app, argc, argv);
 
-  auto artifact = loadArtifact(model);
+  auto artifact = loadArtifact(options.model);
   if (!artifact.ok()) {
     std::fprintf(stderr, "host_bench: %s\n",
                  artifact.status().message().c_str());
     return 1;
   }
-  Lengths lengths(length, workload);
+  Lengths lengths(options.length, options.workload);
   if (!lengths.valid()) {
-    std::fprintf(stderr, "host_bench: no lengths in %s\n", workload.c_str());
+    std::fprintf(stderr, "host_bench: no lengths in %s\n",
+                 options.workload.c_str());
     return 1;
   }
-  std::printf("host path of %s: %s, one thread, %s, requests of %s, %llu "
-              "row-steps per batch size, median of %u\n",
-              model.c_str(), compute ? "tasks computing" : "null tasks",
-              tool::allocatorName().c_str(),
-              workload.empty() ? (std::to_string(length) + " steps").c_str()
-                               : workload.c_str(),
-              (unsigned long long)rowSteps, repeat);
-  std::printf("%6s %8s %9s %11s %12s %11s %12s %10s %6s\n", "batch", "tasks",
-              "rows/task", "us/task", "host us/task", "goal us", "ns/row-step",
-              "submit ns", "ok");
+  printHeader(options);
   std::ofstream csv;
-  if (!csvPath.empty()) {
-    csv.open(csvPath);
+  if (!options.csvPath.empty()) {
+    csv.open(options.csvPath);
     csv << "batch,tasks,rows_per_task,us_per_task,host_us_per_task,goal_us,"
            "ns_per_row_step,submit_ns_per_row_step,within_goal\n";
   }
   bool allWithin = true;
-  for (uint32_t batch : batches) {
-    // The run with the median host time per task (this machine's speed
-    // varies from run to run).
-    std::vector<Measurement> runs;
-    for (uint32_t r = 0; r < repeat; ++r) {
-      auto run = measure(artifact.value(), batch, rowSteps, lengths, compute);
-      if (!run.ok()) {
-        std::fprintf(stderr, "host_bench: batch %u: %s\n", batch,
-                     run.status().message().c_str());
-        return 1;
-      }
-      runs.push_back(run.value());
+  for (uint32_t batch : options.batches) {
+    auto median = medianMeasurement(artifact.value(), batch, options, lengths);
+    if (!median.ok()) {
+      std::fprintf(stderr, "host_bench: batch %u: %s\n", batch,
+                   median.status().message().c_str());
+      return 1;
     }
-    auto hostSeconds = [&](const Measurement &run) {
-      return (run.seconds - (compute ? run.executorSeconds : 0)) / run.tasks;
-    };
-    std::sort(runs.begin(), runs.end(),
-              [&](const Measurement &a, const Measurement &b) {
-                return hostSeconds(a) < hostSeconds(b);
-              });
-    const Measurement *m = &runs[runs.size() / 2];
-    double rows = double(m->rowSteps) / m->tasks;
-    double perTask = m->seconds * 1e6 / m->tasks;
-    // With --compute, the executor's time is the tasks' computation.
-    double hostPerTask =
-        (m->seconds - (compute ? m->executorSeconds : 0)) * 1e6 / m->tasks;
-    double goal = 5 + 0.1 * rows;
-    bool within = hostPerTask <= goal;
-    allWithin &= within;
-    std::printf("%6u %8llu %9.1f %11.2f %12.2f %11.2f %12.1f %10.1f %6s\n",
-                batch, (unsigned long long)m->tasks, rows, perTask, hostPerTask,
-                goal, m->seconds * 1e9 / m->rowSteps,
-                m->submitSeconds * 1e9 / m->rowSteps, within ? "yes" : "NO");
-    if (csv)
-      csv << batch << "," << m->tasks << "," << rows << "," << perTask << ","
-          << hostPerTask << "," << goal << "," << m->seconds * 1e9 / m->rowSteps
-          << "," << m->submitSeconds * 1e9 / m->rowSteps << "," << within
-          << "\n";
+    allWithin &= printRow(batch, median.value(), options.compute, csv);
   }
   std::printf("goal (at most 5 us + 0.1 us a row per task, host): %s\n",
               allWithin ? "met at every batch size" : "MISSED");

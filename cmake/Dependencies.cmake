@@ -35,6 +35,19 @@ set(LLVM_EXTERNAL_LIT /usr/lib/llvm-16/build/utils/lit/lit.py)
 if(CELL_BUILD_COMPILER OR CELL_BUILD_SERVER)
   find_package(Protobuf REQUIRED)
 endif()
+# The server (server/), the load generator (loadgen/) and the cellrun tool:
+# Debian's cpp-httplib (with OpenSSL, zlib and brotli, as Debian builds it),
+# gRPC, spdlog and fmt; Boost.Beast and Asio (header-only), zlib and brotli
+# for compressed request bodies; CLI11 (header-only) for command lines.
+if(CELL_BUILD_SERVER)
+  find_package(CLI11 REQUIRED CONFIG)
+  find_package(spdlog REQUIRED CONFIG)
+  find_package(gRPC REQUIRED CONFIG)
+  find_library(CPP_HTTPLIB_LIBRARY cpp-httplib REQUIRED)
+  find_package(Boost 1.74 REQUIRED)
+  find_package(ZLIB REQUIRED)
+  find_library(CELL_BROTLI_DECODER brotlidec REQUIRED)
+endif()
 if(CELL_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

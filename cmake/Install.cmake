@@ -8,10 +8,10 @@
 include(CMakePackageConfigHelpers)
 
 # The runtime's libraries, lowest first; cellrun::runtime brings them all.
-set(CELL_RUNTIME_LIBRARIES CellArtifact CellSlotPool CellCpuBackend CellDevice
-    CellExecutor CellScheduler CellEngine)
+set(CELL_RUNTIME_LIBRARIES CellBase CellArtifact CellSlotPool CellCpuBackend
+    CellDevice CellExecutor CellRequest CellGraph CellScheduler CellEngine)
 if(CELL_ENABLE_CUDA)
-  list(INSERT CELL_RUNTIME_LIBRARIES 4 CellCudaBackend)
+  list(INSERT CELL_RUNTIME_LIBRARIES 5 CellCudaBackend)
 endif()
 add_library(CellRuntime INTERFACE)
 target_link_libraries(CellRuntime INTERFACE CellEngine)

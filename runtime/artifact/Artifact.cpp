@@ -154,9 +154,40 @@ private:
     return Status(StatusCode::DataLoss, message);
   }
 
+  /// Runs the loader's checks in their fixed order (the file comment): the
+  /// first failure is the one reported. Sets the artifact's envelope and
+  /// model once they verify.
   static Status check(LoadedArtifact &artifact) {
     const uint8_t *data = artifact.bytes_.data.get();
     size_t size = artifact.bytes_.size;
+    if (Status s = checkFraming(data, size); !s.isOk())
+      return s;
+
+    // The envelope alone: a Model of another format version may not verify
+    // with this schema, and that must be reported as a version mismatch.
+    flatbuffers::Verifier::Options envelopeOptions;
+    envelopeOptions.check_nested_flatbuffers = false;
+    flatbuffers::Verifier envelopeVerifier(data, size, envelopeOptions);
+    if (!cellpack::VerifySizePrefixedArtifactBuffer(envelopeVerifier))
+      return corrupt("corrupted: the artifact envelope fails FlatBuffers "
+                     "verification");
+    const cellpack::Artifact *envelope =
+        cellpack::GetSizePrefixedArtifact(data);
+
+    if (Status s = checkFormatVersion(envelope->format_version()); !s.isOk())
+      return s;
+    if (Status s = checkPayload(*envelope, data); !s.isOk())
+      return s;
+
+    artifact.envelope_ = envelope;
+    artifact.model_ =
+        flatbuffers::GetRoot<cellpack::Model>(envelope->payload()->data());
+    return checkModelSemantics(*artifact.model_);
+  }
+
+  /// The file's size, its size prefix against the bytes that follow, and its
+  /// file identifier (named first when the prefix is wrong too).
+  static Status checkFraming(const uint8_t *data, size_t size) {
     if (size > kMaxFileBytes)
       return corrupt("too large for a cellpack: " + std::to_string(size) +
                      " bytes (at most 2 GiB)");
@@ -187,19 +218,11 @@ private:
     }
     if (!identifierMatches)
       return wrongIdentifier;
+    return Status::ok();
+  }
 
-    // The envelope alone: a Model of another format version may not verify
-    // with this schema, and that must be reported as a version mismatch.
-    flatbuffers::Verifier::Options envelopeOptions;
-    envelopeOptions.check_nested_flatbuffers = false;
-    flatbuffers::Verifier envelopeVerifier(data, size, envelopeOptions);
-    if (!cellpack::VerifySizePrefixedArtifactBuffer(envelopeVerifier))
-      return corrupt("corrupted: the artifact envelope fails FlatBuffers "
-                     "verification");
-    const cellpack::Artifact *envelope =
-        cellpack::GetSizePrefixedArtifact(data);
-
-    uint32_t version = envelope->format_version();
+  /// The envelope's format version against the one this cellrun reads.
+  static Status checkFormatVersion(uint32_t version) {
     if (version > cellpack::kFormatVersion)
       return Status(StatusCode::Unsupported,
                     "format version " + std::to_string(version) +
@@ -213,15 +236,21 @@ private:
                         " is older than this cellrun reads (" +
                         std::to_string(cellpack::kFormatVersion) +
                         "); recompile the model with a matching cellc");
+    return Status::ok();
+  }
 
-    const flatbuffers::Vector<uint8_t> *payload = envelope->payload();
+  /// The payload of a verified envelope: present, its checksum, the nested
+  /// Model through the Verifier, and its alignment within the file `data`.
+  static Status checkPayload(const cellpack::Artifact &envelope,
+                             const uint8_t *data) {
+    const flatbuffers::Vector<uint8_t> *payload = envelope.payload();
     if (!payload || payload->size() == 0)
       return corrupt("corrupted: the artifact has no payload");
     uint64_t computed = cellpack::checksum(payload->data(), payload->size());
-    if (computed != envelope->checksum())
+    if (computed != envelope.checksum())
       return corrupt("payload checksum mismatch: the file is corrupted "
                      "(stored " +
-                     hex64(envelope->checksum()) + ", computed " +
+                     hex64(envelope.checksum()) + ", computed " +
                      hex64(computed) + ")");
 
     flatbuffers::Verifier::Options modelOptions;
@@ -239,10 +268,7 @@ private:
                      std::to_string(payloadOffset) + ", not a multiple of " +
                      std::to_string(kArtifactAlignment) +
                      " (force_align of the schema)");
-
-    artifact.envelope_ = envelope;
-    artifact.model_ = flatbuffers::GetRoot<cellpack::Model>(payload->data());
-    return checkModelSemantics(*artifact.model_);
+    return Status::ok();
   }
 
   static void index(LoadedArtifact &artifact) {

@@ -15,7 +15,7 @@
 //    decoder step, as one unrolled graph would.
 //
 //===----------------------------------------------------------------------===//
-#include "BatchingPolicy.h"
+#include "sched/BatchingPolicy.h"
 
 #include <algorithm>
 #include <deque>

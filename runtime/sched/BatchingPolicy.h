@@ -12,7 +12,7 @@
 #ifndef CELLRUN_SCHED_BATCHINGPOLICY_H
 #define CELLRUN_SCHED_BATCHINGPOLICY_H
 
-#include "CellGraph.h"
+#include "graph/CellGraph.h"
 
 #include "sched/Scheduler.h"
 

@@ -7,7 +7,7 @@
 // running leave the scheduler when the nodes finish.
 //
 //===----------------------------------------------------------------------===//
-#include "BatchingPolicy.h"
+#include "sched/BatchingPolicy.h"
 
 #include <algorithm>
 

@@ -2,13 +2,14 @@
 """Checks that code outside runtime/ reaches the runtime only through its
 public headers (ctest lint.runtime_includes):
 - no file outside runtime/ includes a runtime file by a relative path;
-- the programs (tools/) include no internal runtime header ("backend/...",
+- the programs (tools/) and the libraries they are made of (server/,
+  loadgen/) include no internal runtime header ("backend/...",
   "sched/...", "exec/...", "artifact/...", "schema/..."), only "cellrun/...";
   tests and benchmarks may, through the CellRuntimeInternal target;
 - the public headers include nothing from the runtime's internals, not the
   artifact's generated FlatBuffers code, and name neither the file format
   (cellpack::) nor a backend, the executor or its fault injection;
-- the programs (tools/) do not name the file format either.
+- nor do the programs and their libraries name the file format.
 Prints every offending line and exits 1 if there is one.
 
   runtime_includes.py SOURCE_DIR"""
@@ -38,7 +39,8 @@ def lines(path):
 
 
 checked = 0
-for folder in ["tools", "bench", "test", "examples", "compiler", "dialects"]:
+programs = {"tools", "server", "loadgen"}
+for folder in ["tools", "server", "loadgen", "bench", "test", "examples", "compiler", "dialects"]:
     for path in sorted((root / folder).rglob("*")):
         if path.suffix not in {".h", ".cpp", ".cu", ".hpp"}:
             continue
@@ -52,10 +54,10 @@ for folder in ["tools", "bench", "test", "examples", "compiler", "dialects"]:
                 if str(resolved).startswith(str(root / "runtime") + "/"):
                     problems.append(f"{where}: a runtime file by a relative path")
             local = (path.parent / target).exists()
-            if folder == "tools" and (internal.match(target) or
+            if folder in programs and (internal.match(target) or
                                       (target in internal_names and not local)):
                 problems.append(f"{where}: an internal runtime header in a program")
-        if folder == "tools":
+        if folder in programs:
             for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                 if format_name.search(line.split("//")[0]):
                     problems.append(f"{path.relative_to(root)}:{number}: names the "

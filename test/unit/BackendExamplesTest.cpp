@@ -19,7 +19,7 @@
 #include "ProjectedReference.h"
 #include "exec/Executor.h"
 
-#include "backend/cpu/ElementIO.h"
+#include "artifact/ElementIO.h"
 
 #include <gtest/gtest.h>
 

@@ -8,12 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
-#include "bench/BenchReport.h"
-#include "bench/LatencyStats.h"
-#include "bench/LoadTrace.h"
-#include "bench/PeerRunner.h"
-#include "bench/ServerLoad.h"
-#include "bench/Workload.h"
+#include "loadgen/BenchReport.h"
+#include "loadgen/LatencyStats.h"
+#include "loadgen/LoadTrace.h"
+#include "loadgen/PeerRunner.h"
+#include "loadgen/ServerLoad.h"
+#include "loadgen/Workload.h"
 
 #include "cellrun/RequestParser.h"
 
@@ -25,7 +25,7 @@
 #include <sstream>
 
 using namespace cellrun;
-using namespace cellrun::bench;
+using namespace cellrun::loadgen;
 
 namespace {
 

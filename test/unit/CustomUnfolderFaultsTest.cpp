@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 #include "cellrun/Unfolder.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include "ExampleArtifacts.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include "RandomRequests.h"
 #include "artifact/Artifact.h"
 #include "cellrun/Engine.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 #include "schema/Checksum.h"
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 

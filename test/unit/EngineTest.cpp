@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 #include "RandomRequests.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include "ProjectedReference.h"
 #include "artifact/Artifact.h"
 
+#include "artifact/ElementIO.h"
 #include "backend/cpu/CpuTaskRunner.h"
-#include "backend/cpu/ElementIO.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "exec/Executor.h"
 #include "ReferenceData.h"
 
-#include "backend/cpu/ElementIO.h"
+#include "artifact/ElementIO.h"
 
 #include <gtest/gtest.h>
 

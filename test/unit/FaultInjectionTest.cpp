@@ -14,7 +14,7 @@
 #include "FaultTests.h"
 #include "RandomRequests.h"
 #include "cellrun/Engine.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
 
-#include "sched/CellGraph.h"
+#include "graph/CellGraph.h"
 
 #include <gtest/gtest.h>
 

@@ -13,9 +13,9 @@
 #include "ExampleArtifacts.h"
 #include "artifact/Artifact.h"
 #include "cellrun/Engine.h"
-#include "sched/EngineTesting.h"
+#include "engine/EngineTesting.h"
 
-#include "backend/cpu/ElementIO.h"
+#include "artifact/ElementIO.h"
 
 #include <gtest/gtest.h>
 

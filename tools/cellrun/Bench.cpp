@@ -21,9 +21,11 @@
 namespace cellrun::tool {
 namespace {
 
-using namespace cellrun::bench;
+using namespace cellrun::loadgen;
 
-void addOptions(CLI::App &app, BenchArgs &args) {
+/// The model, the workload and the trace: rates, duration and the
+/// unmeasured warm-up and cool-down.
+void addTraceOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("model", args.model, "the compiled model (.cellpack)")
       ->required();
   app.add_option("--workload", args.workload,
@@ -55,6 +57,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--cooldown", args.cooldown,
                  "seconds of arrivals not measured at the end (default: 10% "
                  "of the duration)");
+}
+
+/// Our engine: policies, backend, threads, pools, queue and deadline.
+void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--policy", args.policies, "our policies to run")
       ->delimiter(',')
       ->check(CLI::IsMember({"cellular", "padded", "graph"}))
@@ -80,6 +86,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
                  "a latency goal for every request (ms); results later than "
                  "that count as deadline misses (0: none)")
       ->check(CLI::Range(0.0, 86400000.0));
+}
+
+/// The runs: seed, repeats, output directory and the --server target.
+void addRunOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--seed", args.seed, "arrivals and request contents")
       ->capture_default_str();
   app.add_option("--repeat", args.repeat,
@@ -100,6 +110,10 @@ void addOptions(CLI::App &app, BenchArgs &args) {
                  "--server: keep-alive connections sending the trace")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
+}
+
+/// The peers (PyTorch, ONNX Runtime): weights, batching and scripts.
+void addPeerOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--peer-weights", args.peerWeights,
                  "run the peers with these weights: the generator's "
                  "<cell>.pt (chain), or the directory of its .pt files; they "
@@ -124,10 +138,23 @@ void addOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str();
   app.add_option("--peers-dir", args.peersDir, "where the peer scripts are")
       ->capture_default_str();
+}
+
+/// Plots and the progress line.
+void addDisplayOptions(CLI::App &app, BenchArgs &args) {
   app.add_flag("--plot", args.plot,
                "draw latency.{png,svg} (latency against throughput) and "
                "batch.{png,svg} (batch size over time) with gnuplot");
   app.add_flag("--quiet", args.quiet, "no progress line");
+}
+
+/// All of bench's options, in --help's order.
+void addOptions(CLI::App &app, BenchArgs &args) {
+  addTraceOptions(app, args);
+  addEngineOptions(app, args);
+  addRunOptions(app, args);
+  addPeerOptions(app, args);
+  addDisplayOptions(app, args);
 }
 
 /// Checks what the options leave to run and fills in the defaults; an exit

@@ -12,7 +12,7 @@
 #include <thread>
 
 using namespace cellrun;
-using namespace cellrun::bench;
+using namespace cellrun::loadgen;
 using namespace cellrun::tool;
 
 std::string cellrun::tool::defaultPeerPython() {

@@ -9,12 +9,12 @@
 #ifndef CELLRUN_TOOLS_BENCHSESSION_H
 #define CELLRUN_TOOLS_BENCHSESSION_H
 
-#include "bench/BenchPlot.h"
-#include "bench/BenchReport.h"
-#include "bench/LoadRunner.h"
-#include "bench/PeerRunner.h"
-#include "bench/ServerLoad.h"
-#include "bench/Workload.h"
+#include "loadgen/BenchPlot.h"
+#include "loadgen/BenchReport.h"
+#include "loadgen/LoadRunner.h"
+#include "loadgen/PeerRunner.h"
+#include "loadgen/ServerLoad.h"
+#include "loadgen/Workload.h"
 
 #include "cellrun/Engine.h"
 #include "cellrun/RequestParser.h"
@@ -53,8 +53,8 @@ struct BenchArgs {
 /// Requests by number, drawn on demand: `lines` for the peer, `requests`
 /// for the engine.
 struct RequestBank {
-  const bench::Workload *workload = nullptr;
-  const bench::RequestSynthesizer *synthesizer = nullptr;
+  const loadgen::Workload *workload = nullptr;
+  const loadgen::RequestSynthesizer *synthesizer = nullptr;
   const RequestParser *parser = nullptr;
   uint64_t seed = 0;
   double deadlineMicros = 0;
@@ -89,13 +89,13 @@ private:
   void chooseSystems();
   /// One run of `system` on `trace`: at the rate `rate` names, or offline
   /// (the peer then sorts the requests into full batches).
-  Result<bench::RunRecord>
+  Result<loadgen::RunRecord>
   runSystem(const std::string &system,
-            const std::vector<bench::TraceEntry> &trace,
+            const std::vector<loadgen::TraceEntry> &trace,
             const std::string &rate, bool offline);
   /// `repeat` runs of `system`, their median row added to the table.
   Status runRepeated(const std::string &system,
-                     const std::vector<bench::TraceEntry> &trace, double rate,
+                     const std::vector<loadgen::TraceEntry> &trace, double rate,
                      bool offline);
 
   BenchArgs args_;
@@ -103,20 +103,20 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   ModelInfo model_; // what artifact_ holds
   std::unique_ptr<RequestParser> parser_;
-  std::unique_ptr<bench::Workload> workload_;
-  std::unique_ptr<bench::RequestSynthesizer> synthesizer_;
+  std::unique_ptr<loadgen::Workload> workload_;
+  std::unique_ptr<loadgen::RequestSynthesizer> synthesizer_;
   RequestBank bank_;
   EngineOptions base_;
   uint32_t largestBatch_ = 1;
-  bench::BenchSetup setup_;
-  std::map<std::string, bench::PeerOptions> peers_; // by name
-  bench::ServerOptions server_;
+  loadgen::BenchSetup setup_;
+  std::map<std::string, loadgen::PeerOptions> peers_; // by name
+  loadgen::ServerOptions server_;
   std::vector<std::string> systems_;
-  std::vector<bench::BenchRow> rows_;
+  std::vector<loadgen::BenchRow> rows_;
   /// Per system, the first rate's p90, and whether it has diverged.
   std::map<std::string, double> firstP90_;
   std::map<std::string, bool> diverged_;
-  std::map<std::string, bench::BatchSeries> lastRun_; // per policy
+  std::map<std::string, loadgen::BatchSeries> lastRun_; // per policy
 };
 
 } // namespace cellrun::tool

@@ -179,18 +179,10 @@ void serveAll(Engine &engine, std::vector<InputLine> &lines,
     std::fprintf(stderr, "\n");
 }
 
-} // namespace
-
-int runRun(const std::vector<std::string> &arguments) {
-  CLI::App app("Serves a file of requests through the scheduler (cellular "
-               "batching unless --policy says otherwise) and prints a "
-               "summary.",
-               "cellrun run");
-  RunArgs args;
-  addOptions(app, args);
-  if (auto exit = parseCommandLine(app, arguments))
-    return *exit;
-  EngineOptions engineOptions;
+/// The engine's options from `args`, the device resolved; an exit code
+/// (the message printed) when the device is not one or is not there.
+std::optional<int> chooseEngineOptions(const RunArgs &args,
+                                       EngineOptions &engineOptions) {
   auto device = parseDeviceChoice(args.device);
   if (!device.ok()) {
     std::cerr << "cellrun run: " << device.status().message() << "\n";
@@ -214,6 +206,68 @@ int runRun(const std::vector<std::string> &arguments) {
   engineOptions.bucketWidth = args.bucketWidth;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
+  return std::nullopt;
+}
+
+/// Opens --input and, when given, --output; an exit code (the message
+/// printed) when either cannot be.
+std::optional<int> openFiles(const RunArgs &args, std::ifstream &input,
+                             std::ofstream &output) {
+  input.open(args.input);
+  if (!input) {
+    std::cerr << "cellrun: error: cannot open " << args.input << "\n";
+    return kExitFailure;
+  }
+  if (!args.output.empty()) {
+    output.open(args.output);
+    if (!output) {
+      std::cerr << "cellrun: error: cannot write " << args.output << "\n";
+      return kExitFailure;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Writes the task log to `path`; false (the message printed) when it
+/// cannot be.
+bool writeTaskLog(const std::string &path, TaskLog &taskLog,
+                  const EngineStats &stats) {
+  std::ofstream log(path);
+  if (!log) {
+    std::cerr << "cellrun: error: cannot write " << path << "\n";
+    return false;
+  }
+  taskLog.write(log, stats);
+  return true;
+}
+
+/// Prints the run's summary: the model, policy and devices, then the
+/// serving's figures.
+void printRunSummary(const LoadedArtifact &artifact, const Engine &engine,
+                     Policy policy, size_t requests, ResultWriter &writer,
+                     const RunTimes &times, const EngineStats &stats) {
+  std::string name = describeModel(artifact).name;
+  std::string where = engine.deviceDescription();
+  if (engine.workers() > 1)
+    where += " and " + std::to_string(engine.workers() - 1) + " more";
+  printSummary(name.empty() ? "?" : name, policyName(policy), where, requests,
+               std::move(writer.latenciesMs), times, stats);
+}
+
+} // namespace
+
+int runRun(const std::vector<std::string> &arguments) {
+  CLI::App app("Serves a file of requests through the scheduler (cellular "
+               "batching unless --policy says otherwise) and prints a "
+               "summary.",
+               "cellrun run");
+  RunArgs args;
+  addOptions(app, args);
+  if (auto exit = parseCommandLine(app, arguments))
+    return *exit;
+  EngineOptions engineOptions;
+  if (auto exit = chooseEngineOptions(args, engineOptions))
+    return *exit;
 
   auto artifact = loadArtifact(args.model);
   if (!artifact.ok()) {
@@ -232,19 +286,10 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
-  std::ifstream input(args.input);
-  if (!input) {
-    std::cerr << "cellrun: error: cannot open " << args.input << "\n";
-    return kExitFailure;
-  }
+  std::ifstream input;
   std::ofstream output;
-  if (!args.output.empty()) {
-    output.open(args.output);
-    if (!output) {
-      std::cerr << "cellrun: error: cannot write " << args.output << "\n";
-      return kExitFailure;
-    }
-  }
+  if (auto exit = openFiles(args, input, output))
+    return *exit;
 
   RunTimes times;
   auto parsing = SteadyClock::now();
@@ -262,21 +307,10 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   EngineStats stats = engine.stats();
-  if (logging) {
-    std::ofstream log(args.taskLog);
-    if (!log) {
-      std::cerr << "cellrun: error: cannot write " << args.taskLog << "\n";
-      return kExitFailure;
-    }
-    taskLog.write(log, stats);
-  }
-  std::string name = describeModel(*artifact.value()).name;
-  std::string where = engine.deviceDescription();
-  if (engine.workers() > 1)
-    where += " and " + std::to_string(engine.workers() - 1) + " more";
-  printSummary(name.empty() ? "?" : name, policyName(engineOptions.policy),
-               where, lines.size(), std::move(writer.latenciesMs), times,
-               stats);
+  if (logging && !writeTaskLog(args.taskLog, taskLog, stats))
+    return kExitFailure;
+  printRunSummary(*artifact.value(), engine, engineOptions.policy, lines.size(),
+                  writer, times, stats);
   return writer.failed ? kExitFailure : kExitOk;
 }
 

@@ -1,7 +1,7 @@
 //===- RunReport.cpp - What `cellrun run` writes and prints ---------------===//
 #include "RunReport.h"
 #include "Allocator.h"
-#include "bench/LatencyStats.h"
+#include "loadgen/LatencyStats.h"
 
 #include <nlohmann/json.hpp>
 
@@ -64,10 +64,10 @@ void printSummary(const std::string &model, const std::string &policy,
               requests, ok, requests - ok, seconds,
               seconds > 0 ? ok / seconds : 0.0);
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
-              bench::nearestRank(latenciesMs, 0.5),
-              bench::nearestRank(latenciesMs, 0.9),
-              bench::nearestRank(latenciesMs, 0.99),
-              bench::nearestRank(latenciesMs, 1.0));
+              loadgen::nearestRank(latenciesMs, 0.5),
+              loadgen::nearestRank(latenciesMs, 0.9),
+              loadgen::nearestRank(latenciesMs, 0.99),
+              loadgen::nearestRank(latenciesMs, 1.0));
   uint64_t tasks = 0;
   for (const CellTypeStats &cell : stats.cells) {
     std::string padding =

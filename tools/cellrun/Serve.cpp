@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "Serve.h"
 
-#include "serve/GrpcServer.h"
-#include "serve/HttpServer.h"
+#include "server/GrpcServer.h"
+#include "server/HttpServer.h"
 
 #include "cellrun/Device.h"
 #include "cellrun/Model.h"
@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <optional>
 #include <pthread.h>
 
 namespace cellrun::tool {
@@ -40,7 +41,8 @@ struct ServeArgs {
   bool allowNonFinite = false;
 };
 
-void addOptions(CLI::App &app, ServeArgs &args) {
+/// The model and the addresses it is served on.
+void addModelAndPortOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("model", args.model, "the compiled model (.cellpack)")
       ->required();
   app.add_option("--host", args.host, "address to listen on")
@@ -57,6 +59,10 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "Prometheus GET /metrics port (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+}
+
+/// The engine's backend, batching policy, queue, memory and workers.
+void addEngineOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--device", args.device, "backend")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -83,6 +89,10 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "among --workers)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 256u));
+}
+
+/// The HTTP front end's body size, threads, connections and timeout.
+void addHttpOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--max-body-bytes", args.maxBodyBytes,
                  "largest HTTP request body (larger: 413)")
       ->capture_default_str()
@@ -104,6 +114,10 @@ void addOptions(CLI::App &app, ServeArgs &args) {
                  "connection")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+}
+
+/// Requests' limits, the drain on shutdown, sessions and logging.
+void addRequestAndShutdownOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--max-steps", args.maxSteps,
                  "steps of one cell a request may run: a longer input is "
                  "refused (400), a decode stops after this many tokens (stop "
@@ -130,6 +144,14 @@ void addOptions(CLI::App &app, ServeArgs &args) {
           {"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
 
+/// All of serve's options, in --help's order.
+void addOptions(CLI::App &app, ServeArgs &args) {
+  addModelAndPortOptions(app, args);
+  addEngineOptions(app, args);
+  addHttpOptions(app, args);
+  addRequestAndShutdownOptions(app, args);
+}
+
 std::string batchSizesText(const ModelInfo &model) {
   std::string text;
   for (const CellInfo &cell : model.cells) {
@@ -142,33 +164,25 @@ std::string batchSizesText(const ModelInfo &model) {
   return text;
 }
 
-int serveModel(const ServeArgs &args) {
-  spdlog::set_level(spdlog::level::from_str(args.logLevel));
-  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
-  // Every thread started from here on inherits the blocked signals; the
-  // main thread takes them with sigwait.
+/// Blocks SIGTERM and SIGINT: every thread started from here on inherits
+/// the blocked signals; the main thread takes them with sigwait.
+sigset_t blockShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
-  auto artifact = loadArtifact(args.model);
-  if (!artifact.ok()) {
-    spdlog::error("{}", artifact.status().message());
-    return kExitFailure;
-  }
-  std::string note;
-  auto kind = resolveDevice(parseDeviceChoice(args.device).value(), note);
-  if (!kind.ok()) {
-    spdlog::error("{}", kind.status().message());
-    return kExitFailure;
-  }
-  if (!note.empty())
-    spdlog::warn("{}", note);
+/// The engine's options from `args` on device `kind`; --memory-budget sets
+/// the pool rows from the model's bytes a row. None (logged) when the
+/// budget is less than two rows.
+std::optional<EngineOptions>
+engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   EngineOptions options;
   options.policy = parsePolicy(args.policy).value();
-  options.executor.device = kind.value();
+  options.executor.device = kind;
   options.executor.threads = args.threads;
   options.workers = args.workers;
   options.maxQueue = args.maxQueue;
@@ -176,7 +190,6 @@ int serveModel(const ServeArgs &args) {
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
   options.limits.maxSteps = args.maxSteps;
-  ModelInfo info = describeModel(*artifact.value());
   size_t rowBytes = info.poolBytesPerRow;
   if (args.memoryBudget > 0) {
     uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);
@@ -184,17 +197,19 @@ int serveModel(const ServeArgs &args) {
       spdlog::error("--memory-budget {} bytes is less than two rows of the "
                     "model's state ({} bytes a row)",
                     args.memoryBudget, rowBytes);
-      return kExitFailure;
+      return std::nullopt;
     }
     options.poolRows =
         static_cast<uint32_t>(std::min<uint64_t>(rows, 1u << 28));
   }
-  auto service = serve::InferenceService::create(artifact.value(), options);
-  if (!service.ok()) {
-    spdlog::error("{}", service.status().message());
-    return kExitFailure;
-  }
-  serve::InferenceService &model = *service.value();
+  return options;
+}
+
+/// Logs the model served and how: its cells' batch sizes, the policy,
+/// device, state pools and queue.
+void logStartupSummary(const ServeArgs &args, serve::InferenceService &model,
+                       const ModelInfo &info, const EngineOptions &options) {
+  size_t rowBytes = info.poolBytesPerRow;
   spdlog::info("model '{}' ({}, {} cells: {}) from {}", model.modelName(),
                model.structureName(), info.cells.size(), batchSizesText(info),
                args.model);
@@ -206,8 +221,11 @@ int serveModel(const ServeArgs &args) {
                        : std::string(),
       options.poolRows,
       double(rowBytes) * options.poolRows * args.workers / 1e6, args.maxQueue);
+}
 
-  serve::HttpServer http(model);
+/// Starts the HTTP front end (and its metrics port); false (logged) when
+/// it does not start.
+bool startHttp(const ServeArgs &args, serve::HttpServer &http) {
   serve::HttpOptions httpOptions;
   httpOptions.host = args.host;
   httpOptions.port = args.httpPort;
@@ -218,21 +236,30 @@ int serveModel(const ServeArgs &args) {
   httpOptions.timeoutSeconds = args.httpTimeout;
   if (Status status = http.start(httpOptions); !status.isOk()) {
     spdlog::error("{}", status.message());
-    return kExitFailure;
+    return false;
   }
-  serve::GrpcServer grpc(model);
+  return true;
+}
+
+/// Starts the gRPC front end when it has a port; false (logged, the
+/// started `http` stopped again) when it does not start.
+bool startGrpc(const ServeArgs &args, serve::HttpServer &http,
+               serve::GrpcServer &grpc) {
   if (args.grpcPort > 0)
     if (Status status = grpc.start(args.host, args.grpcPort); !status.isOk()) {
       spdlog::error("{}", status.message());
       http.stop();
-      return kExitFailure;
+      return false;
     }
-  spdlog::info("serving: HTTP {}, gRPC {}, metrics {} on {}",
-               args.httpPort ? std::to_string(args.httpPort) : "off",
-               args.grpcPort ? std::to_string(args.grpcPort) : "off",
-               args.metricsPort ? std::to_string(args.metricsPort) : "off",
-               args.host);
+  return true;
+}
 
+/// Waits for SIGTERM or SIGINT, then stops taking requests, answers those
+/// in flight within the drain deadline (cancelling the rest), closes the
+/// front ends and logs the engine's totals.
+void drainOnSignal(const ServeArgs &args, const sigset_t &signals,
+                   serve::InferenceService &model, serve::HttpServer &http,
+                   serve::GrpcServer &grpc) {
   int received = 0;
   sigwait(&signals, &received);
   spdlog::info("{}: no new requests; answering the {} in flight within {} s",
@@ -252,6 +279,52 @@ int serveModel(const ServeArgs &args) {
   EngineStats stats = model.engine().stats();
   spdlog::info("stopped: {} requests completed, {} failed, {} refused",
                stats.completed, stats.failed, stats.rejected);
+}
+
+int serveModel(const ServeArgs &args) {
+  spdlog::set_level(spdlog::level::from_str(args.logLevel));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  sigset_t signals = blockShutdownSignals();
+
+  auto artifact = loadArtifact(args.model);
+  if (!artifact.ok()) {
+    spdlog::error("{}", artifact.status().message());
+    return kExitFailure;
+  }
+  std::string note;
+  auto kind = resolveDevice(parseDeviceChoice(args.device).value(), note);
+  if (!kind.ok()) {
+    spdlog::error("{}", kind.status().message());
+    return kExitFailure;
+  }
+  if (!note.empty())
+    spdlog::warn("{}", note);
+  ModelInfo info = describeModel(*artifact.value());
+  std::optional<EngineOptions> options =
+      engineOptionsOf(args, kind.value(), info);
+  if (!options)
+    return kExitFailure;
+  auto service = serve::InferenceService::create(artifact.value(), *options);
+  if (!service.ok()) {
+    spdlog::error("{}", service.status().message());
+    return kExitFailure;
+  }
+  serve::InferenceService &model = *service.value();
+  logStartupSummary(args, model, info, *options);
+
+  serve::HttpServer http(model);
+  if (!startHttp(args, http))
+    return kExitFailure;
+  serve::GrpcServer grpc(model);
+  if (!startGrpc(args, http, grpc))
+    return kExitFailure;
+  spdlog::info("serving: HTTP {}, gRPC {}, metrics {} on {}",
+               args.httpPort ? std::to_string(args.httpPort) : "off",
+               args.grpcPort ? std::to_string(args.grpcPort) : "off",
+               args.metricsPort ? std::to_string(args.metricsPort) : "off",
+               args.host);
+
+  drainOnSignal(args, signals, model, http, grpc);
   return kExitOk;
 }
 

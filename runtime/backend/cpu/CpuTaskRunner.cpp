@@ -1,7 +1,7 @@
 //===- CpuTaskRunner.cpp - One batched task of a cell on the CPU ---------===//
 #include "CpuTaskRunner.h"
 
-#include "ElementIO.h"
+#include "artifact/ElementIO.h"
 
 #include <cblas.h>
 #include <mutex>

@@ -7,14 +7,16 @@
 // of the others, so the cost of dispatching an op is paid once per block.
 // Index maps for broadcasting and data movement (split, slice, concat,
 // transpose) are computed once at preparation, the moves as runs of
-// consecutive elements; gather and argmax depend on the data.
+// consecutive elements; gather and argmax depend on the data. The ops that
+// move or select elements are in RegionDataOps.cpp, the math ops in
+// RegionMathOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
 
-#include "ElementIO.h"
 #include "PackedGemm.h"
 #include "VectorMath.h"
+#include "artifact/ElementIO.h"
 
 #include <algorithm>
 #include <cstring>
@@ -40,17 +42,6 @@ template <typename T> T applyBinary(OpCode code, T a, T b) {
   default:
     return b == T(0) && !std::is_floating_point<T>::value ? T(0) : a / b;
   }
-}
-
-/// Copies element `from` of `source` into element `to` of `target`,
-/// converting between float and integer storage.
-void copyElement(const Value &source, int64_t from, Value &target, int64_t to) {
-  if (target.isFloat)
-    target.f[to] = source.isFloat ? source.floats()[from]
-                                  : static_cast<float>(source.ints()[from]);
-  else
-    target.i[to] = source.isFloat ? static_cast<int64_t>(source.floats()[from])
-                                  : source.ints()[from];
 }
 } // namespace
 
@@ -165,49 +156,15 @@ Status RegionInterpreter::Impl::executeGemm(PreparedOp &prepared,
   return Status::ok();
 }
 
+/// Runs one op over a block of `rows` rows: dispatches on its opcode to the
+/// function of its family.
 Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
-  const cellpack::PortableOp &op = *prepared.op;
-  OpCode code = op.opcode();
-  auto operand = [&](size_t n) -> Value & {
-    return values[prepared.operands[n]];
-  };
-  Value &out = values[prepared.results.empty() ? 0 : prepared.results[0]];
-  // Values without the batch are the same for every row: computed once.
-  int64_t outRows = out.hasBatch ? rows : 1;
-  switch (code) {
+  switch (prepared.op->opcode()) {
   case OpCode::Add:
   case OpCode::Sub:
   case OpCode::Mul:
-  case OpCode::Div: {
-    const Value &a = operand(0), &b = operand(1);
-    const std::vector<int64_t> &mapA = prepared.broadcast[0],
-                               &mapB = prepared.broadcast[1];
-    if (out.isFloat && mapA.empty() && mapB.empty() &&
-        (a.hasBatch || outRows == 1) && (b.hasBatch || outRows == 1)) {
-      // Every row alike and laid out alike: one loop over the block.
-      binaryFloats(code, a.floats(), b.floats(), out.f.data(),
-                   outRows * out.count);
-      return Status::ok();
-    }
-    for (int64_t r = 0; r < outRows; ++r) {
-      int64_t base = r * out.count;
-      if (out.isFloat && mapA.empty() && mapB.empty()) {
-        binaryFloats(code, a.floatRow(r), b.floatRow(r), out.f.data() + base,
-                     out.count);
-        continue;
-      }
-      for (int64_t k = 0; k < out.count; ++k) {
-        int64_t ia = mapA.empty() ? k : mapA[k],
-                ib = mapB.empty() ? k : mapB[k];
-        if (out.isFloat)
-          out.f[base + k] =
-              applyBinary(code, a.floatRow(r)[ia], b.floatRow(r)[ib]);
-        else
-          out.i[base + k] = applyBinary(code, a.intRow(r)[ia], b.intRow(r)[ib]);
-      }
-    }
-    return Status::ok();
-  }
+  case OpCode::Div:
+    return executeArithmetic(prepared, rows);
   case OpCode::Gemm:
     return executeGemm(prepared, rows);
   case OpCode::Erf:
@@ -223,143 +180,93 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   case OpCode::RowMatMul:
     return executeMathOp(prepared, rows);
   case OpCode::Sigmoid:
+  case OpCode::Tanh:
+  case OpCode::Relu:
+    return executeActivation(prepared, rows);
+  case OpCode::Cast:
+    return executeCast(prepared, rows);
+  case OpCode::Identity:
+  case OpCode::Reshape:
+  case OpCode::Squeeze:
+  case OpCode::Unsqueeze:
+    return executeCopy(prepared, rows);
+  case OpCode::Split:
+  case OpCode::Concat:
+  case OpCode::Slice:
+  case OpCode::Transpose:
+    return executeMoves(prepared, rows);
+  case OpCode::Gather:
+    return executeGather(prepared, rows);
+  case OpCode::ArgMax:
+    return executeArgMax(prepared, rows);
+  case OpCode::Constant:
+    return executeConstant(prepared);
+  }
+  return invalidRegion("unknown opcode");
+}
+
+/// Add, Sub, Mul and Div, through the operands' broadcast maps; float
+/// operands laid out alike take one vectorised loop (binaryFloats).
+Status RegionInterpreter::Impl::executeArithmetic(PreparedOp &prepared,
+                                                  int64_t rows) {
+  OpCode code = prepared.op->opcode();
+  auto operand = [&](size_t n) -> Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  // Values without the batch are the same for every row: computed once.
+  int64_t outRows = out.hasBatch ? rows : 1;
+  const Value &a = operand(0), &b = operand(1);
+  const std::vector<int64_t> &mapA = prepared.broadcast[0],
+                             &mapB = prepared.broadcast[1];
+  if (out.isFloat && mapA.empty() && mapB.empty() &&
+      (a.hasBatch || outRows == 1) && (b.hasBatch || outRows == 1)) {
+    // Every row alike and laid out alike: one loop over the block.
+    binaryFloats(code, a.floats(), b.floats(), out.f.data(),
+                 outRows * out.count);
+    return Status::ok();
+  }
+  for (int64_t r = 0; r < outRows; ++r) {
+    int64_t base = r * out.count;
+    if (out.isFloat && mapA.empty() && mapB.empty()) {
+      binaryFloats(code, a.floatRow(r), b.floatRow(r), out.f.data() + base,
+                   out.count);
+      continue;
+    }
+    for (int64_t k = 0; k < out.count; ++k) {
+      int64_t ia = mapA.empty() ? k : mapA[k], ib = mapB.empty() ? k : mapB[k];
+      if (out.isFloat)
+        out.f[base + k] =
+            applyBinary(code, a.floatRow(r)[ia], b.floatRow(r)[ib]);
+      else
+        out.i[base + k] = applyBinary(code, a.intRow(r)[ia], b.intRow(r)[ib]);
+    }
+  }
+  return Status::ok();
+}
+
+/// Sigmoid, Tanh and Relu: float operand and result of equal counts.
+Status RegionInterpreter::Impl::executeActivation(PreparedOp &prepared,
+                                                  int64_t rows) {
+  auto operand = [&](size_t n) -> Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  switch (prepared.op->opcode()) {
+  case OpCode::Sigmoid:
     sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);
     return Status::ok();
   case OpCode::Tanh:
     tanhArray(operand(0).floats(), out.f.data(), outRows * out.count);
     return Status::ok();
-  case OpCode::Relu: {
+  default: { // Relu
     const float *in = operand(0).floats();
     for (int64_t k = 0; k < outRows * out.count; ++k)
       out.f[k] = in[k] > 0.0f ? in[k] : 0.0f;
     return Status::ok();
   }
-  case OpCode::Cast:
-    for (int64_t r = 0; r < outRows; ++r)
-      for (int64_t k = 0; k < out.count; ++k) {
-        const Value &in = operand(0);
-        int64_t at = r * out.count + k, from = (in.hasBatch ? at : k);
-        if (out.dtype == cellpack::DType::Bool)
-          out.i[at] =
-              in.isFloat ? in.floats()[from] != 0.0f : in.ints()[from] != 0;
-        else
-          copyElement(in, from, out, at);
-      }
-    return Status::ok();
-  case OpCode::Identity:
-  case OpCode::Reshape:
-  case OpCode::Squeeze:
-  case OpCode::Unsqueeze: {
-    const Value &in = operand(0);
-    if (in.isFloat && out.isFloat) {
-      std::memcpy(out.f.data(), in.floats(),
-                  outRows * out.count * sizeof(float));
-      return Status::ok();
-    }
-    for (int64_t k = 0; k < outRows * out.count; ++k)
-      copyElement(in, k, out, k);
-    return Status::ok();
   }
-  case OpCode::Split:
-  case OpCode::Concat:
-  case OpCode::Slice:
-  case OpCode::Transpose:
-    for (size_t n = 0; n < prepared.results.size(); ++n) {
-      Value &target = values[prepared.results[n]];
-      int64_t targetRows = target.hasBatch ? rows : 1;
-      for (int64_t r = 0; r < targetRows; ++r)
-        for (const MoveRun &run : prepared.runs[n]) {
-          const Value &source = operand(run.operand);
-          int64_t from = (source.hasBatch ? r * source.count : 0) + run.from;
-          int64_t to = r * target.count + run.to;
-          if (source.isFloat && target.isFloat) {
-            std::memcpy(target.f.data() + to, source.floats() + from,
-                        run.length * sizeof(float));
-            continue;
-          }
-          for (int64_t e = 0; e < run.length; ++e)
-            copyElement(source, from + e, target, to + e);
-        }
-    }
-    return Status::ok();
-  case OpCode::Gather: {
-    const Value &data = operand(0), &indices = operand(1);
-    int64_t axis = op.axis();
-    int64_t outer = product(data.shape, 0, axis);
-    int64_t length = data.shape[axis];
-    int64_t inner = product(data.shape, axis + 1, data.shape.size());
-    for (int64_t r = 0; r < outRows; ++r) {
-      int64_t k = r * out.count;
-      int64_t dataBase = data.hasBatch ? r * data.count : 0;
-      int64_t indexBase = indices.hasBatch ? r * indices.count : 0;
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t n = 0; n < indices.count; ++n) {
-          int64_t index =
-              indices.isFloat
-                  ? static_cast<int64_t>(indices.floats()[indexBase + n])
-                  : indices.ints()[indexBase + n];
-          if (index < 0)
-            index += length;
-          if (index < 0 || index >= length)
-            return Status(StatusCode::OutOfRange,
-                          "index " + std::to_string(index) +
-                              " is outside a table of " +
-                              std::to_string(length) + " rows");
-          int64_t from = dataBase + (o * length + index) * inner;
-          if (data.isFloat && out.isFloat) {
-            std::memcpy(out.f.data() + k, data.floats() + from,
-                        inner * sizeof(float));
-            k += inner;
-            continue;
-          }
-          for (int64_t e = 0; e < inner; ++e)
-            copyElement(data, from + e, out, k++);
-        }
-    }
-    return Status::ok();
-  }
-  case OpCode::ArgMax: {
-    const Value &input = operand(0);
-    int64_t axis = op.axis();
-    int64_t outer = product(input.shape, 0, axis);
-    int64_t length = input.shape[axis];
-    int64_t inner = product(input.shape, axis + 1, input.shape.size());
-    bool last = op.select_last_index();
-    for (int64_t r = 0; r < outRows; ++r) {
-      const float *floats = input.isFloat ? input.floatRow(r) : nullptr;
-      const int64_t *ints = input.isFloat ? nullptr : input.intRow(r);
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t e = 0; e < inner; ++e) {
-          auto at = [&](int64_t n) { return (o * length + n) * inner + e; };
-          int64_t best = 0;
-          for (int64_t n = 1; n < length; ++n) {
-            bool greater = floats ? floats[at(n)] > floats[at(best)]
-                                  : ints[at(n)] > ints[at(best)];
-            bool equal = floats ? floats[at(n)] == floats[at(best)]
-                                : ints[at(n)] == ints[at(best)];
-            if (greater || (last && equal))
-              best = n;
-          }
-          out.i[r * out.count + o * inner + e] = best;
-        }
-    }
-    return Status::ok();
-  }
-  case OpCode::Constant: {
-    const flatbuffers::Vector<uint8_t> *bytes = op.constant();
-    if (!bytes || static_cast<int64_t>(bytes->size()) !=
-                      out.count * static_cast<int64_t>(elementSize(out.dtype)))
-      return invalidRegion("constant data does not match its type");
-    for (int64_t k = 0; k < out.count; ++k) {
-      if (out.isFloat)
-        out.f[k] = loadFloat(bytes->data(), out.dtype, k);
-      else
-        out.i[k] = loadInt(bytes->data(), out.dtype, k);
-    }
-    return Status::ok();
-  }
-  }
-  return invalidRegion("unknown opcode");
 }
 
 RegionInterpreter::RegionInterpreter(std::unique_ptr<Impl> impl)

@@ -1,7 +1,8 @@
 //===- RegionInterpreterImpl.h - Region interpreter internals ---*- C++ -*-===//
 //
-// Shared by RegionInterpreter.cpp (execution) and RegionPreparation.cpp
-// (checking a region and computing its index maps once).
+// Shared by RegionInterpreter.cpp, RegionDataOps.cpp and RegionMathOps.cpp
+// (execution) and by RegionPreparation.cpp, RegionChecks.cpp and
+// RegionOpChecks.cpp (checking a region and computing its index maps once).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H
@@ -128,15 +129,31 @@ struct RegionInterpreter::Impl {
   Status checkValueSizes();
   Status checkDefinitions(uint32_t numInputs);
   Status checkBoundary(uint32_t numInputs);
+  /// RegionOpChecks.cpp: an op's arity, axes and shapes.
   Status validate(const PreparedOp &prepared);
   Status prepareMoves(PreparedOp &prepared);
   void allocate();
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);
+  Status executeArithmetic(PreparedOp &prepared, int64_t rows);
+  Status executeActivation(PreparedOp &prepared, int64_t rows);
   Status executeGemm(PreparedOp &prepared, int64_t rows);
+  /// Cast, copies, moves, Gather, ArgMax and Constant (RegionDataOps.cpp).
+  Status executeCast(PreparedOp &prepared, int64_t rows);
+  Status executeCopy(PreparedOp &prepared, int64_t rows);
+  Status executeMoves(PreparedOp &prepared, int64_t rows);
+  Status executeGather(PreparedOp &prepared, int64_t rows);
+  Status executeArgMax(PreparedOp &prepared, int64_t rows);
+  Status executeConstant(PreparedOp &prepared);
   /// Erf, Sqrt, Exp, Log, Pow, Equal, Where, ReduceMean, ReduceSum and
   /// ReduceMax (RegionMathOps.cpp).
   Status executeMathOp(PreparedOp &prepared, int64_t rows);
+  Status executeUnaryMath(PreparedOp &prepared, int64_t rows);
+  Status executePow(PreparedOp &prepared, int64_t rows);
+  Status executeEqual(PreparedOp &prepared, int64_t rows);
+  Status executeWhere(PreparedOp &prepared, int64_t rows);
+  Status executeReduction(PreparedOp &prepared, int64_t rows);
+  Status executeRowMatMul(PreparedOp &prepared, int64_t rows);
   void loadRows(const std::vector<InputView> &inputs, int64_t first,
                 int64_t rows);
   void storeRows(const std::vector<OutputView> &outputs, int64_t first,

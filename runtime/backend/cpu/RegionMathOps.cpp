@@ -62,122 +62,182 @@ int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
 }
 } // namespace
 
+/// Dispatches a math, comparison or row-reduction op on its opcode.
 Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
                                               int64_t rows) {
+  switch (prepared.op->opcode()) {
+  case OpCode::Erf:
+  case OpCode::Sqrt:
+  case OpCode::Exp:
+  case OpCode::Log:
+    return executeUnaryMath(prepared, rows);
+  case OpCode::Pow:
+    return executePow(prepared, rows);
+  case OpCode::Equal:
+    return executeEqual(prepared, rows);
+  case OpCode::Where:
+    return executeWhere(prepared, rows);
+  case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMax:
+    return executeReduction(prepared, rows);
+  case OpCode::RowMatMul:
+    return executeRowMatMul(prepared, rows);
+  default:
+    return Status(StatusCode::Internal, "not a math op");
+  }
+}
+
+/// Erf, Sqrt, Exp and Log: float operand and result of equal counts.
+Status RegionInterpreter::Impl::executeUnaryMath(PreparedOp &prepared,
+                                                 int64_t rows) {
   const cellpack::PortableOp &op = *prepared.op;
   auto operand = [&](size_t n) -> const Value & {
     return values[prepared.operands[n]];
   };
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
-  switch (op.opcode()) {
-  case OpCode::Erf:
-  case OpCode::Sqrt:
-  case OpCode::Exp:
-  case OpCode::Log: {
-    const float *in = operand(0).floats();
-    OpCode code = op.opcode();
-    for (int64_t k = 0; k < outRows * out.count; ++k)
-      out.f[k] = code == OpCode::Erf    ? std::erf(in[k])
-                 : code == OpCode::Sqrt ? std::sqrt(in[k])
-                 : code == OpCode::Exp  ? std::exp(in[k])
-                                        : std::log(in[k]);
-    return Status::ok();
-  }
-  case OpCode::Pow:
-    for (int64_t r = 0; r < outRows; ++r)
-      for (int64_t k = 0; k < out.count; ++k) {
-        float base = floatAt(operand(0), prepared.broadcast[0], r, k);
-        float exponent = floatAt(operand(1), prepared.broadcast[1], r, k);
-        // x ** 2 is x * x, as PyTorch computes it.
+  const float *in = operand(0).floats();
+  OpCode code = op.opcode();
+  for (int64_t k = 0; k < outRows * out.count; ++k)
+    out.f[k] = code == OpCode::Erf    ? std::erf(in[k])
+               : code == OpCode::Sqrt ? std::sqrt(in[k])
+               : code == OpCode::Exp  ? std::exp(in[k])
+                                      : std::log(in[k]);
+  return Status::ok();
+}
+
+/// Pow through the operands' broadcast maps (x ** 2 as x * x).
+Status RegionInterpreter::Impl::executePow(PreparedOp &prepared, int64_t rows) {
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  for (int64_t r = 0; r < outRows; ++r)
+    for (int64_t k = 0; k < out.count; ++k) {
+      float base = floatAt(operand(0), prepared.broadcast[0], r, k);
+      float exponent = floatAt(operand(1), prepared.broadcast[1], r, k);
+      // x ** 2 is x * x, as PyTorch computes it.
+      out.f[r * out.count + k] =
+          exponent == 2.0f ? base * base : std::pow(base, exponent);
+    }
+  return Status::ok();
+}
+
+/// Equal through the operands' broadcast maps: 1 where they are equal.
+Status RegionInterpreter::Impl::executeEqual(PreparedOp &prepared,
+                                             int64_t rows) {
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  for (int64_t r = 0; r < outRows; ++r)
+    for (int64_t k = 0; k < out.count; ++k)
+      out.i[r * out.count + k] =
+          operand(0).isFloat
+              ? floatAt(operand(0), prepared.broadcast[0], r, k) ==
+                    floatAt(operand(1), prepared.broadcast[1], r, k)
+              : intAt(operand(0), prepared.broadcast[0], r, k) ==
+                    intAt(operand(1), prepared.broadcast[1], r, k);
+  return Status::ok();
+}
+
+/// Where through the operands' broadcast maps: the second operand where
+/// the condition (the first) is nonzero, else the third.
+Status RegionInterpreter::Impl::executeWhere(PreparedOp &prepared,
+                                             int64_t rows) {
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  for (int64_t r = 0; r < outRows; ++r)
+    for (int64_t k = 0; k < out.count; ++k) {
+      bool take = intAt(operand(0), prepared.broadcast[0], r, k) != 0;
+      size_t from = take ? 1 : 2;
+      if (out.isFloat)
         out.f[r * out.count + k] =
-            exponent == 2.0f ? base * base : std::pow(base, exponent);
-      }
-    return Status::ok();
-  case OpCode::Equal:
-    for (int64_t r = 0; r < outRows; ++r)
-      for (int64_t k = 0; k < out.count; ++k)
+            floatAt(operand(from), prepared.broadcast[from], r, k);
+      else
         out.i[r * out.count + k] =
-            operand(0).isFloat
-                ? floatAt(operand(0), prepared.broadcast[0], r, k) ==
-                      floatAt(operand(1), prepared.broadcast[1], r, k)
-                : intAt(operand(0), prepared.broadcast[0], r, k) ==
-                      intAt(operand(1), prepared.broadcast[1], r, k);
-    return Status::ok();
-  case OpCode::Where:
-    for (int64_t r = 0; r < outRows; ++r)
-      for (int64_t k = 0; k < out.count; ++k) {
-        bool take = intAt(operand(0), prepared.broadcast[0], r, k) != 0;
-        size_t from = take ? 1 : 2;
-        if (out.isFloat)
-          out.f[r * out.count + k] =
-              floatAt(operand(from), prepared.broadcast[from], r, k);
-        else
-          out.i[r * out.count + k] =
-              intAt(operand(from), prepared.broadcast[from], r, k);
-      }
-    return Status::ok();
-  case OpCode::ReduceMean:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMax: {
-    const Value &in = operand(0);
-    const std::vector<int64_t> &into = prepared.broadcast[0];
-    OpCode code = op.opcode();
-    for (int64_t r = 0; r < outRows; ++r) {
-      float *acc = out.f.data() + r * out.count;
-      std::fill(acc, acc + out.count,
-                code == OpCode::ReduceMax
-                    ? -std::numeric_limits<float>::infinity()
-                    : 0.0f);
-      const float *row = in.floatRow(r);
-      for (int64_t k = 0; k < in.count; ++k) {
-        float &target = acc[into.empty() ? k : into[k]];
-        // The largest element propagates NaN, as torch.max does.
-        if (code != OpCode::ReduceMax)
-          target += row[k];
-        else if (!(target != target || target > row[k]))
-          target = row[k];
-      }
-      if (code == OpCode::ReduceMean)
-        for (int64_t k = 0; k < out.count; ++k)
-          acc[k] /= static_cast<float>(in.count / out.count);
+            intAt(operand(from), prepared.broadcast[from], r, k);
     }
-    return Status::ok();
+  return Status::ok();
+}
+
+/// ReduceMean, ReduceSum and ReduceMax over a row: each input element into
+/// the output element its prepared map names.
+Status RegionInterpreter::Impl::executeReduction(PreparedOp &prepared,
+                                                 int64_t rows) {
+  const cellpack::PortableOp &op = *prepared.op;
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  int64_t outRows = out.hasBatch ? rows : 1;
+  const Value &in = operand(0);
+  const std::vector<int64_t> &into = prepared.broadcast[0];
+  OpCode code = op.opcode();
+  for (int64_t r = 0; r < outRows; ++r) {
+    float *acc = out.f.data() + r * out.count;
+    std::fill(acc, acc + out.count,
+              code == OpCode::ReduceMax
+                  ? -std::numeric_limits<float>::infinity()
+                  : 0.0f);
+    const float *row = in.floatRow(r);
+    for (int64_t k = 0; k < in.count; ++k) {
+      float &target = acc[into.empty() ? k : into[k]];
+      // The largest element propagates NaN, as torch.max does.
+      if (code != OpCode::ReduceMax)
+        target += row[k];
+      else if (!(target != target || target > row[k]))
+        target = row[k];
+    }
+    if (code == OpCode::ReduceMean)
+      for (int64_t k = 0; k < out.count; ++k)
+        acc[k] /= static_cast<float>(in.count / out.count);
   }
-  case OpCode::RowMatMul: {
-    // Per row, an m x k by k x n product (attention over a memory): for
-    // wide untransposed B as axpys along its rows (vectorised along n),
-    // else as dot products over k in lanes (dotProduct).
-    const Value &a = operand(0), &b = operand(1);
-    int64_t m = op.sizes()->Get(0), k = op.sizes()->Get(1),
-            n = op.sizes()->Get(2);
-    bool transA = op.trans_a(), transB = op.trans_b();
-    bool axpys = !transB && n >= kDotLanes;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
-      float *result = out.f.data() + r * out.count;
-      for (int64_t i = 0; i < m; ++i) {
-        float *line = result + i * n;
-        const float *lhsLine = transA ? lhs + i : lhs + i * k;
-        int64_t lhsStride = transA ? m : 1;
-        if (!axpys) {
-          for (int64_t j = 0; j < n; ++j)
-            line[j] = transB ? dotProduct(lhsLine, lhsStride, rhs + j * k, 1, k)
-                             : dotProduct(lhsLine, lhsStride, rhs + j, n, k);
-          continue;
-        }
-        std::fill(line, line + n, 0.0f);
-        for (int64_t kk = 0; kk < k; ++kk) {
-          float weight = lhsLine[kk * lhsStride];
-          const float *rhsLine = rhs + kk * n;
-          for (int64_t j = 0; j < n; ++j)
-            line[j] += weight * rhsLine[j];
-        }
+  return Status::ok();
+}
+
+/// RowMatMul: per row, an m x k by k x n product (attention over a
+/// memory): for wide untransposed B as axpys along its rows (vectorised
+/// along n), else as dot products over k in lanes (dotProduct).
+Status RegionInterpreter::Impl::executeRowMatMul(PreparedOp &prepared,
+                                                 int64_t rows) {
+  const cellpack::PortableOp &op = *prepared.op;
+  auto operand = [&](size_t n) -> const Value & {
+    return values[prepared.operands[n]];
+  };
+  Value &out = values[prepared.results[0]];
+  const Value &a = operand(0), &b = operand(1);
+  int64_t m = op.sizes()->Get(0), k = op.sizes()->Get(1),
+          n = op.sizes()->Get(2);
+  bool transA = op.trans_a(), transB = op.trans_b();
+  bool axpys = !transB && n >= kDotLanes;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
+    float *result = out.f.data() + r * out.count;
+    for (int64_t i = 0; i < m; ++i) {
+      float *line = result + i * n;
+      const float *lhsLine = transA ? lhs + i : lhs + i * k;
+      int64_t lhsStride = transA ? m : 1;
+      if (!axpys) {
+        for (int64_t j = 0; j < n; ++j)
+          line[j] = transB ? dotProduct(lhsLine, lhsStride, rhs + j * k, 1, k)
+                           : dotProduct(lhsLine, lhsStride, rhs + j, n, k);
+        continue;
+      }
+      std::fill(line, line + n, 0.0f);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        float weight = lhsLine[kk * lhsStride];
+        const float *rhsLine = rhs + kk * n;
+        for (int64_t j = 0; j < n; ++j)
+          line[j] += weight * rhsLine[j];
       }
     }
-    return Status::ok();
   }
-  default:
-    return Status(StatusCode::Internal, "not a math op");
-  }
+  return Status::ok();
 }

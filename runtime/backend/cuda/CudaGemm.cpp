@@ -65,72 +65,8 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
   gemm->k_ = k;
   gemm->skinnyBeta_ = step.beta();
 
-  CELL_CUBLAS_TRY(cublasLtMatmulDescCreate(
-      &gemm->operation_, computeType(step.precision()), CUDA_R_32F));
-  // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's first operand is our B.
-  cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-      gemm->operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(gemm->operation_,
-                                                 CUBLASLT_MATMUL_DESC_TRANSB,
-                                                 &opSecond, sizeof opSecond));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
-      &gemm->layoutA_, CUDA_R_32F, step.trans_b() ? k : n,
-      step.trans_b() ? n : k, step.trans_b() ? k : n));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
-      &gemm->layoutB_, CUDA_R_32F, step.trans_a() ? m : k,
-      step.trans_a() ? k : m, step.trans_a() ? m : k));
-  CELL_CUBLAS_TRY(
-      cublasLtMatrixLayoutCreate(&gemm->layoutD_, CUDA_R_32F, n, m, n));
-  CELL_CUBLAS_TRY(
-      cublasLtMatrixLayoutCreate(&gemm->layoutC_, CUDA_R_32F, n, m, n));
-
-  // Bias: a vector of n as the BIAS epilogue, a full [m, n] C as beta * C.
-  gemm->c_ = gemm->d_;
-  gemm->beta_ = 0.0f;
-  if (step.c()) {
-    int64_t count = elementCount(*step.c());
-    // With m == 1 both shapes fit: a weight is a bias, anything else is C.
-    bool fullC = count == m * n;
-    if (count == n && !(fullC && !operands.hostBias)) {
-      const void *bias = operands.c;
-      if (step.beta() != 1.0f) {
-        if (!operands.hostBias)
-          return Status(StatusCode::Unsupported,
-                        "a GEMM bias scaled by beta must be a weight");
-        std::vector<float> scaled(operands.hostBias, operands.hostBias + n);
-        for (float &value : scaled)
-          value *= step.beta();
-        auto buffer = DeviceBuffer::allocate(n * sizeof(float));
-        if (!buffer.ok())
-          return buffer.status();
-        gemm->scaledBias_ = std::move(buffer).value();
-        CELL_TRY(uploadNow(gemm->scaledBias_.data(), scaled.data(),
-                           n * sizeof(float)));
-        bias = gemm->scaledBias_.data();
-      }
-      gemm->skinnyBias_ = operands.c; // the kernel scales it by beta
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      cudaDataType_t biasType = CUDA_R_32F;
-      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-          gemm->operation_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-          sizeof epilogue));
-      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-          gemm->operation_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-          sizeof biasType));
-      CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
-          gemm->operation_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-          sizeof bias));
-    } else if (fullC) {
-      gemm->c_ = operands.c;
-      gemm->beta_ = step.beta();
-      gemm->skinnyC_ = operands.c;
-    } else {
-      return Status(StatusCode::Unsupported,
-                    "a GEMM's C must have n or m * n elements");
-    }
-  }
+  CELL_TRY(gemm->createDescriptors(step));
+  CELL_TRY(gemm->attachBiasOrC(step, operands));
   char text[96];
   std::snprintf(text, sizeof text, "m=%lld n=%lld k=%lld %s",
                 static_cast<long long>(m), static_cast<long long>(n),
@@ -138,33 +74,115 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
                 cellpack::EnumNamePrecision(step.precision()));
   gemm->description_ = text;
   gemm->skinny_ = skinny;
-  bool contest = skinny.kernel && !step.trans_a() && !step.trans_b() &&
+  CELL_TRY(gemm->chooseKernel(step, operands, stream, candidates));
+  return gemm;
+}
+
+Status CudaGemm::createDescriptors(const cellpack::GemmStep &step) {
+  int64_t m = m_, n = n_, k = k_;
+  CELL_CUBLAS_TRY(cublasLtMatmulDescCreate(
+      &operation_, computeType(step.precision()), CUDA_R_32F));
+  // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's first operand is our B.
+  cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      operation_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+      &layoutA_, CUDA_R_32F, step.trans_b() ? k : n, step.trans_b() ? n : k,
+      step.trans_b() ? k : n));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+      &layoutB_, CUDA_R_32F, step.trans_a() ? m : k, step.trans_a() ? k : m,
+      step.trans_a() ? m : k));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&layoutD_, CUDA_R_32F, n, m, n));
+  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&layoutC_, CUDA_R_32F, n, m, n));
+  return Status::ok();
+}
+
+Status CudaGemm::attachBiasOrC(const cellpack::GemmStep &step,
+                               const GemmOperands &operands) {
+  // Bias: a vector of n as the BIAS epilogue, a full [m, n] C as beta * C.
+  c_ = d_;
+  beta_ = 0.0f;
+  if (!step.c())
+    return Status::ok();
+  int64_t m = m_, n = n_;
+  int64_t count = elementCount(*step.c());
+  // With m == 1 both shapes fit: a weight is a bias, anything else is C.
+  bool fullC = count == m * n;
+  if (count == n && !(fullC && !operands.hostBias))
+    return attachBias(step, operands);
+  if (!fullC)
+    return Status(StatusCode::Unsupported,
+                  "a GEMM's C must have n or m * n elements");
+  c_ = operands.c;
+  beta_ = step.beta();
+  skinnyC_ = operands.c;
+  return Status::ok();
+}
+
+Status CudaGemm::attachBias(const cellpack::GemmStep &step,
+                            const GemmOperands &operands) {
+  int64_t n = n_;
+  const void *bias = operands.c;
+  if (step.beta() != 1.0f) {
+    if (!operands.hostBias)
+      return Status(StatusCode::Unsupported,
+                    "a GEMM bias scaled by beta must be a weight");
+    std::vector<float> scaled(operands.hostBias, operands.hostBias + n);
+    for (float &value : scaled)
+      value *= step.beta();
+    auto buffer = DeviceBuffer::allocate(n * sizeof(float));
+    if (!buffer.ok())
+      return buffer.status();
+    scaledBias_ = std::move(buffer).value();
+    CELL_TRY(uploadNow(scaledBias_.data(), scaled.data(), n * sizeof(float)));
+    bias = scaledBias_.data();
+  }
+  skinnyBias_ = operands.c; // the kernel scales it by beta
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cudaDataType_t biasType = CUDA_R_32F;
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      operation_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      operation_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+      sizeof biasType));
+  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+      operation_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  return Status::ok();
+}
+
+Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
+                              const GemmOperands &operands, cudaStream_t stream,
+                              int candidates) {
+  int64_t m = m_, n = n_, k = k_;
+  bool contest = skinny_.kernel && !step.trans_a() && !step.trans_b() &&
                  cellpack::skinnyGemmFits(m, n, k) &&
                  step.precision() != cellpack::Precision::BF16 &&
                  step.precision() != cellpack::Precision::FP16;
-  for (const void *pointer :
-       std::initializer_list<const void *>{operands.a, operands.b, operands.d,
-                                           gemm->skinnyBias_, gemm->skinnyC_})
+  for (const void *pointer : std::initializer_list<const void *>{
+           operands.a, operands.b, operands.d, skinnyBias_, skinnyC_})
     contest = contest && alignmentOf(pointer) >= 16;
-  Status chosen = gemm->chooseAlgorithm(stream, candidates);
+  Status chosen = chooseAlgorithm(stream, candidates);
   if (contest) {
-    Status contested = gemm->contestSkinny(
-        stream, chosen.isOk() ? gemm->cublasMicros_ : -1.0f);
+    Status contested =
+        contestSkinny(stream, chosen.isOk() ? cublasMicros_ : -1.0f);
     if (!contested.isOk()) {
       if (!chosen.isOk())
         return contested; // neither runs the GEMM
-      gemm->useSkinny_ = false;
-      gemm->description_ +=
+      useSkinny_ = false;
+      description_ +=
           " (the skinny kernel failed: " + contested.message() + ")";
     }
   }
-  if (!chosen.isOk() && !gemm->useSkinny_)
+  if (!chosen.isOk() && !useSkinny_)
     return chosen;
-  if (!gemm->useSkinny_) { // its k-split buffers are not needed
-    gemm->partial_ = DeviceBuffer();
-    gemm->counters_ = DeviceBuffer();
+  if (!useSkinny_) { // its k-split buffers are not needed
+    partial_ = DeviceBuffer();
+    counters_ = DeviceBuffer();
   }
-  return gemm;
+  return Status::ok();
 }
 
 Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {

@@ -70,6 +70,24 @@ public:
 
 private:
   CudaGemm() = default;
+  /// Creates the matmul descriptor (the compute type of the step's
+  /// precision, B as cuBLASLt's first operand) and the layouts of A, B, C
+  /// and D, of the sizes m_, n_ and k_ (set before).
+  Status createDescriptors(const cellpack::GemmStep &step);
+  /// Adds the step's C, if it has one: a vector of n as the BIAS epilogue
+  /// (attachBias), a full [m, n] C as beta * C; any other size is an error.
+  Status attachBiasOrC(const cellpack::GemmStep &step,
+                       const GemmOperands &operands);
+  /// The BIAS epilogue with operands.c, first scaled by beta on the host
+  /// (and uploaded) when beta != 1, which needs the bias as a weight.
+  Status attachBias(const cellpack::GemmStep &step,
+                    const GemmOperands &operands);
+  /// Chooses what runs the GEMM: the fastest cuBLASLt algorithm, against
+  /// the skinny kernel when the shape, precision and operand alignments let
+  /// it contest; an error only when neither can run it.
+  Status chooseKernel(const cellpack::GemmStep &step,
+                      const GemmOperands &operands, cudaStream_t stream,
+                      int candidates);
   Status chooseAlgorithm(cudaStream_t stream, int candidates);
   /// Times the skinny kernel at a few split counts against `cublasMicros`
   /// (negative: no cuBLASLt algorithm runs) and keeps it when faster.

@@ -48,6 +48,65 @@ groupByPool(const std::vector<TaskTransfers::Row> &rows) {
   }
   return groups;
 }
+
+/// Where a task's data lies in its slot: the rows it writes and reads,
+/// grouped by pool with their offsets, and the bytes it takes of the slot's
+/// host-to-device area and of its read-back area.
+struct SlotLayout {
+  std::vector<PoolGroup> writes, reads;
+  size_t bytes = 0;
+  size_t backBytes = 0;
+};
+
+/// Lays a task's slot out: the ticket and `indexBlocks` batch-size blocks of
+/// row indices, then per pool of written rows their pool indices and their
+/// bytes, then per pool of read rows their pool indices; the read rows
+/// themselves go to the read-back area, pool after pool.
+SlotLayout layOutSlot(const TaskTransfers &transfers, size_t indexBlocks,
+                      uint32_t batch) {
+  SlotLayout layout;
+  layout.writes = groupByPool(transfers.writes);
+  layout.reads = groupByPool(transfers.reads);
+  size_t at = CudaBackend::align16(CudaBackend::kTicketBytes +
+                                   indexBlocks * batch * sizeof(int32_t));
+  for (PoolGroup &group : layout.writes) {
+    group.indices = at;
+    at = CudaBackend::align16(at + group.rows.size() * sizeof(int32_t));
+    group.data = at;
+    at = CudaBackend::align16(at + group.rows.size() * group.rowBytes);
+  }
+  size_t back = 0;
+  for (PoolGroup &group : layout.reads) {
+    group.indices = at;
+    at = CudaBackend::align16(at + group.rows.size() * sizeof(int32_t));
+    group.data = back;
+    back = CudaBackend::align16(back + group.rows.size() * group.rowBytes);
+  }
+  layout.bytes = at;
+  layout.backBytes = back;
+  return layout;
+}
+
+/// Writes into the slot's host area `host` the ticket, the task's `rows`
+/// row indices per input and output (a `batch`-size block each) and the
+/// written rows (their pool indices and their bytes).
+void writeTaskData(uint8_t *host, uint64_t ticket,
+                   const std::vector<const std::vector<int32_t> *> &rowIndices,
+                   uint32_t rows, uint32_t batch,
+                   const std::vector<PoolGroup> &writes) {
+  std::memcpy(host, &ticket, sizeof ticket);
+  auto *hostRows =
+      reinterpret_cast<int32_t *>(host + CudaBackend::kTicketBytes);
+  for (size_t t = 0; t < rowIndices.size(); ++t)
+    std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
+                rows * sizeof(int32_t));
+  for (const PoolGroup &group : writes)
+    for (size_t k = 0; k < group.rows.size(); ++k) {
+      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
+      std::memcpy(host + group.data + k * group.rowBytes, group.rows[k]->host,
+                  group.rowBytes);
+    }
+}
 } // namespace
 
 Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
@@ -131,40 +190,16 @@ Status CudaBackend::enqueueTask(
   uint8_t *deviceBack = deviceReadBack_.data() + slotIndex * readBackBytes_;
 
   // Lay the slot out.
-  std::vector<PoolGroup> writes = groupByPool(transfers.writes);
-  std::vector<PoolGroup> reads = groupByPool(transfers.reads);
-  size_t at =
-      align16(kTicketBytes + rowIndices.size() * batch * sizeof(int32_t));
-  for (PoolGroup &group : writes) {
-    group.indices = at;
-    at = align16(at + group.rows.size() * sizeof(int32_t));
-    group.data = at;
-    at = align16(at + group.rows.size() * group.rowBytes);
-  }
-  size_t back = 0;
-  for (PoolGroup &group : reads) {
-    group.indices = at;
-    at = align16(at + group.rows.size() * sizeof(int32_t));
-    group.data = back;
-    back = align16(back + group.rows.size() * group.rowBytes);
-  }
+  SlotLayout layout = layOutSlot(transfers, rowIndices.size(), batch);
+  const std::vector<PoolGroup> &writes = layout.writes, &reads = layout.reads;
+  size_t at = layout.bytes, back = layout.backBytes;
   if (at > slotBytes_ || back > readBackBytes_)
     return Status(StatusCode::InvalidArgument,
                   "a task moves more rows than its cell has inputs and "
                   "outputs");
 
   // Fill it; rows of mapped pools are written in place.
-  std::memcpy(host, &ticket, sizeof ticket);
-  auto *hostRows = reinterpret_cast<int32_t *>(host + kTicketBytes);
-  for (size_t t = 0; t < rowIndices.size(); ++t)
-    std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
-                rows * sizeof(int32_t));
-  for (const PoolGroup &group : writes)
-    for (size_t k = 0; k < group.rows.size(); ++k) {
-      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
-      std::memcpy(host + group.data + k * group.rowBytes, group.rows[k]->host,
-                  group.rowBytes);
-    }
+  writeTaskData(host, ticket, rowIndices, rows, batch, writes);
   for (const PoolGroup &group : reads)
     for (size_t k = 0; k < group.rows.size(); ++k) {
       reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;

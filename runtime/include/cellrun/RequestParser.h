@@ -88,6 +88,13 @@ private:
   std::string decodeLimitText() const;
   Result<NodeData> parseNode(const nlohmann::json &json, uint32_t cell,
                              const std::string &where) const;
+  /// A chain's or seq2seq's "tokens" or "steps", and "max_decode_length",
+  /// into `request`.
+  Status parseSequence(const nlohmann::json &json, const std::string &where,
+                       Request &request) const;
+  /// A tree's "nodes" and "root" into `request`.
+  Status parseTree(const nlohmann::json &json, const std::string &where,
+                   Request &request) const;
   /// A tree node's inputs for `cell`: its input values, or {"token": N}.
   Result<NodeData> parseTreeNode(const nlohmann::json &values, uint32_t cell,
                                  const std::string &where) const;

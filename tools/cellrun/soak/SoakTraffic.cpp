@@ -1,8 +1,8 @@
 //===- SoakTraffic.cpp - The requests a soak sends ------------------------===//
 #include "SoakTraffic.h"
 
-#include "bench/ServerLoad.h"
-#include "bench/Workload.h"
+#include "loadgen/ServerLoad.h"
+#include "loadgen/Workload.h"
 
 #include "cellrun/Model.h"
 #include "cellrun/RequestParser.h"
@@ -17,8 +17,8 @@ namespace {
 
 /// A request shape for the model's structure: 1..24 steps or leaves, a
 /// seq2seq source of 1..20 with a decode limit of 1..20.
-bench::RequestShape drawShape(std::mt19937_64 &random, bool seq2seq) {
-  bench::RequestShape shape;
+loadgen::RequestShape drawShape(std::mt19937_64 &random, bool seq2seq) {
+  loadgen::RequestShape shape;
   shape.size = static_cast<uint32_t>(1 + random() % (seq2seq ? 20 : 24));
   if (seq2seq)
     shape.decode = static_cast<uint32_t>(1 + random() % 20);
@@ -98,7 +98,7 @@ Status cellrun::soak::prepareTraffic(SoakModel &model, uint32_t count,
   model.signature = parser.value()->signature();
   model.chain = info.unfolding == UnfoldingKind::Chain;
   auto synthesizer =
-      bench::RequestSynthesizer::create(*artifact.value(), model.signature);
+      loadgen::RequestSynthesizer::create(*artifact.value(), model.signature);
   if (!synthesizer.ok())
     return synthesizer.status();
   std::mt19937_64 random(seed);
@@ -106,7 +106,7 @@ Status cellrun::soak::prepareTraffic(SoakModel &model, uint32_t count,
   for (uint32_t k = 0; k < count; ++k) {
     json line = json::parse(
         synthesizer->requestLine(k, drawShape(random, seq2seq), seed));
-    auto body = bench::kserveBody(line, model.signature);
+    auto body = loadgen::kserveBody(line, model.signature);
     if (!body.ok())
       return body.status();
     model.bodies.push_back(body.value().dump());
@@ -128,7 +128,7 @@ Status cellrun::soak::prepareTraffic(SoakModel &model, uint32_t count,
       part["tokens"] = json(
           std::vector<json>(tokens.begin() + at, tokens.begin() + at + take));
       at += take;
-      auto chunk = bench::kserveBody(part, model.signature);
+      auto chunk = loadgen::kserveBody(part, model.signature);
       if (!chunk.ok())
         return chunk.status();
       session.chunks.push_back(chunk.value());

@@ -1,0 +1,447 @@
+//===- EngineImpl.h - The engine's state and loop --------------*- C++ -*-===//
+//
+// EngineWorker, one per device: the thread that admits waiting requests
+// (from the queue submit() fills from any thread) against its pools' rows,
+// asks
+// the batching policy for tasks, binds each task's nodes to pool rows
+// (request data written into fresh rows, states read in place from the rows
+// their producers wrote, zeros from one reserved zero row per pool, padding
+// rows written to scratch rows), runs it on the executor, and grows the cell
+// graphs with what the host read back.
+//
+// Rounds: each call of the loop asks the policy once and submits all its
+// tasks. On an asynchronous executor (cuda) a round is completed only after
+// the next one has been submitted, so the device always has work queued
+// while the host completes the previous round and plans the next.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_SCHED_ENGINEIMPL_H
+#define CELLRUN_SCHED_ENGINEIMPL_H
+
+#include "PoolCounts.h"
+#include "SlotTable.h"
+#include "sched/BatchingPolicy.h"
+
+#include "artifact/Artifact.h"
+#include "engine/EngineTesting.h"
+#include "exec/Executor.h"
+
+#include "cellrun/Engine.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+namespace cellrun {
+
+struct AdmissionQueue;
+
+/// "request <id> was cancelled: <reason>" (StatusCode::Cancelled).
+Status cancelledStatus(const std::string &id, const std::string &reason);
+
+/// One device: its executor, batching policy, requests and thread.
+class EngineWorker {
+public:
+  using Callback = Engine::Callback;
+  struct Entry {
+    uint64_t key = 0; // in the worker's table, from admission on
+    // What every step reads first, side by side with the graph's own
+    // hot fields (CellGraph::chainRows).
+    bool complete = false;
+    /// Set when a task could not bind one of its nodes: the request fails
+    /// once the tasks holding its other nodes have finished.
+    Status failure;
+    std::optional<CellGraph> graph; // in the entry: one allocation
+    Callback done;
+    /// Per pool id: the rows it may hold at once (found at submission and
+    /// reserved at admission), and those held now (never more than
+    /// reserved: a request cannot take rows reserved for others).
+    PoolCounts need, held;
+    /// A chunk of a session runs on the worker that holds its state.
+    int32_t pinnedWorker = -1;
+    /// graph->deadline(), found at submission (the queue's order).
+    uint64_t deadline = UINT64_MAX;
+    /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
+    /// row its first reader took, or row -1 before that.
+    std::vector<std::pair<uint32_t, int32_t>> heldRows;
+    /// Engine::cancelAll reached it while it waited (under the admission
+    /// mutex): it ends as soon as it is admitted, with `cancelReason`.
+    bool cancelled = false;
+    std::string cancelReason;
+    /// Its number in the order of admission (AdmissionQueue::admissions).
+    uint64_t admission = 0;
+  };
+
+  /// `index` picks the CUDA device (options.executor.cudaDevice + index);
+  /// requests come from `admission`, shared by every worker.
+  Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
+                    const EngineOptions &options, uint32_t index,
+                    AdmissionQueue *admission, FaultInjector injectFault);
+  /// initialise's parts: the executor (and how many of a chain's nodes may
+  /// be bound at once); the batching policy (returns the largest batch
+  /// size of any cell); pool ids per cell input and output; the zero and
+  /// padding scratch rows of every pool; a chain's inputs sorted into
+  /// request data, states and zeros.
+  Status createExecutor(FaultInjector injectFault);
+  uint32_t createPolicy();
+  void mapPools();
+  Status reserveFixedRows(uint32_t largestBatch);
+  void sortChainInputs();
+  bool runOnce();
+  /// The rows `graph` may hold at once, per pool id; an error when they
+  /// can never fit (or a custom unfolder fails).
+  Result<std::vector<uint32_t>> needOf(const CellGraph &graph) const;
+  /// needOf for chains and seq2seq: the same for every request (found at
+  /// initialisation; empty for other structures).
+  std::vector<uint32_t> fixedNeed_;
+  /// Runs rounds until this worker has nothing admitted and can take
+  /// nothing more; true when something ran or was taken.
+  bool drain();
+  void workerLoop();
+  void stop();
+
+  std::shared_ptr<const LoadedArtifact> artifact_;
+  EngineOptions options_;
+  uint32_t index_ = 0;
+  std::unique_ptr<RequestParser> parser_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<BatchingPolicy> policy_;
+  AdmissionQueue *admission_ = nullptr;
+
+  // Worker-owned state: the requests admitted here.
+  SlotTable<Entry> entries_;
+  /// The engine copies a task's host reads straight into the results
+  /// (CellGraph::readTarget): the executor is synchronous.
+  bool directReads_ = false;
+  /// Time in the executor's submit and wait calls during this round
+  /// (EngineStats::executorSeconds).
+  Clock::duration executorTime_{};
+  /// The executor's pools, by id.
+  struct PoolState {
+    SlotPool *pool = nullptr;
+    int32_t zeroRow = -1;             // all zeros, read by nodes, never written
+    std::vector<int32_t> scratchRows; // written by padding rows
+    uint32_t budget = 0;              // rows requests may reserve
+    /// Rows reserved by admitted requests, and rows of ended requests that
+    /// tasks in flight still hold.
+    uint32_t reserved = 0;
+  };
+  std::vector<PoolState> pools_;
+  /// Per part, the pool id of each cell input and output.
+  struct PartPools {
+    std::vector<uint32_t> inputs, outputs;
+  };
+  std::vector<PartPools> partPools_;
+  /// Nodes of one chain that may be bound before the first completes.
+  uint32_t nodesInFlight_ = 1;
+  /// Rounds overlap: a round is completed after the next is submitted.
+  bool overlap_ = false;
+
+  // Shared with stats().
+  mutable std::mutex mutex_;
+  EngineStats stats_;
+  std::thread worker_;
+  /// The worker thread has returned (it admits nothing any more).
+  std::atomic<bool> exited_{false};
+  /// Cancelled requests admitted here (Engine::cancel), and the reason of
+  /// an Engine::cancelAll that reached it (under the admission mutex);
+  /// whether there are any, read without the mutex every round.
+  std::vector<std::shared_ptr<CancelToken>> cancelled_;
+  std::optional<std::string> cancelAllReason_;
+  uint64_t cancelAllBefore_ = 0; // the admissions it reaches
+  std::atomic<bool> cancelPending_{false};
+  /// Ends the requests cancelled since the last round (at the start of a
+  /// round, before the policy plans: none of their nodes is bound again).
+  void endCancelled();
+  /// Ends the admitted request `key` with Cancelled, if it is still running.
+  void endAsCancelled(uint64_t key, const std::string &reason);
+  /// Its executor was lost (Executor::lost): it failed what it held and
+  /// admits and runs nothing any more (set with exited_).
+  std::atomic<bool> outOfService_{false};
+  /// Nothing admitted and nothing in flight: its reservations are only the
+  /// state of parked sessions. Set true by the worker after a round, false
+  /// under the admission mutex when it admits.
+  std::atomic<bool> idle_{true};
+
+private:
+  /// A row the host reads back with a task: output `output` of task row
+  /// `row`, at `offset` of the task's read buffer.
+  struct ReadSlot {
+    uint32_t row;
+    uint32_t output;
+    size_t offset;
+  };
+  /// A task bound to rows and submitted to the executor.
+  /// A row of request data a task holds until it has finished.
+  struct DataRow {
+    uint64_t request;
+    uint32_t pool;
+    int32_t row;
+  };
+  struct InFlight {
+    PlannedTask task;
+    std::vector<PlannedNode> nodes; // bound, in task-row order
+    uint64_t ticket = 0;
+    uint32_t batchSize = 0;
+    std::vector<DataRow> dataRows;
+    /// Per cell input (output): the pool row of each task row, and where
+    /// those rows are (set once the vectors have their size).
+    std::vector<std::vector<int32_t>> inputRows, outputRows;
+    std::vector<int32_t *> inputRowData, outputRowData;
+    Executor::TaskIO io; // request data in, results out
+    /// Reads into readBuffer (those not copied straight into a result), in
+    /// row order; per task row, its first entry of reads.
+    std::vector<ReadSlot> reads;
+    std::vector<uint32_t> firstRead;
+    std::vector<uint8_t> readBuffer;
+    Clock::time_point submitted;
+    Status status;
+  };
+  /// Rows whose last reader was bound in the task being launched: they go
+  /// back to their pools once it is submitted, for later tasks to write
+  /// (tasks run in order on a worker, so the readers have read them by
+  /// then). Not for custom unfolders, which may read any finished node.
+  bool releaseAtBind_ = false;
+  struct DeferredRow {
+    uint64_t request;
+    uint32_t pool;
+    int32_t row;
+  };
+  std::vector<DeferredRow> deferredRows_;
+  /// Marks the producers of `node` that have no reader left to bind, and
+  /// defers their rows (bindNode, once the node is bound).
+  void releaseReadRows(Entry &entry, uint32_t node);
+  /// Finished flights, cleared, kept for their vectors' capacity.
+  std::vector<InFlight> spareFlights_;
+  InFlight takeFlight();
+  void recycle(InFlight &&flight);
+
+  /// Admits waiting requests while they fit here and this worker is the
+  /// one to take them; true when it took one.
+  bool admit();
+  // Reservations: read and written only under the admission mutex (other
+  // workers compare their room with this worker's).
+  bool fits(const PoolCounts &need) const;
+  bool fits(const Entry &entry) const;
+  double room() const; // the free share of the tightest pool
+  /// This worker takes the head of the queue: it fits here and no other
+  /// running worker it fits has more room (an idle worker takes it).
+  bool takesHead(const Entry &head) const;
+  /// The first waiting request this worker may take: chunks of sessions
+  /// held by other workers are passed over (they wait for their worker).
+  std::deque<std::unique_ptr<Entry>>::iterator headForMe();
+  /// The head can never start while things stay as they are: the workers
+  /// it may run on are idle and it does not fit beside the state that open
+  /// sessions hold there (only a session's end or time-out could free it).
+  bool neverStarts(const Entry &head) const;
+  /// Answers a request that is not admitted (closing its session).
+  void refuse(std::unique_ptr<Entry> entry);
+  /// Fails the chunks that waited behind a session that closed.
+  void failOrphans(std::deque<std::unique_ptr<Entry>> orphans, uint64_t session,
+                   const Status &cause);
+  /// Hands an admitted request's first nodes to the policy; it fails at
+  /// once with `projected` when that is an error (projectInputs).
+  void startRequest(Entry &entry, const Status &projected);
+  /// A chain's projected inputs (CellRoles::dataProjections) of the
+  /// requests `entries`, admitted together: each projection cell run over
+  /// all of their steps in shared tasks, its products made the steps' rows
+  /// (EngineProjections.cpp). On an error no request is projected.
+  Status projectInputs(const std::vector<Entry *> &entries);
+  InFlight launch(PlannedTask task);
+  /// launch's parts: the task's row vectors sized for its nodes and
+  /// padding; its planned nodes bound (those of ended or failing requests
+  /// dropped, a node that cannot be bound failing its request); padding
+  /// rows [bound, rows) reading zero rows and writing scratch rows.
+  void sizeTaskRows(InFlight &flight, const CellRoles &roles);
+  void bindPlannedNodes(InFlight &flight);
+  void bindPaddingRows(InFlight &flight, const CellRoles &roles, uint32_t bound,
+                       uint32_t rows);
+  void complete(InFlight &flight);
+  Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
+  /// The rows binding one node has taken so far, given back if it fails.
+  struct BindUndo {
+    size_t dataBefore = 0, writesBefore = 0;
+    uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
+    std::vector<uint32_t> moreHeldTaken;       // past eight (rare)
+  };
+  /// Sets `bound` to the pool row input `input` of `node` reads as task
+  /// row `row` (taking a row for request data or a held input); false with
+  /// `error` set when it cannot.
+  bool bindInput(Entry &entry, uint32_t node, uint32_t input, uint32_t row,
+                 const NodeSource &source, uint32_t pool, InFlight &flight,
+                 BindUndo &undo, int32_t &bound, Status &error);
+  /// Gives back what `undo` recorded and the node's outputs; returns
+  /// `status`.
+  Status undoBind(Entry &entry, uint32_t node, InFlight &flight,
+                  const BindUndo &undo, Status status);
+  /// Chains (CellGraph::isChain): step `node` bound to its generation's
+  /// rows, with no per-node record.
+  bool bindChainNode(Entry &entry, uint32_t node, uint32_t row,
+                     InFlight &flight, Status *error);
+  void chainAfterNode(Entry &entry, uint32_t node, const InFlight &flight,
+                      uint32_t row);
+  /// Gives back a chain's pinned rows (a session's state) once step 0 has
+  /// run or the chunk has ended.
+  void releaseChainPinned(Entry &entry);
+  /// The inputs of a chain's cell by where they come from: data inputs
+  /// (index: which of the request's rows), states (index: the output that
+  /// updates them) and the rest (index: the pool's zero row).
+  struct ChainInput {
+    uint32_t input = 0;
+    uint32_t index = 0;
+  };
+  std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
+  /// The reads of task row `row` (node `node` of `entry`'s graph), laid
+  /// out in the flight's read buffer unless copied straight to the result.
+  void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
+  /// A row of pool `pool` for `entry`, within its reservation; -1 (and
+  /// *error says why) when there is none.
+  int32_t acquireFor(Entry &entry, uint32_t pool, Status *error);
+  /// Gives back a row `request` held (its own count, or the pool's
+  /// reservation once the request has ended).
+  void releaseFor(uint64_t request, uint32_t pool, int32_t row) {
+    releaseRow(entries_.find(request), pool, row);
+  }
+  /// The same for a request at hand (null: one that has left).
+  void releaseRow(Entry *entry, uint32_t pool, int32_t row);
+  void afterNode(Entry &entry, uint32_t node, const InFlight &flight,
+                 uint32_t row);
+  /// Hands `ready` (emptied) to the policy, or ends the request.
+  void addReady(Entry &entry, std::vector<ReadySubgraph> &ready);
+  /// What a graph hands over at its start or as a node finishes (reused).
+  std::vector<ReadySubgraph> ready_;
+  /// Requests the policy returns when one ends (reused).
+  std::vector<uint64_t> returned_;
+  void releaseOutputs(Entry &entry, uint32_t node);
+  void finishRequest(Entry &entry, Status status);
+  /// A session chunk has ended: parks the state it ends with for the next
+  /// chunk, or closes the session (the chunk ended it, or failed).
+  void endChunk(Entry &entry, const Status &status);
+  /// Frees the state of this worker's sessions idle past the timeout.
+  void expireSessions();
+  Clock::time_point lastSessionSweep_;
+  /// Gives back the session state `node` read (the entry holds it).
+  void releasePinned(Entry &entry, uint32_t node);
+  /// Per pool id, the rows of session state parked here for `entry`, the
+  /// chunk that continues the session (under the admission mutex): they
+  /// count towards its need, as the outputs of the node before its first.
+  PoolCounts parkedFor(const Entry &entry) const;
+  void deliver(uint64_t key);
+  void failStuck();
+  /// The executor is lost: fails the round in flight, every request
+  /// admitted here, the sessions whose state is parked here and the chunks
+  /// waiting for this worker (every waiting request when no worker is left),
+  /// gives their rows back and leaves the other workers serving.
+  void takeOutOfService(const Status &lost);
+  /// What a lost worker leaves behind, taken from the admission queue: the
+  /// rows of sessions parked here, the requests it was to run (pinned here,
+  /// or every waiting one when no worker is left), and the chunks waiting
+  /// behind each session it closes (a deque: a deque of entries cannot be
+  /// copied, and a vector would copy).
+  struct Orphans;
+  Orphans takeOrphans(const Status &cause, bool noneLeft);
+  /// Answers `entry`, which was never run, with `cause`.
+  void failUnserved(Entry &entry, const Status &cause, bool noneLeft);
+  /// The error of a request this worker fails because `lost` lost its
+  /// executor ("worker N stopped serving: ...").
+  Status stoppedBy(const Status &lost) const;
+  uint32_t poolId(uint32_t part, bool isOutput, uint32_t index) const;
+  SlotPool &poolOf(uint32_t part, bool isOutput, uint32_t index) {
+    return *pools_[poolId(part, isOutput, index)].pool;
+  }
+
+  /// The round submitted last and not yet completed (asynchronous
+  /// executors only).
+  std::vector<InFlight> pending_;
+};
+
+/// An open streaming session: where its state is parked between chunks,
+/// and the chunks waiting for the one running to finish.
+struct SessionState {
+  int32_t worker = -1; // the worker whose pools hold its state
+  bool busy = false;   // a chunk is queued or running
+  bool ending = false; // a chunk that ends it is queued or running
+  /// (state input of the cell, pool id, row) of the state to continue from.
+  struct ParkedRow {
+    uint32_t input, pool;
+    int32_t row;
+  };
+  std::vector<ParkedRow> parked;
+  std::deque<std::unique_ptr<EngineWorker::Entry>> pending;
+  Clock::time_point lastActive;
+};
+
+/// Requests waiting for admission, shared by the workers: earliest
+/// deadline first, then arrival order. Among the workers the first fits,
+/// the one with the most room admits it, or any that is idle (late
+/// binding: a request is placed on a device only when it can start there),
+/// so no request waits behind a busy device while another has room. The
+/// mutex also guards every worker's reservations. Workers sleep on `wake`.
+struct EngineWorker::Orphans {
+  std::vector<SessionState::ParkedRow> freed;
+  std::vector<std::unique_ptr<Entry>> unserved;
+  std::deque<std::pair<uint64_t, std::deque<std::unique_ptr<Entry>>>> sessions;
+};
+
+struct AdmissionQueue {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::unique_ptr<EngineWorker::Entry>> waiting;
+  std::vector<EngineWorker *> workers;
+  uint32_t limit = 0;
+  /// Workers still serving, and why the last one that stopped did.
+  uint32_t inService = 0;
+  Status lastLoss;
+  uint64_t submitted = 0, rejected = 0;
+  /// Requests cancelled while they waited (answered by Engine::cancel).
+  uint64_t cancelledWaiting = 0;
+  /// Requests admitted so far, by every worker.
+  uint64_t admissions = 0;
+  bool stopping = false;
+  /// Open sessions by id (guarded by the mutex, like the queue).
+  std::unordered_map<uint64_t, SessionState> sessions;
+  /// Sessions closed because their worker stopped, and why: a later chunk
+  /// gets Unavailable with the cause, not "not an open session". Bounded
+  /// (forgotten all at once past 4096); a new start of the id forgets it.
+  std::unordered_map<uint64_t, std::string> lostSessions;
+  void rememberLost(uint64_t session, const std::string &why) {
+    if (lostSessions.size() >= 4096)
+      lostSessions.clear();
+    lostSessions[session] = why;
+  }
+  uint64_t sessionsExpired = 0;
+  /// Chunks waiting behind their session's running chunk: they count
+  /// against the queue limit like waiting requests.
+  uint64_t chunksPending = 0;
+  /// Closes `session` (under the mutex): returns the chunks that waited
+  /// behind it up to the first that starts the id anew, which reopens it
+  /// (queued for admission, with the chunks after it waiting behind).
+  std::deque<std::unique_ptr<EngineWorker::Entry>>
+  closeSession(std::unordered_map<uint64_t, SessionState>::iterator session);
+  /// Why a new request would be refused for load now (no worker serving:
+  /// Unavailable; the queue full: ResourceExhausted), or ok (under the
+  /// mutex).
+  Status loadRefusal() const;
+  /// Under the mutex: the session a request's chunk belongs to (opened when
+  /// the chunk starts it; null for a request without one), or why the
+  /// chunk is refused.
+  Result<SessionState *> sessionOf(EngineWorker::Entry &entry);
+  /// Under the mutex: `entry` into the waiting queue, earliest deadline
+  /// first, then in arrival order.
+  void enqueue(std::unique_ptr<EngineWorker::Entry> entry);
+};
+
+class Engine::Impl {
+public:
+  AdmissionQueue admission;
+  std::vector<std::unique_ptr<EngineWorker>> workers;
+};
+
+} // namespace cellrun
+
+#endif // CELLRUN_SCHED_ENGINEIMPL_H

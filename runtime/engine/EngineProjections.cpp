@@ -1,0 +1,151 @@
+//===- EngineProjections.cpp - A chain's inputs projected at admission ---===//
+//
+// cellc can move a chain cell's input projection (x times W plus c) into a
+// cell of its own (cell-hoist-input-projections); the step then reads the
+// product's row where it read x. A worker runs that cell over all the steps
+// of the requests it admits in one call (every request admitted in a round
+// together), in tasks of up to the cell's largest batch size, through pool
+// rows taken for the task and given back after it (the worker binds nothing
+// else meanwhile), and the products become the requests' step rows. Each step
+// then multiplies only its state by the recurrent weights, and the product is
+// computed once per request step in large batches, as cuDNN and ONNX Runtime do
+// for a sequence.
+//
+//===----------------------------------------------------------------------===//
+#include "engine/EngineImpl.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace cellrun;
+
+namespace {
+
+/// Rows taken from the projection cell's pools for one task, given back
+/// when it goes out of scope.
+class ProjectionRows {
+public:
+  ProjectionRows(SlotPool &in, SlotPool &out) : in_(in), out_(out) {}
+  ~ProjectionRows() {
+    for (int32_t row : inputRows_[0])
+      (void)in_.release(static_cast<uint32_t>(row));
+    for (int32_t row : outputRows_[0])
+      (void)out_.release(static_cast<uint32_t>(row));
+  }
+  /// Up to `wanted` rows in each pool (at least one), or an error.
+  Status take(uint32_t wanted) {
+    uint32_t free = &in_ == &out_ ? in_.available() / 2
+                                  : std::min(in_.available(), out_.available());
+    uint32_t count = std::min(wanted, free);
+    if (count == 0)
+      return Status(StatusCode::ResourceExhausted,
+                    "out of memory: no free pool row to project the "
+                    "request's inputs into");
+    for (uint32_t r = 0; r < count; ++r) {
+      auto taken = in_.acquire();
+      if (!taken.ok())
+        return taken.status();
+      inputRows_[0].push_back(static_cast<int32_t>(taken.value()));
+      taken = out_.acquire();
+      if (!taken.ok())
+        return taken.status();
+      outputRows_[0].push_back(static_cast<int32_t>(taken.value()));
+    }
+    return Status::ok();
+  }
+  uint32_t count() const {
+    return static_cast<uint32_t>(outputRows_[0].size());
+  }
+  const std::vector<std::vector<int32_t>> &inputRows() const {
+    return inputRows_;
+  }
+  const std::vector<std::vector<int32_t>> &outputRows() const {
+    return outputRows_;
+  }
+
+private:
+  SlotPool &in_, &out_;
+  std::vector<std::vector<int32_t>> inputRows_{1}, outputRows_{1};
+};
+
+} // namespace
+
+Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
+  const ModelStructure &structure = parser_->structure();
+  if (structure.kind != cellpack::Structure::Chain || entries.empty())
+    return Status::ok();
+  const CellRoles &roles = structure.cells[0];
+  const auto &projections = roles.dataProjections;
+  if (std::none_of(projections.begin(), projections.end(),
+                   [](const cellpack::CellType *cell) { return cell; }))
+    return Status::ok();
+  // Per data input, the bytes of a product row (0: not projected).
+  std::vector<size_t> productBytes(projections.size(), 0);
+  for (size_t d = 0; d < projections.size(); ++d)
+    if (projections[d])
+      productBytes[d] = executor_->pool(*projections[d], true, 0).rowBytes();
+  // Each request's steps as the cell will read them, laid out first (room
+  // reserved, so rows do not move): the projected rows are where the
+  // projection's reads land, the others are the request's.
+  std::vector<StepRows> projected(entries.size());
+  // Per data input, the destination of each (request, step) row in order.
+  std::vector<std::vector<uint8_t *>> destinations(projections.size());
+  std::vector<std::pair<uint32_t, uint32_t>> steps; // (request, step)
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    const StepRows &given = entries[e]->graph->request().steps;
+    size_t bytes = 0;
+    for (size_t s = 0; s < given.size(); ++s)
+      for (size_t d = 0; d < projections.size(); ++d)
+        bytes += projections[d] ? productBytes[d] : given.rowSize(s, d);
+    size_t count = std::max<size_t>(given.size(), 1);
+    projected[e].reserve(count, projections.size(),
+                         (bytes + count - 1) / count);
+    for (uint32_t s = 0; s < given.size(); ++s) {
+      steps.push_back({e, s});
+      for (size_t d = 0; d < projections.size(); ++d) {
+        if (projections[d]) {
+          destinations[d].push_back(projected[e].appendRow(productBytes[d]));
+        } else {
+          size_t size = given.rowSize(s, d);
+          std::memcpy(projected[e].appendRow(size), given.row(s, d), size);
+        }
+      }
+      projected[e].endStep();
+    }
+  }
+  for (size_t d = 0; d < projections.size(); ++d) {
+    const cellpack::CellType *cell = projections[d];
+    if (!cell)
+      continue;
+    SlotPool &in = executor_->pool(*cell, false, 0);
+    SlotPool &out = executor_->pool(*cell, true, 0);
+    uint32_t largest =
+        cell->plans()->Get(cell->plans()->size() - 1)->batch_size();
+    for (size_t first = 0; first < steps.size();) {
+      ProjectionRows rows(in, out);
+      uint32_t wanted = static_cast<uint32_t>(
+          std::min<size_t>(largest, steps.size() - first));
+      if (Status taken = rows.take(wanted); !taken.isOk())
+        return taken;
+      Executor::TaskIO io;
+      for (uint32_t r = 0; r < rows.count(); ++r) {
+        auto [e, s] = steps[first + r];
+        io.writes.push_back(
+            {0, r, entries[e]->graph->request().steps.row(s, d)});
+        io.reads.push_back({0, r, destinations[d][first + r]});
+      }
+      Clock::time_point before = Clock::now();
+      auto ran = executor_->run(*cell, rows.count(), rows.inputRows(),
+                                rows.outputRows(), io);
+      executorTime_ += Clock::now() - before;
+      if (!ran.ok())
+        return Status(ran.status().code(),
+                      "projecting input '" + roles.dataSpecs[d]->name()->str() +
+                          "': " + ran.status().message());
+      first += rows.count();
+    }
+  }
+  for (uint32_t e = 0; e < entries.size(); ++e)
+    entries[e]->graph->replaceSteps(std::move(projected[e]));
+  return Status::ok();
+}

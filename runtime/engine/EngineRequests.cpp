@@ -1,0 +1,356 @@
+//===- EngineRequests.cpp - Admission and the end of requests -------------===//
+//
+// A request waits until the rows it may hold at once fit some worker's
+// pools (earliest deadline first, then arrival order; the first that does
+// not fit blocks those behind it, so a large request is not overtaken
+// forever by small ones), is unfolded when admitted, and is returned the
+// moment it completes or fails, with its rows and reservation given back.
+//
+//===----------------------------------------------------------------------===//
+#include "engine/EngineImpl.h"
+
+#include <algorithm>
+
+using namespace cellrun;
+
+static double microsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
+
+Result<std::vector<uint32_t>>
+EngineWorker::needOf(const CellGraph &graph) const {
+  // A chain's or seq2seq's need does not depend on the request (found at
+  // initialisation).
+  if (!fixedNeed_.empty())
+    return fixedNeed_;
+  auto rows = graph.peakRows(nodesInFlight_);
+  if (!rows.ok())
+    return rows.status();
+  std::vector<uint32_t> need(pools_.size(), 0);
+  for (const CellGraph::RowNeed &row : rows.value())
+    need[poolId(row.part, row.isOutput, row.index)] += row.rows;
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    if (need[pool] > pools_[pool].budget) // never: not a matter of load
+      return Status(StatusCode::OutOfRange,
+                    "request " + graph.request().id + " needs " +
+                        std::to_string(need[pool]) + " rows of " +
+                        std::to_string(pools_[pool].pool->rowBytes()) +
+                        "-byte state at once; the pool has " +
+                        std::to_string(pools_[pool].budget) +
+                        " (raise the pool size)");
+  return need;
+}
+
+bool EngineWorker::fits(const Entry &entry) const {
+  PoolCounts parked = parkedFor(entry);
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    if (pools_[pool].reserved - parked[pool] + entry.need[pool] >
+        pools_[pool].budget)
+      return false;
+  return true;
+}
+
+bool EngineWorker::fits(const PoolCounts &need) const {
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    if (pools_[pool].reserved + need[pool] > pools_[pool].budget)
+      return false;
+  return true;
+}
+
+double EngineWorker::room() const {
+  double room = 1;
+  for (const PoolState &state : pools_)
+    if (state.budget > 0)
+      room = std::min(room, double(state.budget - state.reserved) /
+                                double(state.budget));
+  return room;
+}
+
+bool EngineWorker::takesHead(const Entry &head) const {
+  if (head.pinnedWorker >= 0) // headForMe() passed over others' chunks
+    return fits(head);
+  if (!fits(head.need))
+    return false;
+  if (entries_.empty())
+    return true; // idle: nothing to wait for here
+  double mine = room();
+  for (const EngineWorker *other : admission_->workers) {
+    if (other == this || other->exited_ || !other->fits(head.need))
+      continue;
+    double theirs = other->room();
+    if (theirs > mine || (theirs == mine && other->index_ < index_))
+      return false;
+  }
+  return true;
+}
+
+std::deque<std::unique_ptr<EngineWorker::Entry>>::iterator
+EngineWorker::headForMe() {
+  auto &waiting = admission_->waiting;
+  return std::find_if(waiting.begin(), waiting.end(), [&](const auto &entry) {
+    return entry->pinnedWorker < 0 ||
+           entry->pinnedWorker == static_cast<int32_t>(index_);
+  });
+}
+
+bool EngineWorker::neverStarts(const Entry &head) const {
+  // This worker is the one calling: its own state is read directly.
+  if (!entries_.empty() || !pending_.empty() || fits(head))
+    return false;
+  if (head.pinnedWorker >= 0)
+    return true; // only this worker can run it
+  for (const EngineWorker *other : admission_->workers)
+    if (other != this && !other->exited_ &&
+        (!other->idle_ || other->fits(head.need)))
+      return false;
+  return true;
+}
+
+bool EngineWorker::admit() {
+  bool took = false;
+  // Requests admitted in this call start together, after their projected
+  // inputs (if any) are computed in shared tasks.
+  struct Starting {
+    uint64_t key;
+    std::optional<std::string> cancelReason;
+  };
+  std::vector<Starting> starting;
+  while (true) {
+    std::unique_ptr<Entry> entry, refused;
+    std::optional<std::string> cancelReason;
+    {
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      // The first waiting request blocks those behind it until some
+      // worker takes it (or it is refused).
+      auto head = headForMe();
+      if (head == admission_->waiting.end())
+        break;
+      if (takesHead(**head)) {
+        entry = std::move(*head);
+        admission_->waiting.erase(head);
+        // A continuing chunk holds its session's state from now on.
+        entry->held = parkedFor(*entry);
+        for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+          pools_[pool].reserved += entry->need[pool] - entry->held[pool];
+        idle_ = false;
+        entry->admission = admission_->admissions++;
+        // Cancelled from here on, it is this worker's to end.
+        const auto &token = entry->graph->request().cancel;
+        if (token) {
+          token->worker_ = static_cast<int32_t>(index_);
+          if (token->cancelled_)
+            cancelReason = token->why_;
+        }
+        if (entry->cancelled)
+          cancelReason = entry->cancelReason;
+      } else if (neverStarts(**head)) {
+        refused = std::move(*head);
+        admission_->waiting.erase(head);
+      } else {
+        break;
+      }
+    }
+    took = true;
+    if (refused) {
+      refuse(std::move(refused));
+      continue;
+    }
+    Entry &admitted = *entry;
+    uint64_t key = admitted.key = entries_.insert(std::move(entry));
+    if (const auto &token = admitted.graph->request().cancel)
+      token->key_ = key;
+    starting.push_back({key, std::move(cancelReason)});
+  }
+  std::vector<Entry *> admitted;
+  for (const Starting &start : starting)
+    admitted.push_back(entries_.find(start.key));
+  Status projected = projectInputs(admitted);
+  for (Starting &start : starting) {
+    startRequest(*entries_.find(start.key), projected);
+    // Cancelled while it waited behind its session's chunk, or by
+    // cancelAll: it ends now, closing its session.
+    if (start.cancelReason && entries_.find(start.key))
+      endAsCancelled(start.key, *start.cancelReason);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.running = static_cast<uint32_t>(entries_.size());
+  return took;
+}
+
+void EngineWorker::refuse(std::unique_ptr<Entry> entry) {
+  const Request &request = entry->graph->request();
+  std::string tightest;
+  size_t sessions = 0;
+  std::vector<SessionState::ParkedRow> freed;
+  std::deque<std::unique_ptr<Entry>> orphans;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    sessions = admission_->sessions.size();
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      if (pools_[pool].reserved + entry->need[pool] > pools_[pool].budget) {
+        tightest = std::to_string(entry->need[pool]) + " rows of " +
+                   std::to_string(pools_[pool].pool->rowBytes()) +
+                   "-byte state beside the " +
+                   std::to_string(pools_[pool].reserved) +
+                   " rows that open sessions hold (the budget is " +
+                   std::to_string(pools_[pool].budget) + " rows)";
+        break;
+      }
+    // Its session closes: the state it parked here goes back.
+    if (uint64_t id = request.session.id) {
+      auto found = admission_->sessions.find(id);
+      if (found != admission_->sessions.end()) {
+        if (found->second.worker == static_cast<int32_t>(index_))
+          freed = std::move(found->second.parked);
+        orphans = admission_->closeSession(found);
+      }
+    }
+  }
+  for (const SessionState::ParkedRow &row : freed)
+    releaseFor(0, row.pool, row.row);
+  RequestResult result;
+  result.id = request.id;
+  result.status =
+      Status(StatusCode::ResourceExhausted,
+             "out of memory: request " + request.id + " needs " + tightest +
+                 " (" + std::to_string(sessions) +
+                 " sessions are open; end sessions, shorten the session "
+                 "timeout or raise the memory budget)");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.failed;
+  }
+  uint64_t session = request.session.id;
+  Status cause = result.status;
+  if (entry->done)
+    entry->done(std::move(result));
+  failOrphans(std::move(orphans), session, cause);
+}
+
+void EngineWorker::startRequest(Entry &entry, const Status &projected) {
+  const Request &request = entry.graph->request();
+  uint32_t length = static_cast<uint32_t>(
+      request.tree.empty() ? request.steps.size() : request.tree.size());
+  policy_->admitted(entry.key, length);
+  if (uint64_t session = request.session.id) {
+    std::vector<std::pair<uint32_t, int32_t>> state;
+    {
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      SessionState &open = admission_->sessions.at(session);
+      open.worker = static_cast<int32_t>(index_);
+      for (const SessionState::ParkedRow &parked : open.parked)
+        state.push_back({parked.input, parked.row});
+      open.parked.clear();
+    }
+    entry.graph->continueFrom(std::move(state));
+  }
+  if (!projected.isOk()) { // its inputs could not be projected
+    finishRequest(entry, projected);
+    return;
+  }
+  ready_.clear();
+  if (Status started = entry.graph->start(ready_); !started.isOk()) {
+    finishRequest(entry, started);
+    return;
+  }
+  addReady(entry, ready_);
+}
+
+void EngineWorker::finishRequest(Entry &entry, Status status) {
+  CellGraph &graph = *entry.graph;
+  uint32_t nodes = static_cast<uint32_t>(graph.nodes().size());
+  if (graph.isChain())
+    releaseChainPinned(entry);
+  for (uint32_t node = 0; node < nodes; ++node)
+    releasePinned(entry, node);
+  if (graph.request().session.id != 0)
+    endChunk(entry, status);
+  for (uint32_t node = 0; node < nodes; ++node)
+    releaseOutputs(entry, node);
+  if (graph.isChain()) // both generations (endChunk kept the parked ones)
+    for (uint32_t generation = 0; generation < 2; ++generation) {
+      int32_t *rows = graph.chainRows(generation);
+      const CellRoles &roles = parser_->structure().cells[0];
+      for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
+        if (rows[slot] >= 0) {
+          releaseRow(&entry, partPools_[0].outputs[slot], rows[slot]);
+          rows[slot] = -1;
+        }
+      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d) {
+        int32_t &row = rows[roles.outputCount + d];
+        if (row >= 0) {
+          releaseRow(&entry, partPools_[0].inputs[roles.dataInputs[d]], row);
+          row = -1;
+        }
+      }
+    }
+  for (auto &[pool, row] : entry.heldRows)
+    if (row >= 0) {
+      releaseRow(&entry, pool, row);
+      row = -1;
+    }
+  {
+    // What tasks in flight still hold stays reserved until they finish.
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      pools_[pool].reserved -= entry.need[pool] - entry.held[pool];
+  }
+  entry.complete = true;
+  RequestResult &result = graph.result();
+  result.status = status;
+  if (!status.isOk()) {
+    result.outputs.clear();
+    result.stopReason.clear();
+  }
+  // Delivering may finish others (a graph batch): a list of its own.
+  std::vector<uint64_t> returned;
+  returned.swap(returned_);
+  returned.clear();
+  policy_->requestDone(entry.key, returned);
+  for (uint64_t key : returned)
+    deliver(key);
+  returned.swap(returned_);
+}
+
+void EngineWorker::deliver(uint64_t key) {
+  std::unique_ptr<Entry> entry = entries_.erase(key);
+  if (!entry)
+    return;
+  CellGraph &graph = *entry->graph;
+  RequestResult result = std::move(graph.result());
+  Clock::time_point now = Clock::now();
+  size_t running = entries_.size();
+  Clock::time_point start = graph.started ? graph.firstStart : now;
+  result.queueMicros = microsBetween(graph.arrival, start);
+  result.computeMicros = microsBetween(start, now);
+  double deadline = graph.request().deadlineMicros;
+  result.missedDeadline =
+      deadline > 0 && microsBetween(graph.arrival, now) > deadline;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.running = static_cast<uint32_t>(running);
+    if (result.status.isOk())
+      ++stats_.completed;
+    else if (result.status.code() == StatusCode::Cancelled)
+      ++stats_.cancelled;
+    else
+      ++stats_.failed;
+    stats_.deadlineMisses += result.missedDeadline;
+  }
+  if (entry->done)
+    entry->done(std::move(result));
+}
+
+void EngineWorker::failStuck() {
+  // Admitted requests with nothing to run: only a bug gets here. Fail them
+  // so that no caller waits forever.
+  for (uint64_t key : entries_.keys()) {
+    Entry *entry = entries_.find(key);
+    if (entry && !entry->complete)
+      finishRequest(*entry,
+                    Status(StatusCode::Internal,
+                           "the batching policy stalled with "
+                           "request " +
+                               entry->graph->request().id + " unfinished"));
+  }
+}
