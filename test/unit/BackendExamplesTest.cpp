@@ -79,6 +79,123 @@ std::string artifactPath(const ExampleArtifact &example) {
   return examplesDir() + "/" + example.model + "/" + file;
 }
 
+/// Reported mismatching elements per output tensor, at most.
+constexpr int kMaxMismatches = 5;
+
+/// The case's description in failure messages: cell, plan, rows and how the
+/// data moved.
+std::string describeCase(const cellpack::CellType &cell,
+                         const cellpack::BatchPlan &plan,
+                         const RefCase &reference, bool withTask) {
+  return cell.name()->str() + " at batch size " +
+         std::to_string(plan.batch_size()) + " with " +
+         std::to_string(reference.batch) + " rows" +
+         (withTask ? " (data moved with the task)" : "");
+}
+
+/// Hands out distinct scattered rows per tensor; tensors sharing a pool get
+/// disjoint rows because every tensor draws from one shuffled order per pool.
+/// What is left of each order are the rows the task must not touch.
+class ScatteredRows {
+public:
+  ScatteredRows(std::mt19937 &random, uint32_t rows, const std::string &where)
+      : random_(random), rows_(rows), where_(where) {}
+
+  /// `rows` rows of `pool` not handed out before (all row 0, with a failure,
+  /// when the pool is too small).
+  std::vector<int32_t> take(SlotPool &pool) {
+    auto &order = orders_[&pool];
+    if (order.empty()) {
+      order.resize(pool.capacity());
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), random_);
+    }
+    if (order.size() < rows_ + 5) {
+      ADD_FAILURE() << where_ << ": the test's pools are too small";
+      return std::vector<int32_t>(rows_, 0);
+    }
+    std::vector<int32_t> taken(order.end() - rows_, order.end());
+    order.resize(order.size() - rows_);
+    return taken;
+  }
+
+  /// Per pool drawn from, the rows not handed out.
+  const std::map<SlotPool *, std::vector<int32_t>> &untouched() const {
+    return orders_;
+  }
+
+private:
+  std::mt19937 &random_;
+  uint32_t rows_;
+  const std::string &where_;
+  std::map<SlotPool *, std::vector<int32_t>> orders_;
+};
+
+/// Takes the rows of every output of `cell` into `outputRows`; with the task,
+/// asks `io` to read them back and returns the buffers they come back in,
+/// row after row (else empty buffers).
+std::vector<std::vector<uint8_t>>
+takeOutputRows(Executor &executor, const cellpack::CellType &cell,
+               uint32_t rows, bool withTask, ScatteredRows &scattered,
+               std::vector<std::vector<int32_t>> &outputRows,
+               Executor::TaskIO &io) {
+  std::vector<std::vector<uint8_t>> readBack(cell.outputs()->size());
+  for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
+    SlotPool &pool = executor.pool(cell, true, j);
+    outputRows.push_back(scattered.take(pool));
+    if (!withTask)
+      continue;
+    readBack[j].assign(rows * pool.rowBytes(), 0);
+    for (uint32_t r = 0; r < rows; ++r)
+      io.reads.push_back({j, r, readBack[j].data() + r * pool.rowBytes()});
+  }
+  return readBack;
+}
+
+/// Compares output row `r` (`row`, laid out as `spec`) with PyTorch's, adds a
+/// failure for each differing element up to `budget` of them and returns how
+/// many it added.
+int reportOutputMismatches(const uint8_t *row, const cellpack::TensorSpec &spec,
+                           const RefTensor &want, uint32_t r, float tolerance,
+                           const std::string &where, int budget) {
+  size_t perRow = rowBytesOf(spec) / cpu::elementSize(spec.dtype());
+  int mismatches = 0;
+  for (size_t e = 0; e < perRow && mismatches < budget; ++e) {
+    size_t wantAt = r * perRow + e;
+    if (want.dtype == 0) {
+      float got = cpu::loadFloat(row, spec.dtype(), e);
+      float expected = want.f32()[wantAt];
+      if (!(std::fabs(got - expected) <=
+            tolerance * std::fabs(expected) + tolerance / 10)) {
+        ++mismatches;
+        ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r << "]["
+                      << e << "] = " << got << ", PyTorch " << expected;
+      }
+    } else if (cpu::loadInt(row, spec.dtype(), e) != want.i64()[wantAt]) {
+      ++mismatches;
+      ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r
+                    << "] differs from PyTorch's " << want.i64()[wantAt];
+    }
+  }
+  return mismatches;
+}
+
+/// Checks that every pool row the task was not given still holds the poison.
+void expectUntouchedRowsPoisoned(Executor &executor,
+                                 const ScatteredRows &scattered,
+                                 const std::string &where) {
+  for (auto &[pool, unused] : scattered.untouched()) {
+    std::vector<uint8_t> row(pool->rowBytes());
+    for (int32_t index : unused) {
+      ASSERT_TRUE(executor.readRow(*pool, index, row.data()).isOk());
+      EXPECT_TRUE(std::all_of(row.begin(), row.end(),
+                              [](uint8_t b) { return b == kPoison; }))
+          << where << ": pool row " << index << " is not the task's but "
+          << "was written";
+    }
+  }
+}
+
 class BackendExamplesTest : public ::testing::TestWithParam<ExampleArtifact> {
 protected:
   void SetUp() override {
@@ -116,36 +233,16 @@ void BackendExamplesTest::runCase(Executor &executor,
                                   const cellpack::BatchPlan &plan,
                                   const RefCase &reference, float tolerance,
                                   std::mt19937 &random, bool withTask) {
-  std::string where = cell.name()->str() + " at batch size " +
-                      std::to_string(plan.batch_size()) + " with " +
-                      std::to_string(reference.batch) + " rows" +
-                      (withTask ? " (data moved with the task)" : "");
+  std::string where = describeCase(cell, plan, reference, withTask);
   uint32_t rows = reference.batch;
   poisonPools(executor, cell);
-  // Distinct scattered rows per tensor; tensors sharing a pool get disjoint
-  // rows because every tensor draws from one shuffled order per pool.
-  std::map<SlotPool *, std::vector<int32_t>> orders;
-  auto takeRows = [&](SlotPool &pool) {
-    auto &order = orders[&pool];
-    if (order.empty()) {
-      order.resize(pool.capacity());
-      std::iota(order.begin(), order.end(), 0);
-      std::shuffle(order.begin(), order.end(), random);
-    }
-    if (order.size() < rows + 5) {
-      ADD_FAILURE() << where << ": the test's pools are too small";
-      return std::vector<int32_t>(rows, 0);
-    }
-    std::vector<int32_t> taken(order.end() - rows, order.end());
-    order.resize(order.size() - rows);
-    return taken;
-  };
+  ScatteredRows scattered(random, rows, where);
   std::vector<std::vector<int32_t>> inputRows, outputRows;
   Executor::TaskIO io;
   for (uint32_t i = 0; i < cell.inputs()->size(); ++i) {
     const cellpack::TensorSpec &spec = *cell.inputs()->Get(i);
     SlotPool &pool = executor.pool(cell, false, i);
-    inputRows.push_back(takeRows(pool));
+    inputRows.push_back(scattered.take(pool));
     const RefTensor *tensor = reference.find(spec.name()->str(), false);
     ASSERT_NE(tensor, nullptr) << "no reference input " << spec.name()->str();
     ASSERT_EQ(tensor->data.size(), pool.rowBytes() * rows);
@@ -158,16 +255,8 @@ void BackendExamplesTest::runCase(Executor &executor,
     }
   }
   // With the task, the outputs come back in `readBack`, row after row.
-  std::vector<std::vector<uint8_t>> readBack(cell.outputs()->size());
-  for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
-    SlotPool &pool = executor.pool(cell, true, j);
-    outputRows.push_back(takeRows(pool));
-    if (!withTask)
-      continue;
-    readBack[j].assign(rows * pool.rowBytes(), 0);
-    for (uint32_t r = 0; r < rows; ++r)
-      io.reads.push_back({j, r, readBack[j].data() + r * pool.rowBytes()});
-  }
+  std::vector<std::vector<uint8_t>> readBack =
+      takeOutputRows(executor, cell, rows, withTask, scattered, outputRows, io);
 
   auto ticket =
       executor.submitWithPlan(cell, plan, rows, inputRows, outputRows, io);
@@ -193,47 +282,22 @@ void BackendExamplesTest::runCase(Executor &executor,
     SlotPool &pool = executor.pool(cell, true, j);
     const RefTensor *want = reference.find(spec.name()->str(), true);
     ASSERT_NE(want, nullptr) << "no reference output " << spec.name()->str();
-    size_t perRow = rowBytesOf(spec) / cpu::elementSize(spec.dtype());
     std::vector<uint8_t> row(pool.rowBytes());
     int mismatches = 0;
-    for (uint32_t r = 0; r < rows && mismatches < 5; ++r) {
+    for (uint32_t r = 0; r < rows && mismatches < kMaxMismatches; ++r) {
       ASSERT_TRUE(executor.readRow(pool, outputRows[j][r], row.data()).isOk());
-      if (withTask)
+      if (withTask) {
         EXPECT_TRUE(std::equal(row.begin(), row.end(),
                                readBack[j].begin() + r * pool.rowBytes()))
             << where << ": " << spec.name()->str() << " row " << r
             << " read back with the task differs from the pool";
-      for (size_t e = 0; e < perRow && mismatches < 5; ++e) {
-        size_t wantAt = r * perRow + e;
-        if (want->dtype == 0) {
-          float got = cpu::loadFloat(row.data(), spec.dtype(), e);
-          float expected = want->f32()[wantAt];
-          if (!(std::fabs(got - expected) <=
-                tolerance * std::fabs(expected) + tolerance / 10)) {
-            ++mismatches;
-            ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r
-                          << "][" << e << "] = " << got << ", PyTorch "
-                          << expected;
-          }
-        } else if (cpu::loadInt(row.data(), spec.dtype(), e) !=
-                   want->i64()[wantAt]) {
-          ++mismatches;
-          ADD_FAILURE() << where << ": " << spec.name()->str() << "[" << r
-                        << "] differs from PyTorch's " << want->i64()[wantAt];
-        }
       }
+      mismatches +=
+          reportOutputMismatches(row.data(), spec, *want, r, tolerance, where,
+                                 kMaxMismatches - mismatches);
     }
   }
-  for (auto &[pool, unused] : orders) {
-    std::vector<uint8_t> row(pool->rowBytes());
-    for (int32_t index : unused) {
-      ASSERT_TRUE(executor.readRow(*pool, index, row.data()).isOk());
-      EXPECT_TRUE(std::all_of(row.begin(), row.end(),
-                              [](uint8_t b) { return b == kPoison; }))
-          << where << ": pool row " << index << " is not the task's but "
-          << "was written";
-    }
-  }
+  expectUntouchedRowsPoisoned(executor, scattered, where);
 }
 
 TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {

@@ -48,6 +48,69 @@ void PrintTo(const Shape &s, std::ostream *os) { *os << caseName(s); }
 
 class CudaSkinnyGemmTest : public ::testing::TestWithParam<Shape> {};
 
+/// A device copy of `host` (allocation and upload failures are test
+/// failures, not fatal ones).
+DeviceBuffer uploadedBuffer(const std::vector<float> &host) {
+  auto device = DeviceBuffer::allocate(host.size() * sizeof(float));
+  EXPECT_TRUE(device.ok());
+  EXPECT_TRUE(
+      uploadNow(device->data(), host.data(), host.size() * sizeof(float))
+          .isOk());
+  return std::move(device).value();
+}
+
+/// Builds in `builder` the F32 GEMM step D[m, n] = alpha A[m, k] B[k, n] +
+/// beta C[n] (A and D workspace values, B and C weights) and returns it.
+const cellpack::GemmStep *buildGemmStep(flatbuffers::FlatBufferBuilder &builder,
+                                        int m, int n, int k, float alpha,
+                                        float beta) {
+  auto ref = [&](cellpack::ValueKind kind, std::vector<int64_t> dims) {
+    return cellpack::CreateValueRefDirect(builder, kind, 0, 0,
+                                          cellpack::DType::F32, &dims);
+  };
+  auto refA = ref(cellpack::ValueKind::Workspace, {m, k});
+  auto refB = ref(cellpack::ValueKind::Weight, {k, n});
+  auto refC = ref(cellpack::ValueKind::Weight, {n});
+  auto refD = ref(cellpack::ValueKind::Workspace, {m, n});
+  builder.Finish(cellpack::CreateGemmStep(builder, refA, refB, refC, refD, m, n,
+                                          k, false, false, alpha, beta));
+  return flatbuffers::GetRoot<cellpack::GemmStep>(builder.GetBufferPointer());
+}
+
+/// The GEMM's result in double precision on the host: alpha a b + beta bias,
+/// row-major m x n.
+std::vector<double> hostGemm(const std::vector<float> &a,
+                             const std::vector<float> &b,
+                             const std::vector<float> &bias, int m, int n,
+                             int k, float alpha, float beta) {
+  std::vector<double> expected(size_t(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int kk = 0; kk < k; ++kk) {
+      double x = a[size_t(r) * k + kk];
+      for (int j = 0; j < n; ++j)
+        expected[size_t(r) * n + j] += x * b[size_t(kk) * n + j];
+    }
+  for (int r = 0; r < m; ++r)
+    for (int j = 0; j < n; ++j)
+      expected[size_t(r) * n + j] =
+          alpha * expected[size_t(r) * n + j] + beta * bias[j];
+  return expected;
+}
+
+/// The GEMM's operands: A, B and the bias C on the device (the bias also on
+/// the host, for scaling by beta), the result into `d`.
+GemmOperands gemmOperands(const DeviceBuffer &a, const DeviceBuffer &b,
+                          const DeviceBuffer &bias, const DeviceBuffer &d,
+                          const std::vector<float> &hostBias) {
+  GemmOperands operands;
+  operands.a = a.data();
+  operands.b = b.data();
+  operands.c = bias.data();
+  operands.d = d.data();
+  operands.hostBias = hostBias.data();
+  return operands;
+}
+
 TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   auto probe = probeCudaDevice();
   if (!probe.ok())
@@ -69,34 +132,15 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   std::vector<float> a = filled(size_t(m) * k), b = filled(size_t(k) * n),
                      bias = filled(n);
   const float alpha = 1.0f, beta = 1.0f;
-  auto buffer = [&](const std::vector<float> &host) {
-    auto device = DeviceBuffer::allocate(host.size() * sizeof(float));
-    EXPECT_TRUE(device.ok());
-    EXPECT_TRUE(
-        uploadNow(device->data(), host.data(), host.size() * sizeof(float))
-            .isOk());
-    return std::move(device).value();
-  };
-  DeviceBuffer deviceA = buffer(a), deviceB = buffer(b),
-               deviceBias = buffer(bias);
+  DeviceBuffer deviceA = uploadedBuffer(a), deviceB = uploadedBuffer(b),
+               deviceBias = uploadedBuffer(bias);
   auto deviceD = DeviceBuffer::allocate(size_t(m) * n * sizeof(float));
   ASSERT_TRUE(deviceD.ok());
   auto workspace = DeviceBuffer::allocate(32u << 20);
   ASSERT_TRUE(workspace.ok());
 
   flatbuffers::FlatBufferBuilder builder;
-  auto ref = [&](cellpack::ValueKind kind, std::vector<int64_t> dims) {
-    return cellpack::CreateValueRefDirect(builder, kind, 0, 0,
-                                          cellpack::DType::F32, &dims);
-  };
-  auto refA = ref(cellpack::ValueKind::Workspace, {m, k});
-  auto refB = ref(cellpack::ValueKind::Weight, {k, n});
-  auto refC = ref(cellpack::ValueKind::Weight, {n});
-  auto refD = ref(cellpack::ValueKind::Workspace, {m, n});
-  builder.Finish(cellpack::CreateGemmStep(builder, refA, refB, refC, refD, m, n,
-                                          k, false, false, alpha, beta));
-  const auto *step =
-      flatbuffers::GetRoot<cellpack::GemmStep>(builder.GetBufferPointer());
+  const cellpack::GemmStep *step = buildGemmStep(builder, m, n, k, alpha, beta);
 
   if (shape.forceSkinny)
     setenv("CELL_CUDA_GEMM", "skinny", 1);
@@ -104,12 +148,8 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  GemmOperands operands;
-  operands.a = deviceA.data();
-  operands.b = deviceB.data();
-  operands.c = deviceBias.data();
-  operands.d = deviceD->data();
-  operands.hostBias = bias.data();
+  GemmOperands operands =
+      gemmOperands(deviceA, deviceB, deviceBias, *deviceD, bias);
   SkinnyGemmKernel skinny;
   skinny.kernel = kernel.value();
   skinny.multiprocessors = probe->multiprocessors;
@@ -124,17 +164,7 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
     EXPECT_NE((*gemm)->description().find("k splits"), std::string::npos);
   }
 
-  std::vector<double> expected(size_t(m) * n);
-  for (int r = 0; r < m; ++r)
-    for (int kk = 0; kk < k; ++kk) {
-      double x = a[size_t(r) * k + kk];
-      for (int j = 0; j < n; ++j)
-        expected[size_t(r) * n + j] += x * b[size_t(kk) * n + j];
-    }
-  for (int r = 0; r < m; ++r)
-    for (int j = 0; j < n; ++j)
-      expected[size_t(r) * n + j] =
-          alpha * expected[size_t(r) * n + j] + beta * bias[j];
+  std::vector<double> expected = hostGemm(a, b, bias, m, n, k, alpha, beta);
   for (int run = 0; run < 2; ++run) {
     ASSERT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
                               size_t(m) * n * sizeof(float), stream),

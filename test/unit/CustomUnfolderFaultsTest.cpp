@@ -106,6 +106,54 @@ private:
   uint32_t last_ = 0;
 };
 
+/// The JSON list of request `i`'s tokens: 3 to 13 of them, "[t0, t1, ...]".
+std::string tokenList(int i) {
+  std::string list = "[";
+  for (int t = 0; t < 3 + i % 11; ++t)
+    list += (t ? ", " : "") + std::to_string((37 * i + 11 * t) % 1000);
+  list += "]";
+  return list;
+}
+
+/// Requests submitted to the engine, in order: each one's fault ("" for an
+/// honest one), its token list and its future result.
+struct MixedRequests {
+  std::vector<std::string> kinds;
+  std::vector<std::string> tokens;
+  std::vector<std::future<RequestResult>> results;
+};
+
+/// Submits 40 requests to `engine`, the faults in turn among honest ones,
+/// and runs a round of the engine after every fifth (it is not drained).
+MixedRequests submitMixedRequests(Engine &engine) {
+  const char *faults[] = {"", "lie", "finish-at-start", "never-finish",
+                          "throw"};
+  MixedRequests requests;
+  for (int i = 0; i < 40; ++i) {
+    std::string fault = faults[i % 5];
+    std::string list = tokenList(i);
+    requests.kinds.push_back(fault);
+    requests.tokens.push_back(list);
+    requests.results.push_back(engine.submit(
+        engine.parser()
+            .parse("{\"tokens\": " + list + ", \"fault\": \"" + fault + "\"}",
+                   "r" + std::to_string(i))
+            .value()));
+    if (i % 5 == 4)
+      engine.runOnce();
+  }
+  return requests;
+}
+
+/// The result of the chain over `tokens` (a JSON list) as a request of its
+/// own on `reference`, drained.
+RequestResult runAlone(Engine &reference, const std::string &tokens) {
+  auto alone = reference.submit(
+      reference.parser().parse("{\"tokens\": " + tokens + "}", "a").value());
+  reference.drain();
+  return alone.get();
+}
+
 TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
   registerUnfolder("bidirectional",
                    [] { return std::make_unique<Configurable>(); });
@@ -122,27 +170,10 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
   auto reference = Engine::create(std::move(chain).value(), options).value();
   uint32_t idle = engineExecutor(*engine).rowsInUse();
 
-  const char *faults[] = {"", "lie", "finish-at-start", "never-finish",
-                          "throw"};
-  std::vector<std::string> kinds;
-  std::vector<std::string> tokens;
-  std::vector<std::future<RequestResult>> results;
-  for (int i = 0; i < 40; ++i) {
-    std::string fault = faults[i % 5];
-    std::string list = "[";
-    for (int t = 0; t < 3 + i % 11; ++t)
-      list += (t ? ", " : "") + std::to_string((37 * i + 11 * t) % 1000);
-    list += "]";
-    kinds.push_back(fault);
-    tokens.push_back(list);
-    results.push_back(engine->submit(
-        engine->parser()
-            .parse("{\"tokens\": " + list + ", \"fault\": \"" + fault + "\"}",
-                   "r" + std::to_string(i))
-            .value()));
-    if (i % 5 == 4)
-      engine->runOnce();
-  }
+  MixedRequests requests = submitMixedRequests(*engine);
+  const std::vector<std::string> &kinds = requests.kinds;
+  const std::vector<std::string> &tokens = requests.tokens;
+  std::vector<std::future<RequestResult>> &results = requests.results;
   engine->drain();
 
   for (size_t i = 0; i < results.size(); ++i) {
@@ -150,12 +181,7 @@ TEST(CustomUnfolderFaultsTest, FaultyRequestsFailAloneAndNeverHang) {
     const std::string &kind = kinds[i];
     if (kind.empty()) {
       ASSERT_TRUE(result.status.isOk()) << result.status.toString();
-      auto alone =
-          reference->submit(reference->parser()
-                                .parse("{\"tokens\": " + tokens[i] + "}", "a")
-                                .value());
-      reference->drain();
-      RequestResult want = alone.get();
+      RequestResult want = runAlone(*reference, tokens[i]);
       const OutputTensor *got = result.find("h");
       const OutputTensor *expected = want.find("final_h_next");
       ASSERT_TRUE(got && expected);

@@ -159,112 +159,186 @@ inline bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes,
   return true;
 }
 
+/// Writes the parser's one-line error messages into `error`: the file, what
+/// is wrong and the cursor's offset at that moment. Both return false.
+class RefParseErrors {
+public:
+  RefParseErrors(const std::string &path, const std::vector<uint8_t> &bytes,
+                 const RefCursor &in, std::string &error)
+      : path_(path), bytes_(bytes), in_(in), error_(error) {}
+
+  bool fail(const std::string &what) const {
+    error_ = path_ + ": " + what + " (at byte " + std::to_string(in_.offset()) +
+             " of " + std::to_string(bytes_.size()) + ")";
+    return false;
+  }
+  bool truncated(const std::string &what) const {
+    return fail("truncated file: cannot read " + what);
+  }
+
+private:
+  const std::string &path_;
+  const std::vector<uint8_t> &bytes_;
+  const RefCursor &in_;
+  std::string &error_;
+};
+
+/// Reads the file header (magic, version) and the number of cases.
+inline bool readRefHeader(RefCursor &in, const RefParseErrors &errors,
+                          uint32_t &numCases) {
+  const uint8_t *magic;
+  if (!in.readBytes(4, magic))
+    return errors.truncated("the magic");
+  if (std::memcmp(magic, "CREF", 4) != 0)
+    return errors.fail("bad magic (not a .ref file)");
+  uint32_t version;
+  if (!in.readLE(version))
+    return errors.truncated("the version");
+  if (version != 1)
+    return errors.fail("unsupported version " + std::to_string(version));
+  if (!in.readLE(numCases))
+    return errors.truncated("the number of cases");
+  // Each case takes at least 8 bytes: reject absurd counts before reserving.
+  if (numCases > in.remaining() / 8)
+    return errors.truncated(std::to_string(numCases) + " cases");
+  return true;
+}
+
+/// The size of one element of `dtype`, or 0 when the dtype is unknown.
+inline size_t refElementSize(uint8_t dtype) {
+  if (dtype == kRefF32)
+    return 4;
+  if (dtype == kRefI64)
+    return 8;
+  return 0;
+}
+
+/// A tensor's element count, and whether it overflowed int64_t on the way.
+struct RefElementCount {
+  uint64_t count = 1;
+  bool overflow = false;
+};
+
+/// Reads `rank` dimensions into `dims` (`tw` names the tensor) and counts the
+/// elements, noting an overflow of int64_t.
+inline bool readRefDims(RefCursor &in, const RefParseErrors &errors,
+                        const std::string &tw, uint8_t rank,
+                        std::vector<int64_t> &dims, RefElementCount &elements) {
+  dims.resize(rank);
+  for (uint8_t d = 0; d < rank; ++d) {
+    if (!in.readLE(dims[d]))
+      return errors.truncated(tw + " dims");
+    if (dims[d] < 0)
+      return errors.fail(tw + ": negative dimension " +
+                         std::to_string(dims[d]));
+    uint64_t dim = static_cast<uint64_t>(dims[d]);
+    if (dim != 0 &&
+        elements.count >
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim)
+      elements.overflow = true;
+    else
+      elements.count *= dim;
+  }
+  return true;
+}
+
+/// Reads `elements` elements of `elemSize` bytes into `data`, in host byte
+/// order; the size checked against overflow and the bytes left.
+inline bool readRefData(RefCursor &in, const RefParseErrors &errors,
+                        const std::string &tw, RefElementCount elements,
+                        size_t elemSize, std::vector<uint8_t> &data) {
+  uint64_t count = elements.count;
+  if (elements.overflow ||
+      count > std::numeric_limits<uint64_t>::max() / elemSize)
+    return errors.fail(tw + ": size mismatch: element count overflows");
+  uint64_t size = count * elemSize;
+  if (size > in.remaining())
+    return errors.truncated(tw + " data (" + std::to_string(size) + " bytes)");
+  const uint8_t *bytes;
+  in.readBytes(static_cast<size_t>(size), bytes);
+  data.assign(bytes, bytes + size);
+  if (!RefCursor::hostIsLittleEndian())
+    for (size_t i = 0; i < data.size(); i += elemSize)
+      for (size_t a = i, b = i + elemSize - 1; a < b; ++a, --b)
+        std::swap(data[a], data[b]);
+  return true;
+}
+
+/// Reads one tensor (name, role, dtype, dims and data) into `rt`; `tw` names
+/// it in error messages.
+inline bool readRefTensor(RefCursor &in, const RefParseErrors &errors,
+                          std::string tw, RefTensor &rt) {
+  uint16_t nameLen;
+  const uint8_t *name;
+  if (!in.readLE(nameLen))
+    return errors.truncated(tw + " name length");
+  if (!in.readBytes(nameLen, name))
+    return errors.truncated(tw + " name");
+  rt.name.assign(reinterpret_cast<const char *>(name), nameLen);
+  tw += " '" + rt.name + "'";
+  uint8_t role, dtype, rank;
+  if (!in.readLE(role) || !in.readLE(dtype) || !in.readLE(rank))
+    return errors.truncated(tw + " role/dtype/rank");
+  if (role > 1)
+    return errors.fail(tw + ": bad role " + std::to_string(role));
+  rt.isOutput = role == 1;
+  size_t elemSize = refElementSize(dtype);
+  if (elemSize == 0)
+    return errors.fail(tw + ": unknown dtype " + std::to_string(dtype));
+  rt.dtype = dtype;
+
+  // The element count, checked against overflow and the bytes left.
+  RefElementCount elements;
+  if (!readRefDims(in, errors, tw, rank, rt.dims, elements))
+    return false;
+  return readRefData(in, errors, tw, elements, elemSize, rt.data);
+}
+
+/// Reads case number `c` (its batch size, then its tensors) into `rc`.
+inline bool readRefCase(RefCursor &in, const RefParseErrors &errors, uint32_t c,
+                        RefCase &rc) {
+  const std::string where = "case " + std::to_string(c);
+  uint32_t numTensors;
+  if (!in.readLE(rc.batch))
+    return errors.truncated(where + " batch");
+  if (!in.readLE(numTensors))
+    return errors.truncated(where + " tensor count");
+  // Each tensor takes at least 5 bytes (u16 name length, role, dtype, rank).
+  if (numTensors > in.remaining() / 5)
+    return errors.truncated(where + ": " + std::to_string(numTensors) +
+                            " tensors");
+  rc.tensors.reserve(numTensors);
+
+  for (uint32_t t = 0; t < numTensors; ++t) {
+    RefTensor rt;
+    if (!readRefTensor(in, errors, where + " tensor " + std::to_string(t), rt))
+      return false;
+    rc.tensors.push_back(std::move(rt));
+  }
+  return true;
+}
+
+/// Parses the bytes of the .ref file `path` into `cases` (appended); on error
+/// sets `error` and returns false.
 inline bool parseReference(const std::string &path,
                            const std::vector<uint8_t> &bytes,
                            std::vector<RefCase> &cases, std::string &error) {
   RefCursor in(bytes);
-  auto fail = [&](const std::string &what) {
-    error = path + ": " + what + " (at byte " + std::to_string(in.offset()) +
-            " of " + std::to_string(bytes.size()) + ")";
+  RefParseErrors errors(path, bytes, in, error);
+  uint32_t numCases;
+  if (!readRefHeader(in, errors, numCases))
     return false;
-  };
-  auto truncated = [&](const std::string &what) {
-    return fail("truncated file: cannot read " + what);
-  };
-
-  const uint8_t *magic;
-  if (!in.readBytes(4, magic))
-    return truncated("the magic");
-  if (std::memcmp(magic, "CREF", 4) != 0)
-    return fail("bad magic (not a .ref file)");
-  uint32_t version, numCases;
-  if (!in.readLE(version))
-    return truncated("the version");
-  if (version != 1)
-    return fail("unsupported version " + std::to_string(version));
-  if (!in.readLE(numCases))
-    return truncated("the number of cases");
-  // Each case takes at least 8 bytes: reject absurd counts before reserving.
-  if (numCases > in.remaining() / 8)
-    return truncated(std::to_string(numCases) + " cases");
   cases.reserve(numCases);
 
   for (uint32_t c = 0; c < numCases; ++c) {
-    const std::string where = "case " + std::to_string(c);
     RefCase rc;
-    uint32_t numTensors;
-    if (!in.readLE(rc.batch))
-      return truncated(where + " batch");
-    if (!in.readLE(numTensors))
-      return truncated(where + " tensor count");
-    // Each tensor takes at least 5 bytes (u16 name length, role, dtype, rank).
-    if (numTensors > in.remaining() / 5)
-      return truncated(where + ": " + std::to_string(numTensors) + " tensors");
-    rc.tensors.reserve(numTensors);
-
-    for (uint32_t t = 0; t < numTensors; ++t) {
-      std::string tw = where + " tensor " + std::to_string(t);
-      RefTensor rt;
-      uint16_t nameLen;
-      const uint8_t *name;
-      if (!in.readLE(nameLen))
-        return truncated(tw + " name length");
-      if (!in.readBytes(nameLen, name))
-        return truncated(tw + " name");
-      rt.name.assign(reinterpret_cast<const char *>(name), nameLen);
-      tw += " '" + rt.name + "'";
-      uint8_t role, dtype, rank;
-      if (!in.readLE(role) || !in.readLE(dtype) || !in.readLE(rank))
-        return truncated(tw + " role/dtype/rank");
-      if (role > 1)
-        return fail(tw + ": bad role " + std::to_string(role));
-      rt.isOutput = role == 1;
-      size_t elemSize;
-      if (dtype == kRefF32)
-        elemSize = 4;
-      else if (dtype == kRefI64)
-        elemSize = 8;
-      else
-        return fail(tw + ": unknown dtype " + std::to_string(dtype));
-      rt.dtype = dtype;
-
-      // The element count, checked against overflow and the bytes left.
-      uint64_t count = 1;
-      bool overflow = false;
-      rt.dims.resize(rank);
-      for (uint8_t d = 0; d < rank; ++d) {
-        if (!in.readLE(rt.dims[d]))
-          return truncated(tw + " dims");
-        if (rt.dims[d] < 0)
-          return fail(tw + ": negative dimension " +
-                      std::to_string(rt.dims[d]));
-        uint64_t dim = static_cast<uint64_t>(rt.dims[d]);
-        if (dim != 0 &&
-            count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) /
-                        dim)
-          overflow = true;
-        else
-          count *= dim;
-      }
-      if (overflow || count > std::numeric_limits<uint64_t>::max() / elemSize)
-        return fail(tw + ": size mismatch: element count overflows");
-      uint64_t size = count * elemSize;
-      if (size > in.remaining())
-        return truncated(tw + " data (" + std::to_string(size) + " bytes)");
-      const uint8_t *data;
-      in.readBytes(static_cast<size_t>(size), data);
-      rt.data.assign(data, data + size);
-      if (!RefCursor::hostIsLittleEndian())
-        for (size_t i = 0; i < rt.data.size(); i += elemSize)
-          for (size_t a = i, b = i + elemSize - 1; a < b; ++a, --b)
-            std::swap(rt.data[a], rt.data[b]);
-      rc.tensors.push_back(std::move(rt));
-    }
+    if (!readRefCase(in, errors, c, rc))
+      return false;
     cases.push_back(std::move(rc));
   }
   if (in.remaining() != 0)
-    return fail("size mismatch: " + std::to_string(in.remaining()) +
-                " bytes after the last case");
+    return errors.fail("size mismatch: " + std::to_string(in.remaining()) +
+                       " bytes after the last case");
   return true;
 }
 
