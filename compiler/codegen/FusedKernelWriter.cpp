@@ -128,7 +128,8 @@ static bool canVectorize(FusedOp fused, int64_t width) {
       return false;
   for (Operation &op : body.without_terminator()) {
     if (isa<GemmOp, ArgMaxOp, CastOp, ReshapeOp, SqueezeOp, UnsqueezeOp,
-            TransposeOp, EqualOp, WhereOp>(op) ||
+            TransposeOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
+            GreaterOrEqualOp, NotOp, WhereOp>(op) ||
         !llvm::all_of(op.getResults(), fits))
       return false;
     if (auto split = dyn_cast<SplitOp>(op))
@@ -420,10 +421,10 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   Operation *unsupported = nullptr;
   fused.getBody().walk([&](Operation *op) {
     if (hasMatrixRows(op) && !unsupported &&
-        !isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp, SigmoidOp,
-             TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, CastOp, IdentityOp,
-             ReshapeOp, SqueezeOp, UnsqueezeOp, ConstantOp, RowMatMulOp,
-             YieldOp>(op))
+        !isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp, LessOrEqualOp,
+             GreaterOp, GreaterOrEqualOp, NotOp, WhereOp, SigmoidOp, TanhOp,
+             ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, CastOp, IdentityOp, ReshapeOp,
+             SqueezeOp, UnsqueezeOp, ConstantOp, RowMatMulOp, YieldOp>(op))
       unsupported = op;
   });
   if (unsupported)

@@ -2,7 +2,7 @@
 //
 // KernelBodyWriter::compute and its helpers: the C++ expression of one
 // element of an op's result in a fused kernel, op by op (arithmetic and
-// comparisons over broadcast operands, unary functions, casts, the column
+// comparisons over broadcast operands, Not, unary functions, casts, the column
 // shifts of split and slice, concat's branches, embedding lookups, reshapes
 // and splat constants; GEMMs are KernelBodyWriter::dotProduct).
 //
@@ -23,6 +23,21 @@ static std::string binaryExpr(Operation *op, const std::string &a,
                        : isa<MulOp>(op) ? " * "
                                         : " / ";
   return "(" + a + symbol + b + ")";
+}
+
+/// The C++ operator of a comparison op, or null for another op.
+static const char *comparisonOperator(Operation *op) {
+  if (isa<EqualOp>(op))
+    return "==";
+  if (isa<LessOp>(op))
+    return "<";
+  if (isa<LessOrEqualOp>(op))
+    return "<=";
+  if (isa<GreaterOp>(op))
+    return ">";
+  if (isa<GreaterOrEqualOp>(op))
+    return ">=";
+  return nullptr;
 }
 
 /// `x` through a unary function (sigmoid, tanh, erf, sqrt, exp, log, relu).
@@ -78,8 +93,15 @@ static FailureOr<std::string> constantLiteral(ConstantOp constant,
 FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
                                                  const Index &index) {
   Type elementType = tensorOf(value).getElementType();
-  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp>(op))
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp, LessOrEqualOp,
+          GreaterOp, GreaterOrEqualOp, WhereOp>(op))
     return broadcastingExpr(op, value, index);
+  if (auto negation = dyn_cast<NotOp>(op)) {
+    auto x = element(negation.getInput(), index);
+    if (failed(x))
+      return failure();
+    return "(!" + *x + ")";
+  }
   if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp>(op)) {
     auto x = element(op->getOperand(0), index);
     if (failed(x))
@@ -129,8 +151,8 @@ FailureOr<std::string> KernelBodyWriter::broadcastingExpr(Operation *op,
     return failure();
   if (isa<AddOp, SubOp, MulOp, DivOp>(op))
     return binaryExpr(op, *lhs, *rhs);
-  if (isa<EqualOp>(op))
-    return "(" + *lhs + " == " + *rhs + ")";
+  if (const char *comparison = comparisonOperator(op))
+    return "(" + *lhs + " " + comparison + " " + *rhs + ")";
   return powExpr(op, *lhs, *rhs, tensorOf(value).getElementType().isF64());
 }
 

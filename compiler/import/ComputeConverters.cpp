@@ -145,6 +145,11 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Sqrt", convertSimple<cell::SqrtOp, 1>},
       {"Pow", convertSimple<cell::PowOp, 2>},
       {"Equal", convertSimple<cell::EqualOp, 2>},
+      {"Less", convertSimple<cell::LessOp, 2>},
+      {"LessOrEqual", convertSimple<cell::LessOrEqualOp, 2>},
+      {"Greater", convertSimple<cell::GreaterOp, 2>},
+      {"GreaterOrEqual", convertSimple<cell::GreaterOrEqualOp, 2>},
+      {"Not", convertSimple<cell::NotOp, 1>},
       {"Where", convertSimple<cell::WhereOp, 3>},
       {"ReduceMean", convertReduceMean},
       {"ReduceSum", convertReduceSum},
@@ -178,8 +183,9 @@ NodeConverter cellc::findConverter(StringRef opType) {
 
 std::string cellc::supportedOpTypes() {
   return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
-         "Gather, Gemm, GRU, Identity, LayerNormalization, Log, LogSoftmax, "
-         "LSTM, MatMul, Mul, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
+         "Gather, Gemm, Greater, GreaterOrEqual, GRU, Identity, "
+         "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
+         "MatMul, Mul, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
          "Reshape, RNN, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, "
          "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "
          "with what folds over it)";

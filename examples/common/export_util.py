@@ -25,7 +25,7 @@ ALLOWED_OPS = frozenset([
     "Split", "Slice", "Gather", "ArgMax", "Squeeze", "Unsqueeze", "Reshape", "Transpose",
     "Identity", "Cast", "Constant", "Erf", "Sqrt", "Pow", "Equal", "Where", "ReduceMean",
     "LayerNormalization", "Shape", "Exp", "Log", "ReduceSum", "ReduceMax", "Softmax",
-    "LogSoftmax",
+    "LogSoftmax", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
 ])
 
 # Size used for the batch dimension of the example inputs during tracing.  Not 1, so

@@ -216,6 +216,21 @@ class SkipGru(nn.Module):
         return torch.where(update == 1.0, self.cell(x, h), h)
 
 
+class EventGatedGru(nn.Module):
+    """A GRU driven by an event signal (the input's first feature): it updates where
+    the signal is above zero, decays its state by half where it is at most -0.5,
+    and holds it otherwise: Greater, LessOrEqual and Where on floats."""
+
+    def __init__(self, x, h):
+        super().__init__()
+        self.cell = nn.GRUCell(x, h)
+
+    def forward(self, x, h):
+        signal = x[:, :1]
+        held = torch.where(signal <= -0.5, h * 0.5, h)
+        return torch.where(signal > 0, self.cell(x, h), held)
+
+
 class TimeGatedGru(nn.Module):
     """A GRU whose state fades by a per-step scalar (a time gap dt, one number per
     row): dt.unsqueeze(1) broadcasts it over the state."""
@@ -415,6 +430,8 @@ CASES = [
          [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)],
          refused=r"node '[^']*Gather[^']*' \(Gather, opset \d+\): code generation "
                  r"supports embedding lookups"),
+    Case("event_gated_gru", lambda: EventGatedGru(X, H),
+         [inp("x", X), state("h", H)], [new_state("h_next", H, "h", True)]),
     Case("skip_gru", lambda: SkipGru(X, H),
          [inp("x", X), inp("update", 1, binary=True), state("h", H)],
          [new_state("h_next", H, "h", True)]),
@@ -445,5 +462,9 @@ CASES += [
 import attention  # noqa: E402  (seq2seq cases with attention decoders)
 
 CASES += attention.cases(Case)
+
+import minimal_rnns  # noqa: E402  (minGRU and minLSTM)
+
+CASES += minimal_rnns.cases(Case, inp, state, new_state, X, H)
 
 BY_NAME = {case.name: case for case in CASES}

@@ -221,6 +221,32 @@ def Cell_EqualOp : Cell_Op<"equal", [Pure,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+class Cell_CompareOp<string mnemonic, string onnxName, string holds>
+    : Cell_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX " # onnxName # ": i1 result of comparing two tensors elementwise";
+  let description = [{
+    1 where lhs }] # holds # [{ rhs (numpy broadcasting); the operands have one
+    element type.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Cell_LessOp : Cell_CompareOp<"less", "Less", "<">;
+def Cell_LessOrEqualOp : Cell_CompareOp<"less_or_equal", "LessOrEqual", "<=">;
+def Cell_GreaterOp : Cell_CompareOp<"greater", "Greater", ">">;
+def Cell_GreaterOrEqualOp
+    : Cell_CompareOp<"greater_or_equal", "GreaterOrEqual", ">=">;
+
+def Cell_NotOp : Cell_Op<"not", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "ONNX Not: the logical negation of an i1 tensor";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def Cell_WhereOp : Cell_Op<"where", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "ONNX Where: lhs where the i1 condition holds, else rhs";

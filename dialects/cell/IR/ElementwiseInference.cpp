@@ -1,8 +1,10 @@
 //===- ElementwiseInference.cpp - Elementwise ops and reductions ----------===//
 //
 // Result types of the broadcasting binary ops (Add, Sub, Mul, Div, Pow,
-// Equal, Where) and the row reductions (ReduceMean, ReduceSum, ReduceMax),
-// and the verifiers of the unary ops (floating point only).
+// Where), the comparisons (Equal, Less, LessOrEqual, Greater,
+// GreaterOrEqual: i1) and Not (i1), and the row reductions (ReduceMean,
+// ReduceSum, ReduceMax), and the verifiers of the unary ops (floating point
+// only).
 //
 //===----------------------------------------------------------------------===//
 #include "ShapeHelpers.h"
@@ -34,14 +36,40 @@ LogicalResult PowOp::inferReturnTypes(MLIRContext *, Loc loc,
   return inferBinary<PowOp>(loc, operands, types);
 }
 
-LogicalResult EqualOp::inferReturnTypes(MLIRContext *context, Loc loc,
-                                        ValueRange operands, DictionaryAttr,
-                                        RegionRange,
-                                        SmallVectorImpl<Type> &types) {
-  if (failed(inferBinary<EqualOp>(loc, operands, types)))
+/// The comparisons: the operands' broadcast shape (one element type) in i1.
+template <typename OpT>
+static LogicalResult inferComparison(MLIRContext *context, Loc loc,
+                                     ValueRange operands,
+                                     SmallVectorImpl<Type> &types) {
+  if (failed(inferBinary<OpT>(loc, operands, types)))
     return failure();
   types.back() =
       types.back().cast<RankedTensorType>().clone(IntegerType::get(context, 1));
+  return success();
+}
+
+#define CELL_COMPARISON_INFERENCE(OpT)                                         \
+  LogicalResult OpT::inferReturnTypes(                                         \
+      MLIRContext *context, Loc loc, ValueRange operands, DictionaryAttr,      \
+      RegionRange, SmallVectorImpl<Type> &types) {                             \
+    return inferComparison<OpT>(context, loc, operands, types);                \
+  }
+CELL_COMPARISON_INFERENCE(EqualOp)
+CELL_COMPARISON_INFERENCE(LessOp)
+CELL_COMPARISON_INFERENCE(LessOrEqualOp)
+CELL_COMPARISON_INFERENCE(GreaterOp)
+CELL_COMPARISON_INFERENCE(GreaterOrEqualOp)
+#undef CELL_COMPARISON_INFERENCE
+
+LogicalResult NotOp::inferReturnTypes(MLIRContext *, Loc loc,
+                                      ValueRange operands, DictionaryAttr,
+                                      RegionRange,
+                                      SmallVectorImpl<Type> &types) {
+  RankedTensorType input = rankedType(operands[0]);
+  if (!input || !input.getElementType().isInteger(1))
+    return emitOptionalError(loc, "Not needs an i1 tensor, got ",
+                             operands[0].getType());
+  types.push_back(input);
   return success();
 }
 

@@ -171,6 +171,11 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   case OpCode::Sqrt:
   case OpCode::Pow:
   case OpCode::Equal:
+  case OpCode::Less:
+  case OpCode::LessOrEqual:
+  case OpCode::Greater:
+  case OpCode::GreaterOrEqual:
+  case OpCode::Not:
   case OpCode::Where:
   case OpCode::ReduceMean:
   case OpCode::ReduceSum:

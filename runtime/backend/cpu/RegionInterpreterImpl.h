@@ -145,12 +145,12 @@ struct RegionInterpreter::Impl {
   Status executeGather(PreparedOp &prepared, int64_t rows);
   Status executeArgMax(PreparedOp &prepared, int64_t rows);
   Status executeConstant(PreparedOp &prepared);
-  /// Erf, Sqrt, Exp, Log, Pow, Equal, Where, ReduceMean, ReduceSum and
-  /// ReduceMax (RegionMathOps.cpp).
+  /// Erf, Sqrt, Exp, Log, Pow, the comparisons, Not, Where, ReduceMean,
+  /// ReduceSum and ReduceMax (RegionMathOps.cpp).
   Status executeMathOp(PreparedOp &prepared, int64_t rows);
   Status executeUnaryMath(PreparedOp &prepared, int64_t rows);
   Status executePow(PreparedOp &prepared, int64_t rows);
-  Status executeEqual(PreparedOp &prepared, int64_t rows);
+  Status executeComparison(PreparedOp &prepared, int64_t rows);
   Status executeWhere(PreparedOp &prepared, int64_t rows);
   Status executeReduction(PreparedOp &prepared, int64_t rows);
   Status executeRowMatMul(PreparedOp &prepared, int64_t rows);

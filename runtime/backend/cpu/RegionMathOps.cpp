@@ -54,6 +54,23 @@ float dotProduct(const float *x, int64_t xStride, const float *y,
   return lanes[0];
 }
 
+/// Whether comparison `code` (Equal, Less, LessOrEqual, Greater,
+/// GreaterOrEqual) holds between `a` and `b`.
+template <typename T> bool compare(OpCode code, T a, T b) {
+  switch (code) {
+  case OpCode::Less:
+    return a < b;
+  case OpCode::LessOrEqual:
+    return a <= b;
+  case OpCode::Greater:
+    return a > b;
+  case OpCode::GreaterOrEqual:
+    return a >= b;
+  default:
+    return a == b;
+  }
+}
+
 int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
               int64_t k) {
   int64_t at = map.empty() ? k : map[k];
@@ -74,7 +91,12 @@ Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
   case OpCode::Pow:
     return executePow(prepared, rows);
   case OpCode::Equal:
-    return executeEqual(prepared, rows);
+  case OpCode::Less:
+  case OpCode::LessOrEqual:
+  case OpCode::Greater:
+  case OpCode::GreaterOrEqual:
+  case OpCode::Not:
+    return executeComparison(prepared, rows);
   case OpCode::Where:
     return executeWhere(prepared, rows);
   case OpCode::ReduceMean:
@@ -125,22 +147,32 @@ Status RegionInterpreter::Impl::executePow(PreparedOp &prepared, int64_t rows) {
   return Status::ok();
 }
 
-/// Equal through the operands' broadcast maps: 1 where they are equal.
-Status RegionInterpreter::Impl::executeEqual(PreparedOp &prepared,
-                                             int64_t rows) {
+/// Equal, Less, LessOrEqual, Greater and GreaterOrEqual through the
+/// operands' broadcast maps: 1 where the comparison holds, else 0; Not: 1
+/// where its operand is 0.
+Status RegionInterpreter::Impl::executeComparison(PreparedOp &prepared,
+                                                  int64_t rows) {
+  OpCode code = prepared.op->opcode();
   auto operand = [&](size_t n) -> const Value & {
     return values[prepared.operands[n]];
   };
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
+  if (code == OpCode::Not) {
+    for (int64_t r = 0; r < outRows; ++r)
+      for (int64_t k = 0; k < out.count; ++k)
+        out.i[r * out.count + k] =
+            intAt(operand(0), prepared.broadcast[0], r, k) == 0;
+    return Status::ok();
+  }
+  const Value &a = operand(0), &b = operand(1);
   for (int64_t r = 0; r < outRows; ++r)
     for (int64_t k = 0; k < out.count; ++k)
       out.i[r * out.count + k] =
-          operand(0).isFloat
-              ? floatAt(operand(0), prepared.broadcast[0], r, k) ==
-                    floatAt(operand(1), prepared.broadcast[1], r, k)
-              : intAt(operand(0), prepared.broadcast[0], r, k) ==
-                    intAt(operand(1), prepared.broadcast[1], r, k);
+          a.isFloat ? compare(code, floatAt(a, prepared.broadcast[0], r, k),
+                              floatAt(b, prepared.broadcast[1], r, k))
+                    : compare(code, intAt(a, prepared.broadcast[0], r, k),
+                              intAt(b, prepared.broadcast[1], r, k));
   return Status::ok();
 }
 

@@ -66,8 +66,15 @@ public:
       return rowMatMulFits();
     case OpCode::Pow:
     case OpCode::Equal:
+    case OpCode::Less:
+    case OpCode::LessOrEqual:
+    case OpCode::Greater:
+    case OpCode::GreaterOrEqual:
     case OpCode::Where:
       return powEqualOrWhereFits();
+    case OpCode::Not:
+      return arity(1, 1, 1) && broadcastResult() && !operand(0).isFloat &&
+             !result(0).isFloat;
     case OpCode::ReduceMean:
     case OpCode::ReduceSum:
     case OpCode::ReduceMax:
@@ -262,9 +269,9 @@ private:
     return ok;
   }
 
-  /// Pow, Equal and Where: operands broadcast to the result; Pow on floats,
-  /// Equal into integers, Where with an integer condition and alternatives
-  /// of the result's kind.
+  /// Pow, the comparisons and Where: operands broadcast to the result; Pow
+  /// on floats, comparisons into integers, Where with an integer condition
+  /// and alternatives of the result's kind.
   bool powEqualOrWhereFits() const {
     size_t count = op_.opcode() == OpCode::Where ? 3 : 2;
     bool ok = arity(count, count, 1);
@@ -272,7 +279,7 @@ private:
     bool floatResult = result(0).isFloat;
     if (ok && op_.opcode() == OpCode::Pow)
       ok = floatResult && operand(0).isFloat;
-    if (ok && op_.opcode() == OpCode::Equal)
+    if (ok && op_.opcode() != OpCode::Pow && op_.opcode() != OpCode::Where)
       ok = !floatResult;
     if (ok && op_.opcode() == OpCode::Where)
       ok = !operand(0).isFloat && operand(1).isFloat == floatResult &&

@@ -139,13 +139,15 @@ void RegionInterpreter::Impl::allocate() {
 }
 
 namespace {
-/// Broadcast maps of Add, Sub, Mul, Div, Pow, Equal and Where: per
-/// operand, from the result's elements to its own.
+/// Broadcast maps of Add, Sub, Mul, Div, Pow, the comparisons, Not and Where:
+/// per operand, from the result's elements to its own.
 Status prepareBroadcastMaps(const std::vector<Value> &values,
                             PreparedOp &prepared) {
   const cellpack::PortableOp &op = *prepared.op;
-  if (prepared.operands.size() != (op.opcode() == OpCode::Where ? 3u : 2u) ||
-      prepared.results.size() != 1)
+  size_t operands = op.opcode() == OpCode::Where ? 3u
+                    : op.opcode() == OpCode::Not ? 1u
+                                                 : 2u;
+  if (prepared.operands.size() != operands || prepared.results.size() != 1)
     return invalidRegion("binary op arity");
   for (uint32_t operand : prepared.operands)
     prepared.broadcast.push_back(
@@ -286,6 +288,11 @@ Status RegionInterpreter::Impl::prepareMoves(PreparedOp &prepared) {
   case OpCode::Div:
   case OpCode::Pow:
   case OpCode::Equal:
+  case OpCode::Less:
+  case OpCode::LessOrEqual:
+  case OpCode::Greater:
+  case OpCode::GreaterOrEqual:
+  case OpCode::Not:
   case OpCode::Where:
     return prepareBroadcastMaps(values, prepared);
   case OpCode::ReduceMean:
