@@ -112,6 +112,6 @@ TEST_P(BatchInvarianceTest, ResultsAreTheSameBitsAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Examples, BatchInvarianceTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "seq2seq_eos", "treelstm",
-                                           "attention", "bahdanau"));
+                                           "attention", "bahdanau", "mingru"));
 
 } // namespace

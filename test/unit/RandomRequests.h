@@ -1,8 +1,9 @@
 //===- RandomRequests.h - Requests for the examples ----------*- C++ -*-===//
 //
 // Test requests in JSON for the example models: sequences of random tokens
-// (lstm, seq2seq, with a random decode limit) or random feature rows (gru),
-// random binary trees (treelstm). Deterministic for a given generator.
+// (lstm, seq2seq, with a random decode limit) or random feature rows (gru,
+// mingru), random binary trees (treelstm). Deterministic for a given
+// generator.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELL_TEST_RANDOMREQUESTS_H
@@ -46,7 +47,7 @@ inline std::string randomRequest(const std::string &model, int id,
     return json + "]}";
   }
   int length = std::uniform_int_distribution<int>(1, maxLength)(random);
-  if (model == "gru") { // 64 features a step
+  if (model == "gru" || model == "mingru") { // 64 features a step
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     json += "\"steps\": [";
     for (int t = 0; t < length; ++t) {
