@@ -188,17 +188,18 @@ void EngineWorker::releaseReadRows(Entry &entry, uint32_t node) {
   }
 }
 
-/// The rows the host will read when the task has finished: straight into
-/// the request's result where the graph says so, else laid out in one
-/// buffer the executor fills with the task (its addresses are taken once
-/// the whole task is planned, in launch).
+/// The rows the host will read when the task has finished (`outputs` of
+/// `node`, bound as task row `row`): straight into the request's result
+/// where the graph says so, else laid out in one buffer the executor fills
+/// with the task (its addresses are taken once the whole task is planned,
+/// in launch).
 void EngineWorker::planReads(Entry &entry, uint32_t node, uint32_t row,
-                             InFlight &flight) {
+                             Span<const uint32_t> outputs, InFlight &flight) {
   CellGraph &graph = *entry.graph;
   flight.firstRead[row] = static_cast<uint32_t>(flight.reads.size());
   const CellRoles &roles = graph.roles(node);
   size_t bytes = flight.readBuffer.size();
-  for (uint32_t output : graph.hostReads(node)) {
+  for (uint32_t output : outputs) {
     if (void *target =
             directReads_ ? graph.readTarget(node, output) : nullptr) {
       Executor::RowRead &read = flight.io.reads.emplace_back();

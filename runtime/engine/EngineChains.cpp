@@ -64,26 +64,10 @@ bool EngineWorker::bindChainNode(Entry &entry, uint32_t node, uint32_t row,
     flight.inputRowData[input.input][row] = input.index; // the zero row
   for (uint32_t o = 0; o < outputs; ++o)
     flight.outputRowData[o][row] = rows[o];
-  // What the host reads: straight into the result, or with the task into
-  // the flight's buffer.
-  flight.firstRead[row] = static_cast<uint32_t>(flight.reads.size());
-  const std::vector<uint32_t> &reads =
-      node + 1 == graph.steps() ? roles.emittedAndStates : roles.emitted;
-  for (uint32_t output : reads) {
-    if (void *target =
-            directReads_ ? graph.readTarget(node, output) : nullptr) {
-      Executor::RowRead &read = flight.io.reads.emplace_back();
-      read.output = output;
-      read.row = row;
-      read.destination = target;
-      continue;
-    }
-    ReadSlot &slot = flight.reads.emplace_back();
-    slot.row = row;
-    slot.output = output;
-    slot.offset = flight.readBuffer.size();
-    flight.readBuffer.resize(slot.offset + roles.outputRowBytes[output]);
-  }
+  // What the host reads: its emitted outputs, and its states at the end.
+  planReads(entry, node, row,
+            node + 1 == graph.steps() ? roles.emittedAndStates : roles.emitted,
+            flight);
   return true;
 }
 

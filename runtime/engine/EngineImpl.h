@@ -298,7 +298,8 @@ private:
   std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
-  void planReads(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
+  void planReads(Entry &entry, uint32_t node, uint32_t row,
+                 Span<const uint32_t> outputs, InFlight &flight);
   /// A row of pool `pool` for `entry`, within its reservation; -1 (and
   /// *error says why) when there is none.
   int32_t acquireFor(Entry &entry, uint32_t pool, Status *error);

@@ -168,7 +168,7 @@ void EngineWorker::bindPlannedNodes(InFlight &flight) {
       graph.firstStart = flight.submitted;
     }
     if (!graph.isChain()) // a chain's reads are planned as it is bound
-      planReads(*entry, node.node, row, flight);
+      planReads(*entry, node.node, row, graph.hostReads(node.node), flight);
     flight.nodes.push_back(node);
   }
 }

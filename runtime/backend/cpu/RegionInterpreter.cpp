@@ -169,21 +169,26 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
     return executeGemm(prepared, rows);
   case OpCode::Erf:
   case OpCode::Sqrt:
+  case OpCode::Exp:
+  case OpCode::Log:
+    return executeUnaryMath(prepared, rows);
   case OpCode::Pow:
+    return executePow(prepared, rows);
   case OpCode::Equal:
   case OpCode::Less:
   case OpCode::LessOrEqual:
   case OpCode::Greater:
   case OpCode::GreaterOrEqual:
   case OpCode::Not:
+    return executeComparison(prepared, rows);
   case OpCode::Where:
+    return executeWhere(prepared, rows);
   case OpCode::ReduceMean:
   case OpCode::ReduceSum:
   case OpCode::ReduceMax:
-  case OpCode::Exp:
-  case OpCode::Log:
+    return executeReduction(prepared, rows);
   case OpCode::RowMatMul:
-    return executeMathOp(prepared, rows);
+    return executeRowMatMul(prepared, rows);
   case OpCode::Sigmoid:
   case OpCode::Tanh:
   case OpCode::Relu:

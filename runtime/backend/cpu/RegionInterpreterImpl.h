@@ -146,8 +146,7 @@ struct RegionInterpreter::Impl {
   Status executeArgMax(PreparedOp &prepared, int64_t rows);
   Status executeConstant(PreparedOp &prepared);
   /// Erf, Sqrt, Exp, Log, Pow, the comparisons, Not, Where, ReduceMean,
-  /// ReduceSum and ReduceMax (RegionMathOps.cpp).
-  Status executeMathOp(PreparedOp &prepared, int64_t rows);
+  /// ReduceSum, ReduceMax and RowMatMul (RegionMathOps.cpp).
   Status executeUnaryMath(PreparedOp &prepared, int64_t rows);
   Status executePow(PreparedOp &prepared, int64_t rows);
   Status executeComparison(PreparedOp &prepared, int64_t rows);

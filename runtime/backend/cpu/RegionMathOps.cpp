@@ -1,11 +1,12 @@
 //===- RegionMathOps.cpp - Math, comparison and row-reduction ops --------===//
 //
-// Erf, Sqrt, Exp, Log, Pow, Equal, Where, the row reductions (ReduceMean,
-// ReduceSum, ReduceMax) and RowMatMul: the ops of layer-normalised cells,
-// GELU heads, softmaxes, masks and attention, for the region
-// interpreter (RegionInterpreter.cpp dispatches here). Broadcasting uses the
-// index maps prepared once (RegionPreparation.cpp); ReduceMean's map sends
-// each input element to the output element it is summed into.
+// Erf, Sqrt, Exp, Log, Pow, the comparisons, Not, Where, the row
+// reductions (ReduceMean, ReduceSum, ReduceMax) and RowMatMul: the ops of
+// layer-normalised cells, GELU heads, softmaxes, masks and attention, for
+// the region interpreter (RegionInterpreter.cpp dispatches here).
+// Broadcasting uses the index maps prepared once (RegionPreparation.cpp);
+// ReduceMean's map sends each input element to the output element it is
+// summed into.
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
@@ -78,37 +79,6 @@ int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
                        : value.intRow(r)[at];
 }
 } // namespace
-
-/// Dispatches a math, comparison or row-reduction op on its opcode.
-Status RegionInterpreter::Impl::executeMathOp(PreparedOp &prepared,
-                                              int64_t rows) {
-  switch (prepared.op->opcode()) {
-  case OpCode::Erf:
-  case OpCode::Sqrt:
-  case OpCode::Exp:
-  case OpCode::Log:
-    return executeUnaryMath(prepared, rows);
-  case OpCode::Pow:
-    return executePow(prepared, rows);
-  case OpCode::Equal:
-  case OpCode::Less:
-  case OpCode::LessOrEqual:
-  case OpCode::Greater:
-  case OpCode::GreaterOrEqual:
-  case OpCode::Not:
-    return executeComparison(prepared, rows);
-  case OpCode::Where:
-    return executeWhere(prepared, rows);
-  case OpCode::ReduceMean:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMax:
-    return executeReduction(prepared, rows);
-  case OpCode::RowMatMul:
-    return executeRowMatMul(prepared, rows);
-  default:
-    return Status(StatusCode::Internal, "not a math op");
-  }
-}
 
 /// Erf, Sqrt, Exp and Log: float operand and result of equal counts.
 Status RegionInterpreter::Impl::executeUnaryMath(PreparedOp &prepared,
