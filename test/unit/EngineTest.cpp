@@ -3,7 +3,8 @@
 // For every example model: a few hundred requests with random lengths or
 // trees arrive at random rounds of the loop; with each policy (cellular,
 // graph, padded where it applies), with rounds in sequence and overlapped
-// as on the GPU, every request must produce what it produces when run
+// as on the GPU, on one worker and on two (each with its own pools; every
+// example), every request must produce what it produces when run
 // alone (floats within 1e-6 relative + 1e-6 absolute: another batch size
 // may sum in another order; tokens identical), decodes stop at EOS (also
 // with a model whose decodes mostly reach it, so steps issued past EOS are
@@ -43,10 +44,12 @@ std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
 
 std::unique_ptr<Engine>
 makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
-           uint32_t poolRows = 4096, bool overlap = false) {
+           uint32_t poolRows = 4096, bool overlap = false,
+           uint32_t workers = 1) {
   EngineOptions options;
   options.policy = policy;
   options.poolRows = poolRows;
+  options.workers = workers;
   options.startWorker = false;
   options.overlapRounds =
       overlap ? EngineOptions::Overlap::On : EngineOptions::Overlap::Off;
@@ -82,11 +85,15 @@ struct EquivalenceCase {
   const char *model;
   Policy policy;
   bool overlap = false; // rounds overlap as on the GPU
+  /// Workers (cpu "devices", each with its own pools and policy): requests
+  /// go to the one with the most room as they arrive.
+  uint32_t workers = 1;
 };
 
 std::string caseName(const EquivalenceCase &c) {
   return std::string(c.model) + "_" + policyName(c.policy) +
-         (c.overlap ? "_overlapped" : "");
+         (c.overlap ? "_overlapped" : "") +
+         (c.workers > 1 ? "_" + std::to_string(c.workers) + "workers" : "");
 }
 /// What gtest (and ctest's test list) prints for the parameter.
 void PrintTo(const EquivalenceCase &c, std::ostream *os) { *os << caseName(c); }
@@ -95,7 +102,7 @@ class EngineEquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {
 };
 
 TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
-  auto [model, policy, overlap] = GetParam();
+  auto [model, policy, overlap, workers] = GetParam();
   auto artifact = loadExample(model);
   ASSERT_TRUE(artifact);
   std::mt19937 random(77);
@@ -118,9 +125,16 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   }
 
   // Together: random arrivals between rounds of the loop.
-  auto engine = makeEngine(artifact, policy, 4096, overlap);
+  auto engine = makeEngine(artifact, policy, 4096, overlap, workers);
   ASSERT_TRUE(engine);
-  uint32_t idleRows = engineExecutor(*engine).rowsInUse(); // zero, scratch rows
+  // Zero and scratch rows, on every worker.
+  auto rowsInUse = [&] {
+    uint64_t rows = 0;
+    for (uint32_t w = 0; w < engine->workers(); ++w)
+      rows += engineExecutor(*engine, w).rowsInUse();
+    return rows;
+  };
+  uint64_t idleRows = rowsInUse();
   std::vector<std::future<RequestResult>> futures;
   int next = 0;
   while (next < kRequests) {
@@ -160,8 +174,14 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
     nodes += cell.nodes;
   }
   EXPECT_GT(nodes, tasks) << "requests were never batched together";
+  if (workers > 1) {
+    // Both took requests (each worker's tasks counted apart).
+    ASSERT_EQ(stats.workerTasks.size(), workers);
+    for (uint32_t w = 0; w < workers; ++w)
+      EXPECT_GT(stats.workerTasks[w], 0u) << "worker " << w << " ran nothing";
+  }
   // Every row a request held (steps issued past EOS included) is back.
-  EXPECT_EQ(engineExecutor(*engine).rowsInUse(), idleRows);
+  EXPECT_EQ(rowsInUse(), idleRows);
   if (std::string(model) == "seq2seq_eos" ||
       std::string(model) == "attention_eos")
     EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";
@@ -210,32 +230,53 @@ TEST(EngineWorkersTest, TwoWorkersShareRequestsAndAgreeWithOne) {
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, EngineEquivalenceTest,
-    ::testing::Values(EquivalenceCase{"lstm", Policy::Cellular},
-                      EquivalenceCase{"gru", Policy::Cellular},
-                      EquivalenceCase{"seq2seq", Policy::Cellular},
-                      EquivalenceCase{"treelstm", Policy::Cellular},
-                      EquivalenceCase{"lstm", Policy::Graph},
-                      EquivalenceCase{"seq2seq", Policy::Graph},
-                      EquivalenceCase{"treelstm", Policy::Graph},
-                      EquivalenceCase{"lstm", Policy::Padded},
-                      EquivalenceCase{"seq2seq", Policy::Padded},
-                      EquivalenceCase{"seq2seq_eos", Policy::Cellular},
-                      EquivalenceCase{"seq2seq_eos", Policy::Graph},
-                      EquivalenceCase{"seq2seq_eos", Policy::Padded},
-                      EquivalenceCase{"lstm", Policy::Cellular, true},
-                      EquivalenceCase{"gru", Policy::Cellular, true},
-                      EquivalenceCase{"seq2seq_eos", Policy::Cellular, true},
-                      EquivalenceCase{"treelstm", Policy::Cellular, true},
-                      EquivalenceCase{"seq2seq_eos", Policy::Graph, true},
-                      EquivalenceCase{"attention", Policy::Cellular},
-                      EquivalenceCase{"attention", Policy::Graph},
-                      EquivalenceCase{"attention", Policy::Padded},
-                      EquivalenceCase{"bahdanau", Policy::Cellular},
-                      EquivalenceCase{"bahdanau", Policy::Cellular, true},
-                      EquivalenceCase{"attention_eos", Policy::Cellular},
-                      EquivalenceCase{"attention_eos", Policy::Graph},
-                      EquivalenceCase{"attention_eos", Policy::Padded},
-                      EquivalenceCase{"attention_eos", Policy::Cellular, true}),
+    ::testing::Values(
+        EquivalenceCase{"lstm", Policy::Cellular},
+        EquivalenceCase{"gru", Policy::Cellular},
+        EquivalenceCase{"seq2seq", Policy::Cellular},
+        EquivalenceCase{"treelstm", Policy::Cellular},
+        EquivalenceCase{"lstm", Policy::Graph},
+        EquivalenceCase{"seq2seq", Policy::Graph},
+        EquivalenceCase{"treelstm", Policy::Graph},
+        EquivalenceCase{"lstm", Policy::Padded},
+        EquivalenceCase{"seq2seq", Policy::Padded},
+        EquivalenceCase{"seq2seq_eos", Policy::Cellular},
+        EquivalenceCase{"seq2seq_eos", Policy::Graph},
+        EquivalenceCase{"seq2seq_eos", Policy::Padded},
+        EquivalenceCase{"lstm", Policy::Cellular, true},
+        EquivalenceCase{"gru", Policy::Cellular, true},
+        EquivalenceCase{"seq2seq_eos", Policy::Cellular, true},
+        EquivalenceCase{"treelstm", Policy::Cellular, true},
+        EquivalenceCase{"seq2seq_eos", Policy::Graph, true},
+        EquivalenceCase{"attention", Policy::Cellular},
+        EquivalenceCase{"attention", Policy::Graph},
+        EquivalenceCase{"attention", Policy::Padded},
+        EquivalenceCase{"bahdanau", Policy::Cellular},
+        EquivalenceCase{"bahdanau", Policy::Cellular, true},
+        EquivalenceCase{"attention_eos", Policy::Cellular},
+        EquivalenceCase{"attention_eos", Policy::Graph},
+        EquivalenceCase{"attention_eos", Policy::Padded},
+        EquivalenceCase{"attention_eos", Policy::Cellular, true},
+        EquivalenceCase{"stacked", Policy::Cellular},
+        EquivalenceCase{"lnlstm", Policy::Cellular},
+        EquivalenceCase{"mingru", Policy::Cellular},
+        // Two workers: every example, cellular batching; the
+        // baselines and overlapped rounds on a few.
+        EquivalenceCase{"lstm", Policy::Cellular, false, 2},
+        EquivalenceCase{"gru", Policy::Cellular, false, 2},
+        EquivalenceCase{"seq2seq", Policy::Cellular, false, 2},
+        EquivalenceCase{"treelstm", Policy::Cellular, false, 2},
+        EquivalenceCase{"stacked", Policy::Cellular, false, 2},
+        EquivalenceCase{"lnlstm", Policy::Cellular, false, 2},
+        EquivalenceCase{"attention", Policy::Cellular, false, 2},
+        EquivalenceCase{"bahdanau", Policy::Cellular, false, 2},
+        EquivalenceCase{"mingru", Policy::Cellular, false, 2},
+        EquivalenceCase{"seq2seq_eos", Policy::Cellular, false, 2},
+        EquivalenceCase{"attention_eos", Policy::Cellular, true, 2},
+        EquivalenceCase{"treelstm", Policy::Cellular, true, 2},
+        EquivalenceCase{"lstm", Policy::Graph, false, 2},
+        EquivalenceCase{"treelstm", Policy::Graph, false, 2},
+        EquivalenceCase{"seq2seq_eos", Policy::Padded, false, 2}),
     [](const auto &info) { return caseName(info.param); });
 
 } // namespace

@@ -47,14 +47,19 @@ inline std::string randomRequest(const std::string &model, int id,
     return json + "]}";
   }
   int length = std::uniform_int_distribution<int>(1, maxLength)(random);
-  if (model == "gru" || model == "mingru") { // 64 features a step
+  // 64 features a step (lnlstm: and its update flag, mostly 1).
+  if (model == "gru" || model == "mingru" || model == "stacked" ||
+      model == "lnlstm") {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     json += "\"steps\": [";
     for (int t = 0; t < length; ++t) {
       json += (t ? ", {\"x\": [" : "{\"x\": [");
       for (int f = 0; f < 64; ++f)
         json += (f ? ", " : "") + std::to_string(value(random));
-      json += "]}";
+      json += "]";
+      if (model == "lnlstm")
+        json += random() % 4 ? ", \"update\": [1]" : ", \"update\": [0]";
+      json += "}";
     }
     return json + "]}";
   }
