@@ -69,9 +69,14 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str();
   app.add_option("--threads", args.threads,
                  "cpu: threads a task, and the peer's torch threads (0: one "
-                 "per core)")
+                 "per core, shared among --workers)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1024u));
+  app.add_option("--workers", args.workers,
+                 "our workers, one per device, each with its own pools "
+                 "(cuda: devices 0..N-1; cpu: each with --threads threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   app.add_option("--pool-rows", args.poolRows, "rows of every state pool")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 30));

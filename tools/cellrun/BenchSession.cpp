@@ -100,6 +100,7 @@ Status BenchSession::load(DeviceKind device) {
 
   base_.executor.device = device_;
   base_.executor.threads = args_.threads;
+  base_.workers = args_.workers;
   base_.poolRows = args_.poolRows;
   base_.bucketWidth = args_.bucketWidth;
   for (const CellInfo &cell : model_.cells)
