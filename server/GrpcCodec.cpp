@@ -1,5 +1,6 @@
 //===- GrpcCodec.cpp - KServe v2 gRPC messages to calls and back ----------===//
 #include "GrpcCodec.h"
+#include "SessionRouting.h"
 
 #include <cstring>
 #include <string>
@@ -213,7 +214,8 @@ Result<NamedTensor> decodeInput(const inference::ModelInferRequest &in, int i,
 } // namespace
 
 Result<InferCall>
-serve::decodeInferRequest(const inference::ModelInferRequest &in) {
+serve::decodeInferRequest(const inference::ModelInferRequest &in,
+                          const std::optional<std::string> &sequenceIdHeader) {
   InferCall call;
   call.modelName = in.model_name();
   call.modelVersion = in.model_version();
@@ -223,9 +225,10 @@ serve::decodeInferRequest(const inference::ModelInferRequest &in) {
     if (Status status = decodeParameter(key, parameter, where, call);
         !status.isOk())
       return status;
-  if (call.options.session.id == 0 &&
-      (call.options.session.start || call.options.session.end))
-    return bad(where + ": sequence_start and sequence_end need a sequence_id");
+  if (Status status =
+          applySequenceIdHeader(sequenceIdHeader, where, call.options.session);
+      !status.isOk())
+    return status;
   bool raw = in.raw_input_contents_size() > 0;
   if (raw && in.raw_input_contents_size() != in.inputs_size())
     return bad(where + ": " + std::to_string(in.raw_input_contents_size()) +

@@ -12,10 +12,16 @@
 
 #include "grpc_service.pb.h"
 
+#include <optional>
+#include <string>
+
 namespace cellrun::serve {
 
 /// InvalidArgument naming the input or parameter at fault.
-Result<InferCall> decodeInferRequest(const inference::ModelInferRequest &in);
+/// `sequenceIdHeader`: the call's x-sequence-id metadata (SessionRouting.h).
+Result<InferCall>
+decodeInferRequest(const inference::ModelInferRequest &in,
+                   const std::optional<std::string> &sequenceIdHeader = {});
 
 void encodeInferReply(const InferReply &reply, const ModelSignature &signature,
                       const std::string &modelName,

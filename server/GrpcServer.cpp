@@ -2,6 +2,7 @@
 #include "GrpcServer.h"
 #include "GrpcCodec.h"
 #include "ServerInfo.h"
+#include "SessionRouting.h"
 
 #include "grpc_service.grpc.pb.h"
 
@@ -108,11 +109,21 @@ public:
     return grpc::Status::OK;
   }
 
+  /// The call's x-sequence-id metadata (SessionRouting.h), if it has one.
+  static std::optional<std::string> sequenceIdOf(const ServerContext &context) {
+    const auto &metadata = context.client_metadata();
+    auto found = metadata.find(kSequenceIdHeader);
+    if (found == metadata.end())
+      return std::nullopt;
+    return std::string(found->second.data(), found->second.size());
+  }
+
   /// Runs one request; `done` gets the reply (on the engine's thread);
-  /// `token` cancels it.
+  /// `token` cancels it; `sequenceId` is its call's x-sequence-id metadata.
   void run(const inference::ModelInferRequest &in,
            std::shared_ptr<CancelToken> token,
-           InferenceService::ReplyCallback done) {
+           InferenceService::ReplyCallback done,
+           const std::optional<std::string> &sequenceId) {
     auto received = std::chrono::steady_clock::now();
     done = [this, received, done = std::move(done)](InferReply reply) {
       if (reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
@@ -127,7 +138,7 @@ public:
     if (service_.refuseEarly(in.model_name(), in.model_version(), in.id(),
                              done))
       return;
-    auto call = decodeInferRequest(in);
+    auto call = decodeInferRequest(in, sequenceId);
     if (!call.ok()) {
       service_.metrics().countRequest(Outcome::Invalid);
       InferReply reply;
@@ -152,8 +163,11 @@ public:
     std::promise<InferReply> promise;
     std::future<InferReply> future = promise.get_future();
     auto token = std::make_shared<CancelToken>();
-    run(*in, token,
-        [&promise](InferReply reply) { promise.set_value(std::move(reply)); });
+    std::optional<std::string> sequenceId = sequenceIdOf(*context);
+    run(
+        *in, token,
+        [&promise](InferReply reply) { promise.set_value(std::move(reply)); },
+        sequenceId);
     // A client that cancels or lets its deadline pass stops the work.
     while (future.wait_for(kCancelPoll) != std::future_status::ready)
       if (context->IsCancelled()) {
@@ -161,6 +175,9 @@ public:
         break;
       }
     InferReply reply = future.get();
+    // The metadata's session id back, where a proxy sees it.
+    if (sequenceId)
+      context->AddInitialMetadata(kSequenceIdHeader, *sequenceId);
     if (!reply.status.isOk())
       return grpc::Status(grpcCodeOf(reply.outcome), reply.status.message());
     encodeInferReply(reply, service_.signature(), service_.modelName(),
@@ -182,6 +199,8 @@ public:
     // The requests not answered yet, cancelled if the client goes away.
     std::set<std::shared_ptr<CancelToken>> unanswered;
     bool cancelled = false;
+    // One stream's metadata names the session of all its requests.
+    std::optional<std::string> sequenceId = sequenceIdOf(*context);
     std::thread reader([&] {
       inference::ModelInferRequest in;
       while (stream->Read(&in)) {
@@ -195,12 +214,15 @@ public:
         }
         if (cancelNow)
           service_.cancel(token, kCallEnded);
-        run(in, token, [&, token](InferReply reply) {
-          std::lock_guard<std::mutex> lock(mutex);
-          unanswered.erase(token);
-          replies.push_back(std::move(reply));
-          changed.notify_all();
-        });
+        run(
+            in, token,
+            [&, token](InferReply reply) {
+              std::lock_guard<std::mutex> lock(mutex);
+              unanswered.erase(token);
+              replies.push_back(std::move(reply));
+              changed.notify_all();
+            },
+            sequenceId);
       }
       std::lock_guard<std::mutex> lock(mutex);
       reading = false;

@@ -32,11 +32,13 @@ struct HttpInferRequest {
 };
 
 /// Decodes `body`; `headerLength` is the Inference-Header-Content-Length
-/// header's text when present. InvalidArgument naming the member, input or
+/// header's text when present, `sequenceIdHeader` the x-sequence-id
+/// header's (SessionRouting.h). InvalidArgument naming the member, input or
 /// byte offset at fault.
 Result<HttpInferRequest>
 decodeInferRequest(std::string_view body,
-                   const std::optional<std::string> &headerLength);
+                   const std::optional<std::string> &headerLength,
+                   const std::optional<std::string> &sequenceIdHeader = {});
 
 struct HttpReply {
   int status = 200;

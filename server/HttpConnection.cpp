@@ -1,6 +1,7 @@
 //===- HttpConnection.cpp - One HTTP/1.1 connection, event-driven ---------===//
 #include "HttpConnection.h"
 #include "BodyDecoding.h"
+#include "SessionRouting.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -134,6 +135,8 @@ void HttpConnection::dispatch() {
   if (auto length = message.find("Inference-Header-Content-Length");
       length != message.end())
     request.inferenceHeaderLength = std::string(length->value());
+  if (auto session = message.find(kSequenceIdHeader); session != message.end())
+    request.sequenceIdHeader = std::string(session->value());
   request.received = received_;
   request.cancel = cancel_ = std::make_shared<CancelToken>();
   beast::string_view encoding = message[http::field::content_encoding];

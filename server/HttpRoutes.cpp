@@ -2,6 +2,7 @@
 #include "HttpRoutes.h"
 #include "HttpCodec.h"
 #include "ServerInfo.h"
+#include "SessionRouting.h"
 
 #include <nlohmann/json.hpp>
 
@@ -161,8 +162,8 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
             errorResponse(httpStatusOf(reply.outcome), reply.status.message()));
       }))
     return observeRefusal();
-  auto decoded =
-      decodeInferRequest(request.body, request.inferenceHeaderLength);
+  auto decoded = decodeInferRequest(request.body, request.inferenceHeaderLength,
+                                    request.sequenceIdHeader);
   if (!decoded.ok()) {
     service.metrics().countRequest(Outcome::Invalid);
     return respond(errorResponse(400, decoded.status().message()));
@@ -170,19 +171,24 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
   // The tensors go to the engine; what the reply's encoder reads (which
   // outputs go back binary) stays here until the reply comes.
   auto call = std::make_shared<HttpInferRequest>(std::move(decoded).value());
+  uint64_t session = call->call.options.session.id;
   InferCall inputs = std::move(call->call);
   inputs.cancel = request.cancel;
   inputs.modelName = model;
   inputs.modelVersion = version;
-  service.infer(std::move(inputs), [&service, call,
+  service.infer(std::move(inputs), [&service, call, session,
                                     respond = std::move(respond),
                                     observeRefusal](InferReply reply) {
     bool refused =
         reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
                                 reply.outcome == Outcome::Unavailable);
-    respond(fromReply(encodeInferReply(std::move(reply), *call,
-                                       service.signature(), service.modelName(),
-                                       service.modelVersion())));
+    HttpResponse response = fromReply(
+        encodeInferReply(std::move(reply), *call, service.signature(),
+                         service.modelName(), service.modelVersion()));
+    // The session's id where a proxy sees it, as the request may have sent.
+    if (session != 0)
+      response.headers.emplace_back(kSequenceIdHeader, std::to_string(session));
+    respond(std::move(response));
     if (refused)
       observeRefusal();
   });

@@ -27,6 +27,8 @@ struct HttpRequest {
   std::string body;
   /// Inference-Header-Content-Length, when given.
   std::optional<std::string> inferenceHeaderLength;
+  /// x-sequence-id (SessionRouting.h), when given.
+  std::optional<std::string> sequenceIdHeader;
   /// When the whole request had been read (refusals are timed from it).
   std::chrono::steady_clock::time_point received;
   /// Cancels the request's work when its client goes away (HttpRoutes::

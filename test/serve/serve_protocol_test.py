@@ -274,6 +274,63 @@ def chunk_inputs(module, start, stop):
     return inputs
 
 
+def check_session_header(emitted, alone):
+    """The session id from the x-sequence-id header (what a proxy hashes
+    on): alone it names the session, and comes back in the reply; a header
+    that disagrees with the sequence_id parameter, or is not an id, is
+    refused; gRPC metadata the same."""
+    pieces = []
+    for k in range(len(cuts) - 1):
+        body, headers = json_body(
+            f"h{k}", [(n, d, a[cuts[k]:cuts[k + 1]]) for n, d, a in tensors],
+            {"sequence_start": k == 0, "sequence_end": k == len(cuts) - 2})
+        headers["x-sequence-id"] = "4444"
+        status, reply_headers, reply = server.request(
+            "POST", f"/v2/models/{model_name}/infer", body, headers)
+        check(status == 200, f"header session chunk {k}: {status} {reply[:200]}")
+        lowered = {key.lower(): value for key, value in reply_headers.items()}
+        check(lowered.get("x-sequence-id") == "4444",
+              f"header session: reply headers {reply_headers}")
+        pieces.append(decode_reply(reply_headers, reply)[1])
+        count("success")
+    for name in emitted:
+        joined = np.concatenate([p[name] for p in pieces])
+        check(np.array_equal(joined, alone.as_numpy(name)),
+              f"header session: {name} differs from the whole sequence")
+    for header, parameters, expected in [
+            ("45", {"sequence_id": 46, "sequence_start": True},
+             "the x-sequence-id header (45) and the sequence_id parameter (46) "
+             "name different sessions"),
+            ("4x", {"sequence_start": True},
+             "the x-sequence-id header must be an integer >= 1, not '4x'"),
+            ("0", {}, "must be an integer >= 1, not '0'")]:
+        body, headers = json_body("bad-header", tensors, parameters)
+        headers["X-Sequence-Id"] = header
+        status, _, reply = server.request(
+            "POST", f"/v2/models/{model_name}/infer", body, headers)
+        check(status == 400 and expected in reply.decode(),
+              f"header {header!r}: {status} {reply[:300]}")
+        count("invalid")
+    try:
+        grpc.infer(model_name, chunk_inputs(grpcclient, 0, steps),
+                   sequence_id=77, sequence_start=True,
+                   headers={"x-sequence-id": "78"})
+        check(False, "gRPC: metadata and parameter that disagree were accepted")
+    except Exception as error:
+        check("(78) and the sequence_id parameter (77)" in str(error),
+              f"gRPC metadata refusal: {error}")
+        count("invalid")
+    # The metadata alone names the session (and the stray's answer says so).
+    try:
+        grpc.infer(model_name, chunk_inputs(grpcclient, 0, 1),
+                   headers={"x-sequence-id": "31337"})
+        check(False, "gRPC: a chunk of a session never started was accepted")
+    except Exception as error:
+        check("sequence_id 31337 is not an open session" in str(error),
+              f"gRPC metadata session: {error}")
+        count("invalid")
+
+
 if structure == "chain":
     alone = http.infer(model_name, chunk_inputs(httpclient, 0, steps))
     emitted = [o["name"] for o in metadata["outputs"]
@@ -318,6 +375,7 @@ if structure == "chain":
     count("success")  # the whole sequence
     sent["success"] += len(cuts) - 1
     sent["invalid"] += 1
+    check_session_header(emitted, alone)
 else:
     try:
         http.infer(model_name, chunk_inputs(httpclient, 0, steps),
