@@ -16,6 +16,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc python3-prometheus-client python3-venv
   gnuplot-nox libmimalloc-dev libboost-dev zlib1g-dev libbrotli-dev
   dpkg-dev file
+  haproxy prometheus
 )
 
 missing=()

@@ -172,6 +172,10 @@ std::string ServerMetrics::render(const EngineStats &engine,
          static_cast<double>(engine.running));
   header(out, "cellrun_sessions", "gauge", "Open streaming sessions.");
   sample(out, "cellrun_sessions", "", static_cast<double>(engine.sessionsOpen));
+  header(out, "cellrun_sessions_started_total", "counter",
+         "Streaming sessions opened here (sequence_start).");
+  sample(out, "cellrun_sessions_started_total", "",
+         static_cast<double>(engine.sessionsStarted));
   header(out, "cellrun_sessions_expired_total", "counter",
          "Sessions freed after --session-timeout without a chunk.");
   sample(out, "cellrun_sessions_expired_total", "",

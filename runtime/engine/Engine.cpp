@@ -238,6 +238,7 @@ Result<SessionState *> AdmissionQueue::sessionOf(EngineWorker::Entry &entry) {
   if (chunk.start) {
     found = sessions.emplace(chunk.id, SessionState()).first;
     lostSessions.erase(chunk.id);
+    ++sessionsStarted;
   }
   SessionState *session = &found->second;
   entry.pinnedWorker = session->worker;
@@ -341,6 +342,7 @@ EngineStats Engine::stats() const {
                                           impl_->admission.chunksPending);
     total.sessionsOpen = impl_->admission.sessions.size();
     total.sessionsExpired = impl_->admission.sessionsExpired;
+    total.sessionsStarted = impl_->admission.sessionsStarted;
     total.workersInService = impl_->admission.inService;
     // Reservations are guarded by the admission mutex.
     for (auto &worker : impl_->workers)

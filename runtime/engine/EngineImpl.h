@@ -416,6 +416,7 @@ struct AdmissionQueue {
     lostSessions[session] = why;
   }
   uint64_t sessionsExpired = 0;
+  uint64_t sessionsStarted = 0; // accepted sequence_starts
   /// Chunks waiting behind their session's running chunk: they count
   /// against the queue limit like waiting requests.
   uint64_t chunksPending = 0;

@@ -194,6 +194,7 @@ TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
   for (auto &future : others)
     EXPECT_TRUE(future.get().status.isOk());
   EXPECT_EQ(engine->stats().sessionsOpen, 0u);
+  EXPECT_EQ(engine->stats().sessionsStarted, uint64_t(kSessions));
   EXPECT_EQ(rowsInUse(), idleRows);
   if (param.workers > 1) { // sessions were spread over the workers
     for (uint64_t tasks : engine->stats().workerTasks)

@@ -103,8 +103,9 @@ struct EngineStats {
   /// State memory, over every worker's pools: bytes requests may reserve
   /// (the budget) and bytes reserved by admitted requests now.
   uint64_t poolBytesBudget = 0, poolBytesReserved = 0;
-  /// Streaming sessions open now, and closed by the idle timeout so far.
-  uint64_t sessionsOpen = 0, sessionsExpired = 0;
+  /// Streaming sessions open now, opened so far (every sequence_start that
+  /// was accepted), and closed by the idle timeout so far.
+  uint64_t sessionsOpen = 0, sessionsStarted = 0, sessionsExpired = 0;
   std::vector<CellTypeStats> cells;  // summed over the workers
   std::vector<uint64_t> workerTasks; // tasks each worker ran
   /// Workers still serving: one whose executor is lost (a GPU after a
