@@ -80,8 +80,9 @@ void cellrun::soak::sendSession(Sender &sender, const SoakModel &model,
     std::string body = sessionChunkBody(session.chunks[c], sequence, c,
                                         session.chunks.size(), abandoned);
     Clock::time_point start = Clock::now();
-    auto reply =
-        sender.client.Post(model.inferPath(), body, "application/json");
+    // The session's id where a proxy sees it too (docs/deploy.md).
+    auto reply = sender.client.Post(model.inferPath(), sessionHeaders(sequence),
+                                    body, "application/json");
     double ms = millisSince(start);
     std::string detail;
     Outcome outcome =

@@ -17,6 +17,12 @@
 
 namespace cellrun::soak {
 
+/// A session chunk's x-sequence-id header, sent beside the sequence_id
+/// parameter as a client behind a proxy would (docs/deploy.md).
+inline httplib::Headers sessionHeaders(uint64_t sequence) {
+  return {{"x-sequence-id", std::to_string(sequence)}};
+}
+
 /// A keep-alive client for one model's server; `timeoutMs` without an
 /// answer makes a request lost.
 struct Sender {

@@ -106,7 +106,7 @@ Status learnReferences(SoakModel &model, double timeout,
     uint64_t sequence = ++sequences;
     for (size_t c = 0; c < session.chunks.size(); ++c) {
       auto reply =
-          sender.client.Post(model.inferPath(),
+          sender.client.Post(model.inferPath(), sessionHeaders(sequence),
                              sessionChunkBody(session.chunks[c], sequence, c,
                                               session.chunks.size(), false),
                              "application/json");
