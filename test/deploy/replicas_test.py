@@ -12,10 +12,11 @@ them (scripts/replicas.sh, deploy/), on loopback:
    sessions HAProxy sent it, plus its share of the gRPC ones: 300 in all).
 3. Prometheus has scraped all three and the recording rules answer;
    promtool accepts the rules and the generated configuration.
-4. One replica is killed, then 60 sessions that had started continue and 200
-   plain requests run: HAProxy marks it down within seconds; the chunks of
-   its sessions get errors that name the session; every other session and
-   every plain request is answered correctly.
+4. 60 sessions that had started continue and 600 plain requests run, and one
+   replica is killed while they do: HAProxy marks it down within seconds;
+   the chunks of its sessions get errors that name the session; every other
+   session and every plain request (retried by HAProxy when its replica
+   died under it) is answered correctly.
 
     replicas_test.py REPO_ROOT CELLRUN MODEL.cellpack
 """
@@ -165,12 +166,13 @@ def same(got, want, what):
               f"{what}: {name} differs from the whole sequence on one replica")
 
 
-def http_session(session, chunks, first=0, earlier=()):
+def http_session(session, chunks, first=0, earlier=(), pause=0.0):
     """Chunks [first, 5) of a session over HTTP with the header alone (after
     `earlier`, the outputs of the chunks before); the replicas that answered
     and the session's outputs, or the first error (status, body)."""
     answered, steps = set(), list(earlier)
     for k in range(first, len(chunks)):
+        time.sleep(pause)
         status, replica, body = infer(
             ports["HTTP"], chunks[k],
             {"sequence_start": k == 0, "sequence_end": k == len(chunks) - 1},
@@ -281,6 +283,9 @@ later = list(range(2000, 2060))
 for s in later:
     chunks[s] = session_tokens()
     expected[s] = expected_of(chunks[s])
+more = [[rng.randrange(1, 1000) for _ in range(rng.randint(1, 30))]
+        for _ in range(600)]
+more_expected = [expected_of([tokens]) for tokens in more]
 first_chunk, first_outputs = {}, {}
 with concurrent.futures.ThreadPoolExecutor(24) as pool:
     runs = {s: pool.submit(infer, ports["HTTP"], chunks[s][0],
@@ -293,8 +298,6 @@ with concurrent.futures.ThreadPoolExecutor(24) as pool:
 victim = max(("replica1", "replica2", "replica3"),
              key=lambda name: list(first_chunk.values()).count(name))
 victim_index = int(victim[-1])
-os.kill(pids[victim_index - 1], signal.SIGKILL)
-killed_at = time.time()
 
 
 def victim_down():
@@ -310,12 +313,15 @@ def victim_down():
 
 
 with concurrent.futures.ThreadPoolExecutor(24) as pool:
-    runs = {s: pool.submit(http_session, s, chunks[s], 1, [first_outputs[s]])
-            for s in later}
-    more = [[rng.randrange(1, 1000) for _ in range(rng.randint(1, 30))]
-            for _ in range(200)]
-    more_expected = [expected_of([tokens]) for tokens in more]
+    # A pause before each chunk: the sessions are still going when the
+    # replica dies.
+    runs = {s: pool.submit(http_session, s, chunks[s], 1, [first_outputs[s]],
+                           0.05) for s in later}
     plain_runs = [pool.submit(infer, ports["HTTP"], tokens) for tokens in more]
+    # Killed under that load, with requests in flight.
+    time.sleep(0.1)
+    os.kill(pids[victim_index - 1], signal.SIGKILL)
+    killed_at = time.time()
     down_after = None
     while time.time() - killed_at < 10:
         if victim_down():
@@ -326,15 +332,19 @@ with concurrent.futures.ThreadPoolExecutor(24) as pool:
     lost = 0
     for s, run in runs.items():
         answered, outputs, error = run.result()
-        if first_chunk[s] == victim:
+        if first_chunk[s] == victim and error is not None:
             lost += 1
-            check(error is not None and str(s) in error[1],
-                  f"session {s} of the dead replica: {error}, answered by {answered}")
+            check(str(s) in error[1], f"session {s} of the dead replica: {error}")
+        elif first_chunk[s] == victim:
+            # It ended before its replica died.
+            check(answered == {victim}, f"session {s} answered by {answered}")
+            same(outputs, expected[s], f"session {s} done before the kill")
         else:
             check(error is None, f"session {s} on {first_chunk[s]}: {error}")
             check(answered == {first_chunk[s]},
                   f"session {s} moved from {first_chunk[s]} to {answered}")
             same(outputs, expected[s], f"session {s} after the kill")
+    check(lost > 0, f"no session of {victim} was still open when it died")
     for k, run in enumerate(plain_runs):
         status, replica, body = run.result()
         check(status == 200, f"plain request {k} after the kill: {status} {body[:200]}")
@@ -345,5 +355,5 @@ print(f"deploy test: 300 sessions ({counts} over HTTP, 50 over gRPC) and 300 "
       f"plain requests through HAProxy equal to one replica's answers; sessions "
       f"started per replica {started}; Prometheus scraped 3 and its rules answer; "
       f"{victim} killed: marked down after {down_after:.1f} s, its {lost} sessions "
-      f"refused naming them, the other {len(later) - lost} and 200 plain "
+      f"refused naming them, the other {len(later) - lost} and 600 plain "
       f"requests answered correctly")
