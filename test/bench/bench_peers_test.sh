@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The seq2seq, attention and TreeLSTM peers end to end: `cellrun bench
+# The seq2seq, attention, TreeLSTM and minGRU peers end to end: `cellrun bench
 # --offline` with each example, each peer (PyTorch; ONNX Runtime for the
 # seq2seq models: its encoder LSTM and a step loop around decoder.onnx)
 # checks its outputs against ours (decoded tokens exactly, the root's h and
-# c within tolerance) before it is timed, and the JSON has its row. Then the
+# c within tolerance; minGRU's per-step h and both layers' final h) before
+# it is timed, and the JSON has its row. Then the
 # ONNX Runtime peer beside
 # PyTorch on the LSTM and the GRU (its gate order differs from PyTorch's:
 # a wrong reordering fails the check), and the ONNX Runtime peer with other
@@ -13,7 +14,7 @@ set -euo pipefail
 cellrun=$1 examples=$2 workloads=$3 out=$4
 rm -rf "$out" && mkdir -p "$out"
 for model in seq2seq:wmt15-pairs:8:pytorch,onnxruntime attention:wmt15-pairs-max50:8:pytorch,onnxruntime \
-             treelstm:treebank:16:pytorch; do
+             treelstm:treebank:16:pytorch mingru:wmt15-max50:24:pytorch; do
   IFS=: read -r name workload outputs peers <<< "$model"
   "$cellrun" bench "$examples/$name/model.cellpack" --workload "$workloads/$workload.csv" \
     --offline 40 --policy cellular --device cpu --quiet --peers "$peers" \
