@@ -151,6 +151,12 @@ std::string Engine::deviceDescription(uint32_t worker) const {
 const Executor &cellrun::engineExecutor(const Engine &engine, uint32_t worker) {
   return *engine.impl().workers.at(worker)->executor_;
 }
+uint64_t cellrun::engineRowsInUse(const Engine &engine) {
+  uint64_t rows = 0;
+  for (const auto &worker : engine.impl().workers)
+    rows += worker->executor_->rowsInUse();
+  return rows;
+}
 const EngineOptions &Engine::options() const {
   return impl_->workers[0]->options_;
 }

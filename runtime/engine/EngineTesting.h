@@ -23,6 +23,9 @@ createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
 /// The executor of `worker`.
 const Executor &engineExecutor(const Engine &engine, uint32_t worker = 0);
 
+/// Pool rows in use on every worker (Executor::rowsInUse summed).
+uint64_t engineRowsInUse(const Engine &engine);
+
 } // namespace cellrun
 
 #endif // CELLRUN_SCHED_ENGINETESTING_H

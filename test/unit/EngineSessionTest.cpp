@@ -135,13 +135,7 @@ TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
   auto engine =
       makeEngine(param.model, 0, param.overlap, param.policy, param.workers);
   ASSERT_TRUE(engine);
-  auto rowsInUse = [&] {
-    uint32_t rows = 0;
-    for (uint32_t w = 0; w < engine->workers(); ++w)
-      rows += engineExecutor(*engine, w).rowsInUse();
-    return rows;
-  };
-  uint32_t idleRows = rowsInUse();
+  uint64_t idleRows = engineRowsInUse(*engine);
   std::mt19937 random(7);
   constexpr int kSessions = 12;
   std::vector<Request> wholes;
@@ -195,7 +189,7 @@ TEST_P(SessionEquivalence, ChunksEqualTheWholeSequence) {
     EXPECT_TRUE(future.get().status.isOk());
   EXPECT_EQ(engine->stats().sessionsOpen, 0u);
   EXPECT_EQ(engine->stats().sessionsStarted, uint64_t(kSessions));
-  EXPECT_EQ(rowsInUse(), idleRows);
+  EXPECT_EQ(engineRowsInUse(*engine), idleRows);
   if (param.workers > 1) { // sessions were spread over the workers
     for (uint64_t tasks : engine->stats().workerTasks)
       EXPECT_GT(tasks, 0u);

@@ -128,13 +128,7 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   auto engine = makeEngine(artifact, policy, 4096, overlap, workers);
   ASSERT_TRUE(engine);
   // Zero and scratch rows, on every worker.
-  auto rowsInUse = [&] {
-    uint64_t rows = 0;
-    for (uint32_t w = 0; w < engine->workers(); ++w)
-      rows += engineExecutor(*engine, w).rowsInUse();
-    return rows;
-  };
-  uint64_t idleRows = rowsInUse();
+  uint64_t idleRows = engineRowsInUse(*engine);
   std::vector<std::future<RequestResult>> futures;
   int next = 0;
   while (next < kRequests) {
@@ -181,7 +175,7 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
       EXPECT_GT(stats.workerTasks[w], 0u) << "worker " << w << " ran nothing";
   }
   // Every row a request held (steps issued past EOS included) is back.
-  EXPECT_EQ(rowsInUse(), idleRows);
+  EXPECT_EQ(engineRowsInUse(*engine), idleRows);
   if (std::string(model) == "seq2seq_eos" ||
       std::string(model) == "attention_eos")
     EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";
