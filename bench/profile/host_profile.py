@@ -14,12 +14,15 @@ import sys
 # First match wins; symbols as perf prints them for our Release builds
 # (before and after the host-path work, so both names of a part appear).
 CATEGORIES = [
-    ("tasks: GEMM", r"avx2Tile|avx2Wide|gemmPanels|PackedGemm|sgemm"),
+    ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|"
+                    r"bf16Block|gemmPanels|packA|finishColumns|PackedGemm|sgemm"),
     ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|"
-                            r"RegionMath|executeOp|loadRows|storeRows|CpuTaskRunner"),
+                            r"RegionMath|executeOp|executeMoves|executeGather|loadRows|storeRows|"
+     r"binaryFloats|CpuTaskRunner"),
     ("row copies (data in, results out)", r"memmove|memcpy|copyRow"),
-    ("executor checks and issue", r"Executor::"),
-    ("binding a task's rows", r"bindNode|bindChainNode|launch|planReads|acquireFor|"
+    ("executor checks and issue", r"Executor::|CpuBackend::submit"),
+    ("binding a task's rows", r"bindNode|bindChainNode|bindPlannedNodes|"
+                              r"bindPaddingRows|sizeTaskRows|launch|planReads|acquireFor|"
                               r"releaseReadRows|SlotPool|hostReads|readTarget|"
                               r"releaseRow|releaseFor"),
     ("completing steps", r"EngineWorker::complete|afterNode|nodeDone|chainDone|"
