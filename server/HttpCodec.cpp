@@ -1,6 +1,5 @@
 //===- HttpCodec.cpp - KServe v2 REST bodies, JSON and binary -------------===//
 #include "HttpCodec.h"
-#include "JsonWriter.h"
 #include "SessionRouting.h"
 
 #include "cellrun/RequestJson.h"

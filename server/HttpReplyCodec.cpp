@@ -10,8 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstring>
-
 using namespace cellrun;
 using namespace cellrun::serve;
 using json = nlohmann::json;

@@ -311,25 +311,20 @@ def check_session_header(emitted, alone):
         check(status == 400 and expected in reply.decode(),
               f"header {header!r}: {status} {reply[:300]}")
         count("invalid")
-    try:
-        grpc.infer(model_name, chunk_inputs(grpcclient, 0, steps),
-                   sequence_id=77, sequence_start=True,
-                   headers={"x-sequence-id": "78"})
-        check(False, "gRPC: metadata and parameter that disagree were accepted")
-    except Exception as error:
-        check("(78) and the sequence_id parameter (77)" in str(error),
-              f"gRPC metadata refusal: {error}")
-        count("invalid")
-    # The metadata alone names the session (and the stray's answer says so).
-    try:
-        grpc.infer(model_name, chunk_inputs(grpcclient, 0, 1),
-                   headers={"x-sequence-id": "31337"})
-        check(False, "gRPC: a chunk of a session never started was accepted")
-    except Exception as error:
-        check("sequence_id 31337 is not an open session" in str(error),
-              f"gRPC metadata session: {error}")
-        count("invalid")
-
+    # gRPC: metadata against the parameter; the metadata alone names the
+    # session (a chunk of one never started is refused, naming it).
+    for stop, options, expected in [
+            (steps, {"sequence_id": 77, "sequence_start": True,
+                     "headers": {"x-sequence-id": "78"}},
+             "(78) and the sequence_id parameter (77)"),
+            (1, {"headers": {"x-sequence-id": "31337"}},
+             "sequence_id 31337 is not an open session")]:
+        try:
+            grpc.infer(model_name, chunk_inputs(grpcclient, 0, stop), **options)
+            check(False, f"gRPC {options} was accepted")
+        except Exception as error:
+            check(expected in str(error), f"gRPC {options}: {error}")
+            count("invalid")
 
 if structure == "chain":
     alone = http.infer(model_name, chunk_inputs(httpclient, 0, steps))
