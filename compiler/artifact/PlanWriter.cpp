@@ -183,6 +183,8 @@ static cellpack::OpCode opCode(Operation *op) {
       .Case<ReduceMaxOp>([](auto) { return Code::ReduceMax; })
       .Case<ExpOp>([](auto) { return Code::Exp; })
       .Case<LogOp>([](auto) { return Code::Log; })
+      .Case<SoftplusOp>([](auto) { return Code::Softplus; })
+      .Case<NegOp>([](auto) { return Code::Neg; })
       .Case<RowMatMulOp>([](auto) { return Code::RowMatMul; })
       .Default([](auto) { return Code::Identity; });
 }

@@ -423,16 +423,18 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
     if (hasMatrixRows(op) && !unsupported &&
         !isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp, LessOrEqualOp,
              GreaterOp, GreaterOrEqualOp, NotOp, WhereOp, SigmoidOp, TanhOp,
-             ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, CastOp, IdentityOp, ReshapeOp,
-             SqueezeOp, UnsqueezeOp, ConstantOp, RowMatMulOp, YieldOp>(op))
+             ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, SoftplusOp, NegOp, CastOp,
+             IdentityOp, ReshapeOp, SqueezeOp, UnsqueezeOp, SliceOp, SplitOp,
+             ConcatOp, ConstantOp, RowMatMulOp, YieldOp>(op))
       unsupported = op;
   });
   if (unsupported)
     return unsupported->emitError()
            << "computes '" << unsupported->getName().getStringRef()
            << "' over a value with more than one dimension after the batch; "
-              "code generation supports elementwise ops, reshapes and matrix "
-              "products (MatMul, ReduceSum, ReduceMean) of such values";
+              "code generation supports elementwise ops, reshapes, slices, "
+              "splits, concatenations and matrix products (MatMul, ReduceSum, "
+              "ReduceMean) of such values";
   ArgMaxOp argmax;
   fused.getBody().walk([&](ArgMaxOp op) { argmax = op; });
   Operation *reduce = nullptr;

@@ -40,7 +40,8 @@ static const char *comparisonOperator(Operation *op) {
   return nullptr;
 }
 
-/// `x` through a unary function (sigmoid, tanh, erf, sqrt, exp, log, relu).
+/// `x` through a unary function (sigmoid, tanh, erf, sqrt, exp, log,
+/// softplus, neg, relu).
 static std::string unaryExpr(Operation *op, const std::string &x,
                              bool isDouble) {
   if (isa<SigmoidOp>(op))
@@ -56,6 +57,12 @@ static std::string unaryExpr(Operation *op, const std::string &x,
     return (isDouble ? "exp(" : "expf(") + x + ")";
   if (isa<LogOp>(op))
     return (isDouble ? "log(" : "logf(") + x + ")";
+  if (isa<SoftplusOp>(op))
+    return isDouble
+               ? "(" + x + " > 20.0 ? " + x + " : log1p(exp(" + x + ")))"
+               : "(" + x + " > 20.0f ? " + x + " : log1pf(expf(" + x + ")))";
+  if (isa<NegOp>(op))
+    return "(-" + x + ")";
   return isDouble ? "fmax(" + x + ", 0.0)" : "fmaxf(" + x + ", 0.0f)";
 }
 
@@ -102,7 +109,8 @@ FailureOr<std::string> KernelBodyWriter::compute(Operation *op, Value value,
       return failure();
     return "(!" + *x + ")";
   }
-  if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp>(op)) {
+  if (isa<SigmoidOp, TanhOp, ReluOp, ErfOp, SqrtOp, ExpOp, LogOp, SoftplusOp,
+          NegOp>(op)) {
     auto x = element(op->getOperand(0), index);
     if (failed(x))
       return failure();
@@ -156,6 +164,52 @@ FailureOr<std::string> KernelBodyWriter::broadcastingExpr(Operation *op,
   return powExpr(op, *lhs, *rhs, tensorOf(value).getElementType().isF64());
 }
 
+/// The shape of a row of `value` (its dimensions after the batch).
+static ArrayRef<int64_t> rowShape(Value value) {
+  return tensorOf(value).getShape().drop_front();
+}
+
+/// The flat column of an input of a view (slice, split, concat) of a row
+/// shaped `from` into a row shaped `to`, for column `col` of the result:
+/// `map(d, x)` gives the input's coordinate on dimension d (after the batch)
+/// from the result's coordinate x. A row of one dimension reads `map(0, col)`.
+static std::string
+viewColumn(ArrayRef<int64_t> from, ArrayRef<int64_t> to, const std::string &col,
+           llvm::function_ref<std::string(size_t, const std::string &)> map) {
+  if (to.size() <= 1)
+    return map(0, col);
+  std::string flat;
+  int64_t toStride = 1, fromStride = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    std::string coordinate =
+        toStride == 1 ? col : llvm::formatv("({0} / {1})", col, toStride).str();
+    if (d > 0)
+      coordinate = llvm::formatv("({0} % {1})", coordinate, to[d]).str();
+    std::string term = map(d, coordinate);
+    if (fromStride != 1)
+      term = llvm::formatv("{0} * {1}", term, fromStride).str();
+    flat = flat.empty() ? term : term + " + " + flat;
+    toStride *= to[d];
+    fromStride *= from[d];
+  }
+  return "(" + flat + ")";
+}
+
+/// The result's coordinate on dimension `axis` (after the batch) at `col`.
+static std::string coordinateOf(ArrayRef<int64_t> shape, size_t axis,
+                                const std::string &col) {
+  if (shape.size() <= 1)
+    return col;
+  int64_t stride = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    stride *= shape[d];
+  std::string coordinate =
+      stride == 1 ? col : llvm::formatv("({0} / {1})", col, stride).str();
+  return axis == 0
+             ? coordinate
+             : llvm::formatv("({0} % {1})", coordinate, shape[axis]).str();
+}
+
 FailureOr<std::string>
 KernelBodyWriter::splitElement(SplitOp split, Value value, const Index &index) {
   int64_t offset = 0;
@@ -164,46 +218,57 @@ KernelBodyWriter::splitElement(SplitOp split, Value value, const Index &index) {
       break;
     offset += size;
   }
-  if (split.getAxis() != 1)
-    return split->emitError("code generation splits columns (axis 1) only");
-  return this->element(split.getInput(),
-                       {index.row,
-                        llvm::formatv("({0} + {1})", index.col, offset).str(),
-                        index.lane});
+  if (split.getAxis() < 1)
+    return split->emitError("code generation splits within a row only");
+  size_t axis = split.getAxis() - 1;
+  std::string col = viewColumn(
+      rowShape(split.getInput()), rowShape(value), index.col,
+      [&](size_t d, const std::string &x) {
+        return d == axis ? llvm::formatv("({0} + {1})", x, offset).str() : x;
+      });
+  return this->element(split.getInput(), {index.row, col, index.lane});
 }
 
 FailureOr<std::string> KernelBodyWriter::sliceElement(SliceOp slice,
                                                       const Index &index) {
-  if (slice.getAxes().size() != 1 || slice.getAxes()[0] != 1)
-    return slice->emitError("code generation slices columns (axis 1) only");
-  return this->element(slice.getInput(),
-                       {index.row,
-                        llvm::formatv("({0} + {1} * {2})", slice.getStarts()[0],
-                                      index.col, slice.getSteps()[0])
-                            .str(),
-                        index.lane});
+  if (llvm::is_contained(slice.getAxes(), 0))
+    return slice->emitError("code generation slices within a row only");
+  std::string col = viewColumn(
+      rowShape(slice.getInput()), rowShape(slice.getResult()), index.col,
+      [&](size_t d, const std::string &x) {
+        for (auto [axis, start, step] :
+             llvm::zip(slice.getAxes(), slice.getStarts(), slice.getSteps()))
+          if (axis == int64_t(d) + 1)
+            return llvm::formatv("({0} + {1} * {2})", start, x, step).str();
+        return x;
+      });
+  return this->element(slice.getInput(), {index.row, col, index.lane});
 }
 
 FailureOr<std::string> KernelBodyWriter::concatElement(ConcatOp concat,
                                                        Type elementType,
                                                        const Index &index) {
-  if (concat.getAxis() != 1)
-    return concat->emitError("code generation concatenates columns only");
+  if (concat.getAxis() < 1)
+    return concat->emitError("code generation concatenates within a row only");
+  size_t axis = concat.getAxis() - 1;
+  ArrayRef<int64_t> shape = rowShape(concat.getResult());
+  std::string at = coordinateOf(shape, axis, index.col);
   std::string name = llvm::formatv("v{0}", counter_++).str();
   os_ << indent() << computeType(elementType) << " " << name << ";\n";
   int64_t start = 0;
   for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
-    int64_t width = rowWidth(input);
+    int64_t width = rowShape(input)[axis];
     bool last = i + 1 == concat.getInputs().size();
     os_ << indent() << (i ? "else " : "")
-        << (last
-                ? std::string("{\n")
-                : llvm::formatv("if ({0} < {1}) {{\n", index.col, start + width)
-                      .str());
+        << (last ? std::string("{\n")
+                 : llvm::formatv("if ({0} < {1}) {{\n", at, start + width)
+                       .str());
     scopes_.emplace_back();
-    auto x = this->element(
-        input, {index.row, llvm::formatv("({0} - {1})", index.col, start),
-                index.lane});
+    std::string col = viewColumn(
+        rowShape(input), shape, index.col, [&](size_t d, const std::string &x) {
+          return d == axis ? llvm::formatv("({0} - {1})", x, start).str() : x;
+        });
+    auto x = this->element(input, {index.row, col, index.lane});
     if (failed(x))
       return failure();
     os_ << indent() << name << " = " << *x << ";\n";

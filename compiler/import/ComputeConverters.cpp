@@ -158,6 +158,8 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"LogSoftmax", convertLogSoftmax},
       {"Exp", convertSimple<cell::ExpOp, 1>},
       {"Log", convertSimple<cell::LogOp, 1>},
+      {"Softplus", convertSimple<cell::SoftplusOp, 1>},
+      {"Neg", convertSimple<cell::NegOp, 1>},
       {"LayerNormalization", convertLayerNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
       {"MatMul", convertMatMul},
@@ -185,8 +187,9 @@ std::string cellc::supportedOpTypes() {
   return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
          "Gather, Gemm, Greater, GreaterOrEqual, GRU, Identity, "
          "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
-         "MatMul, Mul, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
-         "Reshape, RNN, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, "
+         "MatMul, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
+         "Reshape, RNN, Sigmoid, Slice, Softmax, Softplus, Split, Sqrt, "
+         "Squeeze, Sub, "
          "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "
          "with what folds over it)";
 }

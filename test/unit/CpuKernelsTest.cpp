@@ -314,6 +314,51 @@ TEST(VectorMathTest, NanPassesThroughAndLimitsHold) {
   }
 }
 
+TEST(VectorMathTest, ExpIsAccurateOverTheFloatRange) {
+  std::vector<float> inputs;
+  for (float x = -103.5f; x <= 88.7f; x += 0.0173f)
+    inputs.push_back(x);
+  for (CpuIsa isa : isas()) {
+    std::vector<float> result(inputs.size());
+    expArray(inputs.data(), result.data(), inputs.size(), isa);
+    double worst = 0.0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      double want = std::exp(double(inputs[i]));
+      if (want >= 1.2e-38) // normal results: within a few ulp
+        worst = std::max(worst, ulps(result[i], want));
+      else // subnormal ones: within their spacing
+        ASSERT_LE(std::fabs(result[i] - want), 2.0 * 1.5e-45) << inputs[i];
+    }
+    EXPECT_LE(worst, 4.0) << cpuIsaName(isa);
+    std::printf("%s: worst exp %.2f ulp\n", cpuIsaName(isa), worst);
+  }
+}
+
+TEST(VectorMathTest, ExpLimitsAndNan) {
+  // The float above ln(FLT_MAX) overflows; the one below it does not.
+  float inputs[8] = {NAN,
+                     INFINITY,
+                     -INFINITY,
+                     89.0f,
+                     88.72283935546875f,
+                     88.72283172607422f,
+                     -110.0f,
+                     0.0f};
+  for (CpuIsa isa : isas()) {
+    float result[8];
+    expArray(inputs, result, 8, isa);
+    EXPECT_TRUE(std::isnan(result[0])) << cpuIsaName(isa);
+    EXPECT_EQ(result[1], INFINITY);
+    EXPECT_EQ(result[2], 0.0f);
+    EXPECT_EQ(result[3], INFINITY);
+    EXPECT_EQ(result[4], INFINITY);
+    EXPECT_TRUE(std::isfinite(result[5]));
+    EXPECT_GT(result[5], 3.4e38f);
+    EXPECT_EQ(result[6], 0.0f);
+    EXPECT_EQ(result[7], 1.0f);
+  }
+}
+
 TEST(VectorMathTest, EveryVersionGivesThePortableBits) {
   if (!cpuHasAvx2())
     GTEST_SKIP() << "this processor has no AVX2: one version only";
@@ -330,6 +375,17 @@ TEST(VectorMathTest, EveryVersionGivesThePortableBits) {
     EXPECT_EQ(vector, portable) << cpuIsaName(isa);
     tanhArray(inputs.data(), vector.data(), inputs.size(), isa);
     EXPECT_EQ(vector, portableTanh) << cpuIsaName(isa);
+  }
+  // exp over more of its range: results from subnormal to near FLT_MAX.
+  for (float &x : inputs)
+    x *= 8.0f;
+  std::vector<float> portableExp(inputs.size());
+  expArray(inputs.data(), portableExp.data(), inputs.size(), CpuIsa::Generic);
+  for (CpuIsa isa : isas()) {
+    expArray(inputs.data(), vector.data(), inputs.size(), isa);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ASSERT_EQ(std::memcmp(&vector[i], &portableExp[i], sizeof(float)), 0)
+          << cpuIsaName(isa) << " exp(" << inputs[i] << ")";
   }
 }
 

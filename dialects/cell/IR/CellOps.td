@@ -181,6 +181,10 @@ def Cell_ErfOp : Cell_UnaryOp<"erf", "Erf">;
 def Cell_SqrtOp : Cell_UnaryOp<"sqrt", "Sqrt">;
 def Cell_ExpOp : Cell_UnaryOp<"exp", "Exp">;
 def Cell_LogOp : Cell_UnaryOp<"log", "Log">;
+// log(1 + exp(x)), computed as log1p(exp(x)) below 20 and x above (as
+// PyTorch's softplus does by default).
+def Cell_SoftplusOp : Cell_UnaryOp<"softplus", "Softplus">;
+def Cell_NegOp : Cell_UnaryOp<"neg", "Neg">;
 
 class Cell_BinaryOp<string mnemonic, string onnxName>
     : Cell_Op<mnemonic, [Pure,

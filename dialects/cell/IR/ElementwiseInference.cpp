@@ -148,5 +148,7 @@ LogicalResult ErfOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult SqrtOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult ExpOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult LogOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult SoftplusOp::verify() { return verifyFloatOperand(*this); }
+LogicalResult NegOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult TanhOp::verify() { return verifyFloatOperand(*this); }
 LogicalResult ReluOp::verify() { return verifyFloatOperand(*this); }

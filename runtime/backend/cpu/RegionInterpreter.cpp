@@ -171,6 +171,8 @@ Status RegionInterpreter::Impl::executeOp(PreparedOp &prepared, int64_t rows) {
   case OpCode::Sqrt:
   case OpCode::Exp:
   case OpCode::Log:
+  case OpCode::Softplus:
+  case OpCode::Neg:
     return executeUnaryMath(prepared, rows);
   case OpCode::Pow:
     return executePow(prepared, rows);

@@ -145,8 +145,8 @@ struct RegionInterpreter::Impl {
   Status executeGather(PreparedOp &prepared, int64_t rows);
   Status executeArgMax(PreparedOp &prepared, int64_t rows);
   Status executeConstant(PreparedOp &prepared);
-  /// Erf, Sqrt, Exp, Log, Pow, the comparisons, Not, Where, ReduceMean,
-  /// ReduceSum, ReduceMax and RowMatMul (RegionMathOps.cpp).
+  /// Erf, Sqrt, Exp, Log, Softplus, Neg, Pow, the comparisons, Not, Where,
+  /// ReduceMean, ReduceSum, ReduceMax and RowMatMul (RegionMathOps.cpp).
   Status executeUnaryMath(PreparedOp &prepared, int64_t rows);
   Status executePow(PreparedOp &prepared, int64_t rows);
   Status executeComparison(PreparedOp &prepared, int64_t rows);

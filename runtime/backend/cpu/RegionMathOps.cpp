@@ -1,6 +1,6 @@
 //===- RegionMathOps.cpp - Math, comparison and row-reduction ops --------===//
 //
-// Erf, Sqrt, Exp, Log, Pow, the comparisons, Not, Where, the row
+// Erf, Sqrt, Exp, Log, Softplus, Neg, Pow, the comparisons, Not, Where, the row
 // reductions (ReduceMean, ReduceSum, ReduceMax) and RowMatMul: the ops of
 // layer-normalised cells, GELU heads, softmaxes, masks and attention, for
 // the region interpreter (RegionInterpreter.cpp dispatches here).
@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
+
+#include "VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -80,22 +82,40 @@ int64_t intAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
 }
 } // namespace
 
-/// Erf, Sqrt, Exp and Log: float operand and result of equal counts.
+/// Erf, Sqrt, Exp, Log, Softplus and Neg: float operand and result of equal
+/// counts.
 Status RegionInterpreter::Impl::executeUnaryMath(PreparedOp &prepared,
                                                  int64_t rows) {
-  const cellpack::PortableOp &op = *prepared.op;
-  auto operand = [&](size_t n) -> const Value & {
-    return values[prepared.operands[n]];
-  };
   Value &out = values[prepared.results[0]];
-  int64_t outRows = out.hasBatch ? rows : 1;
-  const float *in = operand(0).floats();
-  OpCode code = op.opcode();
-  for (int64_t k = 0; k < outRows * out.count; ++k)
-    out.f[k] = code == OpCode::Erf    ? std::erf(in[k])
-               : code == OpCode::Sqrt ? std::sqrt(in[k])
-               : code == OpCode::Exp  ? std::exp(in[k])
-                                      : std::log(in[k]);
+  int64_t count = (out.hasBatch ? rows : 1) * out.count;
+  const float *in = values[prepared.operands[0]].floats();
+  float *result = out.f.data();
+  switch (prepared.op->opcode()) {
+  case OpCode::Erf:
+    for (int64_t k = 0; k < count; ++k)
+      result[k] = std::erf(in[k]);
+    break;
+  case OpCode::Sqrt:
+    for (int64_t k = 0; k < count; ++k)
+      result[k] = std::sqrt(in[k]);
+    break;
+  case OpCode::Exp:
+    expArray(in, result, count); // vector code, the same bits in any batch
+    break;
+  case OpCode::Softplus:
+    // PyTorch's default threshold: above 20, log1p(exp(x)) is x in fp32.
+    for (int64_t k = 0; k < count; ++k)
+      result[k] = in[k] > 20.0f ? in[k] : std::log1p(std::exp(in[k]));
+    break;
+  case OpCode::Neg:
+    for (int64_t k = 0; k < count; ++k)
+      result[k] = -in[k];
+    break;
+  default:
+    for (int64_t k = 0; k < count; ++k)
+      result[k] = std::log(in[k]);
+    break;
+  }
   return Status::ok();
 }
 

@@ -41,6 +41,8 @@ public:
     case OpCode::Sqrt:
     case OpCode::Exp:
     case OpCode::Log:
+    case OpCode::Softplus:
+    case OpCode::Neg:
       return unaryFloatFits();
     case OpCode::Cast:
     case OpCode::Identity:
@@ -157,8 +159,8 @@ private:
            isFloat(prepared_.results[0]) == isFloat(prepared_.operands[0]);
   }
 
-  /// Sigmoid, Tanh, Relu, Erf, Sqrt, Exp and Log: a float operand and a
-  /// float result of as many elements.
+  /// Sigmoid, Tanh, Relu, Erf, Sqrt, Exp, Log, Softplus and Neg: a float
+  /// operand and a float result of as many elements.
   bool unaryFloatFits() const {
     return arity(1, 1, 1) && isFloat(prepared_.operands[0]) &&
            isFloat(prepared_.results[0]) && operand(0).count == result(0).count;

@@ -1,4 +1,4 @@
-//===- VectorMath.cpp - Sigmoid and tanh over arrays ---------------------===//
+//===- VectorMath.cpp - Sigmoid, tanh and exp over arrays -----------===//
 //
 // Scalar, AVX2 and AVX-512 versions of the same arithmetic (see
 // VectorMath.h). The
@@ -29,6 +29,9 @@ constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
 constexpr float kExpP0 = 1.9875691500e-4f, kExpP1 = 1.3981999507e-3f,
                 kExpP2 = 8.3334519073e-3f, kExpP3 = 4.1665795894e-2f,
                 kExpP4 = 1.6666665459e-1f, kExpP5 = 5.0000001201e-1f;
+// The exp op's range: below kExpWideLow the result is 0 in fp32 (after the
+// subnormals), above kExpWideHigh (the float above ln(FLT_MAX)) it is +inf.
+constexpr float kExpWideLow = -104.0f, kExpWideHigh = 88.72283935546875f;
 constexpr float kTanhSmall = 0.625f;
 constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
                 kTanhP2 = -5.37397155531e-2f, kTanhP3 = 1.33314422036e-1f,
@@ -51,7 +54,40 @@ float expScalar(float x) {
   std::memcpy(&scale, &bits, sizeof(scale));
   return y * scale;
 }
+
+/// 2^(n >> 1) and 2^(n - (n >> 1)) as floats: both normal for the n of the
+/// wide range (-150..128), so y * first * second rounds once into the
+/// subnormals and overflows to +inf where exp does.
+void splitScale(int32_t n, float &first, float &second) {
+  int32_t half = n >> 1; // arithmetic shift, as _mm512_srai_epi32
+  int32_t firstBits = (half + 127) << 23, secondBits = (n - half + 127) << 23;
+  std::memcpy(&first, &firstBits, sizeof(first));
+  std::memcpy(&second, &secondBits, sizeof(second));
+}
+
+/// exp over the whole float range: the same reduction and polynomial as
+/// expScalar, the scale applied in two halves.
+float expWideScalar(float x) {
+  if (std::isnan(x))
+    return x;
+  x = x > kExpWideLow ? x : kExpWideLow;
+  x = x < kExpWideHigh ? x : kExpWideHigh;
+  float n = std::floor(x * kLog2e + 0.5f);
+  x = x - n * kLn2High;
+  x = x - n * kLn2Low;
+  float z = x * x;
+  float y = kExpP0;
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = y * x + c;
+  y = y * z + x;
+  y = y + 1.0f;
+  float first, second;
+  splitScale(static_cast<int32_t>(n), first, second);
+  return y * first * second;
+}
 } // namespace
+
+float cellrun::cpu::expElement(float x) { return expWideScalar(x); }
 
 float cellrun::cpu::sigmoidScalar(float x) {
   if (std::isnan(x))
@@ -150,6 +186,34 @@ __attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
   return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
 }
 
+__attribute__((target("avx512f"))) inline __m512 expWideAvx512(__m512 x) {
+  __m512 input = x;
+  x = _mm512_max_ps(x, _mm512_set1_ps(kExpWideLow));
+  x = _mm512_min_ps(x, _mm512_set1_ps(kExpWideHigh));
+  __m512 n = _mm512_roundscale_ps(
+      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
+                    _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2High)));
+  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2Low)));
+  __m512 z = _mm512_mul_ps(x, x);
+  __m512 y = _mm512_set1_ps(kExpP0);
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(c));
+  y = _mm512_add_ps(_mm512_mul_ps(y, z), x);
+  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  __m512i whole = _mm512_cvtps_epi32(n);
+  __m512i half = _mm512_srai_epi32(whole, 1);
+  __m512i bias = _mm512_set1_epi32(127);
+  __m512 first =
+      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, bias), 23));
+  __m512 second = _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_sub_epi32(whole, half), bias), 23));
+  __m512 result = _mm512_mul_ps(_mm512_mul_ps(y, first), second);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(input, input, _CMP_UNORD_Q),
+                              result, input);
+}
+
 __attribute__((target("avx512f"))) inline __m512 keepNan(__m512 x,
                                                          __m512 result) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result,
@@ -221,7 +285,20 @@ cellrun::cpu::detail::tanhAvx512(const float *in, float *out, int64_t count) {
   for (; i < count; ++i)
     out[i] = tanhScalar(in[i]);
 }
+__attribute__((target("avx512f"))) void
+cellrun::cpu::detail::expAvx512(const float *in, float *out, int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_ps(out + i, expWideAvx512(_mm512_loadu_ps(in + i)));
+  for (; i < count; ++i)
+    out[i] = expWideScalar(in[i]);
+}
 #else
+void cellrun::cpu::detail::expAvx512(const float *in, float *out,
+                                     int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = expWideScalar(in[i]);
+}
 void cellrun::cpu::detail::sigmoidAvx2(const float *in, float *out,
                                        int64_t count) {
   for (int64_t i = 0; i < count; ++i)
@@ -260,4 +337,14 @@ void cellrun::cpu::tanhArray(const float *in, float *out, int64_t count,
     return detail::tanhAvx2(in, out, count);
   for (int64_t i = 0; i < count; ++i)
     out[i] = tanhScalar(in[i]);
+}
+
+void cellrun::cpu::expArray(const float *in, float *out, int64_t count,
+                            CpuIsa isa) {
+  // AVX-512 only: on AVX2 machines the portable loop (the compiler may
+  // vectorise it; the bits are the same either way, no FMA).
+  if (isa == CpuIsa::Avx512)
+    return detail::expAvx512(in, out, count);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = expWideScalar(in[i]);
 }

@@ -1,9 +1,9 @@
-//===- VectorMath.h - Sigmoid and tanh over arrays -------------*- C++ -*-===//
+//===- VectorMath.h - Sigmoid, tanh and exp over arrays --------*- C++ -*-===//
 //
-// The activations of fused regions on the CPU, eight lanes at a time where
-// the processor has AVX2, sixteen where it has AVX-512. exp is Cephes' range
-// reduction with a degree-6 polynomial (within 2 ulp); sigmoid is 1 / (1 +
-// exp(-x)); tanh is a odd polynomial below 0.625 in magnitude and 1 - 2 /
+// The activations (and exp) of fused regions on the CPU, eight lanes at a time
+// where the processor has AVX2, sixteen where it has AVX-512. exp is Cephes'
+// range reduction with a degree-6 polynomial (within 2 ulp); sigmoid is 1 / (1
+// + exp(-x)); tanh is a odd polynomial below 0.625 in magnitude and 1 - 2 /
 // (exp(2|x|) + 1) above. The vector and the portable versions do the same
 // operations in the same order with no fused multiply-add, so they give the
 // same bits, and an element's result never depends on its neighbours.
@@ -23,16 +23,22 @@ void sigmoidArray(const float *in, float *out, int64_t count,
                   CpuIsa isa = detectCpuIsa());
 void tanhArray(const float *in, float *out, int64_t count,
                CpuIsa isa = detectCpuIsa());
+/// exp over the whole float range (the same polynomial, its scale applied in
+/// two halves: subnormal results, +inf above ln(FLT_MAX), 0 below -104).
+void expArray(const float *in, float *out, int64_t count,
+              CpuIsa isa = detectCpuIsa());
 
 /// One element, as the array functions compute it.
 float sigmoidScalar(float x);
 float tanhScalar(float x);
+float expElement(float x);
 
 namespace detail {
 void sigmoidAvx2(const float *in, float *out, int64_t count);
 void tanhAvx2(const float *in, float *out, int64_t count);
 void sigmoidAvx512(const float *in, float *out, int64_t count);
 void tanhAvx512(const float *in, float *out, int64_t count);
+void expAvx512(const float *in, float *out, int64_t count);
 } // namespace detail
 
 } // namespace cellrun::cpu
