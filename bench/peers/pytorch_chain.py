@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peer for chain models (LSTM, GRU, minGRU): what a user would run
+"""The PyTorch peer for chain models (LSTM, GRU, minGRU, Mamba): what a user would run
 instead of cellrun, on the same trace and the same weights.
 
     pytorch_chain.py --weights CELL.pt|DIR --trace TRACE.jsonl --out RESULTS.jsonl
@@ -14,7 +14,9 @@ optional `embedding.weight` and the cell's `cell.weight_ih`, `cell.weight_hh`,
 gates), which runs whole sequences with its fused kernels (on the CPU, or
 with --device cuda cuDNN's). A minGRU stack's state dict (examples/mingru:
 `lower.*`, `upper.*`) runs each layer's Linear over whole sequences and its
-recurrence as a step loop (mingru_peer.py).
+recurrence as a step loop (mingru_peer.py). A Mamba stack's (examples/mamba:
+`mixers.*`, `norms.*`, `norm_f.*`) runs the reference step over padded
+batches (mamba_peer.py).
 
 TRACE.jsonl: one request a line as `cellrun run` reads it ("id", "tokens" or
 "steps" of {"x": [...]}) plus "arrival_s", the open-loop arrival time.
@@ -44,6 +46,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mamba_peer  # noqa: E402
 import mingru_peer  # noqa: E402
 import peer_common  # noqa: E402
 
@@ -52,6 +55,8 @@ def load(weights):
     state = torch.load(peer_common.single_weight_file(weights))
     if mingru_peer.is_mingru(state):
         return None, mingru_peer.MinGruStack(state).eval()
+    if mamba_peer.is_mamba(state):
+        return None, mamba_peer.build(state)
     embedding = None
     if "embedding.weight" in state:
         embedding = nn.Embedding.from_pretrained(state["embedding.weight"])
@@ -83,6 +88,8 @@ def run(model, batch):
     embedding, rnn = model
     if isinstance(rnn, mingru_peer.MinGruStack):
         return mingru_peer.run(rnn, batch)
+    if isinstance(rnn, mamba_peer.MambaStackStep):
+        return mamba_peer.run(rnn, batch)
     lengths = torch.tensor([r["length"] for r in batch])
     padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch]).to(peer_common.DEVICE)
     inputs = embedding(padded) if embedding is not None else padded
@@ -111,7 +118,7 @@ class _Named(dict):
     steps' h, final_c* the final c, other final_* the final h."""
 
     def get(self, name, default=None):
-        if name in self:  # a model that names its own (minGRU)
+        if name in self:  # a model that names its own (minGRU, Mamba)
             return dict.get(self, name)
         if name.startswith("final_c"):
             return dict.get(self, "c", default)

@@ -25,7 +25,8 @@ ALLOWED_OPS = frozenset([
     "Split", "Slice", "Gather", "ArgMax", "Squeeze", "Unsqueeze", "Reshape", "Transpose",
     "Identity", "Cast", "Constant", "Erf", "Sqrt", "Pow", "Equal", "Where", "ReduceMean",
     "LayerNormalization", "Shape", "Exp", "Log", "ReduceSum", "ReduceMax", "Softmax",
-    "LogSoftmax", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
+    "LogSoftmax", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "Softplus",
+    "Neg",
 ])
 
 # Size used for the batch dimension of the example inputs during tracing.  Not 1, so

@@ -467,4 +467,8 @@ import minimal_rnns  # noqa: E402  (minGRU and minLSTM)
 
 CASES += minimal_rnns.cases(Case, inp, state, new_state, X, H)
 
+import state_space  # noqa: E402  (Mamba-1 steps)
+
+CASES += state_space.cases(Case, inp, state, new_state, out, X)
+
 BY_NAME = {case.name: case for case in CASES}

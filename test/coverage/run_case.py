@@ -94,7 +94,8 @@ def make_requests(case, generator):
 def reference(case, module, steps, data):
     """The module stepped by PyTorch: {output name: [steps, ...]} for every output the
     runtime returns (emitted per step, final_<name> for state outputs)."""
-    states = {n: torch.zeros(1, w, dtype=case.dtype)
+    states = {n: torch.zeros(1, *(w if isinstance(w, tuple) else (w,)),
+                             dtype=case.dtype)
               for n, role, w, _ in case.inputs if role == "state"}
     per_step = {n: [] for n, role, _, extra in case.outputs
                 if role == "output" or extra.get("emit")}

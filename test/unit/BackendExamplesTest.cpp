@@ -439,11 +439,12 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"stacked", "fp32"}, ExampleArtifact{"lnlstm", "fp32"},
         ExampleArtifact{"attention", "fp32"},
         ExampleArtifact{"bahdanau", "fp32"}, ExampleArtifact{"mingru", "fp32"},
-        ExampleArtifact{"lstm", "tf32"}, ExampleArtifact{"gru", "tf32"},
-        ExampleArtifact{"seq2seq", "tf32"}, ExampleArtifact{"treelstm", "tf32"},
-        ExampleArtifact{"stacked", "tf32"}, ExampleArtifact{"lnlstm", "tf32"},
-        ExampleArtifact{"attention", "tf32"},
+        ExampleArtifact{"mamba", "fp32"}, ExampleArtifact{"lstm", "tf32"},
+        ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
+        ExampleArtifact{"treelstm", "tf32"}, ExampleArtifact{"stacked", "tf32"},
+        ExampleArtifact{"lnlstm", "tf32"}, ExampleArtifact{"attention", "tf32"},
         ExampleArtifact{"bahdanau", "tf32"}, ExampleArtifact{"mingru", "tf32"},
+        ExampleArtifact{"mamba", "tf32"},
         // The input projection hoisted into a cell of its own (fp32).
         ExampleArtifact{"gru", "hoisted"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {

@@ -112,6 +112,7 @@ TEST_P(BatchInvarianceTest, ResultsAreTheSameBitsAloneAndBatched) {
 INSTANTIATE_TEST_SUITE_P(Examples, BatchInvarianceTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "seq2seq_eos", "treelstm",
-                                           "attention", "bahdanau", "mingru"));
+                                           "attention", "bahdanau", "mingru",
+                                           "mamba"));
 
 } // namespace

@@ -108,6 +108,6 @@ TEST_P(CodegenTest, EveryBatchSizeCompilesForSm80AndSm90) {
 INSTANTIATE_TEST_SUITE_P(Examples, CodegenTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru"));
+                                           "bahdanau", "mingru", "mamba"));
 
 } // namespace

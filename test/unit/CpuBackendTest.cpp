@@ -86,7 +86,7 @@ TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInChunksOfThatSize) {
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru",
+                                           "bahdanau", "mingru", "mamba",
                                            "gru_hoisted"));
 
 } // namespace

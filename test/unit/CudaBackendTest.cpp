@@ -168,6 +168,6 @@ TEST_P(CudaPlanTest, CodeForCommonGpus) {
 INSTANTIATE_TEST_SUITE_P(Examples, CudaPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru"));
+                                           "bahdanau", "mingru", "mamba"));
 
 } // namespace

@@ -141,6 +141,6 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
 INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru"));
+                                           "bahdanau", "mingru", "mamba"));
 
 } // namespace

@@ -113,6 +113,6 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
 INSTANTIATE_TEST_SUITE_P(Examples, EngineCudaTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "seq2seq_eos", "treelstm",
-                                           "attention", "bahdanau"));
+                                           "attention", "bahdanau", "mamba"));
 
 } // namespace

@@ -254,6 +254,7 @@ INSTANTIATE_TEST_SUITE_P(
         EquivalenceCase{"stacked", Policy::Cellular},
         EquivalenceCase{"lnlstm", Policy::Cellular},
         EquivalenceCase{"mingru", Policy::Cellular},
+        EquivalenceCase{"mamba", Policy::Cellular},
         // Two workers: every example, cellular batching; the
         // baselines and overlapped rounds on a few.
         EquivalenceCase{"lstm", Policy::Cellular, false, 2},
@@ -265,6 +266,7 @@ INSTANTIATE_TEST_SUITE_P(
         EquivalenceCase{"attention", Policy::Cellular, false, 2},
         EquivalenceCase{"bahdanau", Policy::Cellular, false, 2},
         EquivalenceCase{"mingru", Policy::Cellular, false, 2},
+        EquivalenceCase{"mamba", Policy::Cellular, false, 2},
         EquivalenceCase{"seq2seq_eos", Policy::Cellular, false, 2},
         EquivalenceCase{"attention_eos", Policy::Cellular, true, 2},
         EquivalenceCase{"treelstm", Policy::Cellular, true, 2},
