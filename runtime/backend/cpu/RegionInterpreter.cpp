@@ -110,6 +110,57 @@ void binaryFloats(OpCode code, const float *a, const float *b, float *out,
     return;
   }
 }
+/// out[i] = f(a(i), b(i)) for i < count, where a(i) is a[i] for a run and
+/// a[0] for a number (likewise b): loops the compiler vectorises.
+template <typename Op>
+void runsOrNumbers(Op f, const float *a, bool runOfA, const float *b,
+                   bool runOfB, float *out, int64_t count) {
+  float x = a[0], y = b[0];
+  if (runOfA && !runOfB)
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = f(a[i], y);
+  else if (!runOfA && runOfB)
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = f(x, b[i]);
+  else
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = f(x, y);
+}
+
+/// a op b through a strided broadcast: per outer index, a run against a
+/// run, a number against a run or a run against a number.
+void stridedFloats(OpCode code, const StridedBroadcast &form, const float *a,
+                   const float *b, float *out, int64_t count) {
+  int64_t inner = form.inner;
+  bool runOfA = form.innerStride[0] == 1, runOfB = form.innerStride[1] == 1;
+  for (int64_t o = 0; o * inner < count; ++o) {
+    const float *rowA = a + o * form.outerStride[0];
+    const float *rowB = b + o * form.outerStride[1];
+    float *rowOut = out + o * inner;
+    if (runOfA && runOfB) {
+      binaryFloats(code, rowA, rowB, rowOut, inner);
+      continue;
+    }
+    switch (code) {
+    case OpCode::Add:
+      runsOrNumbers(std::plus<float>(), rowA, runOfA, rowB, runOfB, rowOut,
+                    inner);
+      break;
+    case OpCode::Sub:
+      runsOrNumbers(std::minus<float>(), rowA, runOfA, rowB, runOfB, rowOut,
+                    inner);
+      break;
+    case OpCode::Mul:
+      runsOrNumbers(std::multiplies<float>(), rowA, runOfA, rowB, runOfB,
+                    rowOut, inner);
+      break;
+    default:
+      runsOrNumbers(std::divides<float>(), rowA, runOfA, rowB, runOfB, rowOut,
+                    inner);
+      break;
+    }
+  }
+}
 } // namespace
 
 Status RegionInterpreter::Impl::executeGemm(PreparedOp &prepared,
@@ -238,8 +289,14 @@ Status RegionInterpreter::Impl::executeArithmetic(PreparedOp &prepared,
                  outRows * out.count);
     return Status::ok();
   }
+  const StridedBroadcast &strided = prepared.strided;
   for (int64_t r = 0; r < outRows; ++r) {
     int64_t base = r * out.count;
+    if (out.isFloat && strided.inner > 0) {
+      stridedFloats(code, strided, a.floatRow(r), b.floatRow(r),
+                    out.f.data() + base, out.count);
+      continue;
+    }
     if (out.isFloat && mapA.empty() && mapB.empty()) {
       binaryFloats(code, a.floatRow(r), b.floatRow(r), out.f.data() + base,
                    out.count);

@@ -52,12 +52,28 @@ struct MoveRun {
   int64_t from, to, length;
 };
 
+/// A binary op's broadcast maps as two nested loops, when they have that
+/// form: result element o * inner + i reads operand n at
+/// o * outerStride[n] + i * innerStride[n], inner strides 0 or 1 (a number
+/// against a run, or two runs). inner == 0: no such form.
+struct StridedBroadcast {
+  int64_t inner = 0;
+  int64_t outerStride[2] = {0, 0}, innerStride[2] = {0, 0};
+};
+
+/// The strided form of the maps of a two-operand op over `count` result
+/// elements a row, given the result's row shape (RegionPreparation.cpp).
+StridedBroadcast stridedBroadcast(const std::vector<std::vector<int64_t>> &maps,
+                                  const std::vector<int64_t> &resultShape,
+                                  int64_t count);
+
 struct PreparedOp {
   const cellpack::PortableOp *op = nullptr;
   std::vector<uint32_t> operands, results;
   std::vector<std::vector<int64_t>> broadcast; // per operand, empty: same
-  std::vector<MoveMap> moves;                  // per result
-  std::vector<std::vector<MoveRun>> runs;      // per result, from moves
+  StridedBroadcast strided;   // Add, Sub, Mul, Div with broadcast maps
+  std::vector<MoveMap> moves; // per result
+  std::vector<std::vector<MoveRun>> runs; // per result, from moves
 };
 
 inline int64_t product(const std::vector<int64_t> &shape, size_t begin,

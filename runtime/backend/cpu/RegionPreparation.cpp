@@ -149,11 +149,47 @@ Status prepareBroadcastMaps(const std::vector<Value> &values,
                                                  : 2u;
   if (prepared.operands.size() != operands || prepared.results.size() != 1)
     return invalidRegion("binary op arity");
+  const Value &result = values[prepared.results[0]];
   for (uint32_t operand : prepared.operands)
     prepared.broadcast.push_back(
-        broadcastMap(values[operand].shape, values[prepared.results[0]].shape));
+        broadcastMap(values[operand].shape, result.shape));
+  if (operands == 2)
+    prepared.strided =
+        stridedBroadcast(prepared.broadcast, result.shape, result.count);
   return Status::ok();
 }
+} // namespace
+
+StridedBroadcast cellrun::cpu::detail::stridedBroadcast(
+    const std::vector<std::vector<int64_t>> &maps,
+    const std::vector<int64_t> &resultShape, int64_t count) {
+  // Candidate splits: the products of the result's trailing dimensions.
+  int64_t inner = 1;
+  for (size_t d = resultShape.size(); d-- > 0;) {
+    inner *= resultShape[d];
+    if (inner <= 1 || count % inner != 0)
+      continue;
+    StridedBroadcast form;
+    form.inner = inner;
+    bool fits = true;
+    for (size_t n = 0; n < 2 && fits; ++n) {
+      const std::vector<int64_t> &map = maps[n];
+      auto at = [&](int64_t k) { return map.empty() ? k : map[k]; };
+      int64_t innerStride = inner > 1 ? at(1) - at(0) : 0;
+      int64_t outerStride = count > inner ? at(inner) - at(0) : 0;
+      fits = at(0) == 0 && (innerStride == 0 || innerStride == 1);
+      for (int64_t k = 0; fits && k < count; ++k)
+        fits = at(k) == k / inner * outerStride + k % inner * innerStride;
+      form.outerStride[n] = outerStride;
+      form.innerStride[n] = innerStride;
+    }
+    if (fits)
+      return form;
+  }
+  return {};
+}
+
+namespace {
 
 /// The map of ReduceMean, ReduceSum and ReduceMax: each input element's
 /// output element (the input shape with the reduced axes set to 1,
