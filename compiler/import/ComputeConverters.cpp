@@ -29,6 +29,33 @@ static LogicalResult convertSimple(NodeContext &ctx) {
   return ctx.setOutputs((*op)->getResults());
 }
 
+/// Max and Min of one or more inputs under numpy broadcasting, folded left
+/// to right as a comparison and a where: max(a, b) = a > b ? a : b (a NaN in
+/// b is kept, one in a is not, as C's fmax leaves one of them).
+template <bool IsMax> static LogicalResult convertMaxMin(NodeContext &ctx) {
+  if (ctx.numInputs() == 0)
+    return ctx.emitError() << "needs at least one input";
+  FailureOr<Value> result = ctx.input(0);
+  if (failed(result))
+    return failure();
+  for (size_t i = 1; i < ctx.numInputs(); ++i) {
+    FailureOr<Value> next = ctx.input(i);
+    if (failed(next))
+      return failure();
+    FailureOr<Operation *> wins =
+        IsMax ? ctx.create<cell::GreaterOp>({*result, *next})
+              : ctx.create<cell::LessOp>({*result, *next});
+    if (failed(wins))
+      return failure();
+    FailureOr<Operation *> chosen =
+        ctx.create<cell::WhereOp>({(*wins)->getResult(0), *result, *next});
+    if (failed(chosen))
+      return failure();
+    result = (*chosen)->getResult(0);
+  }
+  return ctx.setOutputs(*result);
+}
+
 static LogicalResult convertGemm(NodeContext &ctx) {
   SmallVector<Value> operands;
   for (unsigned i = 0; i < 3; ++i) {
@@ -160,6 +187,8 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Log", convertSimple<cell::LogOp, 1>},
       {"Softplus", convertSimple<cell::SoftplusOp, 1>},
       {"Neg", convertSimple<cell::NegOp, 1>},
+      {"Max", convertMaxMin<true>},
+      {"Min", convertMaxMin<false>},
       {"LayerNormalization", convertLayerNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
       {"MatMul", convertMatMul},
@@ -187,7 +216,7 @@ std::string cellc::supportedOpTypes() {
   return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
          "Gather, Gemm, Greater, GreaterOrEqual, GRU, Identity, "
          "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
-         "MatMul, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
+         "MatMul, Max, Min, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
          "Reshape, RNN, Sigmoid, Slice, Softmax, Softplus, Split, Sqrt, "
          "Squeeze, Sub, "
          "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "

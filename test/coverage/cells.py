@@ -467,6 +467,10 @@ import minimal_rnns  # noqa: E402  (minGRU and minLSTM)
 
 CASES += minimal_rnns.cases(Case, inp, state, new_state, X, H)
 
+import linear_recurrences  # noqa: E402  (RWKV-4 and sLSTM)
+
+CASES += linear_recurrences.cases(Case, inp, state, new_state, out, X, H)
+
 import state_space  # noqa: E402  (Mamba-1 steps)
 
 CASES += state_space.cases(Case, inp, state, new_state, out, X)
