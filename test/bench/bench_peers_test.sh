@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The seq2seq, attention, TreeLSTM and minGRU peers end to end: `cellrun bench
+# The seq2seq, attention, TreeLSTM, minGRU and Mamba peers end to end: `cellrun bench
 # --offline` with each example, each peer (PyTorch; ONNX Runtime for the
 # seq2seq models: its encoder LSTM and a step loop around decoder.onnx)
 # checks its outputs against ours (decoded tokens exactly, the root's h and
-# c within tolerance; minGRU's per-step h and both layers' final h) before
+# c within tolerance; minGRU's per-step h and both layers' final h; Mamba's
+# per-step y and both layers' final conv and SSM states) before
 # it is timed, and the JSON has its row. Then the
 # ONNX Runtime peer beside
 # PyTorch on the LSTM and the GRU (its gate order differs from PyTorch's:
@@ -14,7 +15,8 @@ set -euo pipefail
 cellrun=$1 examples=$2 workloads=$3 out=$4
 rm -rf "$out" && mkdir -p "$out"
 for model in seq2seq:wmt15-pairs:8:pytorch,onnxruntime attention:wmt15-pairs-max50:8:pytorch,onnxruntime \
-             treelstm:treebank:16:pytorch mingru:wmt15-max50:24:pytorch; do
+             treelstm:treebank:16:pytorch mingru:wmt15-max50:24:pytorch \
+             mamba:wmt15-max50:40:pytorch; do
   IFS=: read -r name workload outputs peers <<< "$model"
   "$cellrun" bench "$examples/$name/model.cellpack" --workload "$workloads/$workload.csv" \
     --offline 40 --policy cellular --device cpu --quiet --peers "$peers" \
