@@ -4,7 +4,8 @@
   export the PyTorch module with torch.onnx.export, write its manifest, compile it with
   cellc, serve random requests with `cellrun run --device cpu`, and compare every output
   of every step with the module stepped by PyTorch (float: within 1e-5 relative plus
-  1e-6 absolute; integers: equal).
+  1e-6 absolute; integers: equal); chains also serve their longest and shortest
+  request alone, which must give the same bits as in the batch.
 
 A case marked `refused` must instead make cellc fail with a message matching its
 pattern (one that names the ONNX node and op type). Exits non-zero on the first
@@ -377,21 +378,13 @@ def run_opset(case, opset, args):
         fail("%s: cellc failed:\n%s" % (label, compiled.stderr))
     generator = torch.Generator().manual_seed(opset)
     requests = make_requests(case, generator)
-    request_path = os.path.join(work, "requests.jsonl")
-    with open(request_path, "w") as f:
-        for rid, steps, data in requests:
-            body = [{n: (float(data[n][t]) if data[n].dim() == 1 else
-                         [float(v) for v in data[n][t]]) for n in data}
-                    for t in range(steps)]
-            f.write(json.dumps({"id": rid, "steps": body}) + "\n")
-    result_path = os.path.join(work, "results.jsonl")
-    served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
-                             "--output", result_path, "--device", "cpu", "--quiet"],
-                            capture_output=True, text=True)
-    if served.returncode != 0:
-        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
-    with open(result_path) as f:
-        results = {r["id"]: r for r in map(json.loads, f)}
+    lines = {}
+    for rid, steps, data in requests:
+        body = [{n: (float(data[n][t]) if data[n].dim() == 1 else
+                     [float(v) for v in data[n][t]]) for n in data}
+                for t in range(steps)]
+        lines[rid] = json.dumps({"id": rid, "steps": body}) + "\n"
+    results = serve_lines(args, artifact, work, "requests", list(lines.values()), label)
     worst = 0.0
     for rid, steps, data in requests:
         result = results.get(rid)
@@ -399,8 +392,31 @@ def run_opset(case, opset, args):
             fail("%s: request %s: %s" % (label, rid, result))
         worst = max(worst, compare("%s request %s" % (label, rid),
                                    reference(case, module, steps, data), result["outputs"]))
-    print("%s: %d requests equal PyTorch (worst %.2f of the tolerance)"
-          % (label, len(requests), worst))
+    # Batch invariance: the longest and the shortest request served alone give
+    # the same bits as in the batch of all of them.
+    by_length = sorted(requests, key=lambda r: r[1])
+    for rid, steps, _ in {r[0]: r for r in (by_length[0], by_length[-1])}.values():
+        alone = serve_lines(args, artifact, work, "alone-" + rid, [lines[rid]], label)
+        if alone[rid]["outputs"] != results[rid]["outputs"]:
+            fail("%s: request %s (%d steps) alone differs from it batched"
+                 % (label, rid, steps))
+    print("%s: %d requests equal PyTorch (worst %.2f of the tolerance), the same "
+          "bits alone" % (label, len(requests), worst))
+
+
+def serve_lines(args, artifact, work, name, lines, label):
+    """Serves request `lines` with `cellrun run` on the CPU; {id: result}."""
+    request_path = os.path.join(work, name + ".jsonl")
+    with open(request_path, "w") as f:
+        f.writelines(lines)
+    result_path = os.path.join(work, name + "-results.jsonl")
+    served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
+                             "--output", result_path, "--device", "cpu", "--quiet"],
+                            capture_output=True, text=True)
+    if served.returncode != 0:
+        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
+    with open(result_path) as f:
+        return {r["id"]: r for r in map(json.loads, f)}
 
 
 def main():
