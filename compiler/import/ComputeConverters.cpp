@@ -190,6 +190,7 @@ NodeConverter cellc::findConverter(StringRef opType) {
       {"Max", convertMaxMin<true>},
       {"Min", convertMaxMin<false>},
       {"LayerNormalization", convertLayerNormalization},
+      {"InstanceNormalization", convertInstanceNormalization},
       {"Identity", convertSimple<cell::IdentityOp, 1>},
       {"MatMul", convertMatMul},
       {"Gemm", convertGemm},
@@ -215,8 +216,10 @@ NodeConverter cellc::findConverter(StringRef opType) {
 std::string cellc::supportedOpTypes() {
   return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
          "Gather, Gemm, Greater, GreaterOrEqual, GRU, Identity, "
+         "InstanceNormalization, "
          "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
-         "MatMul, Max, Min, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, ReduceSum, Relu, "
+         "MatMul, Max, Min, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, "
+         "ReduceSum, Relu, "
          "Reshape, RNN, Sigmoid, Slice, Softmax, Softplus, Split, Sqrt, "
          "Squeeze, Sub, "
          "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "

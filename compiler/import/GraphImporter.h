@@ -271,6 +271,7 @@ mlir::LogicalResult convertReduceMean(NodeContext &ctx);
 mlir::LogicalResult convertReduceSum(NodeContext &ctx);
 mlir::LogicalResult convertReduceMax(NodeContext &ctx);
 mlir::LogicalResult convertLayerNormalization(NodeContext &ctx);
+mlir::LogicalResult convertInstanceNormalization(NodeContext &ctx);
 mlir::LogicalResult convertSoftmax(NodeContext &ctx);
 mlir::LogicalResult convertLogSoftmax(NodeContext &ctx);
 

@@ -6,7 +6,9 @@
 // and as one LayerNormalization node from 17 on. ReduceMean becomes
 // `cell.reduce_mean` (a kernel of its own, one block per row);
 // LayerNormalization is written out as the same ops the older opsets export.
-// Softmax and LogSoftmax are written out over ReduceMax and ReduceSum. All
+// InstanceNormalization (nn.GroupNorm's export) is written out over the
+// positions of [batch, channels, positions] rows. Softmax and LogSoftmax are
+// written out over ReduceMax and ReduceSum. All
 // reduce the columns of a [batch, columns] value only (a sum or mean over one
 // dimension of [batch, m, n] rows is a row matmul, BatchedMatMul.cpp):
 // anything else is refused naming the node.
@@ -188,6 +190,51 @@ LogicalResult cellc::convertLayerNormalization(NodeContext &ctx) {
   FailureOr<Value> y = make<cell::MulOp>(ctx, {normalized, scale});
   if (succeeded(y) && ctx.hasInput(2))
     y = make<cell::AddOp>(ctx, {y, ctx.input(2)});
+  if (failed(y))
+    return failure();
+  return ctx.setOutputs(*y);
+}
+
+/// InstanceNormalization of [batch, channels, positions] values (what
+/// PyTorch exports for nn.GroupNorm, after a reshape to [batch, groups,
+/// -1]): each channel of a row normalised over its positions, then scaled
+/// and shifted per channel. The means are row matrix products
+/// (reduceRowMatrices), as a ReduceMean over that axis imports.
+LogicalResult cellc::convertInstanceNormalization(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  if (type->getRank() != 3 || !type->isDynamicDim(0) ||
+      !type->getElementType().isa<FloatType>())
+    return ctx.emitError() << "normalises " << *type
+                           << "; cellc normalises float [batch, channels, "
+                              "positions] values (rank 3)";
+  int64_t channels = type->getDimSize(1);
+  FailureOr<Value> x = ctx.input(0);
+  auto perChannel = [&](unsigned index) -> FailureOr<Value> {
+    FailureOr<Value> value = ctx.input(index);
+    if (failed(value))
+      return failure();
+    return ctx.reshape(
+        *value, RankedTensorType::get({channels, 1}, type->getElementType()));
+  };
+  FailureOr<Value> scale = perChannel(1), bias = perChannel(2);
+  FailureOr<Value> epsilon = scalarConstant(
+      ctx, type->getElementType(), ctx.floatAttr("epsilon", 1e-5f), "epsilon");
+  if (failed(x) || failed(scale) || failed(bias) || failed(epsilon))
+    return failure();
+  FailureOr<Value> mean = reduceRowMatrices(ctx, *x, 2, /*mean=*/true,
+                                            /*keepdims=*/true);
+  FailureOr<Value> centered = make<cell::SubOp>(ctx, {*x, mean});
+  FailureOr<Value> square = make<cell::MulOp>(ctx, {centered, centered});
+  FailureOr<Value> variance =
+      succeeded(square) ? reduceRowMatrices(ctx, *square, 2, true, true)
+                        : FailureOr<Value>();
+  FailureOr<Value> shifted = make<cell::AddOp>(ctx, {variance, epsilon});
+  FailureOr<Value> deviation = make<cell::SqrtOp>(ctx, {shifted});
+  FailureOr<Value> normalized = make<cell::DivOp>(ctx, {centered, deviation});
+  FailureOr<Value> y = make<cell::AddOp>(
+      ctx, {make<cell::MulOp>(ctx, {normalized, scale}), bias});
   if (failed(y))
     return failure();
   return ctx.setOutputs(*y);

@@ -18,7 +18,8 @@ ALL_OPSETS = [9, 11, 14, 17]
 
 class Case:
     def __init__(self, name, make, inputs, outputs, opsets=None, structure="chain",
-                 refused=None, tree=None, dtype=torch.float32, seq2seq=None):
+                 refused=None, tree=None, dtype=torch.float32, seq2seq=None,
+                 atol=None):
         self.name = name
         self.make = make            # () -> nn.Module, called after seeding
         self.inputs = inputs        # [(name, role, width, extra dict)]
@@ -29,6 +30,8 @@ class Case:
         self.tree = tree            # tree: the internal cell {"make", "arity",
         #                             "inputs", "outputs"}; inputs/outputs are the leaf's
         self.dtype = dtype
+        self.atol = atol            # the absolute tolerance where 1e-6 is below the
+        #                             noise of PyTorch's own fp32 (normalised outputs)
         self.seq2seq = seq2seq      # seq2seq: the decoder {"make", "inputs", "outputs",
         #                             "initial_state", "bos", "eos", "max_decode",
         #                             "longest_source"}; inputs/outputs are the encoder's

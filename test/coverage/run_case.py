@@ -118,7 +118,7 @@ def reference(case, module, steps, data):
     return result
 
 
-def compare(label, expected, got, reference="PyTorch"):
+def compare(label, expected, got, reference="PyTorch", atol=ATOL):
     for name, want in expected.items():
         if name not in got:
             fail("%s: output %s missing (got %s)" % (label, name, sorted(got)))
@@ -132,14 +132,14 @@ def compare(label, expected, got, reference="PyTorch"):
                 fail("%s: %s differs: %s vs %s %s" % (label, name, values, reference, want))
             continue
         error = np.abs(values - want.astype(np.float64))
-        bound = RTOL * np.abs(want) + ATOL
+        bound = RTOL * np.abs(want) + atol
         if not np.all(error <= bound):
             at = np.unravel_index(np.argmax(error - bound), want.shape)
             fail("%s: %s[%s] = %r, %s %r" % (label, name, ",".join(map(str, at)),
                                               float(values[at]), reference,
                                               float(want[at])))
     return float(np.max([np.max(np.abs(np.asarray(got[n]["data"]).reshape(w.shape) - w) /
-                                (RTOL * np.abs(w) + ATOL)) for n, w in expected.items()]))
+                                (RTOL * np.abs(w) + atol)) for n, w in expected.items()]))
 
 
 def compile_manifest(args, work, lines, label):
@@ -391,7 +391,8 @@ def run_opset(case, opset, args):
         if result is None or "error" in result:
             fail("%s: request %s: %s" % (label, rid, result))
         worst = max(worst, compare("%s request %s" % (label, rid),
-                                   reference(case, module, steps, data), result["outputs"]))
+                                   reference(case, module, steps, data), result["outputs"],
+                                   atol=case.atol or ATOL))
     # Batch invariance: the longest and the shortest request served alone give
     # the same bits as in the batch of all of them.
     by_length = sorted(requests, key=lambda r: r[1])
