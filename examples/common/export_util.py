@@ -26,7 +26,7 @@ ALLOWED_OPS = frozenset([
     "Identity", "Cast", "Constant", "Erf", "Sqrt", "Pow", "Equal", "Where", "ReduceMean",
     "LayerNormalization", "Shape", "Exp", "Log", "ReduceSum", "ReduceMax", "Softmax",
     "LogSoftmax", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "Softplus",
-    "Neg",
+    "Neg", "Max", "Min", "InstanceNormalization",
 ])
 
 # Size used for the batch dimension of the example inputs during tracing.  Not 1, so
@@ -460,7 +460,7 @@ def _run_module(module, ins, output_names):
 
 
 def write_cell_reference(args, module, example, cell, input_names, output_names,
-                         vocab=None, bad_rows=None, max_rounds=100):
+                         vocab=None, bad_rows=None, max_rounds=100, positive=()):
     """Writes ``<out>/<cell>.ref`` (format above): one case per REFERENCE_BATCHES entry.
 
     ``example`` are the trace inputs (they give each input's dtype and trailing shape);
@@ -473,6 +473,9 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
     torch.use_deterministic_algorithms(True) and one intra-op thread, with its own
     torch.Generator (seed --seed + REFERENCE_SEED_OFFSET, the same for every cell), so
     the global RNG, and so the weights of cells built later, are not affected.
+    ``positive`` names float inputs drawn as magnitudes only (states that are
+    positive in use, such as a normaliser: a negative one would put a denominator
+    near zero no real state reaches).
     Returns (path, number of redrawn rows).
     """
     import torch
@@ -494,7 +497,13 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
         torch.set_num_threads(1)
         with torch.no_grad():
             for b in REFERENCE_BATCHES:
-                ins = [_reference_input(torch, gen, x, b, vocab) for x in example]
+                magnitudes = [name in positive for name in input_names]
+
+                def draw(like, rows, n):
+                    x = _reference_input(torch, gen, like, rows, vocab)
+                    return x.abs() if magnitudes[n] else x
+
+                ins = [draw(x, b, n) for n, x in enumerate(example)]
                 outs = _run_module(module, ins, output_names)
                 for _ in range(max_rounds):
                     if bad_rows is None:
@@ -505,8 +514,8 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
                         break
                     idx = torch.nonzero(bad).reshape(-1)
                     redrawn += int(idx.numel())
-                    for x, like in zip(ins, example):
-                        x[idx] = _reference_input(torch, gen, like, int(idx.numel()), vocab)
+                    for n, (x, like) in enumerate(zip(ins, example)):
+                        x[idx] = draw(like, int(idx.numel()), n)
                     outs = _run_module(module, ins, output_names)
                 else:
                     sys.exit("error: %s: batch %d: could not draw inputs away from argmax "
@@ -547,12 +556,12 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
 
 
 def export_and_check(args, module, make_inputs, cell, input_names, output_names,
-                     vocab=None, reference_bad_rows=None):
+                     vocab=None, reference_bad_rows=None, positive_inputs=()):
     """Exports one cell to <out>/<cell>.onnx, checks it, optionally verifies it, and
     with --reference writes <out>/<cell>.ref from the same module object.
 
     ``vocab``: the token range of int64 inputs (needed with --reference);
-    ``reference_bad_rows``: see write_cell_reference.
+    ``reference_bad_rows``, ``positive_inputs``: see write_cell_reference.
     """
     path = os.path.join(args.out, cell + ".onnx")
     # The module's weights as PyTorch keeps them, for the PyTorch peers of
@@ -569,5 +578,6 @@ def export_and_check(args, module, make_inputs, cell, input_names, output_names,
     if getattr(args, "reference", False):
         check_same_weights(model, module, path)
         write_cell_reference(args, module, example, cell, input_names, output_names,
-                             vocab=vocab, bad_rows=reference_bad_rows)
+                             vocab=vocab, bad_rows=reference_bad_rows,
+                             positive=positive_inputs)
     return path

@@ -46,7 +46,8 @@ using namespace cellc::testing;
 namespace {
 
 constexpr uint8_t kPoison = 0xA7;
-constexpr uint32_t kPoolRows = 12 * 64 + 5; // room for 12 tensors of a type
+constexpr uint32_t kPoolRows = 24 * 64 + 5; // room for 24 tensors of a type
+// (RWKV: x, y and ten states in and out, all of one row type)
 
 size_t rowBytesOf(const cellpack::TensorSpec &spec) {
   size_t bytes = cpu::elementSize(spec.dtype());
@@ -381,6 +382,10 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
       eight = &reference;
   ASSERT_NE(eight, nullptr);
   constexpr uint32_t kTasks = 7;
+  // Every tensor of every task its own row (tensors of a row type share a
+  // pool): a task's inputs, then its outputs.
+  const uint32_t inputCount = cell.inputs()->size();
+  const uint32_t rowsPerTask = inputCount + cell.outputs()->size();
   std::vector<std::vector<std::vector<uint8_t>>> results(kTasks);
   std::vector<std::vector<uint8_t>> inputs; // kept alive for the writes
   uint64_t last = 0;
@@ -392,7 +397,7 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
       const RefTensor *tensor =
           eight->find(cell.inputs()->Get(i)->name()->str(), false);
       ASSERT_NE(tensor, nullptr);
-      inputRows.push_back({static_cast<int32_t>(t * 16 + i)});
+      inputRows.push_back({static_cast<int32_t>(t * rowsPerTask + i)});
       inputs.emplace_back(tensor->data.begin() + t * pool.rowBytes(),
                           tensor->data.begin() + (t + 1) * pool.rowBytes());
       io.writes.push_back({i, 0, inputs.back().data()});
@@ -400,7 +405,8 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
     results[t].resize(cell.outputs()->size());
     for (uint32_t j = 0; j < cell.outputs()->size(); ++j) {
       SlotPool &pool = executor.pool(cell, true, j);
-      outputRows.push_back({static_cast<int32_t>(t * 16 + 8 + j)});
+      outputRows.push_back(
+          {static_cast<int32_t>(t * rowsPerTask + inputCount + j)});
       results[t][j].assign(pool.rowBytes(), kPoison);
       io.reads.push_back({j, 0, results[t][j].data()});
     }
@@ -439,12 +445,14 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"stacked", "fp32"}, ExampleArtifact{"lnlstm", "fp32"},
         ExampleArtifact{"attention", "fp32"},
         ExampleArtifact{"bahdanau", "fp32"}, ExampleArtifact{"mingru", "fp32"},
-        ExampleArtifact{"mamba", "fp32"}, ExampleArtifact{"lstm", "tf32"},
+        ExampleArtifact{"mamba", "fp32"}, ExampleArtifact{"rwkv", "fp32"},
+        ExampleArtifact{"slstm", "fp32"}, ExampleArtifact{"lstm", "tf32"},
         ExampleArtifact{"gru", "tf32"}, ExampleArtifact{"seq2seq", "tf32"},
         ExampleArtifact{"treelstm", "tf32"}, ExampleArtifact{"stacked", "tf32"},
         ExampleArtifact{"lnlstm", "tf32"}, ExampleArtifact{"attention", "tf32"},
         ExampleArtifact{"bahdanau", "tf32"}, ExampleArtifact{"mingru", "tf32"},
-        ExampleArtifact{"mamba", "tf32"},
+        ExampleArtifact{"mamba", "tf32"}, ExampleArtifact{"rwkv", "tf32"},
+        ExampleArtifact{"slstm", "tf32"},
         // The input projection hoisted into a cell of its own (fp32).
         ExampleArtifact{"gru", "hoisted"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {

@@ -113,6 +113,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, BatchInvarianceTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "seq2seq_eos", "treelstm",
                                            "attention", "bahdanau", "mingru",
-                                           "mamba"));
+                                           "mamba", "rwkv", "slstm"));
 
 } // namespace

@@ -108,6 +108,7 @@ TEST_P(CodegenTest, EveryBatchSizeCompilesForSm80AndSm90) {
 INSTANTIATE_TEST_SUITE_P(Examples, CodegenTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru", "mamba"));
+                                           "bahdanau", "mingru", "mamba",
+                                           "rwkv", "slstm"));
 
 } // namespace

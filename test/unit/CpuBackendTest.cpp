@@ -87,6 +87,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
                                            "bahdanau", "mingru", "mamba",
-                                           "gru_hoisted"));
+                                           "rwkv", "slstm", "gru_hoisted"));
 
 } // namespace

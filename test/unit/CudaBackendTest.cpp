@@ -168,6 +168,7 @@ TEST_P(CudaPlanTest, CodeForCommonGpus) {
 INSTANTIATE_TEST_SUITE_P(Examples, CudaPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru", "mamba"));
+                                           "bahdanau", "mingru", "mamba",
+                                           "rwkv", "slstm"));
 
 } // namespace

@@ -141,6 +141,7 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
 INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru", "mamba"));
+                                           "bahdanau", "mingru", "mamba",
+                                           "rwkv", "slstm"));
 
 } // namespace

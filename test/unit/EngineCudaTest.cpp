@@ -113,6 +113,7 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
 INSTANTIATE_TEST_SUITE_P(Examples, EngineCudaTest,
                          ::testing::Values("lstm", "gru", "seq2seq",
                                            "seq2seq_eos", "treelstm",
-                                           "attention", "bahdanau", "mamba"));
+                                           "attention", "bahdanau", "mamba",
+                                           "rwkv", "slstm"));
 
 } // namespace

@@ -255,6 +255,8 @@ INSTANTIATE_TEST_SUITE_P(
         EquivalenceCase{"lnlstm", Policy::Cellular},
         EquivalenceCase{"mingru", Policy::Cellular},
         EquivalenceCase{"mamba", Policy::Cellular},
+        EquivalenceCase{"rwkv", Policy::Cellular},
+        EquivalenceCase{"slstm", Policy::Cellular},
         // Two workers: every example, cellular batching; the
         // baselines and overlapped rounds on a few.
         EquivalenceCase{"lstm", Policy::Cellular, false, 2},
@@ -267,6 +269,8 @@ INSTANTIATE_TEST_SUITE_P(
         EquivalenceCase{"bahdanau", Policy::Cellular, false, 2},
         EquivalenceCase{"mingru", Policy::Cellular, false, 2},
         EquivalenceCase{"mamba", Policy::Cellular, false, 2},
+        EquivalenceCase{"rwkv", Policy::Cellular, false, 2},
+        EquivalenceCase{"slstm", Policy::Cellular, false, 2},
         EquivalenceCase{"seq2seq_eos", Policy::Cellular, false, 2},
         EquivalenceCase{"attention_eos", Policy::Cellular, true, 2},
         EquivalenceCase{"treelstm", Policy::Cellular, true, 2},

@@ -145,6 +145,7 @@ TEST_P(MemoryPlanTest, EveryBatchSizeHasAnExactPlan) {
 INSTANTIATE_TEST_SUITE_P(Examples, MemoryPlanTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
-                                           "bahdanau", "mingru", "mamba"));
+                                           "bahdanau", "mingru", "mamba",
+                                           "rwkv", "slstm"));
 
 } // namespace

@@ -2,8 +2,8 @@
 //
 // Test requests in JSON for the example models: sequences of random tokens
 // (lstm, seq2seq, with a random decode limit) or random feature rows (gru,
-// mingru, mamba), random binary trees (treelstm). Deterministic for a given
-// generator.
+// mingru, mamba, rwkv, slstm), random binary trees (treelstm). Deterministic
+// for a given generator.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELL_TEST_RANDOMREQUESTS_H
@@ -49,7 +49,8 @@ inline std::string randomRequest(const std::string &model, int id,
   int length = std::uniform_int_distribution<int>(1, maxLength)(random);
   // 64 features a step (lnlstm: and its update flag, mostly 1).
   if (model == "gru" || model == "mingru" || model == "mamba" ||
-      model == "stacked" || model == "lnlstm") {
+      model == "rwkv" || model == "slstm" || model == "stacked" ||
+      model == "lnlstm") {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     json += "\"steps\": [";
     for (int t = 0; t < length; ++t) {

@@ -57,6 +57,40 @@ float dotProduct(const float *x, int64_t xStride, const float *y,
   return lanes[0];
 }
 
+/// dotProduct of `Count` (at most kDotLanes) contiguous elements, with a
+/// trip count the compiler unrolls: the same lanes and the same pairwise sum,
+/// so the same bits, without the loops' overhead (a row's sum over a short
+/// axis, Mamba's ReduceSums).
+template <int64_t Count> float shortDot(const float *x, const float *y) {
+  static_assert(Count <= kDotLanes, "one pass over the lanes");
+  float lanes[kDotLanes] = {};
+  for (int64_t l = 0; l < Count; ++l)
+    lanes[l] += x[l] * y[l];
+  for (int64_t width = kDotLanes / 2; width > 0; width /= 2)
+    for (int64_t l = 0; l < width; ++l)
+      lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
+/// The shortDot for `count`, or null where there is none.
+using ShortDot = float (*)(const float *, const float *);
+ShortDot shortDotFor(int64_t count) {
+  switch (count) {
+  case 2:
+    return shortDot<2>;
+  case 3:
+    return shortDot<3>;
+  case 4:
+    return shortDot<4>;
+  case 8:
+    return shortDot<8>;
+  case 16:
+    return shortDot<16>;
+  default:
+    return nullptr;
+  }
+}
+
 /// Whether comparison `code` (Equal, Less, LessOrEqual, Greater,
 /// GreaterOrEqual) holds between `a` and `b`.
 template <typename T> bool compare(OpCode code, T a, T b) {
@@ -239,7 +273,17 @@ Status RegionInterpreter::Impl::executeRowMatMul(PreparedOp &prepared,
           n = op.sizes()->Get(2);
   bool transA = op.trans_a(), transB = op.trans_b();
   bool axpys = !transB && n >= kDotLanes;
+  // A sum over each line's k contiguous elements (n == 1: a ReduceSum or
+  // ReduceMean over the last axis, the dot with a vector).
+  ShortDot lineDot = !transA && n == 1 ? shortDotFor(k) : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
+    if (lineDot) {
+      const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
+      float *result = out.f.data() + r * out.count;
+      for (int64_t i = 0; i < m; ++i)
+        result[i] = lineDot(lhs + i * k, rhs);
+      continue;
+    }
     const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
     float *result = out.f.data() + r * out.count;
     for (int64_t i = 0; i < m; ++i) {
