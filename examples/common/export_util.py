@@ -555,6 +555,16 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
     return path, redrawn
 
 
+def layer_state_names(states, layers, data="x", output="y"):
+    """The input and output names of a stacked cell: the step's data input and
+    output, then per layer k every state s as s<k> in and s<k>_next out."""
+    inputs, outputs = [data], [output]
+    for k in range(layers):
+        inputs += ["%s%d" % (s, k) for s in states]
+        outputs += ["%s%d_next" % (s, k) for s in states]
+    return inputs, outputs
+
+
 def export_and_check(args, module, make_inputs, cell, input_names, output_names,
                      vocab=None, reference_bad_rows=None, positive_inputs=()):
     """Exports one cell to <out>/<cell>.onnx, checks it, optionally verifies it, and

@@ -25,15 +25,6 @@ SIZES = {
 D_STATE, D_CONV, EXPAND = 16, 4, 2
 
 
-def names(layers):
-    """The cell's input and output names: x, then two states a layer."""
-    inputs, outputs = ["x"], ["y"]
-    for k in range(layers):
-        inputs += ["conv%d" % k, "ssm%d" % k]
-        outputs += ["conv%d_next" % k, "ssm%d_next" % k]
-    return inputs, outputs
-
-
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0], SIZES)
     cfg = SIZES[args.size]
@@ -50,7 +41,8 @@ def main():
             states += [torch.randn(b, d_inner, D_CONV), torch.randn(b, d_inner, D_STATE)]
         return [torch.randn(b, d_model)] + states
 
-    export_util.export_and_check(args, m, inputs, "mamba", *names(layers))
+    export_util.export_and_check(args, m, inputs, "mamba",
+                                 *export_util.layer_state_names(("conv", "ssm"), layers))
 
 
 if __name__ == "__main__":

@@ -22,15 +22,6 @@ SIZES = {
 STATES = ("att_x", "aa", "bb", "pp", "ffn_x")
 
 
-def names(blocks):
-    """The cell's input and output names: x, then five states a block."""
-    inputs, outputs = ["x"], ["y"]
-    for k in range(blocks):
-        inputs += ["%s%d" % (s, k) for s in STATES]
-        outputs += ["%s%d_next" % (s, k) for s in STATES]
-    return inputs, outputs
-
-
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0], SIZES)
     cfg = SIZES[args.size]
@@ -43,7 +34,7 @@ def main():
     def inputs(b):
         return [torch.randn(b, width) for _ in range(1 + 5 * blocks)]
 
-    input_names, output_names = names(blocks)
+    input_names, output_names = export_util.layer_state_names(STATES, blocks)
     # bb (a sum of exponentials) is positive in use.
     export_util.export_and_check(args, m, inputs, "rwkv", input_names, output_names,
                                  positive_inputs=[n for n in input_names

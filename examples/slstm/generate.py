@@ -23,15 +23,6 @@ HEADS = 4
 STATES = ("h", "c", "n", "m")
 
 
-def names(layers):
-    """The cell's input and output names: x, then four states a layer."""
-    inputs, outputs = ["x"], ["y"]
-    for k in range(layers):
-        inputs += ["%s%d" % (s, k) for s in STATES]
-        outputs += ["%s%d_next" % (s, k) for s in STATES]
-    return inputs, outputs
-
-
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0], SIZES)
     cfg = SIZES[args.size]
@@ -49,7 +40,7 @@ def main():
                        torch.rand(b, hidden) + 0.5, torch.randn(b, hidden)]
         return [torch.randn(b, cfg["input"])] + states
 
-    input_names, output_names = names(layers)
+    input_names, output_names = export_util.layer_state_names(STATES, layers)
     # n (a sum of gates) is positive in use.
     export_util.export_and_check(args, m, inputs, "slstm", input_names, output_names,
                                  positive_inputs=[n for n in input_names

@@ -37,10 +37,10 @@ constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
                 kTanhP2 = -5.37397155531e-2f, kTanhP3 = 1.33314422036e-1f,
                 kTanhP4 = -3.33332819422e-1f;
 
-float expScalar(float x) {
-  x = x > kExpLow ? x : kExpLow; // as maxps: NaN becomes the bound
-  x = x < kExpHigh ? x : kExpHigh;
-  float n = std::floor(x * kLog2e + 0.5f);
+/// exp's range reduction and polynomial: y with exp(x) = y * 2^n, for an x
+/// already clamped to the range the caller handles.
+float expReduced(float x, float &n) {
+  n = std::floor(x * kLog2e + 0.5f);
   x = x - n * kLn2High;
   x = x - n * kLn2Low;
   float z = x * x;
@@ -48,7 +48,14 @@ float expScalar(float x) {
   for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
     y = y * x + c;
   y = y * z + x;
-  y = y + 1.0f;
+  return y + 1.0f;
+}
+
+float expScalar(float x) {
+  x = x > kExpLow ? x : kExpLow; // as maxps: NaN becomes the bound
+  x = x < kExpHigh ? x : kExpHigh;
+  float n;
+  float y = expReduced(x, n);
   int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
@@ -72,15 +79,8 @@ float expWideScalar(float x) {
     return x;
   x = x > kExpWideLow ? x : kExpWideLow;
   x = x < kExpWideHigh ? x : kExpWideHigh;
-  float n = std::floor(x * kLog2e + 0.5f);
-  x = x - n * kLn2High;
-  x = x - n * kLn2Low;
-  float z = x * x;
-  float y = kExpP0;
-  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = y * x + c;
-  y = y * z + x;
-  y = y + 1.0f;
+  float n;
+  float y = expReduced(x, n);
   float first, second;
   splitScale(static_cast<int32_t>(n), first, second);
   return y * first * second;
@@ -166,10 +166,10 @@ __attribute__((target("avx2"))) inline __m256 tanhVector(__m256 x) {
 
 // The same operations sixteen lanes at a time (no fused multiply-add: the
 // bits of the AVX2 and portable versions).
-__attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(kExpLow));
-  x = _mm512_min_ps(x, _mm512_set1_ps(kExpHigh));
-  __m512 n = _mm512_roundscale_ps(
+/// expReduced sixteen lanes at a time.
+__attribute__((target("avx512f"))) inline __m512 expReducedAvx512(__m512 x,
+                                                                  __m512 &n) {
+  n = _mm512_roundscale_ps(
       _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                     _mm512_set1_ps(0.5f)),
       _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -180,7 +180,14 @@ __attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
   for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
     y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(c));
   y = _mm512_add_ps(_mm512_mul_ps(y, z), x);
-  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  return _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+}
+
+__attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(kExpLow));
+  x = _mm512_min_ps(x, _mm512_set1_ps(kExpHigh));
+  __m512 n;
+  __m512 y = expReducedAvx512(x, n);
   __m512i bits = _mm512_slli_epi32(
       _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
@@ -190,18 +197,8 @@ __attribute__((target("avx512f"))) inline __m512 expWideAvx512(__m512 x) {
   __m512 input = x;
   x = _mm512_max_ps(x, _mm512_set1_ps(kExpWideLow));
   x = _mm512_min_ps(x, _mm512_set1_ps(kExpWideHigh));
-  __m512 n = _mm512_roundscale_ps(
-      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                    _mm512_set1_ps(0.5f)),
-      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2High)));
-  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2Low)));
-  __m512 z = _mm512_mul_ps(x, x);
-  __m512 y = _mm512_set1_ps(kExpP0);
-  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(c));
-  y = _mm512_add_ps(_mm512_mul_ps(y, z), x);
-  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  __m512 n;
+  __m512 y = expReducedAvx512(x, n);
   __m512i whole = _mm512_cvtps_epi32(n);
   __m512i half = _mm512_srai_epi32(whole, 1);
   __m512i bias = _mm512_set1_epi32(127);
