@@ -71,6 +71,14 @@ TEST(StridedBroadcastTest, ABiasAndEqualShapesAreOneRun) {
   EXPECT_EQ(number.innerStride[1], 0);
 }
 
+TEST(StridedBroadcastTest, EqualShapesAreOneRunEvenAgainstAWeight) {
+  // conv_state * weight: [B, 6, 4] * [6, 4], the same elements a row.
+  StridedBroadcast form = formOf({1, 6, 4}, {6, 4}, {1, 6, 4});
+  EXPECT_EQ(form.inner, 24);
+  EXPECT_EQ(form.innerStride[0], 1);
+  EXPECT_EQ(form.innerStride[1], 1);
+}
+
 TEST(StridedBroadcastTest, ThreeLevelsHaveNoTwoLoopForm) {
   // [B, 2, 1, 3] * [B, 1, 4, 1]: neither operand reads runs over one split.
   StridedBroadcast form = formOf({1, 2, 1, 3}, {1, 1, 4, 1}, {1, 2, 4, 3});

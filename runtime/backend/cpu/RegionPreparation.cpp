@@ -163,7 +163,9 @@ Status prepareBroadcastMaps(const std::vector<Value> &values,
 StridedBroadcast cellrun::cpu::detail::stridedBroadcast(
     const std::vector<std::vector<int64_t>> &maps,
     const std::vector<int64_t> &resultShape, int64_t count) {
-  // Candidate splits: the products of the result's trailing dimensions.
+  // Candidate splits: the products of the result's trailing dimensions; the
+  // longest runs that fit win (equal shapes: one run a row).
+  StridedBroadcast best;
   int64_t inner = 1;
   for (size_t d = resultShape.size(); d-- > 0;) {
     inner *= resultShape[d];
@@ -184,9 +186,9 @@ StridedBroadcast cellrun::cpu::detail::stridedBroadcast(
       form.innerStride[n] = innerStride;
     }
     if (fits)
-      return form;
+      best = form;
   }
-  return {};
+  return best;
 }
 
 namespace {
