@@ -216,12 +216,9 @@ NodeConverter cellc::findConverter(StringRef opType) {
 std::string cellc::supportedOpTypes() {
   return "Add, ArgMax, Cast, Concat, Constant, Div, Equal, Erf, Exp, "
          "Gather, Gemm, Greater, GreaterOrEqual, GRU, Identity, "
-         "InstanceNormalization, "
-         "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
-         "MatMul, Max, Min, Mul, Neg, Not, Pow, ReduceMax, ReduceMean, "
-         "ReduceSum, Relu, "
-         "Reshape, RNN, Sigmoid, Slice, Softmax, Softplus, Split, Sqrt, "
-         "Squeeze, Sub, "
-         "Tanh, Transpose, Unsqueeze, Where (and shape arithmetic: Shape "
-         "with what folds over it)";
+         "InstanceNormalization, LayerNormalization, Less, LessOrEqual, Log, "
+         "LogSoftmax, LSTM, MatMul, Max, Min, Mul, Neg, Not, Pow, ReduceMax, "
+         "ReduceMean, ReduceSum, Relu, Reshape, RNN, Sigmoid, Slice, Softmax, "
+         "Softplus, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, "
+         "Where (and shape arithmetic: Shape with what folds over it)";
 }

@@ -495,14 +495,14 @@ def write_cell_reference(args, module, example, cell, input_names, output_names,
         except Exception as e:  # pragma: no cover (torch without the switch)
             print("warning: torch.use_deterministic_algorithms: %s" % e, file=sys.stderr)
         torch.set_num_threads(1)
+        magnitudes = [name in positive for name in input_names]
+
+        def draw(like, rows, n):
+            x = _reference_input(torch, gen, like, rows, vocab)
+            return x.abs() if magnitudes[n] else x
+
         with torch.no_grad():
             for b in REFERENCE_BATCHES:
-                magnitudes = [name in positive for name in input_names]
-
-                def draw(like, rows, n):
-                    x = _reference_input(torch, gen, like, rows, vocab)
-                    return x.abs() if magnitudes[n] else x
-
                 ins = [draw(x, b, n) for n, x in enumerate(example)]
                 outs = _run_module(module, ins, output_names)
                 for _ in range(max_rounds):

@@ -201,24 +201,16 @@ def run_tree_opset(case, opset, args, work, label):
                  for n, w in (internal_inputs if children else leaf_inputs)}
                 for children in nodes]
         requests.append(("t%d" % r, nodes, root, data))
-    with open(os.path.join(work, "requests.jsonl"), "w") as f:
-        for rid, nodes, root, data in requests:
-            body = []
-            for children, values in zip(nodes, data):
-                node = {n: [float(v) for v in values[n][0]] for n in values}
-                if children:
-                    node["children"] = children
-                body.append(node)
-            f.write(json.dumps({"id": rid, "nodes": body, "root": root}) + "\n")
-    result_path = os.path.join(work, "results.jsonl")
-    served = subprocess.run([args.cellrun, "run", artifact, "--input",
-                             os.path.join(work, "requests.jsonl"), "--output",
-                             result_path, "--device", "cpu", "--quiet"],
-                            capture_output=True, text=True)
-    if served.returncode != 0:
-        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
-    with open(result_path) as f:
-        results = {r["id"]: r for r in map(json.loads, f)}
+    lines = []
+    for rid, nodes, root, data in requests:
+        body = []
+        for children, values in zip(nodes, data):
+            node = {n: [float(v) for v in values[n][0]] for n in values}
+            if children:
+                node["children"] = children
+            body.append(node)
+        lines.append(json.dumps({"id": rid, "nodes": body, "root": root}) + "\n")
+    results = serve_lines(args, artifact, work, "requests", lines, label)
     worst = 0.0
     with torch.no_grad():
         for rid, nodes, root, data in requests:
@@ -317,18 +309,9 @@ def run_seq2seq_opset(case, opset, args, work, label):
         length = 1 + r % spec["longest_source"]
         sources.append([int(t) for t in torch.randint(3, vocab, (length,),
                                                       generator=generator)])
-    request_path = os.path.join(work, "requests.jsonl")
-    with open(request_path, "w") as f:
-        for r, source in enumerate(sources):
-            f.write(json.dumps({"id": "s%d" % r, "tokens": source}) + "\n")
-    result_path = os.path.join(work, "results.jsonl")
-    served = subprocess.run([args.cellrun, "run", artifact, "--input", request_path,
-                             "--output", result_path, "--device", "cpu", "--quiet"],
-                            capture_output=True, text=True)
-    if served.returncode != 0:
-        fail("%s: cellrun run failed:\n%s%s" % (label, served.stdout, served.stderr))
-    with open(result_path) as f:
-        results = {r["id"]: r for r in map(json.loads, f)}
+    results = serve_lines(args, artifact, work, "requests",
+                          [json.dumps({"id": "s%d" % r, "tokens": source}) + "\n"
+                           for r, source in enumerate(sources)], label)
     stops = {"eos": 0, "limit": 0}
     for r, source in enumerate(sources):
         rid = "s%d" % r

@@ -110,21 +110,18 @@ void binaryFloats(OpCode code, const float *a, const float *b, float *out,
     return;
   }
 }
-/// out[i] = f(a(i), b(i)) for i < count, where a(i) is a[i] for a run and
-/// a[0] for a number (likewise b): loops the compiler vectorises.
+/// out[i] = f(a[i], b[0]) for a run of a (runOfA), else f(a[0], b[i]), for
+/// i < count: loops the compiler vectorises.
 template <typename Op>
 void runsOrNumbers(Op f, const float *a, bool runOfA, const float *b,
-                   bool runOfB, float *out, int64_t count) {
+                   float *out, int64_t count) {
   float x = a[0], y = b[0];
-  if (runOfA && !runOfB)
+  if (runOfA)
     for (int64_t i = 0; i < count; ++i)
       out[i] = f(a[i], y);
-  else if (!runOfA && runOfB)
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = f(x, b[i]);
   else
     for (int64_t i = 0; i < count; ++i)
-      out[i] = f(x, y);
+      out[i] = f(x, b[i]);
 }
 
 /// a op b through a strided broadcast: per outer index, a run against a
@@ -143,20 +140,17 @@ void stridedFloats(OpCode code, const StridedBroadcast &form, const float *a,
     }
     switch (code) {
     case OpCode::Add:
-      runsOrNumbers(std::plus<float>(), rowA, runOfA, rowB, runOfB, rowOut,
-                    inner);
+      runsOrNumbers(std::plus<float>(), rowA, runOfA, rowB, rowOut, inner);
       break;
     case OpCode::Sub:
-      runsOrNumbers(std::minus<float>(), rowA, runOfA, rowB, runOfB, rowOut,
-                    inner);
+      runsOrNumbers(std::minus<float>(), rowA, runOfA, rowB, rowOut, inner);
       break;
     case OpCode::Mul:
-      runsOrNumbers(std::multiplies<float>(), rowA, runOfA, rowB, runOfB,
-                    rowOut, inner);
+      runsOrNumbers(std::multiplies<float>(), rowA, runOfA, rowB, rowOut,
+                    inner);
       break;
     default:
-      runsOrNumbers(std::divides<float>(), rowA, runOfA, rowB, runOfB, rowOut,
-                    inner);
+      runsOrNumbers(std::divides<float>(), rowA, runOfA, rowB, rowOut, inner);
       break;
     }
   }

@@ -54,8 +54,8 @@ struct MoveRun {
 
 /// A binary op's broadcast maps as two nested loops, when they have that
 /// form: result element o * inner + i reads operand n at
-/// o * outerStride[n] + i * innerStride[n], inner strides 0 or 1 (a number
-/// against a run, or two runs). inner == 0: no such form.
+/// o * outerStride[n] + i * innerStride[n], inner strides 0 or 1 and not
+/// both 0 (a number against a run, or two runs). inner == 0: no such form.
 struct StridedBroadcast {
   int64_t inner = 0;
   int64_t outerStride[2] = {0, 0}, innerStride[2] = {0, 0};

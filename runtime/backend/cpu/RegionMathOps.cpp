@@ -277,15 +277,13 @@ Status RegionInterpreter::Impl::executeRowMatMul(PreparedOp &prepared,
   // ReduceMean over the last axis, the dot with a vector).
   ShortDot lineDot = !transA && n == 1 ? shortDotFor(k) : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
+    const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
+    float *result = out.f.data() + r * out.count;
     if (lineDot) {
-      const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
-      float *result = out.f.data() + r * out.count;
       for (int64_t i = 0; i < m; ++i)
         result[i] = lineDot(lhs + i * k, rhs);
       continue;
     }
-    const float *lhs = a.floatRow(r), *rhs = b.floatRow(r);
-    float *result = out.f.data() + r * out.count;
     for (int64_t i = 0; i < m; ++i) {
       float *line = result + i * n;
       const float *lhsLine = transA ? lhs + i : lhs + i * k;

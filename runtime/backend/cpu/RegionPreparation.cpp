@@ -185,7 +185,9 @@ StridedBroadcast cellrun::cpu::detail::stridedBroadcast(
       form.outerStride[n] = outerStride;
       form.innerStride[n] = innerStride;
     }
-    if (fits)
+    // A number against a number cannot be (the result's dimensions come
+    // from the operands), but the loops would not compute it.
+    if (fits && (form.innerStride[0] == 1 || form.innerStride[1] == 1))
       best = form;
   }
   return best;

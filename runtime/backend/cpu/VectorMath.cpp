@@ -1,4 +1,4 @@
-//===- VectorMath.cpp - Sigmoid, tanh and exp over arrays -----------===//
+//===- VectorMath.cpp - Sigmoid, tanh and exp over arrays ----------------===//
 //
 // Scalar, AVX2 and AVX-512 versions of the same arithmetic (see
 // VectorMath.h). The
@@ -86,8 +86,6 @@ float expWideScalar(float x) {
   return y * first * second;
 }
 } // namespace
-
-float cellrun::cpu::expElement(float x) { return expWideScalar(x); }
 
 float cellrun::cpu::sigmoidScalar(float x) {
   if (std::isnan(x))
@@ -193,12 +191,17 @@ __attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
   return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
 }
 
+__attribute__((target("avx512f"))) inline __m512 keepNan(__m512 x,
+                                                         __m512 result) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result,
+                              x);
+}
+
 __attribute__((target("avx512f"))) inline __m512 expWideAvx512(__m512 x) {
-  __m512 input = x;
-  x = _mm512_max_ps(x, _mm512_set1_ps(kExpWideLow));
-  x = _mm512_min_ps(x, _mm512_set1_ps(kExpWideHigh));
+  __m512 clamped = _mm512_max_ps(x, _mm512_set1_ps(kExpWideLow));
+  clamped = _mm512_min_ps(clamped, _mm512_set1_ps(kExpWideHigh));
   __m512 n;
-  __m512 y = expReducedAvx512(x, n);
+  __m512 y = expReducedAvx512(clamped, n);
   __m512i whole = _mm512_cvtps_epi32(n);
   __m512i half = _mm512_srai_epi32(whole, 1);
   __m512i bias = _mm512_set1_epi32(127);
@@ -206,15 +209,7 @@ __attribute__((target("avx512f"))) inline __m512 expWideAvx512(__m512 x) {
       _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, bias), 23));
   __m512 second = _mm512_castsi512_ps(_mm512_slli_epi32(
       _mm512_add_epi32(_mm512_sub_epi32(whole, half), bias), 23));
-  __m512 result = _mm512_mul_ps(_mm512_mul_ps(y, first), second);
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(input, input, _CMP_UNORD_Q),
-                              result, input);
-}
-
-__attribute__((target("avx512f"))) inline __m512 keepNan(__m512 x,
-                                                         __m512 result) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result,
-                              x);
+  return keepNan(x, _mm512_mul_ps(_mm512_mul_ps(y, first), second));
 }
 
 __attribute__((target("avx512f"))) inline __m512 sigmoidVector(__m512 x) {

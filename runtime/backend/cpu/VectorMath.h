@@ -31,7 +31,6 @@ void expArray(const float *in, float *out, int64_t count,
 /// One element, as the array functions compute it.
 float sigmoidScalar(float x);
 float tanhScalar(float x);
-float expElement(float x);
 
 namespace detail {
 void sigmoidAvx2(const float *in, float *out, int64_t count);
