@@ -89,9 +89,21 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
 
 uint32_t EngineWorker::createPolicy() {
   std::vector<PartInfo> parts;
-  for (const CellRoles &roles : parser_->structure().cells)
-    parts.push_back({roles.cell->name()->str(), roles.cell->priority(),
-                     artifact_->batchSizes(*roles.cell)});
+  const ModelStructure &structure = parser_->structure();
+  for (const CellRoles &roles : structure.cells) {
+    PartInfo &part = parts.emplace_back();
+    part.name = roles.cell->name()->str();
+    part.priority = roles.cell->priority();
+    part.batchSizes = artifact_->batchSizes(*roles.cell);
+  }
+  // Encoders feed decoders, leaves feed internal nodes (a custom
+  // unfolder's parts: unknown, so none wait).
+  if ((structure.kind == cellpack::Structure::Seq2Seq ||
+       structure.kind == cellpack::Structure::Tree) &&
+      parts.size() == 2) {
+    parts[1].feeders = {0};
+    parts[1].fillRows = options_.fillRows;
+  }
   uint32_t largest = 0;
   for (const PartInfo &part : parts) {
     stats_.cells.push_back({part.name});

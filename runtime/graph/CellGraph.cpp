@@ -339,8 +339,14 @@ Status CellGraph::nodeDone(uint32_t node, const RowReader &read,
 
 Result<std::vector<CellGraph::RowNeed>>
 CellGraph::peakRows(uint32_t nodesInFlight) const {
-  // A chain holds the outputs of the node before the nodes in flight and
-  // of every node in flight, and one data row per node in flight.
+  // Seq2seq: a node's output rows go back once its last reader is
+  // submitted (the engine binds a round's tasks one by one, and a later
+  // writer of a row runs after that reader on the same worker), so a chain
+  // holds two generations of outputs however many of its nodes are in
+  // flight: the producer's and those of the node being bound. Data rows go
+  // back when their node completes: one per node in flight. A custom
+  // unfolder's rows go back when their readers complete: the outputs of
+  // the node before those in flight and of every node in flight.
   uint32_t generations = nodesInFlight + 1;
   std::vector<RowNeed> needs;
   auto addPart = [&](uint32_t part, uint32_t outputCopies,
@@ -358,12 +364,11 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
     addPart(0, 3, 2);
     break;
   case cellpack::Structure::Seq2Seq: {
-    // The encoder's last states live on into the first decoder step; the
-    // decoder holds its window of steps and the step before them, and one
-    // token row (BOS, or the token the host feeds back).
-    addPart(0, generations, nodesInFlight);
-    uint32_t window = std::min(decodeWindow_, nodesInFlight);
-    addPart(1, window + 1, 1);
+    // The encoder's last states live on into the first decoder step (the
+    // two parts' rows add up where they share a pool); the decoder needs
+    // one token row (BOS, or the token the host feeds back).
+    addPart(0, 2, nodesInFlight);
+    addPart(1, 2, 1);
     for (const ModelStructure::Memory &memory : structure_.memories)
       needs.push_back({1, memory.input, false, 1});
     if (structure_.memoryMaskInput >= 0)

@@ -36,6 +36,10 @@ struct PartInfo {
   std::string name;
   int priority = 0;
   std::vector<uint32_t> batchSizes;
+  /// Cellular: the parts whose nodes lead to this part's, and the fill
+  /// rule's rows (CellTypeConfig).
+  std::vector<uint32_t> feeders;
+  uint32_t fillRows = 0;
 };
 
 class BatchingPolicy {

@@ -49,7 +49,12 @@ struct SubgraphRecord {
 class CellularPolicy final : public BatchingPolicy {
 public:
   CellularPolicy(const std::vector<PartInfo> &parts, uint32_t maxTasks)
-      : scheduler_(configs(parts), maxTasks) {}
+      : scheduler_(configs(parts), maxTasks) {
+    for (uint32_t part = 0; part < parts.size(); ++part)
+      if (parts[part].fillRows > 0)
+        (void)scheduler_.setFillRule(
+            part, {parts[part].feeders, parts[part].fillRows});
+  }
 
   void admitted(uint64_t, uint32_t) override {}
 

@@ -53,6 +53,9 @@ struct Scheduler::CellQueue {
   uint32_t left = 0;
   /// Tree-shaped subgraphs in the queue (0: chains only, nothing to commit).
   uint32_t trees = 0;
+  FillRule fill;
+  /// Consecutive schedule() calls that passed it over by the fill rule.
+  uint32_t heldCalls = 0;
 };
 
 Scheduler::Scheduler(std::vector<CellTypeConfig> cellTypes,
@@ -149,6 +152,23 @@ Scheduler::Subgraph *Scheduler::find(SubgraphId id) const {
     return nullptr;
   Subgraph &subgraph = const_cast<Subgraph &>(arena_[slot]);
   return subgraph.id == id ? &subgraph : nullptr;
+}
+
+Status Scheduler::setFillRule(uint32_t cellType, FillRule rule) {
+  if (cellType >= queues_.size())
+    return Status(StatusCode::InvalidArgument,
+                  "no cell type " + std::to_string(cellType));
+  for (uint32_t feeder : rule.feeders)
+    if (feeder >= queues_.size() || feeder == cellType)
+      return Status(StatusCode::InvalidArgument,
+                    "cell type " + std::to_string(cellType) +
+                        " cannot be fed by cell type " +
+                        std::to_string(feeder));
+  CellQueue &queue = queues_[cellType];
+  rule.rows = std::min(rule.rows, queue.config.batchSizes.back());
+  queue.fill = std::move(rule);
+  queue.heldCalls = 0;
+  return Status::ok();
 }
 
 Status Scheduler::extend(SubgraphId chain, uint32_t nodes) {
@@ -345,12 +365,35 @@ void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
   }
 }
 
+/// The fill rule: a type with a few ready nodes waits while a feeder has
+/// at least as many as fill its task (offline, a decoder waits for the
+/// encoders that are about to end instead of running rounds of a handful
+/// of rows; at light load no feeder has that many, so nothing waits), for
+/// a bounded number of calls.
+bool Scheduler::waitsToFill(uint32_t cellType) const {
+  const CellQueue &queue = queues_[cellType];
+  uint32_t fill = queue.fill.rows;
+  if (fill == 0 || queue.ready == 0 || queue.ready >= fill ||
+      queue.heldCalls >= queue.fill.maxHeldCalls)
+    return false;
+  for (uint32_t feeder : queue.fill.feeders)
+    if (queues_[feeder].ready >= fill)
+      return true;
+  return false;
+}
+
 std::vector<Task> Scheduler::schedule(int worker) {
+  // Types the fill rule holds back this call (only while another type has
+  // ready nodes: some feeder has).
+  bool anyWaiting = false;
+  std::vector<bool> waiting(queues_.size(), false);
+  for (uint32_t type = 0; type < queues_.size(); ++type)
+    anyWaiting |= waiting[type] = waitsToFill(type);
   // The three tiers of Algorithm 1 (lines 5-9), highest priority within.
   auto choose = [&](auto eligible) -> int {
     int best = -1;
     for (uint32_t type = 0; type < queues_.size(); ++type)
-      if (eligible(type, queues_[type]) &&
+      if (!waiting[type] && eligible(type, queues_[type]) &&
           (best < 0 ||
            queues_[type].config.priority > queues_[best].config.priority))
         best = static_cast<int>(type);
@@ -373,12 +416,21 @@ std::vector<Task> Scheduler::schedule(int worker) {
     });
   if (chosen < 0)
     chosen = choose([](uint32_t, const CellQueue &q) { return q.ready > 0; });
+  if (chosen < 0 && anyWaiting) { // feeders waiting on each other: none do
+    std::fill(waiting.begin(), waiting.end(), false);
+    chosen = choose([](uint32_t, const CellQueue &q) { return q.ready > 0; });
+  }
   std::vector<Task> tasks;
   if (chosen >= 0) {
     batch(static_cast<uint32_t>(chosen), worker, tasks);
     if (worker >= 0 && !tasks.empty())
       lastType_[worker] = chosen;
   }
+  // A type waits again only after it has run.
+  for (uint32_t type = 0; anyWaiting && type < queues_.size(); ++type)
+    queues_[type].heldCalls += waiting[type];
+  if (chosen >= 0)
+    queues_[chosen].heldCalls = 0;
   return tasks;
 }
 

@@ -5,7 +5,9 @@
 // dependencies are met), a choice of cell type in three tiers (enough ready
 // nodes for the largest batch; ready nodes and no running task, other than
 // the type the worker ran last; any ready nodes; ties to the highest
-// priority), up to MaxTasksToSubmit batched tasks
+// priority; a type whose few ready nodes its feeders are about to join
+// waits for them a bounded while: the fill rule), up to MaxTasksToSubmit
+// batched tasks
 // per call, dependencies updated at submission so that a node whose
 // predecessors are in one task can go into the very next task, and
 // subgraphs pinned to the worker that runs them until none of their nodes
@@ -40,6 +42,18 @@ struct CellTypeConfig {
   std::string name;
   int priority = 0;                 // higher first
   std::vector<uint32_t> batchSizes; // supported, increasing, non-empty
+};
+
+/// The fill rule of a cell type: while it has fewer ready nodes than
+/// `rows` (0: never) and one of its `feeders` (the types whose nodes lead
+/// to its nodes: a seq2seq's encoder feeds its decoder, a tree's leaves its
+/// internal nodes) has at least as many, the type waits for them to fill
+/// its tasks, for at most `maxHeldCalls` consecutive calls of schedule()
+/// that pass it over.
+struct FillRule {
+  std::vector<uint32_t> feeders;
+  uint32_t rows = 0;
+  uint32_t maxHeldCalls = 4;
 };
 
 /// Names a subgraph while it is in the scheduler; never 0, never reused.
@@ -81,6 +95,9 @@ public:
   /// whose successor it is has been submitted.
   Result<SubgraphId> addTree(uint32_t cellType, std::vector<int32_t> successor,
                              uint64_t tag, uint64_t deadline = UINT64_MAX);
+  /// Sets `cellType`'s fill rule (none by default); rows above its
+  /// largest batch size count as that size.
+  Status setFillRule(uint32_t cellType, FillRule rule);
   /// Appends `nodes` nodes to a chain that has not left the scheduler.
   Status extend(SubgraphId chain, uint32_t nodes);
   /// Drops the nodes of `subgraph` not yet submitted. True when it has left
@@ -121,6 +138,7 @@ private:
   void commit(CellQueue &queue, const Task &task);
   void undo(CellQueue &queue, const Task &task);
   void batch(uint32_t cellType, int worker, std::vector<Task> &tasks);
+  bool waitsToFill(uint32_t cellType) const;
 
   std::vector<CellQueue> queues_;
   uint32_t maxTasksToSubmit_;

@@ -83,6 +83,13 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
+  app.add_option(
+         "--fill-rows", args.fillRows,
+         "cellular: a decoder (a tree's internal nodes) with fewer ready "
+         "nodes than this waits up to 4 rounds while its encoders "
+         "(leaves) have at least as many ready, so its tasks fill (0: "
+         "never waits)")
+      ->capture_default_str();
   app.add_option("--bucket-width", args.bucketWidth,
                  "padded policy: lengths a bucket")
       ->capture_default_str()

@@ -103,6 +103,7 @@ Status BenchSession::load(DeviceKind device) {
   base_.workers = args_.workers;
   base_.poolRows = args_.poolRows;
   base_.bucketWidth = args_.bucketWidth;
+  base_.fillRows = args_.fillRows;
   for (const CellInfo &cell : model_.cells)
     largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;

@@ -32,7 +32,7 @@ struct RunArgs {
   std::string model, input, output, taskLog;
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
-           threads = 0, workers = 1, resultBufferMb = 256,
+           fillRows = 32, threads = 0, workers = 1, resultBufferMb = 256,
            maxSteps = RequestLimits().maxSteps;
   bool quiet = false, allowNonFinite = false;
 };
@@ -65,6 +65,13 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "padded/graph: requests a batch (default: the largest batch "
                  "size)")
       ->check(positive);
+  app.add_option(
+         "--fill-rows", args.fillRows,
+         "cellular: a decoder (a tree's internal nodes) with fewer ready "
+         "nodes than this waits up to 4 rounds while its encoders "
+         "(leaves) have at least as many ready, so its tasks fill (0: "
+         "never waits)")
+      ->capture_default_str();
   app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
       ->capture_default_str()
       ->check(positive);
@@ -204,6 +211,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.maxQueue = args.maxQueue;
   engineOptions.batchRequests = args.batchRequests;
   engineOptions.bucketWidth = args.bucketWidth;
+  engineOptions.fillRows = args.fillRows;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
   return std::nullopt;

@@ -60,8 +60,12 @@ struct EngineOptions {
   /// Requests waiting for admission; beyond it submit fails at once.
   uint32_t maxQueue = 1024;
   uint32_t maxTasksToSubmit = 5; // cellular
-  uint32_t bucketWidth = 8;      // padded: lengths per bucket
-  uint32_t batchRequests = 0;    // padded, graph: 0 = the largest batch size
+  /// Cellular: a decoder (a tree's internal nodes) with fewer ready nodes
+  /// than this waits a few rounds while its encoders (leaves) have at
+  /// least as many ready, so that its tasks fill (0: never waits).
+  uint32_t fillRows = 32;
+  uint32_t bucketWidth = 8;   // padded: lengths per bucket
+  uint32_t batchRequests = 0; // padded, graph: 0 = the largest batch size
   RequestLimits limits;
   /// Workers, one per device: cuda devices executor.cudaDevice + 0, 1, ...;
   /// on the cpu backend each worker has its own pools and threads. A

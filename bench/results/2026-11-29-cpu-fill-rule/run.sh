@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The fill rule (cellular: a decoder or a tree's internal nodes with fewer
+# ready nodes than --fill-rows wait up to 4 rounds while their encoders or
+# leaves have that many ready) on and off, same build, same traces, on the
+# 2-core CPU VM: offline against graph batching, then online. From the
+# repository root after `scripts/build.sh` and `ninja -C build bench-artifacts`.
+set -euo pipefail
+out=bench/results/2026-11-29-cpu-fill-rule
+cellrun=build/tools/cellrun/cellrun
+pairs=bench/workloads/wmt15-pairs-max50.csv
+for model in seq2seq attention; do
+  for fill in 0 32; do
+    $cellrun bench build/examples/$model/bench-fp32.cellpack --workload $pairs \
+      --offline 200 --policy cellular,graph --threads 2 --quiet --repeat 3 \
+      --fill-rows $fill --out $out/$model-offline-fill$fill > $out/$model-offline-fill$fill.txt
+    $cellrun bench build/examples/$model/bench-fp32.cellpack --workload $pairs \
+      --sweep 100,200,300 --duration 6 --policy cellular --threads 2 --quiet \
+      --repeat 3 --fill-rows $fill --out $out/$model-online-fill$fill > $out/$model-online-fill$fill.txt
+  done
+done
+for fill in 0 32; do
+  $cellrun bench build/examples/treelstm/bench-fp32.cellpack --workload bench/workloads/treebank.csv \
+    --offline 400 --policy cellular,graph --threads 2 --quiet --repeat 3 \
+    --fill-rows $fill --out $out/treelstm-offline-fill$fill > $out/treelstm-offline-fill$fill.txt
+done
+rm -f $out/*/trace-*.jsonl $out/*/peer-*.jsonl $out/*/reference.jsonl
