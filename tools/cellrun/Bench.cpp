@@ -80,6 +80,9 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--pool-rows", args.poolRows, "rows of every state pool")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 30));
+  app.add_option("--memory-budget", args.memoryBudget,
+                 "state memory for requests, e.g. 2GB (overrides --pool-rows)")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");

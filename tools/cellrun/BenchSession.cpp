@@ -1,6 +1,7 @@
 //===- BenchSession.cpp - One `cellrun bench` run
 //--------------------------===//
 #include "BenchSession.h"
+#include "CommandLine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -102,6 +103,14 @@ Status BenchSession::load(DeviceKind device) {
   base_.executor.threads = args_.threads;
   base_.workers = args_.workers;
   base_.poolRows = args_.poolRows;
+  if (args_.memoryBudget > 0) {
+    std::string error;
+    std::optional<uint32_t> rows =
+        poolRowsOfBudget(args_.memoryBudget, model_.poolBytesPerRow, error);
+    if (!rows)
+      return Status(StatusCode::InvalidArgument, error);
+    base_.poolRows = *rows;
+  }
   base_.bucketWidth = args_.bucketWidth;
   base_.fillRows = args_.fillRows;
   for (const CellInfo &cell : model_.cells)

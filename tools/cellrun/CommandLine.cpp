@@ -1,6 +1,7 @@
 //===- CommandLine.cpp - Subcommands and their command lines --------------===//
 #include "CommandLine.h"
 
+#include <algorithm>
 #include <iostream>
 
 namespace cellrun::tool {
@@ -20,6 +21,19 @@ std::optional<int> parseCommandLine(CLI::App &app,
     return kExitUsage;
   }
   return std::nullopt;
+}
+
+std::optional<uint32_t> poolRowsOfBudget(uint64_t budgetBytes,
+                                         uint64_t bytesPerRow,
+                                         std::string &error) {
+  uint64_t rows = budgetBytes / std::max<uint64_t>(bytesPerRow, 1);
+  if (rows < 2) {
+    error = "--memory-budget " + std::to_string(budgetBytes) +
+            " bytes is less than two rows of the model's state (" +
+            std::to_string(bytesPerRow) + " bytes a row)";
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(rows, 1u << 28));
 }
 
 } // namespace cellrun::tool

@@ -27,6 +27,14 @@ constexpr int kExitUsage = 2;   // the command line is wrong
 std::optional<int> parseCommandLine(CLI::App &app,
                                     const std::vector<std::string> &args);
 
+/// The pool rows a state memory budget of `budgetBytes` buys when every
+/// row type costs `bytesPerRow` together (ModelInfo::poolBytesPerRow), at
+/// most 2^28; nothing (the message in `error`) when it is less than two
+/// rows.
+std::optional<uint32_t> poolRowsOfBudget(uint64_t budgetBytes,
+                                         uint64_t bytesPerRow,
+                                         std::string &error);
+
 /// One subcommand of cellrun: `cellrun <name> ARGS...`.
 struct Subcommand {
   const char *name;

@@ -34,6 +34,7 @@ struct RunArgs {
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, workers = 1, resultBufferMb = 256,
            maxSteps = RequestLimits().maxSteps;
+  uint64_t memoryBudget = 0; // bytes; 0: poolRows
   bool quiet = false, allowNonFinite = false;
 };
 
@@ -58,6 +59,9 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "rows of every state pool: the memory budget")
       ->capture_default_str()
       ->check(positive);
+  app.add_option("--memory-budget", args.memoryBudget,
+                 "state memory for requests, e.g. 2GB (overrides --pool-rows)")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-queue", args.maxQueue, "requests waiting for admission")
       ->capture_default_str()
       ->check(positive);
@@ -288,6 +292,17 @@ int runRun(const std::vector<std::string> &arguments) {
     engineOptions.onTask = [&taskLog](const TaskRecord &record) {
       taskLog.add(record);
     };
+  if (args.memoryBudget > 0) {
+    std::string error;
+    std::optional<uint32_t> rows = poolRowsOfBudget(
+        args.memoryBudget, describeModel(*artifact.value()).poolBytesPerRow,
+        error);
+    if (!rows) {
+      std::cerr << "cellrun run: " << error << "\n";
+      return kExitUsage;
+    }
+    engineOptions.poolRows = *rows;
+  }
   auto created = Engine::create(artifact.value(), engineOptions);
   if (!created.ok()) {
     std::cerr << "cellrun: error: " << created.status().message() << "\n";

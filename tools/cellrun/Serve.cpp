@@ -192,15 +192,14 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.limits.maxSteps = args.maxSteps;
   size_t rowBytes = info.poolBytesPerRow;
   if (args.memoryBudget > 0) {
-    uint64_t rows = args.memoryBudget / std::max<size_t>(rowBytes, 1);
-    if (rows < 2) {
-      spdlog::error("--memory-budget {} bytes is less than two rows of the "
-                    "model's state ({} bytes a row)",
-                    args.memoryBudget, rowBytes);
+    std::string error;
+    std::optional<uint32_t> rows =
+        poolRowsOfBudget(args.memoryBudget, rowBytes, error);
+    if (!rows) {
+      spdlog::error("{}", error);
       return std::nullopt;
     }
-    options.poolRows =
-        static_cast<uint32_t>(std::min<uint64_t>(rows, 1u << 28));
+    options.poolRows = *rows;
   }
   return options;
 }

@@ -24,3 +24,15 @@ for fill in 0 32; do
     --fill-rows $fill --out $out/treelstm-offline-fill$fill > $out/treelstm-offline-fill$fill.txt
 done
 rm -f $out/*/trace-*.jsonl $out/*/peer-*.jsonl $out/*/reference.jsonl
+# Past the knee, cellular against graph batching (the 2026-11-26 figures had
+# graph ahead there: seq2seq at 427/s offered served 425 against 345).
+$cellrun bench build/examples/seq2seq/bench-fp32.cellpack --workload $pairs \
+  --sweep 350,425,500 --duration 6 --policy cellular,graph --threads 2 --quiet \
+  --repeat 3 --out $out/seq2seq-knee > $out/seq2seq-knee.txt
+$cellrun bench build/examples/attention/bench-fp32.cellpack --workload $pairs \
+  --sweep 175,225,275 --duration 6 --policy cellular,graph --threads 2 --quiet \
+  --repeat 3 --out $out/attention-knee > $out/attention-knee.txt
+$cellrun bench build/examples/treelstm/bench-fp32.cellpack --workload bench/workloads/treebank.csv \
+  --sweep 450,550,650 --duration 6 --policy cellular,graph --threads 2 --quiet \
+  --repeat 3 --out $out/treelstm-knee > $out/treelstm-knee.txt
+rm -f $out/*/trace-*.jsonl $out/*/peer-*.jsonl $out/*/reference.jsonl
