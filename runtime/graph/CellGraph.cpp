@@ -342,12 +342,21 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
   // Seq2seq: a node's output rows go back once its last reader is
   // submitted (the engine binds a round's tasks one by one, and a later
   // writer of a row runs after that reader on the same worker), so a chain
-  // holds two generations of outputs however many of its nodes are in
-  // flight: the producer's and those of the node being bound. Data rows go
-  // back when their node completes: one per node in flight. A custom
-  // unfolder's rows go back when their readers complete: the outputs of
-  // the node before those in flight and of every node in flight.
+  // whose step reads the step before it holds two generations of outputs
+  // however many of its nodes are in flight: the producer's and those of
+  // the node being bound. A step that reads no state has no reader: its
+  // rows go back when it completes, as do data rows (one per node in
+  // flight). A custom unfolder's rows go back when their readers complete:
+  // the outputs of the node before those in flight and of every node in
+  // flight.
   uint32_t generations = nodesInFlight + 1;
+  auto chainGenerations = [&](uint32_t part) {
+    const std::vector<int32_t> &updatedBy = structure_.cells[part].updatedBy;
+    bool readsItsPredecessor =
+        std::any_of(updatedBy.begin(), updatedBy.end(),
+                    [](int32_t output) { return output >= 0; });
+    return readsItsPredecessor ? 2u : generations;
+  };
   std::vector<RowNeed> needs;
   auto addPart = [&](uint32_t part, uint32_t outputCopies,
                      uint32_t dataCopies) {
@@ -367,8 +376,8 @@ CellGraph::peakRows(uint32_t nodesInFlight) const {
     // The encoder's last states live on into the first decoder step (the
     // two parts' rows add up where they share a pool); the decoder needs
     // one token row (BOS, or the token the host feeds back).
-    addPart(0, 2, nodesInFlight);
-    addPart(1, 2, 1);
+    addPart(0, chainGenerations(0), nodesInFlight);
+    addPart(1, chainGenerations(1), 1);
     for (const ModelStructure::Memory &memory : structure_.memories)
       needs.push_back({1, memory.input, false, 1});
     if (structure_.memoryMaskInput >= 0)

@@ -166,8 +166,13 @@ Status Scheduler::setFillRule(uint32_t cellType, FillRule rule) {
                         std::to_string(feeder));
   CellQueue &queue = queues_[cellType];
   rule.rows = std::min(rule.rows, queue.config.batchSizes.back());
+  if (queue.fill.rows > 0)
+    --fillRules_;
+  if (rule.rows > 0)
+    ++fillRules_;
   queue.fill = std::move(rule);
   queue.heldCalls = 0;
+  fillStates_.resize(queues_.size(), FillState::NoReason);
   return Status::ok();
 }
 
@@ -370,30 +375,33 @@ void Scheduler::batch(uint32_t cellType, int worker, std::vector<Task> &tasks) {
 /// encoders that are about to end instead of running rounds of a handful
 /// of rows; at light load no feeder has that many, so nothing waits), for
 /// a bounded number of calls.
-bool Scheduler::waitsToFill(uint32_t cellType) const {
+Scheduler::FillState Scheduler::fillState(uint32_t cellType) const {
   const CellQueue &queue = queues_[cellType];
   uint32_t fill = queue.fill.rows;
-  if (fill == 0 || queue.ready == 0 || queue.ready >= fill ||
-      queue.heldCalls >= queue.fill.maxHeldCalls)
-    return false;
+  if (fill == 0 || queue.ready == 0 || queue.ready >= fill)
+    return FillState::NoReason;
   for (uint32_t feeder : queue.fill.feeders)
     if (queues_[feeder].ready >= fill)
-      return true;
-  return false;
+      return queue.heldCalls < queue.fill.maxHeldCalls
+                 ? FillState::Waits
+                 : FillState::WaitedEnough;
+  return FillState::NoReason;
 }
 
 std::vector<Task> Scheduler::schedule(int worker) {
-  // Types the fill rule holds back this call (only while another type has
-  // ready nodes: some feeder has).
-  bool anyWaiting = false;
-  std::vector<bool> waiting(queues_.size(), false);
-  for (uint32_t type = 0; type < queues_.size(); ++type)
-    anyWaiting |= waiting[type] = waitsToFill(type);
+  // Types the fill rule holds back this call. Some type that does not wait
+  // has ready nodes then: a waiting type's feeder has, and the first
+  // feeder of a line of waiting types does not wait itself.
+  for (uint32_t type = 0; fillRules_ > 0 && type < queues_.size(); ++type)
+    fillStates_[type] = fillState(type);
+  auto waiting = [&](uint32_t type) {
+    return fillRules_ > 0 && fillStates_[type] == FillState::Waits;
+  };
   // The three tiers of Algorithm 1 (lines 5-9), highest priority within.
   auto choose = [&](auto eligible) -> int {
     int best = -1;
     for (uint32_t type = 0; type < queues_.size(); ++type)
-      if (!waiting[type] && eligible(type, queues_[type]) &&
+      if (!waiting(type) && eligible(type, queues_[type]) &&
           (best < 0 ||
            queues_[type].config.priority > queues_[best].config.priority))
         best = static_cast<int>(type);
@@ -416,20 +424,22 @@ std::vector<Task> Scheduler::schedule(int worker) {
     });
   if (chosen < 0)
     chosen = choose([](uint32_t, const CellQueue &q) { return q.ready > 0; });
-  if (chosen < 0 && anyWaiting) { // feeders waiting on each other: none do
-    std::fill(waiting.begin(), waiting.end(), false);
-    chosen = choose([](uint32_t, const CellQueue &q) { return q.ready > 0; });
-  }
   std::vector<Task> tasks;
   if (chosen >= 0) {
     batch(static_cast<uint32_t>(chosen), worker, tasks);
     if (worker >= 0 && !tasks.empty())
       lastType_[worker] = chosen;
   }
-  // A type waits again only after it has run.
-  for (uint32_t type = 0; anyWaiting && type < queues_.size(); ++type)
-    queues_[type].heldCalls += waiting[type];
-  if (chosen >= 0)
+  // A type that has waited enough waits again only after it has run or
+  // has had no reason to wait.
+  for (uint32_t type = 0; fillRules_ > 0 && type < queues_.size(); ++type) {
+    CellQueue &queue = queues_[type];
+    if (fillStates_[type] == FillState::Waits)
+      ++queue.heldCalls;
+    else if (fillStates_[type] == FillState::NoReason)
+      queue.heldCalls = 0;
+  }
+  if (chosen >= 0 && !tasks.empty())
     queues_[chosen].heldCalls = 0;
   return tasks;
 }

@@ -48,8 +48,9 @@ struct CellTypeConfig {
 /// `rows` (0: never) and one of its `feeders` (the types whose nodes lead
 /// to its nodes: a seq2seq's encoder feeds its decoder, a tree's leaves its
 /// internal nodes) has at least as many, the type waits for them to fill
-/// its tasks, for at most `maxHeldCalls` consecutive calls of schedule()
-/// that pass it over.
+/// its tasks. After `maxHeldCalls` calls of schedule() that passed it over
+/// it no longer waits (Algorithm 1's tiers decide) until it has run or has
+/// had no reason to wait. The count is the type's, whichever worker calls.
 struct FillRule {
   std::vector<uint32_t> feeders;
   uint32_t rows = 0;
@@ -138,7 +139,8 @@ private:
   void commit(CellQueue &queue, const Task &task);
   void undo(CellQueue &queue, const Task &task);
   void batch(uint32_t cellType, int worker, std::vector<Task> &tasks);
-  bool waitsToFill(uint32_t cellType) const;
+  enum class FillState : uint8_t { NoReason, Waits, WaitedEnough };
+  FillState fillState(uint32_t cellType) const;
 
   std::vector<CellQueue> queues_;
   uint32_t maxTasksToSubmit_;
@@ -148,6 +150,9 @@ private:
   std::vector<uint32_t> freeSlots_;
   /// Per worker, the cell type of its last tasks (-1: none yet).
   std::vector<int> lastType_;
+  /// Types with a fill rule, and each type's state in the current call.
+  uint32_t fillRules_ = 0;
+  std::vector<FillState> fillStates_;
 };
 
 } // namespace cellrun

@@ -95,12 +95,16 @@ TEST(SchedulerFillTest, NothingWaitsAtLightLoadOrWithAFullTask) {
   addChains(*full, kDecoder, 4, 10, 100);
   EXPECT_EQ(typeOfNextTask(*full), kDecoder);
 
-  // Fill rows above the largest batch size count as that size: eight ready
-  // decoders do not wait, and tier one's priority picks them.
-  auto capped = makeSeq2Seq(/*fillRows=*/100);
-  addChains(*capped, kEncoder, 8, 10, 1);
-  addChains(*capped, kDecoder, 8, 10, 100);
-  EXPECT_EQ(typeOfNextTask(*capped), kDecoder);
+  // Fill rows above the decoder's largest batch size (8) count as that
+  // size: three decoders wait while ten encoders (batches up to 16) are
+  // ready. Uncapped, 100 rows would be more than the encoders have, and the
+  // decoder's priority would win.
+  Scheduler capped(
+      {{"encoder", 0, {1, 2, 4, 8, 16}}, {"decoder", 1, {1, 2, 4, 8}}}, 1);
+  ASSERT_TRUE(capped.setFillRule(kDecoder, {{kEncoder}, 100}).isOk());
+  addChains(capped, kEncoder, 10, 10, 1);
+  addChains(capped, kDecoder, 3, 10, 100);
+  EXPECT_EQ(typeOfNextTask(capped), kEncoder);
 }
 
 TEST(SchedulerFillTest, RefusesRulesThatNameNoType) {

@@ -80,18 +80,12 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--pool-rows", args.poolRows, "rows of every state pool")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 30));
-  app.add_option("--memory-budget", args.memoryBudget,
-                 "state memory for requests, e.g. 2GB (overrides --pool-rows)")
+  app.add_option("--memory-budget", args.memoryBudget, kMemoryBudgetHelp)
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
-  app.add_option(
-         "--fill-rows", args.fillRows,
-         "cellular: a decoder (a tree's internal nodes) with fewer ready "
-         "nodes than this waits up to 4 rounds while its encoders "
-         "(leaves) have at least as many ready, so its tasks fill (0: "
-         "never waits)")
+  app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
   app.add_option("--bucket-width", args.bucketWidth,
                  "padded policy: lengths a bucket")

@@ -27,6 +27,17 @@ constexpr int kExitUsage = 2;   // the command line is wrong
 std::optional<int> parseCommandLine(CLI::App &app,
                                     const std::vector<std::string> &args);
 
+/// The help of --fill-rows (run, bench): EngineOptions::fillRows.
+constexpr const char *kFillRowsHelp =
+    "cellular: a decoder (a tree's internal nodes) with fewer ready nodes "
+    "than this waits up to 4 rounds while its encoders (leaves) have at "
+    "least as many ready, so its tasks fill (0: never waits)";
+
+/// The help of --memory-budget (run, bench, serve).
+constexpr const char *kMemoryBudgetHelp =
+    "state memory for requests on each worker, e.g. 2GB (overrides "
+    "--pool-rows)";
+
 /// The pool rows a state memory budget of `budgetBytes` buys when every
 /// row type costs `bytesPerRow` together (ModelInfo::poolBytesPerRow), at
 /// most 2^28; nothing (the message in `error`) when it is less than two

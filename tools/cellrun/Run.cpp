@@ -59,8 +59,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "rows of every state pool: the memory budget")
       ->capture_default_str()
       ->check(positive);
-  app.add_option("--memory-budget", args.memoryBudget,
-                 "state memory for requests, e.g. 2GB (overrides --pool-rows)")
+  app.add_option("--memory-budget", args.memoryBudget, kMemoryBudgetHelp)
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-queue", args.maxQueue, "requests waiting for admission")
       ->capture_default_str()
@@ -69,12 +68,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "padded/graph: requests a batch (default: the largest batch "
                  "size)")
       ->check(positive);
-  app.add_option(
-         "--fill-rows", args.fillRows,
-         "cellular: a decoder (a tree's internal nodes) with fewer ready "
-         "nodes than this waits up to 4 rounds while its encoders "
-         "(leaves) have at least as many ready, so its tasks fill (0: "
-         "never waits)")
+  app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
   app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
       ->capture_default_str()

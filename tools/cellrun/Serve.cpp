@@ -29,7 +29,8 @@ struct ServeArgs {
   std::string host = "0.0.0.0";
   int httpPort = 8000, grpcPort = 8001, metricsPort = 8002;
   std::string device = "auto", policy = "cellular", logLevel = "info";
-  uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0;
+  uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
+           fillRows = EngineOptions().fillRows;
   uint64_t memoryBudget = 0;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
@@ -77,10 +78,10 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
                  "rows of every state pool (the memory budget in rows)")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 28));
-  app.add_option("--memory-budget", args.memoryBudget,
-                 "state memory for requests, e.g. 512MB (overrides "
-                 "--pool-rows)")
+  app.add_option("--memory-budget", args.memoryBudget, kMemoryBudgetHelp)
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
+      ->capture_default_str();
   app.add_option("--workers", args.workers, "workers, one per device")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
@@ -187,6 +188,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.workers = args.workers;
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
+  options.fillRows = args.fillRows;
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
   options.limits.maxSteps = args.maxSteps;
