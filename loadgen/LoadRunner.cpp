@@ -30,6 +30,14 @@ Result<RunRecord> cellrun::loadgen::runEngine(
   std::mutex mutex;
   std::condition_variable allDone;
   Clock::time_point start;
+  // Offline (every arrival at 0, and the queue takes them all): the whole
+  // trace is submitted before the workers start, so that no policy's first
+  // round sees only the requests that won a race with the submitting
+  // thread (graph batching would run its first batch with them alone).
+  bool offline = !trace.empty() && trace.back().arrival == 0 &&
+                 options.maxQueue >= trace.size();
+  if (offline)
+    options.startWorker = false;
   options.onTask = [&](const TaskRecord &task) {
     std::lock_guard<std::mutex> lock(mutex);
     record.tasks.push_back({secondsBetween(start, task.finished), task.cellType,
@@ -82,6 +90,8 @@ Result<RunRecord> cellrun::loadgen::runEngine(
       ++answered;
     }
   }
+  if (offline)
+    engine.startWorkers();
   {
     std::unique_lock<std::mutex> lock(mutex);
     allDone.wait(lock, [&] { return answered == trace.size(); });

@@ -86,6 +86,11 @@ void EngineWorker::workerLoop() {
   }
 }
 
+void EngineWorker::startThread() {
+  if (!worker_.joinable())
+    worker_ = std::thread([this] { workerLoop(); });
+}
+
 void EngineWorker::stop() {
   {
     std::lock_guard<std::mutex> lock(admission_->mutex);
@@ -317,6 +322,11 @@ bool Engine::runOnce() {
   for (auto &worker : impl_->workers)
     ran |= worker->runOnce();
   return ran;
+}
+
+void Engine::startWorkers() {
+  for (auto &worker : impl_->workers)
+    worker->startThread();
 }
 
 void Engine::drain() {

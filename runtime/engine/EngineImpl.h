@@ -103,6 +103,7 @@ public:
   /// nothing more; true when something ran or was taken.
   bool drain();
   void workerLoop();
+  void startThread(); // the loop on a thread of its own, once
   void stop();
 
   std::shared_ptr<const LoadedArtifact> artifact_;

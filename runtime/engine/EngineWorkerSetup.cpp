@@ -50,7 +50,7 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     fixedNeed_ = std::move(need).value();
   }
   if (options.startWorker)
-    worker_ = std::thread([this] { workerLoop(); });
+    startThread();
   return Status::ok();
 }
 

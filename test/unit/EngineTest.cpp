@@ -10,8 +10,9 @@
 // with a model whose decodes mostly reach it, so steps issued past EOS are
 // dropped), and every row comes back to its pool. Also:
 // bad requests are refused precisely and disturb nobody, a full queue
-// refuses at once, small pools make requests wait (never fail), and the
-// threaded API serves concurrent submitters.
+// refuses at once, small pools make requests wait (never fail), the
+// threaded API serves concurrent submitters, and an offline batch
+// submitted before the worker threads start runs in full.
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
@@ -21,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -177,8 +179,9 @@ TEST_P(EngineEquivalenceTest, EveryRequestAsIfAlone) {
   // Every row a request held (steps issued past EOS included) is back.
   EXPECT_EQ(engineRowsInUse(*engine), idleRows);
   if (std::string(model) == "seq2seq_eos" ||
-      std::string(model) == "attention_eos")
+      std::string(model) == "attention_eos") {
     EXPECT_GT(eos, kRequests / 4) << "too few decodes reach the test's EOS";
+  }
   std::printf("%s/%s: %llu nodes in %llu tasks, %d decodes ended at EOS\n",
               model, policyName(policy), (unsigned long long)nodes,
               (unsigned long long)tasks, eos);
@@ -220,6 +223,44 @@ TEST(EngineWorkersTest, TwoWorkersShareRequestsAndAgreeWithOne) {
   EXPECT_GT(stats.workerTasks[0], 0u);
   EXPECT_GT(stats.workerTasks[1], 0u);
   EXPECT_EQ(stats.completed, texts.size());
+}
+
+TEST(EngineStartTest, AnOfflineBatchSubmittedBeforeTheWorkersStartRunsInFull) {
+  // Graph batching's first batch is what was admitted before its first
+  // round: with the workers started after all 40 requests, that is all of
+  // them, and every request still gets its own result.
+  auto artifact = loadExample("seq2seq");
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(11);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 40; ++i)
+    texts.push_back(randomRequest("seq2seq", i, random));
+  auto single = makeEngine(artifact, Policy::Cellular);
+  EngineOptions options;
+  options.policy = Policy::Graph;
+  options.startWorker = false;
+  std::mutex mutex;
+  std::vector<TaskRecord> tasks;
+  options.onTask = [&](const TaskRecord &task) {
+    std::lock_guard<std::mutex> lock(mutex);
+    tasks.push_back(task);
+  };
+  auto threaded = Engine::create(artifact, options);
+  ASSERT_TRUE(threaded.ok()) << threaded.status().toString();
+  std::vector<std::future<RequestResult>> alone, served;
+  for (const std::string &text : texts) {
+    alone.push_back(single->submit(single->parser().parse(text, "").value()));
+    served.push_back(threaded.value()->submit(
+        threaded.value()->parser().parse(text, "").value()));
+  }
+  single->drain();
+  threaded.value()->startWorkers();
+  for (size_t i = 0; i < texts.size(); ++i)
+    expectSameResult(served[i].get(), alone[i].get(),
+                     "request " + texts[i].substr(0, 12));
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_FALSE(tasks.empty());
+  EXPECT_EQ(tasks.front().nodes, texts.size()); // every encoder's first step
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -36,3 +36,15 @@ $cellrun bench build/examples/treelstm/bench-fp32.cellpack --workload bench/work
   --sweep 450,550,650 --duration 6 --policy cellular,graph --threads 2 --quiet \
   --repeat 3 --out $out/treelstm-knee > $out/treelstm-knee.txt
 rm -f $out/*/trace-*.jsonl $out/*/peer-*.jsonl $out/*/reference.jsonl
+# After `cellrun bench --offline` submits the whole trace before the engine's
+# worker starts (Engine::startWorkers): graph batching's first batch is the
+# whole trace, not the half that won the race with the submitting thread.
+for model in seq2seq attention; do
+  $cellrun bench build/examples/$model/bench-fp32.cellpack --workload $pairs \
+    --offline 200 --policy cellular,graph,padded --threads 2 --quiet --repeat 3 \
+    --out $out/$model-offline-whole-trace > $out/$model-offline-whole-trace.txt
+done
+$cellrun bench build/examples/treelstm/bench-fp32.cellpack --workload bench/workloads/treebank.csv \
+  --offline 400 --policy cellular,graph --threads 2 --quiet --repeat 3 \
+  --out $out/treelstm-offline-whole-trace > $out/treelstm-offline-whole-trace.txt
+rm -f $out/*/trace-*.jsonl $out/*/peer-*.jsonl $out/*/reference.jsonl

@@ -187,6 +187,11 @@ public:
   bool runOnce();
   /// Manual mode: rounds until every submitted request is done.
   void drain();
+  /// Manual mode: starts the worker threads, which serve from here on as
+  /// if startWorker had been true (runOnce and drain are not called any
+  /// more). An offline batch submitted before starts in full: the first
+  /// round sees every request that fits.
+  void startWorkers();
 
   EngineStats stats() const;
 
