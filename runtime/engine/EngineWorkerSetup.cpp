@@ -101,8 +101,8 @@ uint32_t EngineWorker::createPolicy() {
   if ((structure.kind == cellpack::Structure::Seq2Seq ||
        structure.kind == cellpack::Structure::Tree) &&
       parts.size() == 2) {
-    parts[1].feeders = {0};
-    parts[1].fillRows = options_.fillRows;
+    parts[1].fill.feeders = {0};
+    parts[1].fill.rows = options_.fillRows;
   }
   uint32_t largest = 0;
   for (const PartInfo &part : parts) {

@@ -36,10 +36,8 @@ struct PartInfo {
   std::string name;
   int priority = 0;
   std::vector<uint32_t> batchSizes;
-  /// Cellular: the parts whose nodes lead to this part's, and the fill
-  /// rule's rows (CellTypeConfig).
-  std::vector<uint32_t> feeders;
-  uint32_t fillRows = 0;
+  /// Cellular: the part's fill rule (none when its rows are 0).
+  FillRule fill;
 };
 
 class BatchingPolicy {

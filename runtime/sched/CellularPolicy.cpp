@@ -50,10 +50,10 @@ class CellularPolicy final : public BatchingPolicy {
 public:
   CellularPolicy(const std::vector<PartInfo> &parts, uint32_t maxTasks)
       : scheduler_(configs(parts), maxTasks) {
+    // The engine names only parts that exist, none feeding itself.
     for (uint32_t part = 0; part < parts.size(); ++part)
-      if (parts[part].fillRows > 0)
-        (void)scheduler_.setFillRule(
-            part, {parts[part].feeders, parts[part].fillRows});
+      if (parts[part].fill.rows > 0)
+        (void)scheduler_.setFillRule(part, parts[part].fill);
   }
 
   void admitted(uint64_t, uint32_t) override {}

@@ -166,10 +166,6 @@ Status Scheduler::setFillRule(uint32_t cellType, FillRule rule) {
                         std::to_string(feeder));
   CellQueue &queue = queues_[cellType];
   rule.rows = std::min(rule.rows, queue.config.batchSizes.back());
-  if (queue.fill.rows > 0)
-    --fillRules_;
-  if (rule.rows > 0)
-    ++fillRules_;
   queue.fill = std::move(rule);
   queue.heldCalls = 0;
   fillStates_.resize(queues_.size(), FillState::NoReason);
@@ -392,10 +388,10 @@ std::vector<Task> Scheduler::schedule(int worker) {
   // Types the fill rule holds back this call. Some type that does not wait
   // has ready nodes then: a waiting type's feeder has, and the first
   // feeder of a line of waiting types does not wait itself.
-  for (uint32_t type = 0; fillRules_ > 0 && type < queues_.size(); ++type)
+  for (uint32_t type = 0; !fillStates_.empty() && type < queues_.size(); ++type)
     fillStates_[type] = fillState(type);
   auto waiting = [&](uint32_t type) {
-    return fillRules_ > 0 && fillStates_[type] == FillState::Waits;
+    return !fillStates_.empty() && fillStates_[type] == FillState::Waits;
   };
   // The three tiers of Algorithm 1 (lines 5-9), highest priority within.
   auto choose = [&](auto eligible) -> int {
@@ -432,7 +428,8 @@ std::vector<Task> Scheduler::schedule(int worker) {
   }
   // A type that has waited enough waits again only after it has run or
   // has had no reason to wait.
-  for (uint32_t type = 0; fillRules_ > 0 && type < queues_.size(); ++type) {
+  for (uint32_t type = 0; !fillStates_.empty() && type < queues_.size();
+       ++type) {
     CellQueue &queue = queues_[type];
     if (fillStates_[type] == FillState::Waits)
       ++queue.heldCalls;

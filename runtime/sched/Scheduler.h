@@ -150,8 +150,8 @@ private:
   std::vector<uint32_t> freeSlots_;
   /// Per worker, the cell type of its last tasks (-1: none yet).
   std::vector<int> lastType_;
-  /// Types with a fill rule, and each type's state in the current call.
-  uint32_t fillRules_ = 0;
+  /// Each type's fill state in the current call; empty until a fill rule
+  /// is set (then schedule() skips the rule's work).
   std::vector<FillState> fillStates_;
 };
 
