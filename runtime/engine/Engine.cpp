@@ -56,12 +56,13 @@ void EngineWorker::workerLoop() {
     {
       // Woken at least every 100 ms to close idle sessions.
       std::unique_lock<std::mutex> lock(admission_->mutex);
+      const auto &arriving = admission_->arriving[index_];
       admission_->wake.wait_for(lock, std::chrono::milliseconds(100), [&] {
         return admission_->stopping || !admission_->waiting.empty() ||
-               !entries_.empty() || !pending_.empty();
+               !entries_.empty() || !pending_.empty() || !arriving.empty();
       });
       if (admission_->stopping && admission_->waiting.empty() &&
-          entries_.empty() && pending_.empty()) {
+          entries_.empty() && pending_.empty() && arriving.empty()) {
         exited_ = true;
         return;
       }
@@ -128,6 +129,7 @@ cellrun::createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
     return Status(StatusCode::InvalidArgument, "an engine needs a worker");
   auto impl = std::make_unique<Engine::Impl>();
   impl->admission.limit = options.maxQueue;
+  impl->admission.arriving.resize(options.workers); // before any thread
   for (uint32_t w = 0; w < options.workers; ++w) {
     auto worker = std::make_unique<EngineWorker>();
     if (Status status = worker->initialise(artifact, options, w,
@@ -338,6 +340,11 @@ void Engine::drain() {
     for (auto &worker : impl_->workers)
       progressed |= worker->drain();
     std::lock_guard<std::mutex> lock(impl_->admission.mutex);
+    bool arriving = false; // requests moved to a worker drained before
+    for (const auto &moved : impl_->admission.arriving)
+      arriving |= !moved.empty();
+    if (arriving)
+      continue;
     if (impl_->admission.waiting.empty() || !progressed)
       return;
   }
@@ -388,6 +395,7 @@ EngineStats Engine::stats() const {
       sum.batchSizeSum += stats.cells[c].batchSizeSum;
       tasks += stats.cells[c].tasks;
     }
+    total.requestsMoved += stats.requestsMoved;
     total.roundSeconds += stats.roundSeconds;
     total.executorSeconds += stats.executorSeconds;
     total.workerTasks.push_back(tasks);

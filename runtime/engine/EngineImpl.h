@@ -75,6 +75,11 @@ public:
     std::string cancelReason;
     /// Its number in the order of admission (AdmissionQueue::admissions).
     uint64_t admission = 0;
+    /// Moved from another worker (EngineMoves.cpp), until it is taken
+    /// there: the bytes of every row it held, one after another in the
+    /// order of forEachHeldRow, and its subgraphs' nodes not yet run.
+    std::vector<uint8_t> movedState;
+    std::vector<ReadySubgraph> movedSubgraphs;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);
@@ -164,6 +169,21 @@ public:
   /// Its executor was lost (Executor::lost): it failed what it held and
   /// admits and runs nothing any more (set with exited_).
   std::atomic<bool> outOfService_{false};
+  /// Requests admitted here (and moved here, not yet taken), as other
+  /// workers see it when they consider moving requests (EngineMoves.cpp).
+  std::atomic<uint32_t> load_{0};
+  /// Running requests may move between workers (EngineOptions::
+  /// moveRequests, cellular batching, several workers, no custom unfolder).
+  bool movesAllowed_ = false;
+  /// Rounds to skip before trying to move again (none could move).
+  uint32_t moveBackoff_ = 0;
+  /// Moves some of this worker's requests to the least loaded worker when
+  /// it holds fewer than half as many (at the start of a round).
+  void moveRequests();
+  /// Takes the requests other workers moved here, their rows written into
+  /// this worker's pools and their remaining nodes handed to the policy;
+  /// true when there were any.
+  bool takeArrivals();
   /// Nothing admitted and nothing in flight: its reservations are only the
   /// state of parked sessions. Set true by the worker after a round, false
   /// under the admission mutex when it admits.
@@ -289,6 +309,20 @@ private:
   /// Gives back a chain's pinned rows (a session's state) once step 0 has
   /// run or the chunk has ended.
   void releaseChainPinned(Entry &entry);
+  /// Gives back both generations of a chain's rows.
+  void releaseChainRows(Entry &entry);
+  /// EngineMoves.cpp: whether `entry` may move (no session, nodes left;
+  /// the policy says whether one is running); moving it to `target`
+  /// (TargetFull: it left, or the request does not fit there); a moved
+  /// request's rows written into this worker's pools and its remaining
+  /// nodes handed to the policy; `visit(pool, row)` for every row `entry`
+  /// holds (a chain's generations, its nodes' output rows, held rows).
+  bool movable(const Entry &entry) const;
+  void forEachHeldRow(Entry &entry,
+                      FunctionRef<void(uint32_t pool, int32_t &row)> visit);
+  enum class MoveResult { Moved, Kept, TargetFull };
+  MoveResult moveTo(Entry &entry, EngineWorker &target);
+  void resumeMoved(Entry &entry);
   /// The inputs of a chain's cell by where they come from: data inputs
   /// (index: which of the request's rows), states (index: the output that
   /// updates them) and the rest (index: the pool's zero row).
@@ -404,6 +438,9 @@ struct AdmissionQueue {
   uint64_t cancelledWaiting = 0;
   /// Requests admitted so far, by every worker.
   uint64_t admissions = 0;
+  /// Per worker, requests other workers moved to it that it has not taken
+  /// yet (EngineMoves.cpp); their reservations are already its own.
+  std::vector<std::vector<std::unique_ptr<EngineWorker::Entry>>> arriving;
   bool stopping = false;
   /// Open sessions by id (guarded by the mutex, like the queue).
   std::unordered_map<uint64_t, SessionState> sessions;

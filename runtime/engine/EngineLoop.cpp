@@ -20,6 +20,7 @@ bool EngineWorker::runOnce() {
   Clock::time_point begin = Clock::now();
   executorTime_ = {};
   expireSessions();
+  moveRequests();
   bool admitted = admit();
   endCancelled();
   std::vector<PlannedTask> planned = policy_->next();
@@ -48,6 +49,8 @@ bool EngineWorker::runOnce() {
     takeOutOfService(executor_->lost());
     return true;
   }
+  load_.store(static_cast<uint32_t>(entries_.size()),
+              std::memory_order_relaxed);
   if (entries_.empty() && pending_.empty())
     idle_ = true; // set false again under the admission mutex
   if (worked) {

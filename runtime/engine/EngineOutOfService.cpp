@@ -23,6 +23,7 @@ Status EngineWorker::stoppedBy(const Status &lost) const {
 void EngineWorker::takeOutOfService(const Status &lost) {
   Status cause = stoppedBy(lost);
   bool noneLeft = false;
+  std::vector<std::unique_ptr<Entry>> arrived;
   {
     std::lock_guard<std::mutex> lock(admission_->mutex);
     if (outOfService_)
@@ -32,6 +33,17 @@ void EngineWorker::takeOutOfService(const Status &lost) {
     --admission_->inService;
     admission_->lastLoss = cause;
     noneLeft = admission_->inService == 0;
+    arrived.swap(admission_->arriving[index_]);
+  }
+  // Requests moved here and not taken yet fail with the rest below: their
+  // reservations are this worker's already, the rows they name are the
+  // worker's they left (given back there).
+  for (std::unique_ptr<Entry> &moved : arrived) {
+    Entry &entry = *moved;
+    forEachHeldRow(entry, [](uint32_t, int32_t &row) { row = -1; });
+    entry.key = entries_.insert(std::move(moved));
+    if (const auto &token = entry.graph->request().cancel)
+      token->key_ = entry.key;
   }
   // The round in flight fails without waiting on the lost device.
   std::vector<InFlight> inFlight = std::move(pending_);

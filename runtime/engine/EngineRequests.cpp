@@ -107,7 +107,7 @@ bool EngineWorker::neverStarts(const Entry &head) const {
 }
 
 bool EngineWorker::admit() {
-  bool took = false;
+  bool took = takeArrivals();
   // Requests admitted in this call start together, after their projected
   // inputs (if any) are computed in shared tasks.
   struct Starting {
@@ -172,6 +172,8 @@ bool EngineWorker::admit() {
     if (start.cancelReason && entries_.find(start.key))
       endAsCancelled(start.key, *start.cancelReason);
   }
+  load_.store(static_cast<uint32_t>(entries_.size()),
+              std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
   return took;
@@ -268,22 +270,7 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
   for (uint32_t node = 0; node < nodes; ++node)
     releaseOutputs(entry, node);
   if (graph.isChain()) // both generations (endChunk kept the parked ones)
-    for (uint32_t generation = 0; generation < 2; ++generation) {
-      int32_t *rows = graph.chainRows(generation);
-      const CellRoles &roles = parser_->structure().cells[0];
-      for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
-        if (rows[slot] >= 0) {
-          releaseRow(&entry, partPools_[0].outputs[slot], rows[slot]);
-          rows[slot] = -1;
-        }
-      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d) {
-        int32_t &row = rows[roles.outputCount + d];
-        if (row >= 0) {
-          releaseRow(&entry, partPools_[0].inputs[roles.dataInputs[d]], row);
-          row = -1;
-        }
-      }
-    }
+    releaseChainRows(entry);
   for (auto &[pool, row] : entry.heldRows)
     if (row >= 0) {
       releaseRow(&entry, pool, row);

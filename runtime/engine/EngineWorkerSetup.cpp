@@ -41,6 +41,9 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     return reserved;
   if (structure.kind == cellpack::Structure::Chain)
     sortChainInputs();
+  movesAllowed_ = options.moveRequests && options.workers > 1 &&
+                  options.policy == Policy::Cellular &&
+                  structure.kind != cellpack::Structure::Custom;
   if (structure.kind == cellpack::Structure::Chain ||
       structure.kind == cellpack::Structure::Seq2Seq) {
     CellGraph probe(structure, Request(), nodesInFlight_);

@@ -60,6 +60,18 @@ public:
   /// dropped. Appends the requests whose results go back now to `returned`.
   virtual void requestDone(uint64_t request,
                            std::vector<uint64_t> &returned) = 0;
+  /// Gives `request` up so that another worker can run the rest of it
+  /// (Algorithm 1: a subgraph with no node running is not pinned): appends
+  /// its nodes not yet planned to `remaining` as the subgraphs to add
+  /// there, and forgets it; or returns false and changes nothing when one
+  /// of its nodes is in a task that has not finished, or the policy keeps
+  /// requests together (graph, padded).
+  virtual bool release(uint64_t request,
+                       std::vector<ReadySubgraph> &remaining) {
+    (void)request;
+    (void)remaining;
+    return false;
+  }
 };
 
 std::unique_ptr<BatchingPolicy>

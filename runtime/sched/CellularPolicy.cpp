@@ -131,6 +131,40 @@ public:
         forget(record);
   }
 
+  bool release(uint64_t request,
+               std::vector<ReadySubgraph> &remaining) override {
+    std::vector<std::unique_ptr<SubgraphRecord>> *open = findOpen(request);
+    if (!open)
+      return true;
+    for (auto &record : *open)
+      if (scheduler_.running(record->id))
+        return false;
+    std::vector<SubgraphRecord *> records;
+    for (auto &record : *open) {
+      records.push_back(record.get());
+      std::vector<int32_t> successor;
+      std::vector<uint32_t> indices = scheduler_.unsubmitted(
+          record->id, record->chain ? nullptr : &successor);
+      if (indices.empty())
+        continue;
+      ReadySubgraph &rest = remaining.emplace_back();
+      rest.part = record->part;
+      if (record->chain && record->nodes.empty()) {
+        rest.first = record->first + indices.front(); // consecutive
+        rest.count = static_cast<uint32_t>(indices.size());
+        continue;
+      }
+      for (uint32_t index : indices)
+        rest.nodes.push_back(record->node(index));
+      rest.successor = std::move(successor);
+    }
+    for (SubgraphRecord *record : records) {
+      (void)scheduler_.cancel(record->id); // none running: it leaves now
+      forget(record);
+    }
+    return true;
+  }
+
 private:
   static std::vector<CellTypeConfig>
   configs(const std::vector<PartInfo> &parts) {

@@ -220,6 +220,44 @@ bool Scheduler::cancel(SubgraphId id) {
   return true;
 }
 
+bool Scheduler::running(SubgraphId id) const {
+  const Subgraph *subgraph = find(id);
+  return subgraph && subgraph->running();
+}
+
+std::vector<uint32_t>
+Scheduler::unsubmitted(SubgraphId id, std::vector<int32_t> *successor) const {
+  std::vector<uint32_t> nodes;
+  if (successor)
+    successor->clear();
+  const Subgraph *subgraph = find(id);
+  if (!subgraph)
+    return nodes;
+  if (!subgraph->tree) {
+    for (uint32_t node = subgraph->submitted; node < subgraph->length; ++node)
+      nodes.push_back(node);
+    return nodes;
+  }
+  // A tree node is submitted once it has been taken from the ready list;
+  // one with predecessors not yet submitted is not there yet.
+  const TreeState &tree = *subgraph->tree;
+  std::vector<uint8_t> left(tree.successor.size(), 0);
+  for (uint32_t k = tree.readyHead; k < tree.ready.size(); ++k)
+    left[tree.ready[k]] = 1;
+  std::vector<int32_t> position(tree.successor.size(), -1);
+  for (uint32_t node = 0; node < tree.successor.size(); ++node)
+    if (left[node] || tree.pending[node] > 0) {
+      position[node] = static_cast<int32_t>(nodes.size());
+      nodes.push_back(node);
+    }
+  if (successor)
+    for (uint32_t node : nodes) {
+      int32_t next = tree.successor[node];
+      successor->push_back(next < 0 ? -1 : position[next]);
+    }
+  return nodes;
+}
+
 uint64_t Scheduler::tagOf(SubgraphId id) const {
   Subgraph *subgraph = find(id);
   if (!subgraph)

@@ -105,6 +105,14 @@ public:
   /// the scheduler at once (no node of it running); otherwise finish()
   /// reports it among the completed when its last running node finishes.
   bool cancel(SubgraphId subgraph);
+  /// Whether a node of `subgraph` is in a task that has not finished
+  /// (the subgraph is pinned to that task's worker); false once it left.
+  bool running(SubgraphId subgraph) const;
+  /// The indices of the nodes of `subgraph` not yet put into a task, in
+  /// increasing order (empty once it left); for a tree, `successor` (when
+  /// given) gets their successors as positions in that list, or -1.
+  std::vector<uint32_t> unsubmitted(SubgraphId subgraph,
+                                    std::vector<int32_t> *successor) const;
 
   /// Algorithm 1 for idle `worker`: the tasks to run on it, in order (empty
   /// when no node is ready for it).

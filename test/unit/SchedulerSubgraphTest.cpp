@@ -4,7 +4,8 @@
 // into successive tasks of one call (paper section 4.4) and never share a
 // task with a node they read; a chain that grows while it runs; cancelled
 // subgraphs leave at once or when their running nodes finish; ids of
-// subgraphs that left are not found again.
+// subgraphs that left are not found again; what is left of a subgraph to
+// move to another worker.
 //
 //===----------------------------------------------------------------------===//
 #include "sched/Scheduler.h"
@@ -185,3 +186,39 @@ TEST(SchedulerSubgraphTest, ATooSmallFollowUpTaskLeavesTreeNodesReady) {
 }
 
 } // namespace
+
+TEST(SchedulerSubgraphTest, WhatIsLeftOfASubgraphToMoveToAnotherWorker) {
+  Scheduler scheduler({{"cell", 0, {1, 2, 4, 8}}}, 1); // one task a call
+  SubgraphId tree = scheduler.addTree(0, binaryTree(), 1).value();
+  std::vector<int32_t> successor;
+  EXPECT_EQ(scheduler.unsubmitted(tree, &successor),
+            (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(successor, binaryTree());
+  std::vector<Task> first = scheduler.schedule(0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(nodesOf(first[0], tree), (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(scheduler.running(tree));
+  // Left: 4 and 5, both read by 6, which is at position 2 of what is left.
+  EXPECT_EQ(scheduler.unsubmitted(tree, &successor),
+            (std::vector<uint32_t>{4, 5, 6}));
+  EXPECT_EQ(successor, (std::vector<int32_t>{2, 2, -1}));
+  scheduler.finish(first[0]);
+  EXPECT_FALSE(scheduler.running(tree));
+
+  SubgraphId chain = scheduler.addSubgraph(0, 5, 2);
+  std::vector<Task> second = scheduler.schedule(0);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(nodesOf(second[0], tree), (std::vector<uint32_t>{4, 5}));
+  EXPECT_EQ(nodesOf(second[0], chain), (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(scheduler.running(chain));
+  EXPECT_EQ(scheduler.unsubmitted(chain, nullptr),
+            (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(scheduler.unsubmitted(tree, &successor),
+            (std::vector<uint32_t>{6}));
+  EXPECT_EQ(successor, (std::vector<int32_t>{-1}));
+  scheduler.finish(second[0]);
+  EXPECT_TRUE(scheduler.cancel(chain));
+  EXPECT_FALSE(scheduler.running(chain));
+  EXPECT_TRUE(scheduler.unsubmitted(chain, &successor).empty());
+  EXPECT_TRUE(successor.empty());
+}

@@ -87,6 +87,7 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
                  "so nothing is dropped)");
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
+  app.add_flag("--no-move", args.noMove, kNoMoveHelp);
   app.add_option("--bucket-width", args.bucketWidth,
                  "padded policy: lengths a bucket")
       ->capture_default_str()

@@ -113,6 +113,7 @@ Status BenchSession::load(DeviceKind device) {
   }
   base_.bucketWidth = args_.bucketWidth;
   base_.fillRows = args_.fillRows;
+  base_.moveRequests = !args_.noMove;
   for (const CellInfo &cell : model_.cells)
     largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;

@@ -33,6 +33,12 @@ constexpr const char *kFillRowsHelp =
     "than this waits up to 4 rounds while its encoders (leaves) have at "
     "least as many ready, so its tasks fill (0: never waits)";
 
+/// The help of --no-move (run, bench, serve): EngineOptions::moveRequests.
+constexpr const char *kNoMoveHelp =
+    "with several --workers: a request runs where it was admitted (by "
+    "default a worker holding at least twice the requests of another moves "
+    "running requests there, their rows copied)";
+
 /// The help of --memory-budget (run, bench, serve).
 constexpr const char *kMemoryBudgetHelp =
     "state memory for requests on each worker, e.g. 2GB (overrides "

@@ -35,7 +35,7 @@ struct RunArgs {
            fillRows = 32, threads = 0, workers = 1, resultBufferMb = 256,
            maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0; // bytes; 0: poolRows
-  bool quiet = false, allowNonFinite = false;
+  bool quiet = false, allowNonFinite = false, noMove = false;
 };
 
 void addOptions(CLI::App &app, RunArgs &args) {
@@ -82,6 +82,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "workers, one per device (cuda: devices 0..N-1)")
       ->capture_default_str()
       ->check(positive);
+  app.add_flag("--no-move", args.noMove, kNoMoveHelp);
   app.add_option("--task-log", args.taskLog,
                  "one CSV line per task: cell, nodes, batch size, times");
   app.add_flag("--quiet", args.quiet, "no progress bar");
@@ -210,6 +211,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.batchRequests = args.batchRequests;
   engineOptions.bucketWidth = args.bucketWidth;
   engineOptions.fillRows = args.fillRows;
+  engineOptions.moveRequests = !args.noMove;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
   return std::nullopt;

@@ -80,6 +80,14 @@ void printSummary(const std::string &model, const std::string &policy,
                 padding.c_str());
     tasks += cell.tasks;
   }
+  if (stats.workerTasks.size() > 1) {
+    std::string perWorker;
+    for (uint64_t workerTasks : stats.workerTasks)
+      perWorker +=
+          (perWorker.empty() ? "" : " / ") + std::to_string(workerTasks);
+    std::printf("workers: %s tasks, %llu requests moved between them\n",
+                perWorker.c_str(), (unsigned long long)stats.requestsMoved);
+  }
   std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving\n",
               times.parse, times.serve, times.write);
   uint64_t steps = stats.rowSteps();

@@ -32,6 +32,7 @@ struct ServeArgs {
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
            fillRows = EngineOptions().fillRows;
   uint64_t memoryBudget = 0;
+  bool noMove = false;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
   uint32_t httpMaxConnections = 4096;
@@ -85,6 +86,7 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--workers", args.workers, "workers, one per device")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
+  app.add_flag("--no-move", args.noMove, kNoMoveHelp);
   app.add_option("--threads", args.threads,
                  "cpu backend: threads a task (0: one per core, shared "
                  "among --workers)")
@@ -189,6 +191,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
   options.fillRows = args.fillRows;
+  options.moveRequests = !args.noMove;
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
   options.limits.maxSteps = args.maxSteps;

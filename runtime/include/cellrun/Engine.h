@@ -69,8 +69,15 @@ struct EngineOptions {
   RequestLimits limits;
   /// Workers, one per device: cuda devices executor.cudaDevice + 0, 1, ...;
   /// on the cpu backend each worker has its own pools and threads. A
-  /// request runs on the least loaded worker, all its cells there.
+  /// request is admitted by the least loaded worker.
   uint32_t workers = 1;
+  /// Cellular batching on several workers: a worker that holds at least
+  /// twice as many requests as another (plus 2) moves half the difference
+  /// of its requests with no node running, most nodes left first, to that
+  /// worker; the rows they hold are copied there (Algorithm 1: a subgraph
+  /// with no node running is not pinned). Session chunks and custom
+  /// unfolders' requests stay. false: a request runs where it was admitted.
+  bool moveRequests = true;
   /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
@@ -116,6 +123,8 @@ struct EngineStats {
   /// sticky error) fails what it held and stops; at 0 the engine refuses
   /// every request with Unavailable.
   uint32_t workersInService = 0;
+  /// Requests moved from one worker to another (EngineOptions::moveRequests).
+  uint64_t requestsMoved = 0;
   /// Where the workers' time went, summed over them: seconds in rounds
   /// that did something (admission, planning, binding, tasks, completion),
   /// and the part of it in the executor's task calls (on the cpu backend

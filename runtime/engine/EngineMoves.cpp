@@ -1,0 +1,220 @@
+//===- EngineMoves.cpp - Running requests moved to a less loaded worker ---===//
+//
+// Algorithm 1 pins a subgraph to the worker that runs it only while one of
+// its nodes is running; between tasks it may go to any worker. Requests are
+// admitted by the worker with the most room, but they end at different
+// times, so one worker may be left with many long requests while another
+// has few or none. At the start of each round a worker that holds at least
+// twice as many requests as the least loaded one (plus 2) moves half the
+// difference to it: requests with no node running, those with the most
+// nodes left first. A move copies every row the request holds (its nodes'
+// outputs that are still to be read, a chain's two generations, a decoder's
+// memories) out of this worker's pools, takes its subgraphs out of this
+// worker's policy and hands the request, with its reservation, to the
+// other worker, which writes the rows into its own pools and hands the
+// subgraphs to its policy. Results are the same bits wherever a node runs.
+//
+// Not moved: session chunks (their state is parked on their worker) and
+// custom unfolders' requests (an unfolder may read any finished node).
+//
+//===----------------------------------------------------------------------===//
+#include "engine/EngineImpl.h"
+
+#include <algorithm>
+
+using namespace cellrun;
+
+bool EngineWorker::movable(const Entry &entry) const {
+  const CellGraph &graph = *entry.graph;
+  return !entry.complete && entry.failure.isOk() && !entry.cancelled &&
+         !graph.finished() && graph.outstanding() > 0 &&
+         graph.request().session.id == 0 && graph.initialState().empty() &&
+         entry.pinnedWorker < 0;
+}
+
+void EngineWorker::forEachHeldRow(
+    Entry &entry, FunctionRef<void(uint32_t pool, int32_t &row)> visit) {
+  CellGraph &graph = *entry.graph;
+  if (graph.isChain()) {
+    const CellRoles &roles = parser_->structure().cells[0];
+    for (uint32_t generation = 0; generation < 2; ++generation) {
+      int32_t *rows = graph.chainRows(generation);
+      for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
+        if (rows[slot] >= 0)
+          visit(partPools_[0].outputs[slot], rows[slot]);
+      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d)
+        if (int32_t &row = rows[roles.outputCount + d]; row >= 0)
+          visit(partPools_[0].inputs[roles.dataInputs[d]], row);
+    }
+    return;
+  }
+  for (uint32_t node = 0; node < graph.nodes().size(); ++node) {
+    const PartPools &pools = partPools_[graph.nodes()[node].part];
+    Span<int32_t> rows = graph.outputRows(node);
+    for (uint32_t o = 0; o < rows.size(); ++o)
+      if (rows[o] >= 0)
+        visit(pools.outputs[o], rows[o]);
+  }
+  for (auto &[pool, row] : entry.heldRows)
+    if (row >= 0)
+      visit(pool, row);
+}
+
+void EngineWorker::moveRequests() {
+  uint32_t mine = static_cast<uint32_t>(entries_.size());
+  if (!movesAllowed_ || mine < 2)
+    return;
+  if (moveBackoff_ > 0) { // the last try found nothing it could move
+    --moveBackoff_;
+    return;
+  }
+  EngineWorker *target = nullptr;
+  uint32_t theirs = 0;
+  for (EngineWorker *other : admission_->workers) {
+    if (other == this || other->exited_ || other->outOfService_)
+      continue;
+    uint32_t load = other->load_.load(std::memory_order_relaxed);
+    if (!target || load < theirs) {
+      target = other;
+      theirs = load;
+    }
+  }
+  if (!target || mine < 2 * theirs + 2)
+    return;
+  uint32_t wanted = (mine - theirs) / 2;
+  // The requests with the most nodes left first: they are what keeps this
+  // worker busy after the other has run dry.
+  std::vector<std::pair<uint32_t, uint64_t>> candidates;
+  for (uint64_t key : entries_.keys())
+    if (const Entry *entry = entries_.find(key); entry && movable(*entry))
+      candidates.emplace_back(entry->graph->outstanding(), key);
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto &a, const auto &b) { return a.first > b.first; });
+  uint32_t moved = 0;
+  for (const auto &[left, key] : candidates) {
+    if (moved == wanted)
+      break;
+    MoveResult result = moveTo(*entries_.find(key), *target);
+    if (result == MoveResult::TargetFull)
+      break;
+    moved += result == MoveResult::Moved;
+  }
+  if (moved == 0) {
+    moveBackoff_ = 8;
+    return;
+  }
+  admission_->wake.notify_all();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.requestsMoved += moved;
+  stats_.running = static_cast<uint32_t>(entries_.size());
+}
+
+EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
+                                              EngineWorker &target) {
+  CellGraph &graph = *entry.graph;
+  {
+    // Its reservation goes with it: room there first.
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    if (target.exited_ || !target.fits(entry.need))
+      return MoveResult::TargetFull;
+    // A cancellation this worker has yet to act on ends it here.
+    const auto &token = graph.request().cancel;
+    if ((token && token->cancelled_) || cancelAllReason_)
+      return MoveResult::Kept;
+    // A node of it in a task that has not finished pins it here.
+    entry.movedSubgraphs.clear();
+    if (!policy_->release(entry.key, entry.movedSubgraphs))
+      return MoveResult::Kept;
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      target.pools_[pool].reserved += entry.need[pool];
+    target.load_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Every row it holds, in the order the target takes rows again.
+  Status error;
+  entry.movedState.clear();
+  forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
+    if (!error.isOk())
+      return;
+    SlotPool &slots = *pools_[pool].pool;
+    size_t at = entry.movedState.size();
+    entry.movedState.resize(at + slots.rowBytes());
+    error = executor_->readRow(slots, static_cast<uint32_t>(row),
+                               entry.movedState.data() + at);
+  });
+  if (!error.isOk()) {
+    {
+      std::lock_guard<std::mutex> lock(admission_->mutex);
+      for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+        target.pools_[pool].reserved -= entry.need[pool];
+      target.load_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    finishRequest(entry, error); // its rows could not be read: it fails
+    return MoveResult::Kept;
+  }
+  // Given back here; the indices stay, for the target to take as many.
+  forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
+    pools_[pool].pool->put(static_cast<uint32_t>(row));
+  });
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    entry.held[pool] = 0;
+  std::lock_guard<std::mutex> lock(admission_->mutex);
+  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+    pools_[pool].reserved -= entry.need[pool];
+  // Cancelled from here on, it is the target's to end.
+  if (const auto &token = graph.request().cancel)
+    token->worker_ = static_cast<int32_t>(target.index_);
+  admission_->arriving[target.index_].push_back(entries_.erase(entry.key));
+  return MoveResult::Moved;
+}
+
+bool EngineWorker::takeArrivals() {
+  std::vector<std::unique_ptr<Entry>> arrived;
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    arrived.swap(admission_->arriving[index_]);
+    if (!arrived.empty())
+      idle_ = false;
+  }
+  for (std::unique_ptr<Entry> &moved : arrived) {
+    Entry &entry = *moved;
+    entry.key = entries_.insert(std::move(moved));
+    if (const auto &token = entry.graph->request().cancel)
+      token->key_ = entry.key;
+    resumeMoved(entry);
+  }
+  return !arrived.empty();
+}
+
+void EngineWorker::resumeMoved(Entry &entry) {
+  // The rows it held there, taken here in the same order (a row not taken
+  // after an error is marked free, so ending the request gives back only
+  // rows of this worker).
+  Status error;
+  size_t at = 0;
+  forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
+    if (!error.isOk()) {
+      row = -1;
+      return;
+    }
+    row = acquireFor(entry, pool, &error);
+    if (row < 0)
+      return;
+    error = executor_->writeRow(*pools_[pool].pool, static_cast<uint32_t>(row),
+                                entry.movedState.data() + at);
+    at += pools_[pool].pool->rowBytes();
+  });
+  entry.movedState = std::vector<uint8_t>();
+  std::vector<ReadySubgraph> subgraphs = std::move(entry.movedSubgraphs);
+  entry.movedSubgraphs.clear();
+  if (!error.isOk()) {
+    finishRequest(entry, error);
+    return;
+  }
+  for (ReadySubgraph &subgraph : subgraphs)
+    if (Status added =
+            policy_->add(entry.key, std::move(subgraph), entry.deadline);
+        !added.isOk()) {
+      finishRequest(entry, added);
+      return;
+    }
+}

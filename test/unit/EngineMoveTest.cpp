@@ -1,0 +1,198 @@
+//===- EngineMoveTest.cpp - Requests moved between workers ----------------===//
+//
+// Algorithm 1's moving of subgraphs with no node running, across two
+// workers in manual rounds, for the LSTM, GRU, seq2seq, attention and
+// TreeLSTM examples: requests left on one worker move to the other (and
+// with moving off stay), every result is what one worker computes, every
+// row comes back, and a moved request can still be cancelled.
+//
+//===----------------------------------------------------------------------===//
+#include "ExampleArtifacts.h"
+#include "ResultChecks.h"
+#include "cellrun/Engine.h"
+#include "engine/EngineTesting.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <random>
+
+using namespace cellrun;
+using cellc::testing::expectSameResult;
+
+namespace {
+
+/// A long request for `model` (a few hundred nodes): random tokens or
+/// features, a left-deep tree (one level a leaf) for the TreeLSTM.
+std::string longRequest(const std::string &model, int id,
+                        std::mt19937 &random) {
+  std::string json = "{\"id\": \"m" + std::to_string(id) + "\", ";
+  auto list = [&](int count, auto item) {
+    std::string items;
+    for (int k = 0; k < count; ++k)
+      items += (k ? ", " : "") + item(k);
+    return "[" + items + "]";
+  };
+  auto token = [&](int) { return std::to_string(1 + random() % 400); };
+  if (model == "treelstm") {
+    int leaves = 40 + id;
+    std::string nodes =
+        list(leaves, [&](int) { return "{\"token\": " + token(0) + "}"; });
+    nodes.pop_back();
+    for (int k = 1; k < leaves; ++k) // joins the tree so far with leaf k
+      nodes += ", {\"children\": [" +
+               std::to_string(k == 1 ? 0 : leaves + k - 2) + ", " +
+               std::to_string(k) + "]}";
+    return json + "\"nodes\": " + nodes + "]}";
+  }
+  if (model == "gru") {
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    return json + "\"steps\": " +
+           list(60 + 5 * id,
+                [&](int) {
+                  return "{\"x\": " +
+                         list(64,
+                              [&](int) {
+                                return std::to_string(value(random));
+                              }) +
+                         "}";
+                }) +
+           "}";
+  }
+  // Short sources and long decodes for seq2seq (the attention example
+  // attends over at most 50 source steps): most moves are of decoders.
+  json += "\"tokens\": " +
+          list(model == "lstm" ? 100 + 10 * id : 20 + 2 * id, token);
+  if (model != "lstm")
+    json += ", \"max_decode_length\": 60";
+  return json + "}";
+}
+
+/// Two workers in manual rounds admit one request each a round while
+/// their rooms are equal, the first worker first: the even requests go to
+/// the first, the odd ones to the second. Once all are admitted the odd
+/// ones are cancelled, which leaves the first worker with six requests and
+/// the second with none, unless some move.
+struct MoveScenario {
+  explicit MoveScenario(const std::string &model)
+      : artifact(cellc::testing::loadExampleArtifact(model)) {
+    if (!artifact)
+      return;
+    std::mt19937 random(23);
+    for (int i = 0; i < 12; ++i)
+      texts.push_back(longRequest(model, i, random));
+    EngineOptions options;
+    options.startWorker = false;
+    auto single = Engine::create(artifact, options).value();
+    std::vector<std::future<RequestResult>> futures;
+    for (const std::string &text : texts)
+      futures.push_back(
+          single->submit(single->parser().parse(text, "").value()));
+    single->drain();
+    for (auto &future : futures)
+      together.push_back(future.get());
+  }
+  std::shared_ptr<const LoadedArtifact> artifact;
+  std::vector<std::string> texts;
+  std::vector<RequestResult> together; // one worker, all at once
+  std::unique_ptr<Engine> pair(bool move) {
+    EngineOptions options;
+    options.workers = 2;
+    options.startWorker = false;
+    options.moveRequests = move;
+    auto engine = Engine::create(artifact, options);
+    EXPECT_TRUE(engine.ok()) << engine.status().toString();
+    return engine.ok() ? std::move(engine).value() : nullptr;
+  }
+  /// Submits every request with a cancel token, runs rounds until all are
+  /// admitted, and cancels the odd ones.
+  void start(Engine &engine, std::vector<std::future<RequestResult>> &futures,
+             std::vector<std::shared_ptr<CancelToken>> &tokens) {
+    for (const std::string &text : texts) {
+      Request request = engine.parser().parse(text, "").value();
+      tokens.push_back(request.cancel = std::make_shared<CancelToken>());
+      futures.push_back(engine.submit(std::move(request)));
+    }
+    while (engine.stats().waiting > 0 && engine.runOnce()) {
+    }
+    for (size_t i = 1; i < tokens.size(); i += 2)
+      engine.cancel(tokens[i], "leaving one worker idle");
+  }
+};
+
+class EngineMoveTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(EngineMoveTest, RequestsLeftOnOneWorkerMoveToTheOther) {
+  MoveScenario scenario(GetParam());
+  ASSERT_TRUE(scenario.artifact);
+  for (bool move : {true, false}) {
+    auto engine = scenario.pair(move);
+    ASSERT_TRUE(engine);
+    uint64_t idleRows = engineRowsInUse(*engine);
+    std::vector<std::future<RequestResult>> futures;
+    std::vector<std::shared_ptr<CancelToken>> tokens;
+    scenario.start(*engine, futures, tokens);
+    uint64_t secondBefore = engine->stats().workerTasks[1];
+    while (engine->runOnce()) {
+    }
+    engine->drain();
+    for (size_t i = 0; i < futures.size(); ++i) {
+      RequestResult result = futures[i].get();
+      if (i % 2 && result.status.code() == StatusCode::Cancelled)
+        continue; // an odd one that had ended by then has its result
+      expectSameResult(result, scenario.together[i],
+                       "request " + std::to_string(i));
+    }
+    EngineStats stats = engine->stats();
+    if (move) {
+      // Half of what the first holds; later the first may run dry and
+      // take some back.
+      EXPECT_GE(stats.requestsMoved, 2u);
+      EXPECT_GT(stats.workerTasks[1], secondBefore) << "the second idled";
+    } else {
+      EXPECT_EQ(stats.requestsMoved, 0u);
+      EXPECT_EQ(stats.workerTasks[1], secondBefore);
+    }
+    EXPECT_EQ(engineRowsInUse(*engine), idleRows) << "move " << move;
+  }
+}
+
+TEST_P(EngineMoveTest, AMovedRequestCanStillBeCancelled) {
+  // Once requests have moved, every one is cancelled: wherever it runs, it
+  // ends Cancelled (unless it had ended), and every row comes back.
+  MoveScenario scenario(GetParam());
+  ASSERT_TRUE(scenario.artifact);
+  auto engine = scenario.pair(true);
+  ASSERT_TRUE(engine);
+  uint64_t idleRows = engineRowsInUse(*engine);
+  std::vector<std::future<RequestResult>> futures;
+  std::vector<std::shared_ptr<CancelToken>> tokens;
+  scenario.start(*engine, futures, tokens);
+  while (engine->stats().requestsMoved == 0 && engine->runOnce()) {
+  }
+  ASSERT_GT(engine->stats().requestsMoved, 0u);
+  engine->runOnce(); // the second worker takes them
+  for (size_t i = 0; i < tokens.size(); i += 2)
+    engine->cancel(tokens[i], "moved and cancelled");
+  engine->drain();
+  int cancelled = 0;
+  for (size_t i = 0; i < futures.size(); i += 2) {
+    RequestResult result = futures[i].get();
+    if (result.status.code() == StatusCode::Cancelled)
+      ++cancelled;
+    else // it had ended by then
+      expectSameResult(result, scenario.together[i],
+                       "request " + std::to_string(i));
+  }
+  EXPECT_GE(cancelled, 3) << "what ran on either worker";
+  EXPECT_EQ(engineRowsInUse(*engine), idleRows);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, EngineMoveTest,
+    ::testing::Values("lstm", "gru", "seq2seq", "attention", "treelstm"),
+    [](const ::testing::TestParamInfo<const char *> &info) {
+      return std::string(info.param);
+    });
+
+} // namespace
