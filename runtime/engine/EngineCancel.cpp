@@ -88,6 +88,12 @@ void Engine::cancelAll(const std::string &reason) {
         chunk->cancelled = true;
         chunk->cancelReason = reason;
       }
+    // Requests on their way to another worker were admitted before it.
+    for (auto &moving : admission.arriving)
+      for (auto &entry : moving) {
+        entry->cancelled = true;
+        entry->cancelReason = reason;
+      }
     for (auto &worker : impl_->workers) {
       worker->cancelAllReason_ = reason;
       worker->cancelAllBefore_ = admission.admissions;
@@ -109,11 +115,18 @@ void EngineWorker::endCancelled() {
   if (!cancelPending_.load(std::memory_order_acquire))
     return;
   std::vector<std::shared_ptr<CancelToken>> tokens;
+  std::vector<uint64_t> keys;
   std::optional<std::string> all;
   uint64_t before = 0;
   {
     std::lock_guard<std::mutex> lock(admission_->mutex);
-    tokens.swap(cancelled_);
+    // A token whose request moved to another worker is that worker's.
+    for (std::shared_ptr<CancelToken> &token : cancelled_)
+      if (token->worker_ == static_cast<int32_t>(index_)) {
+        keys.push_back(token->key_);
+        tokens.push_back(std::move(token));
+      }
+    cancelled_.clear();
     all.swap(cancelAllReason_);
     before = cancelAllBefore_;
     cancelPending_ = false;
@@ -124,11 +137,11 @@ void EngineWorker::endCancelled() {
     for (uint64_t key : entries_.keys())
       if (Entry *entry = entries_.find(key); entry && entry->admission < before)
         endAsCancelled(key, *all);
-  for (const std::shared_ptr<CancelToken> &token : tokens) {
+  for (size_t t = 0; t < tokens.size(); ++t) {
     // The key names this request only: a later one in the same slot has
     // another generation.
-    Entry *entry = entries_.find(token->key_);
-    if (entry && entry->graph->request().cancel == token)
-      endAsCancelled(token->key_, token->why_);
+    Entry *entry = entries_.find(keys[t]);
+    if (entry && entry->graph->request().cancel == tokens[t])
+      endAsCancelled(keys[t], tokens[t]->why_);
   }
 }

@@ -172,6 +172,13 @@ public:
   /// Requests admitted here (and moved here, not yet taken), as other
   /// workers see it when they consider moving requests (EngineMoves.cpp).
   std::atomic<uint32_t> load_{0};
+  /// Requests moved here and not taken yet (AdmissionQueue::arriving).
+  std::atomic<uint32_t> arriving_{0};
+  /// Publishes load_: admitted requests and those on their way here.
+  void publishLoad() {
+    load_.store(static_cast<uint32_t>(entries_.size()) + arriving_.load(),
+                std::memory_order_relaxed);
+  }
   /// Running requests may move between workers (EngineOptions::
   /// moveRequests, cellular batching, several workers, no custom unfolder).
   bool movesAllowed_ = false;

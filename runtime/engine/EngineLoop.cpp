@@ -49,8 +49,7 @@ bool EngineWorker::runOnce() {
     takeOutOfService(executor_->lost());
     return true;
   }
-  load_.store(static_cast<uint32_t>(entries_.size()),
-              std::memory_order_relaxed);
+  publishLoad();
   if (entries_.empty() && pending_.empty())
     idle_ = true; // set false again under the admission mutex
   if (worked) {

@@ -21,6 +21,7 @@
 #include "engine/EngineImpl.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace cellrun;
 
@@ -94,7 +95,10 @@ void EngineWorker::moveRequests() {
   for (const auto &[left, key] : candidates) {
     if (moved == wanted)
       break;
-    MoveResult result = moveTo(*entries_.find(key), *target);
+    Entry *entry = entries_.find(key);
+    if (!entry)
+      continue;
+    MoveResult result = moveTo(*entry, *target);
     if (result == MoveResult::TargetFull)
       break;
     moved += result == MoveResult::Moved;
@@ -109,17 +113,25 @@ void EngineWorker::moveRequests() {
   stats_.running = static_cast<uint32_t>(entries_.size());
 }
 
+/// Whether `entry` must stay: a cancellation has reached it (by its token
+/// or by cancelAll) that this worker has yet to act on, or `target` no
+/// longer serves (under the admission mutex).
+static bool mustStay(const EngineWorker::Entry &entry,
+                     const EngineWorker &worker, const EngineWorker &target) {
+  const auto &token = entry.graph->request().cancel;
+  return (token && token->cancelled()) || entry.cancelled ||
+         worker.cancelAllReason_.has_value() || target.exited_ ||
+         target.outOfService_;
+}
+
 EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
                                               EngineWorker &target) {
-  CellGraph &graph = *entry.graph;
   {
     // Its reservation goes with it: room there first.
     std::lock_guard<std::mutex> lock(admission_->mutex);
-    if (target.exited_ || !target.fits(entry.need))
+    if (target.exited_ || target.outOfService_ || !target.fits(entry.need))
       return MoveResult::TargetFull;
-    // A cancellation this worker has yet to act on ends it here.
-    const auto &token = graph.request().cancel;
-    if ((token && token->cancelled_) || cancelAllReason_)
+    if (mustStay(entry, *this, target))
       return MoveResult::Kept;
     // A node of it in a task that has not finished pins it here.
     entry.movedSubgraphs.clear();
@@ -141,48 +153,95 @@ EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
     error = executor_->readRow(slots, static_cast<uint32_t>(row),
                                entry.movedState.data() + at);
   });
-  if (!error.isOk()) {
-    {
-      std::lock_guard<std::mutex> lock(admission_->mutex);
-      for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-        target.pools_[pool].reserved -= entry.need[pool];
-      target.load_.fetch_sub(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    // A cancellation that came meanwhile went to this worker, and the
+    // target may have stopped: then it stays (its rows are still here).
+    bool stays = !error.isOk() || mustStay(entry, *this, target);
+    if (!stays) {
+      // Given back here; the indices stay, for the target to take as many.
+      forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
+        pools_[pool].pool->put(static_cast<uint32_t>(row));
+      });
+      for (uint32_t pool = 0; pool < pools_.size(); ++pool) {
+        entry.held[pool] = 0;
+        pools_[pool].reserved -= entry.need[pool];
+      }
+      // Cancelled from here on, it is the target's to end.
+      if (const auto &token = entry.graph->request().cancel)
+        token->worker_ = static_cast<int32_t>(target.index_);
+      ++target.arriving_;
+      admission_->arriving[target.index_].push_back(entries_.erase(entry.key));
+      return MoveResult::Moved;
     }
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      target.pools_[pool].reserved -= entry.need[pool];
+    target.load_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  entry.movedState = std::vector<uint8_t>();
+  std::vector<ReadySubgraph> subgraphs = std::move(entry.movedSubgraphs);
+  entry.movedSubgraphs.clear();
+  if (!error.isOk()) {
     finishRequest(entry, error); // its rows could not be read: it fails
     return MoveResult::Kept;
   }
-  // Given back here; the indices stay, for the target to take as many.
-  forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
-    pools_[pool].pool->put(static_cast<uint32_t>(row));
-  });
-  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-    entry.held[pool] = 0;
-  std::lock_guard<std::mutex> lock(admission_->mutex);
-  for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-    pools_[pool].reserved -= entry.need[pool];
-  // Cancelled from here on, it is the target's to end.
-  if (const auto &token = graph.request().cancel)
-    token->worker_ = static_cast<int32_t>(target.index_);
-  admission_->arriving[target.index_].push_back(entries_.erase(entry.key));
-  return MoveResult::Moved;
+  for (ReadySubgraph &subgraph : subgraphs) // back into this worker's policy
+    if (Status added =
+            policy_->add(entry.key, std::move(subgraph), entry.deadline);
+        !added.isOk()) {
+      finishRequest(entry, added);
+      break;
+    }
+  return MoveResult::Kept;
 }
 
 bool EngineWorker::takeArrivals() {
-  std::vector<std::unique_ptr<Entry>> arrived;
+  struct Arrival {
+    std::unique_ptr<Entry> entry;
+    std::optional<std::string> cancelReason;
+  };
+  std::vector<Arrival> arrived;
   {
     std::lock_guard<std::mutex> lock(admission_->mutex);
-    arrived.swap(admission_->arriving[index_]);
+    for (std::unique_ptr<Entry> &moved : admission_->arriving[index_]) {
+      // Cancelled while it moved (its token now names this worker): it
+      // ends once it is here, as at admission.
+      std::optional<std::string> reason;
+      if (const auto &token = moved->graph->request().cancel;
+          token && token->cancelled_)
+        reason = token->why_;
+      if (moved->cancelled)
+        reason = moved->cancelReason;
+      arrived.push_back({std::move(moved), std::move(reason)});
+    }
+    admission_->arriving[index_].clear();
+    arriving_ = 0;
     if (!arrived.empty())
       idle_ = false;
   }
-  for (std::unique_ptr<Entry> &moved : arrived) {
-    Entry &entry = *moved;
-    entry.key = entries_.insert(std::move(moved));
+  if (arrived.empty())
+    return false;
+  // Rows are written from the host (at once, in host-visible pools): no
+  // task may be using them, so the round in flight finishes first.
+  if (!pending_.empty()) {
+    std::vector<InFlight> previous = std::move(pending_);
+    pending_.clear();
+    for (InFlight &flight : previous)
+      complete(flight);
+    for (InFlight &flight : previous)
+      recycle(std::move(flight));
+  }
+  for (Arrival &arrival : arrived) {
+    Entry &entry = *arrival.entry;
+    entry.key = entries_.insert(std::move(arrival.entry));
     if (const auto &token = entry.graph->request().cancel)
       token->key_ = entry.key;
-    resumeMoved(entry);
+    uint64_t key = entry.key;
+    resumeMoved(entry); // may end it (then the key finds nothing)
+    if (arrival.cancelReason)
+      endAsCancelled(key, *arrival.cancelReason);
   }
-  return !arrived.empty();
+  return true;
 }
 
 void EngineWorker::resumeMoved(Entry &entry) {

@@ -172,8 +172,7 @@ bool EngineWorker::admit() {
     if (start.cancelReason && entries_.find(start.key))
       endAsCancelled(start.key, *start.cancelReason);
   }
-  load_.store(static_cast<uint32_t>(entries_.size()),
-              std::memory_order_relaxed);
+  publishLoad();
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
   return took;

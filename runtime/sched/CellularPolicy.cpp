@@ -135,10 +135,11 @@ public:
                std::vector<ReadySubgraph> &remaining) override {
     std::vector<std::unique_ptr<SubgraphRecord>> *open = findOpen(request);
     if (!open)
-      return true;
+      return false; // nothing of it here to hand over
     for (auto &record : *open)
       if (scheduler_.running(record->id))
         return false;
+    size_t before = remaining.size();
     std::vector<SubgraphRecord *> records;
     for (auto &record : *open) {
       records.push_back(record.get());
@@ -158,6 +159,8 @@ public:
         rest.nodes.push_back(record->node(index));
       rest.successor = std::move(successor);
     }
+    if (remaining.size() == before)
+      return false; // nothing left to run that another worker could take
     for (SubgraphRecord *record : records) {
       (void)scheduler_.cancel(record->id); // none running: it leaves now
       forget(record);

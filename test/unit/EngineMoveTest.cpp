@@ -4,7 +4,8 @@
 // workers in manual rounds, for the LSTM, GRU, seq2seq, attention and
 // TreeLSTM examples: requests left on one worker move to the other (and
 // with moving off stay), every result is what one worker computes, every
-// row comes back, and a moved request can still be cancelled.
+// row comes back, and a moved request can still be cancelled, also on its
+// way between the workers.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -14,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <random>
 
@@ -105,9 +107,10 @@ struct MoveScenario {
     return engine.ok() ? std::move(engine).value() : nullptr;
   }
   /// Submits every request with a cancel token, runs rounds until all are
-  /// admitted, and cancels the odd ones.
+  /// admitted, and cancels the odd ones (`idle` 1) or the even ones (0).
   void start(Engine &engine, std::vector<std::future<RequestResult>> &futures,
-             std::vector<std::shared_ptr<CancelToken>> &tokens) {
+             std::vector<std::shared_ptr<CancelToken>> &tokens,
+             size_t idle = 1) {
     for (const std::string &text : texts) {
       Request request = engine.parser().parse(text, "").value();
       tokens.push_back(request.cancel = std::make_shared<CancelToken>());
@@ -115,7 +118,7 @@ struct MoveScenario {
     }
     while (engine.stats().waiting > 0 && engine.runOnce()) {
     }
-    for (size_t i = 1; i < tokens.size(); i += 2)
+    for (size_t i = idle; i < tokens.size(); i += 2)
       engine.cancel(tokens[i], "leaving one worker idle");
   }
 };
@@ -154,6 +157,7 @@ TEST_P(EngineMoveTest, RequestsLeftOnOneWorkerMoveToTheOther) {
       EXPECT_EQ(stats.workerTasks[1], secondBefore);
     }
     EXPECT_EQ(engineRowsInUse(*engine), idleRows) << "move " << move;
+    EXPECT_EQ(stats.poolBytesReserved, 0u) << "move " << move;
   }
 }
 
@@ -172,20 +176,66 @@ TEST_P(EngineMoveTest, AMovedRequestCanStillBeCancelled) {
   }
   ASSERT_GT(engine->stats().requestsMoved, 0u);
   engine->runOnce(); // the second worker takes them
-  for (size_t i = 0; i < tokens.size(); i += 2)
+  // Those that ended by now have their results; every other one, moved or
+  // not, must end Cancelled.
+  std::vector<bool> endedBefore;
+  for (size_t i = 0; i < tokens.size(); i += 2) {
+    endedBefore.push_back(futures[i].wait_for(std::chrono::seconds(0)) ==
+                          std::future_status::ready);
     engine->cancel(tokens[i], "moved and cancelled");
+  }
   engine->drain();
   int cancelled = 0;
   for (size_t i = 0; i < futures.size(); i += 2) {
     RequestResult result = futures[i].get();
-    if (result.status.code() == StatusCode::Cancelled)
-      ++cancelled;
-    else // it had ended by then
+    if (endedBefore[i / 2]) {
       expectSameResult(result, scenario.together[i],
                        "request " + std::to_string(i));
+      continue;
+    }
+    EXPECT_EQ(result.status.code(), StatusCode::Cancelled)
+        << "request " << i << ": " << result.status.toString();
+    ++cancelled;
   }
-  EXPECT_GE(cancelled, 3) << "what ran on either worker";
+  EXPECT_GE(cancelled, 3) << "the moved ones at least";
   EXPECT_EQ(engineRowsInUse(*engine), idleRows);
+  EXPECT_EQ(engine->stats().poolBytesReserved, 0u);
+}
+
+TEST_P(EngineMoveTest, ARequestCancelledOnItsWayEndsWhereItArrives) {
+  // The second worker is left with the requests this time: those it moves
+  // wait for the first worker's next round, and are cancelled meanwhile
+  // (their tokens already name the first worker).
+  MoveScenario scenario(GetParam());
+  ASSERT_TRUE(scenario.artifact);
+  auto engine = scenario.pair(true);
+  ASSERT_TRUE(engine);
+  uint64_t idleRows = engineRowsInUse(*engine);
+  std::vector<std::future<RequestResult>> futures;
+  std::vector<std::shared_ptr<CancelToken>> tokens;
+  scenario.start(*engine, futures, tokens, /*idle=*/0);
+  while (engine->stats().requestsMoved == 0 && engine->runOnce()) {
+  }
+  ASSERT_GT(engine->stats().requestsMoved, 0u);
+  std::vector<bool> endedBefore;
+  for (size_t i = 1; i < tokens.size(); i += 2) {
+    endedBefore.push_back(futures[i].wait_for(std::chrono::seconds(0)) ==
+                          std::future_status::ready);
+    engine->cancel(tokens[i], "cancelled on its way");
+  }
+  engine->drain();
+  int cancelled = 0;
+  for (size_t i = 1; i < futures.size(); i += 2) {
+    RequestResult result = futures[i].get();
+    if (endedBefore[i / 2])
+      continue;
+    EXPECT_EQ(result.status.code(), StatusCode::Cancelled)
+        << "request " << i << ": " << result.status.toString();
+    ++cancelled;
+  }
+  EXPECT_GE(cancelled, 3) << "the moved ones at least";
+  EXPECT_EQ(engineRowsInUse(*engine), idleRows);
+  EXPECT_EQ(engine->stats().poolBytesReserved, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
