@@ -248,6 +248,8 @@ private:
   std::vector<InFlight> spareFlights_;
   InFlight takeFlight();
   void recycle(InFlight &&flight);
+  /// Completes `flights` in order, then keeps them for reuse.
+  void completeAll(std::vector<InFlight> &flights);
 
   /// Admits waiting requests while they fit here and this worker is the
   /// one to take them; true when it took one.
@@ -356,6 +358,9 @@ private:
                  uint32_t row);
   /// Hands `ready` (emptied) to the policy, or ends the request.
   void addReady(Entry &entry, std::vector<ReadySubgraph> &ready);
+  /// Adds `subgraphs` to the policy; false when one is refused (the
+  /// request then fails and is gone).
+  bool handToPolicy(Entry &entry, std::vector<ReadySubgraph> &subgraphs);
   /// What a graph hands over at its start or as a node finishes (reused).
   std::vector<ReadySubgraph> ready_;
   /// Requests the policy returns when one ends (reused).

@@ -35,15 +35,9 @@ bool EngineWorker::runOnce() {
     // Complete the previous round while this one runs.
     std::vector<InFlight> previous = std::move(pending_);
     pending_ = std::move(round);
-    for (InFlight &flight : previous)
-      complete(flight);
-    for (InFlight &flight : previous)
-      recycle(std::move(flight));
+    completeAll(previous);
   } else {
-    for (InFlight &flight : round)
-      complete(flight);
-    for (InFlight &flight : round)
-      recycle(std::move(flight));
+    completeAll(round);
   }
   if (!executor_->lost().isOk()) {
     takeOutOfService(executor_->lost());
@@ -60,6 +54,13 @@ bool EngineWorker::runOnce() {
     stats_.executorSeconds += Seconds(executorTime_).count();
   }
   return worked;
+}
+
+void EngineWorker::completeAll(std::vector<InFlight> &flights) {
+  for (InFlight &flight : flights)
+    complete(flight);
+  for (InFlight &flight : flights)
+    recycle(std::move(flight));
 }
 
 EngineWorker::InFlight EngineWorker::takeFlight() {
@@ -298,19 +299,26 @@ void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> &ready) {
     finishRequest(entry, Status::ok());
     return;
   }
-  for (ReadySubgraph &subgraph : ready)
-    if (Status added =
-            policy_->add(entry.key, std::move(subgraph), entry.deadline);
-        !added.isOk()) {
-      finishRequest(entry, added);
-      return;
-    }
+  if (!handToPolicy(entry, ready))
+    return;
   if (graph.outstanding() == 0)
     finishRequest(entry,
                   Status(StatusCode::InvalidArgument,
                          "request " + graph.request().id +
                              ": the unfolder left nothing to run and did "
                              "not finish the request"));
+}
+
+bool EngineWorker::handToPolicy(Entry &entry,
+                                std::vector<ReadySubgraph> &subgraphs) {
+  for (ReadySubgraph &subgraph : subgraphs)
+    if (Status added =
+            policy_->add(entry.key, std::move(subgraph), entry.deadline);
+        !added.isOk()) {
+      finishRequest(entry, added);
+      return false;
+    }
+  return true;
 }
 
 void EngineWorker::releaseOutputs(Entry &entry, uint32_t node) {

@@ -185,13 +185,7 @@ EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
     finishRequest(entry, error); // its rows could not be read: it fails
     return MoveResult::Kept;
   }
-  for (ReadySubgraph &subgraph : subgraphs) // back into this worker's policy
-    if (Status added =
-            policy_->add(entry.key, std::move(subgraph), entry.deadline);
-        !added.isOk()) {
-      finishRequest(entry, added);
-      break;
-    }
+  handToPolicy(entry, subgraphs); // back into this worker's policy
   return MoveResult::Kept;
 }
 
@@ -226,10 +220,7 @@ bool EngineWorker::takeArrivals() {
   if (!pending_.empty()) {
     std::vector<InFlight> previous = std::move(pending_);
     pending_.clear();
-    for (InFlight &flight : previous)
-      complete(flight);
-    for (InFlight &flight : previous)
-      recycle(std::move(flight));
+    completeAll(previous);
   }
   for (Arrival &arrival : arrived) {
     Entry &entry = *arrival.entry;
@@ -269,11 +260,5 @@ void EngineWorker::resumeMoved(Entry &entry) {
     finishRequest(entry, error);
     return;
   }
-  for (ReadySubgraph &subgraph : subgraphs)
-    if (Status added =
-            policy_->add(entry.key, std::move(subgraph), entry.deadline);
-        !added.isOk()) {
-      finishRequest(entry, added);
-      return;
-    }
+  handToPolicy(entry, subgraphs);
 }

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
-#include "ResultChecks.h"
+#include "FaultTests.h"
 #include "cellrun/Engine.h"
 #include "engine/EngineTesting.h"
 
@@ -20,7 +20,7 @@
 #include <random>
 
 using namespace cellrun;
-using cellc::testing::expectSameResult;
+using cellc::testing::expectSameBits;
 
 namespace {
 
@@ -143,8 +143,8 @@ TEST_P(EngineMoveTest, RequestsLeftOnOneWorkerMoveToTheOther) {
       RequestResult result = futures[i].get();
       if (i % 2 && result.status.code() == StatusCode::Cancelled)
         continue; // an odd one that had ended by then has its result
-      expectSameResult(result, scenario.together[i],
-                       "request " + std::to_string(i));
+      expectSameBits(result, scenario.together[i],
+                     "request " + std::to_string(i));
     }
     EngineStats stats = engine->stats();
     if (move) {
@@ -161,36 +161,41 @@ TEST_P(EngineMoveTest, RequestsLeftOnOneWorkerMoveToTheOther) {
   }
 }
 
-TEST_P(EngineMoveTest, AMovedRequestCanStillBeCancelled) {
-  // Once requests have moved, every one is cancelled: wherever it runs, it
-  // ends Cancelled (unless it had ended), and every row comes back.
-  MoveScenario scenario(GetParam());
+/// The scenario on two workers with moves, run until some requests have
+/// moved (the requests of worker `idle`'s parity cancelled at the start);
+/// then requests first, first + 2, ... are cancelled: those that ended
+/// before have their results; every other one, wherever it is, must end
+/// Cancelled (the moved ones at least), and every row and reservation
+/// comes back. `takeFirst`: one more round, so that the moved requests
+/// are taken before the cancellations.
+void cancelAfterMoving(const char *model, size_t idle, bool takeFirst,
+                       size_t first) {
+  MoveScenario scenario(model);
   ASSERT_TRUE(scenario.artifact);
   auto engine = scenario.pair(true);
   ASSERT_TRUE(engine);
   uint64_t idleRows = engineRowsInUse(*engine);
   std::vector<std::future<RequestResult>> futures;
   std::vector<std::shared_ptr<CancelToken>> tokens;
-  scenario.start(*engine, futures, tokens);
+  scenario.start(*engine, futures, tokens, idle);
   while (engine->stats().requestsMoved == 0 && engine->runOnce()) {
   }
   ASSERT_GT(engine->stats().requestsMoved, 0u);
-  engine->runOnce(); // the second worker takes them
-  // Those that ended by now have their results; every other one, moved or
-  // not, must end Cancelled.
-  std::vector<bool> endedBefore;
-  for (size_t i = 0; i < tokens.size(); i += 2) {
-    endedBefore.push_back(futures[i].wait_for(std::chrono::seconds(0)) ==
-                          std::future_status::ready);
-    engine->cancel(tokens[i], "moved and cancelled");
+  if (takeFirst)
+    engine->runOnce();
+  std::vector<bool> endedBefore(tokens.size(), false);
+  for (size_t i = first; i < tokens.size(); i += 2) {
+    endedBefore[i] = futures[i].wait_for(std::chrono::seconds(0)) ==
+                     std::future_status::ready;
+    engine->cancel(tokens[i], "cancelled after moving");
   }
   engine->drain();
   int cancelled = 0;
-  for (size_t i = 0; i < futures.size(); i += 2) {
+  for (size_t i = first; i < futures.size(); i += 2) {
     RequestResult result = futures[i].get();
-    if (endedBefore[i / 2]) {
-      expectSameResult(result, scenario.together[i],
-                       "request " + std::to_string(i));
+    if (endedBefore[i]) {
+      expectSameBits(result, scenario.together[i],
+                     "request " + std::to_string(i));
       continue;
     }
     EXPECT_EQ(result.status.code(), StatusCode::Cancelled)
@@ -202,40 +207,17 @@ TEST_P(EngineMoveTest, AMovedRequestCanStillBeCancelled) {
   EXPECT_EQ(engine->stats().poolBytesReserved, 0u);
 }
 
+TEST_P(EngineMoveTest, AMovedRequestCanStillBeCancelled) {
+  // Once requests have moved and the second worker has taken them, the
+  // first worker's requests are cancelled, wherever they run now.
+  cancelAfterMoving(GetParam(), /*idle=*/1, /*takeFirst=*/true, /*first=*/0);
+}
+
 TEST_P(EngineMoveTest, ARequestCancelledOnItsWayEndsWhereItArrives) {
   // The second worker is left with the requests this time: those it moves
   // wait for the first worker's next round, and are cancelled meanwhile
   // (their tokens already name the first worker).
-  MoveScenario scenario(GetParam());
-  ASSERT_TRUE(scenario.artifact);
-  auto engine = scenario.pair(true);
-  ASSERT_TRUE(engine);
-  uint64_t idleRows = engineRowsInUse(*engine);
-  std::vector<std::future<RequestResult>> futures;
-  std::vector<std::shared_ptr<CancelToken>> tokens;
-  scenario.start(*engine, futures, tokens, /*idle=*/0);
-  while (engine->stats().requestsMoved == 0 && engine->runOnce()) {
-  }
-  ASSERT_GT(engine->stats().requestsMoved, 0u);
-  std::vector<bool> endedBefore;
-  for (size_t i = 1; i < tokens.size(); i += 2) {
-    endedBefore.push_back(futures[i].wait_for(std::chrono::seconds(0)) ==
-                          std::future_status::ready);
-    engine->cancel(tokens[i], "cancelled on its way");
-  }
-  engine->drain();
-  int cancelled = 0;
-  for (size_t i = 1; i < futures.size(); i += 2) {
-    RequestResult result = futures[i].get();
-    if (endedBefore[i / 2])
-      continue;
-    EXPECT_EQ(result.status.code(), StatusCode::Cancelled)
-        << "request " << i << ": " << result.status.toString();
-    ++cancelled;
-  }
-  EXPECT_GE(cancelled, 3) << "the moved ones at least";
-  EXPECT_EQ(engineRowsInUse(*engine), idleRows);
-  EXPECT_EQ(engine->stats().poolBytesReserved, 0u);
+  cancelAfterMoving(GetParam(), /*idle=*/0, /*takeFirst=*/false, /*first=*/1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

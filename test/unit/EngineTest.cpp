@@ -11,14 +11,13 @@
 // dropped), and every row comes back to its pool. Also:
 // bad requests are refused precisely and disturb nobody, a full queue
 // refuses at once, small pools make requests wait (never fail), the
-// threaded API serves concurrent submitters, an offline batch
-// submitted before the worker threads start runs in full. Requests
-// moving between workers: EngineMoveTest.cpp.
+// threaded API serves concurrent submitters, and an offline batch
+// submitted before the worker threads start runs in full. Requests moving
+// between workers: EngineMoveTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Engine.h"
 #include "RandomRequests.h"
-#include "ResultChecks.h"
 #include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
@@ -29,7 +28,6 @@
 #include <thread>
 
 using namespace cellrun;
-using cellc::testing::expectSameResult;
 using cellc::testing::randomRequest;
 
 namespace {
@@ -61,6 +59,29 @@ makeEngine(std::shared_ptr<const LoadedArtifact> artifact, Policy policy,
   auto engine = Engine::create(std::move(artifact), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+void expectSameResult(const RequestResult &got, const RequestResult &alone,
+                      const std::string &what) {
+  ASSERT_TRUE(got.status.isOk()) << what << ": " << got.status.toString();
+  ASSERT_EQ(got.outputs.size(), alone.outputs.size()) << what;
+  EXPECT_EQ(got.stopReason, alone.stopReason) << what;
+  for (const OutputTensor &want : alone.outputs) {
+    const OutputTensor *have = got.find(want.name);
+    ASSERT_NE(have, nullptr) << what << ": no output " << want.name;
+    EXPECT_EQ(have->shape, want.shape) << what << " " << want.name;
+    EXPECT_EQ(have->integers, want.integers) << what << " " << want.name;
+    ASSERT_EQ(have->floats.size(), want.floats.size()) << what;
+    int bad = 0;
+    for (size_t i = 0; i < want.floats.size() && bad < 3; ++i)
+      if (!(std::fabs(have->floats[i] - want.floats[i]) <=
+            1e-6f * std::fabs(want.floats[i]) + 1e-6f)) {
+        ++bad;
+        ADD_FAILURE() << what << " " << want.name << "[" << i
+                      << "] = " << have->floats[i] << ", alone "
+                      << want.floats[i];
+      }
+  }
 }
 
 struct EquivalenceCase {
