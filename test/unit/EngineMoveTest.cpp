@@ -5,7 +5,8 @@
 // TreeLSTM examples: requests left on one worker move to the other (and
 // with moving off stay), every result is what one worker computes, every
 // row comes back, and a moved request can still be cancelled, also on its
-// way between the workers.
+// way between the workers; and with worker threads, waves of long and short
+// requests, some cancelled, all answered right.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <future>
 #include <random>
+#include <thread>
 
 using namespace cellrun;
 using cellc::testing::expectSameBits;
@@ -218,6 +220,67 @@ TEST_P(EngineMoveTest, ARequestCancelledOnItsWayEndsWhereItArrives) {
   // wait for the first worker's next round, and are cancelled meanwhile
   // (their tokens already name the first worker).
   cancelAfterMoving(GetParam(), /*idle=*/0, /*takeFirst=*/false, /*first=*/1);
+}
+
+TEST(EngineMoveThreadsTest, WorkerThreadsMoveRequestsAndAnswerEveryOne) {
+  // Two worker threads; waves of requests of very different lengths, every
+  // fifth cancelled while it runs: whatever moves where and when, each
+  // request ends with the bits of one worker or Cancelled, and every row
+  // and reservation comes back (the sanitizer builds run this too).
+  auto artifact = cellc::testing::loadExampleArtifact("lstm");
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(41);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 120; ++i) {
+    int length = i % 3 == 0 ? 200 + int(random() % 100) : 1 + int(random() % 8);
+    texts.push_back("{\"id\": \"t" + std::to_string(i) + "\", \"tokens\": [");
+    for (int t = 0; t < length; ++t)
+      texts.back() += (t ? ", " : "") + std::to_string(1 + random() % 999);
+    texts.back() += "]}";
+  }
+  EngineOptions single;
+  single.startWorker = false;
+  auto alone = Engine::create(artifact, single).value();
+  std::vector<std::future<RequestResult>> expected;
+  for (const std::string &text : texts)
+    expected.push_back(alone->submit(alone->parser().parse(text, "").value()));
+  alone->drain();
+
+  EngineOptions options;
+  options.workers = 2;
+  options.executor.threads = 1;
+  auto engine = Engine::create(artifact, options).value();
+  std::vector<std::future<RequestResult>> futures;
+  std::vector<std::shared_ptr<CancelToken>> tokens;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Request request = engine->parser().parse(texts[i], "").value();
+    tokens.push_back(request.cancel = std::make_shared<CancelToken>());
+    futures.push_back(engine->submit(std::move(request)));
+    if (i % 30 == 29)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (i % 5 == 4)
+      engine->cancel(tokens[i - 3], "cancelled while it runs");
+  }
+  for (size_t i = 0; i < futures.size(); ++i) {
+    RequestResult result = futures[i].get();
+    RequestResult want = expected[i].get();
+    if (i % 5 == 1 && result.status.code() == StatusCode::Cancelled)
+      continue;
+    expectSameBits(result, want, "request " + std::to_string(i));
+  }
+  // Every result is in; the last rounds may still be giving rows back.
+  EngineStats stats = engine->stats();
+  for (int wait = 0;
+       wait < 2000 && (stats.running > 0 || stats.poolBytesReserved > 0);
+       ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stats = engine->stats();
+  }
+  EXPECT_EQ(stats.running, 0u);
+  EXPECT_EQ(stats.poolBytesReserved, 0u);
+  EXPECT_EQ(stats.completed + stats.cancelled, texts.size());
+  std::printf("worker threads: %llu of %zu requests moved\n",
+              (unsigned long long)stats.requestsMoved, texts.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(
