@@ -180,6 +180,10 @@ std::string ServerMetrics::render(const EngineStats &engine,
          "Sessions freed after --session-timeout without a chunk.");
   sample(out, "cellrun_sessions_expired_total", "",
          static_cast<double>(engine.sessionsExpired));
+  header(out, "cellrun_requests_moved_total", "counter",
+         "Running requests moved from one worker to a less loaded one.");
+  sample(out, "cellrun_requests_moved_total", "",
+         static_cast<double>(engine.requestsMoved));
   header(out, "cellrun_pool_bytes_reserved", "gauge",
          "State pool memory reserved by admitted requests.");
   sample(out, "cellrun_pool_bytes_reserved", "",

@@ -394,6 +394,10 @@ queue = [s for s in families["cellrun_request_queue_seconds"].samples
 check(queue and queue[0].value == sent["success"], f"queue histogram {queue}")
 tasks = sum(s.value for s in families["cellrun_tasks"].samples)
 check(tasks > 0, "no tasks counted")
+# One worker: nothing can move (the counter is there, at 0).
+moved = [s.value for s in families["cellrun_requests_moved"].samples
+         if s.name == "cellrun_requests_moved_total"]
+check(moved == [0.0], f"requests moved on one worker: {moved}")
 
 code, log = server.stop()
 check(code == 0 and "stopped" in log, f"exit code {code}: {log}")
