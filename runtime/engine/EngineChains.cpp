@@ -108,21 +108,9 @@ void EngineWorker::releaseChainPinned(Entry &entry) {
 }
 
 void EngineWorker::releaseChainRows(Entry &entry) {
-  CellGraph &graph = *entry.graph;
-  const CellRoles &roles = parser_->structure().cells[0];
-  for (uint32_t generation = 0; generation < 2; ++generation) {
-    int32_t *rows = graph.chainRows(generation);
-    for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
-      if (rows[slot] >= 0) {
-        releaseRow(&entry, partPools_[0].outputs[slot], rows[slot]);
-        rows[slot] = -1;
-      }
-    for (uint32_t d = 0; d < roles.dataInputs.size(); ++d) {
-      int32_t &row = rows[roles.outputCount + d];
-      if (row >= 0) {
-        releaseRow(&entry, partPools_[0].inputs[roles.dataInputs[d]], row);
-        row = -1;
-      }
-    }
-  }
+  // A chain holds no rows but its generations' (forEachHeldRow).
+  forEachHeldRow(entry, [&](uint32_t pool, int32_t &row) {
+    releaseRow(&entry, pool, row);
+    row = -1;
+  });
 }

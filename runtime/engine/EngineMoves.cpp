@@ -27,10 +27,11 @@ using namespace cellrun;
 
 bool EngineWorker::movable(const Entry &entry) const {
   const CellGraph &graph = *entry.graph;
+  // A session's chunk (its state parked here, the worker it is pinned to)
+  // stays.
   return !entry.complete && entry.failure.isOk() && !entry.cancelled &&
          !graph.finished() && graph.outstanding() > 0 &&
-         graph.request().session.id == 0 && graph.initialState().empty() &&
-         entry.pinnedWorker < 0;
+         graph.request().session.id == 0;
 }
 
 void EngineWorker::forEachHeldRow(
