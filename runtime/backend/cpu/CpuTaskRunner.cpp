@@ -4,6 +4,7 @@
 #include "artifact/ElementIO.h"
 
 #include <cblas.h>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -11,6 +12,17 @@ using namespace cellrun;
 using namespace cellrun::cpu;
 
 static constexpr size_t kWorkspaceAlignment = 256;
+
+/// OpenBLAS starts its thread server when the program loads (its own
+/// constructor, of default priority) and those threads spin for about 0.1 s
+/// before they sleep: a core taken from the engine just as serving starts
+/// (measured on the 2-core VM: 6-13% of `cellrun run`'s row-step time).
+/// Asking for one thread before that constructor runs means none is made;
+/// a process that sets OPENBLAS_NUM_THREADS itself keeps its choice, and
+/// openblas_set_num_threads can still add threads later (task_bench does).
+__attribute__((constructor(101))) static void startBlasWithoutThreads() {
+  setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+}
 
 void cellrun::cpu::keepBlasOnCallingThread() {
   static std::once_flag once;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "PackedGemm.h"
 
+#include "ElementLoops.h"
 #include "ThreadPool.h"
 
 #include <algorithm>
@@ -207,17 +208,8 @@ void cellrun::cpu::detail::finishColumns(int64_t m, bool emptyProduct,
       std::fill(d + i * ldd + begin, d + i * ldd + end, 0.0f);
   if (epilogue.alpha == 1.0f && !epilogue.bias)
     return;
-  for (int64_t i = 0; i < m; ++i) {
-    float *row = d + i * ldd;
-    const float *bias =
-        epilogue.bias ? epilogue.bias + i * epilogue.biasStride : nullptr;
-    for (int64_t j = begin; j < end; ++j) {
-      float value = epilogue.alpha * row[j];
-      if (bias)
-        value = value + epilogue.beta * bias[j];
-      row[j] = value;
-    }
-  }
+  scaleRowsAddBias(m, d, ldd, begin, end, epilogue.alpha, epilogue.beta,
+                   epilogue.bias, epilogue.biasStride);
 }
 
 static int onePanelPerCall(int) { return 1; }

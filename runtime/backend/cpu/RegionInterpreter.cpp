@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
 
+#include "ElementLoops.h"
 #include "PackedGemm.h"
 #include "VectorMath.h"
 #include "artifact/ElementIO.h"
@@ -87,41 +88,24 @@ Status RegionInterpreter::Impl::execute(PreparedOp &prepared, int64_t rows) {
 }
 
 namespace {
-/// a op b over `count` elements of equal shape (the common case: a loop the
-/// compiler vectorises).
-void binaryFloats(OpCode code, const float *a, const float *b, float *out,
-                  int64_t count) {
+ElementOp elementOp(OpCode code) {
   switch (code) {
   case OpCode::Add:
-    for (int64_t k = 0; k < count; ++k)
-      out[k] = a[k] + b[k];
-    return;
+    return ElementOp::Add;
   case OpCode::Sub:
-    for (int64_t k = 0; k < count; ++k)
-      out[k] = a[k] - b[k];
-    return;
+    return ElementOp::Sub;
   case OpCode::Mul:
-    for (int64_t k = 0; k < count; ++k)
-      out[k] = a[k] * b[k];
-    return;
+    return ElementOp::Mul;
   default:
-    for (int64_t k = 0; k < count; ++k)
-      out[k] = a[k] / b[k];
-    return;
+    return ElementOp::Div;
   }
 }
-/// out[i] = f(a[i], b[0]) for a run of a (runOfA), else f(a[0], b[i]), for
-/// i < count: loops the compiler vectorises.
-template <typename Op>
-void runsOrNumbers(Op f, const float *a, bool runOfA, const float *b,
-                   float *out, int64_t count) {
-  float x = a[0], y = b[0];
-  if (runOfA)
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = f(a[i], y);
-  else
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = f(x, b[i]);
+
+/// a op b over `count` elements of equal shape (the common case), in the
+/// processor's widest vectors (ElementLoops.h).
+void binaryFloats(OpCode code, const float *a, const float *b, float *out,
+                  int64_t count) {
+  elementArrays(elementOp(code), a, b, out, count);
 }
 
 /// a op b through a strided broadcast: per outer index, a run against a
@@ -138,21 +122,7 @@ void stridedFloats(OpCode code, const StridedBroadcast &form, const float *a,
       binaryFloats(code, rowA, rowB, rowOut, inner);
       continue;
     }
-    switch (code) {
-    case OpCode::Add:
-      runsOrNumbers(std::plus<float>(), rowA, runOfA, rowB, rowOut, inner);
-      break;
-    case OpCode::Sub:
-      runsOrNumbers(std::minus<float>(), rowA, runOfA, rowB, rowOut, inner);
-      break;
-    case OpCode::Mul:
-      runsOrNumbers(std::multiplies<float>(), rowA, runOfA, rowB, rowOut,
-                    inner);
-      break;
-    default:
-      runsOrNumbers(std::divides<float>(), rowA, runOfA, rowB, rowOut, inner);
-      break;
-    }
+    elementRunAndNumber(elementOp(code), rowA, runOfA, rowB, rowOut, inner);
   }
 }
 } // namespace

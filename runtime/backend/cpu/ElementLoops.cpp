@@ -1,0 +1,161 @@
+//===- ElementLoops.cpp - Element-wise loops for the CPU's vectors --------===//
+//
+// One body per loop (always inlined), wrapped three times with a target
+// attribute so the compiler vectorises it for that width (ElementLoops.h).
+//
+//===----------------------------------------------------------------------===//
+#include "ElementLoops.h"
+
+using namespace cellrun::cpu;
+
+#define CELL_INLINE inline __attribute__((always_inline))
+
+namespace {
+/// The operands may be the result itself (an op in place): no __restrict.
+CELL_INLINE void arrays(ElementOp op, const float *a, const float *b,
+                        float *out, int64_t count) {
+  switch (op) {
+  case ElementOp::Add:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] + b[k];
+    return;
+  case ElementOp::Sub:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] - b[k];
+    return;
+  case ElementOp::Mul:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] * b[k];
+    return;
+  case ElementOp::Div:
+    for (int64_t k = 0; k < count; ++k)
+      out[k] = a[k] / b[k];
+    return;
+  }
+}
+
+CELL_INLINE void runAndNumber(ElementOp op, const float *a, bool runOfA,
+                              const float *b, float *out, int64_t count) {
+  float x = a[0], y = b[0];
+  switch (op) {
+  case ElementOp::Add:
+    if (runOfA)
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = a[k] + y;
+    else
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = x + b[k];
+    return;
+  case ElementOp::Sub:
+    if (runOfA)
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = a[k] - y;
+    else
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = x - b[k];
+    return;
+  case ElementOp::Mul:
+    if (runOfA)
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = a[k] * y;
+    else
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = x * b[k];
+    return;
+  case ElementOp::Div:
+    if (runOfA)
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = a[k] / y;
+    else
+      for (int64_t k = 0; k < count; ++k)
+        out[k] = x / b[k];
+    return;
+  }
+}
+
+CELL_INLINE void scaleBias(int64_t m, float *d, int64_t ldd, int64_t begin,
+                           int64_t end, float alpha, float beta,
+                           const float *bias, int64_t biasStride) {
+  for (int64_t i = 0; i < m; ++i) {
+    float *__restrict row = d + i * ldd;
+    if (!bias) {
+      for (int64_t j = begin; j < end; ++j)
+        row[j] = alpha * row[j];
+      continue;
+    }
+    const float *__restrict rowBias = bias + i * biasStride;
+    if (alpha == 1.0f) // 1 * x is x: the common bias-only epilogue
+      for (int64_t j = begin; j < end; ++j)
+        row[j] = row[j] + beta * rowBias[j];
+    else
+      for (int64_t j = begin; j < end; ++j)
+        row[j] = alpha * row[j] + beta * rowBias[j];
+  }
+}
+} // namespace
+
+#if defined(__x86_64__)
+#define CELL_VERSIONS(X)                                                       \
+  X(Avx512, __attribute__((target("avx512f"))))                                \
+  X(Avx2, __attribute__((target("avx2"))))                                     \
+  X(Generic, )
+#else
+#define CELL_VERSIONS(X) X(Generic, )
+#endif
+
+#define CELL_DEFINE(name, attribute)                                           \
+  attribute void arrays##name(ElementOp op, const float *a, const float *b,    \
+                              float *out, int64_t count) {                     \
+    arrays(op, a, b, out, count);                                              \
+  }                                                                            \
+  attribute void runAndNumber##name(ElementOp op, const float *a, bool runOfA, \
+                                    const float *b, float *out,                \
+                                    int64_t count) {                           \
+    runAndNumber(op, a, runOfA, b, out, count);                                \
+  }                                                                            \
+  attribute void scaleBias##name(                                              \
+      int64_t m, float *d, int64_t ldd, int64_t begin, int64_t end,            \
+      float alpha, float beta, const float *bias, int64_t biasStride) {        \
+    scaleBias(m, d, ldd, begin, end, alpha, beta, bias, biasStride);           \
+  }
+namespace {
+CELL_VERSIONS(CELL_DEFINE)
+} // namespace
+#undef CELL_DEFINE
+
+void cellrun::cpu::elementArrays(ElementOp op, const float *a, const float *b,
+                                 float *out, int64_t count, CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::Avx512)
+    return arraysAvx512(op, a, b, out, count);
+  if (isa == CpuIsa::Avx2)
+    return arraysAvx2(op, a, b, out, count);
+#endif
+  arraysGeneric(op, a, b, out, count);
+}
+
+void cellrun::cpu::elementRunAndNumber(ElementOp op, const float *a,
+                                       bool runOfA, const float *b, float *out,
+                                       int64_t count, CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::Avx512)
+    return runAndNumberAvx512(op, a, runOfA, b, out, count);
+  if (isa == CpuIsa::Avx2)
+    return runAndNumberAvx2(op, a, runOfA, b, out, count);
+#endif
+  runAndNumberGeneric(op, a, runOfA, b, out, count);
+}
+
+void cellrun::cpu::scaleRowsAddBias(int64_t m, float *d, int64_t ldd,
+                                    int64_t begin, int64_t end, float alpha,
+                                    float beta, const float *bias,
+                                    int64_t biasStride, CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::Avx512)
+    return scaleBiasAvx512(m, d, ldd, begin, end, alpha, beta, bias,
+                           biasStride);
+  if (isa == CpuIsa::Avx2)
+    return scaleBiasAvx2(m, d, ldd, begin, end, alpha, beta, bias, biasStride);
+#endif
+  scaleBiasGeneric(m, d, ldd, begin, end, alpha, beta, bias, biasStride);
+}
