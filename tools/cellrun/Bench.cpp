@@ -103,8 +103,9 @@ void addRunOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--seed", args.seed, "arrivals and request contents")
       ->capture_default_str();
   app.add_option("--repeat", args.repeat,
-                 "runs of every system at every rate on the same trace: each "
-                 "column is their median, and the spread of throughput, p50 "
+                 "runs of every system at every rate on the same trace, the "
+                 "systems taking turns: each column is their median, and the "
+                 "spread of throughput, p50 "
                  "and p99 is printed and written")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();

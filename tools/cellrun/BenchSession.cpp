@@ -241,28 +241,33 @@ Result<RunRecord> BenchSession::runSystem(const std::string &system,
                    args_.quiet);
 }
 
-Status BenchSession::runRepeated(const std::string &system,
+Status BenchSession::runRepeated(const std::vector<std::string> &systems,
                                  const std::vector<TraceEntry> &trace,
                                  double rate, bool offline) {
   char label[64] = "";
   if (!offline)
     std::snprintf(label, sizeof(label), "%g", rate);
-  std::vector<BenchRow> runs;
-  for (uint32_t run = 0; run < args_.repeat; ++run) {
-    Result<RunRecord> record = runSystem(system, trace, label, offline);
-    if (!record.ok())
-      return record.status();
-    if (offline) {
-      runs.push_back(makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));
-      continue;
+  std::vector<std::vector<BenchRow>> runs(systems.size());
+  for (uint32_t run = 0; run < args_.repeat; ++run)
+    for (size_t s = 0; s < systems.size(); ++s) {
+      const std::string &system = systems[s];
+      Result<RunRecord> record = runSystem(system, trace, label, offline);
+      if (!record.ok())
+        return record.status();
+      if (offline) {
+        runs[s].push_back(
+            makeRow(system, 0, record.value(), 0, kOfflineWindowEnd));
+        continue;
+      }
+      if (!peers_.count(system))
+        lastRun_[system] = {system + " at " + label + "/s", record.value()};
+      runs[s].push_back(makeRow(system, rate, record.value(), args_.warmup,
+                                args_.duration - args_.cooldown));
     }
-    if (!peers_.count(system))
-      lastRun_[system] = {system + " at " + label + "/s", record.value()};
-    runs.push_back(makeRow(system, rate, record.value(), args_.warmup,
-                           args_.duration - args_.cooldown));
+  for (std::vector<BenchRow> &systemRuns : runs) {
+    rows_.push_back(medianRow(systemRuns));
+    printRow(std::cout, rows_.back());
   }
-  rows_.push_back(medianRow(runs));
-  printRow(std::cout, rows_.back());
   std::cout.flush();
   return Status::ok();
 }
@@ -283,17 +288,22 @@ Status BenchSession::runRates() {
     std::printf("\n%zu requests at %g/s\n", trace.size(), rate);
     std::fflush(stdout);
     printHeader(std::cout);
+    std::vector<std::string> running;
+    for (const std::string &system : systems_)
+      if (!diverged_[system])
+        running.push_back(system);
+    if (Status ran = runRepeated(running, trace, rate, false); !ran.isOk())
+      return ran;
     bool anyLeft = false;
-    for (const std::string &system : systems_) {
-      if (diverged_[system])
-        continue;
-      if (Status ran = runRepeated(system, trace, rate, false); !ran.isOk())
-        return ran;
-      const LatencySummary &s = rows_.back().summary;
+    for (size_t s = 0; s < running.size(); ++s) {
+      const std::string &system = running[s];
+      const LatencySummary &summary =
+          rows_[rows_.size() - running.size() + s].summary;
       if (!firstP90_.count(system))
-        firstP90_[system] = s.p90;
-      if (args_.saturate && (s.achievedPerSecond < 0.9 * s.offeredPerSecond ||
-                             s.p90 > 10 * firstP90_[system]))
+        firstP90_[system] = summary.p90;
+      if (args_.saturate &&
+          (summary.achievedPerSecond < 0.9 * summary.offeredPerSecond ||
+           summary.p90 > 10 * firstP90_[system]))
         diverged_[system] = true;
       anyLeft |= !diverged_[system];
     }
@@ -315,13 +325,11 @@ Status BenchSession::runOffline() {
                "takes them; the peer sorts them by length into full "
                "batches)\n";
   printHeader(std::cout);
-  for (const std::string &system : systems_) {
-    if (isServer(system))
-      continue; // a server is measured under load, not offline
-    if (Status ran = runRepeated(system, trace, 0, true); !ran.isOk())
-      return ran;
-  }
-  return Status::ok();
+  std::vector<std::string> measured;
+  for (const std::string &system : systems_)
+    if (!isServer(system)) // a server is measured under load, not offline
+      measured.push_back(system);
+  return runRepeated(measured, trace, 0, true);
 }
 
 void BenchSession::printPeaks() const {

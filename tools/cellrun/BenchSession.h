@@ -95,8 +95,10 @@ private:
   runSystem(const std::string &system,
             const std::vector<loadgen::TraceEntry> &trace,
             const std::string &rate, bool offline);
-  /// `repeat` runs of `system`, their median row added to the table.
-  Status runRepeated(const std::string &system,
+  /// `repeat` runs of each of `systems`, taken in turn (run 1 of every
+  /// system, then run 2, ...: a slow spell of the machine falls on all of
+  /// them alike); each system's median row is added to the table.
+  Status runRepeated(const std::vector<std::string> &systems,
                      const std::vector<loadgen::TraceEntry> &trace, double rate,
                      bool offline);
 
