@@ -382,6 +382,7 @@ EngineStats Engine::stats() const {
     total.failed += stats.failed;
     total.cancelled += stats.cancelled;
     total.deadlineMisses += stats.deadlineMisses;
+    total.chainBatchTasks += stats.chainBatchTasks;
     total.running += stats.running;
     uint64_t tasks = 0;
     if (total.cells.empty())

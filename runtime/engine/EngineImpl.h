@@ -18,6 +18,7 @@
 #ifndef CELLRUN_SCHED_ENGINEIMPL_H
 #define CELLRUN_SCHED_ENGINEIMPL_H
 
+#include "ChainSlots.h"
 #include "PoolCounts.h"
 #include "SlotTable.h"
 #include "sched/BatchingPolicy.h"
@@ -80,6 +81,8 @@ public:
     /// order of forEachHeldRow, and its subgraphs' nodes not yet run.
     std::vector<uint8_t> movedState;
     std::vector<ReadySubgraph> movedSubgraphs;
+    /// Its slot in the worker's chain batch (chainSlots_), or -1.
+    int32_t chainSlot = -1;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice + index);
@@ -229,6 +232,11 @@ private:
     std::vector<uint8_t> readBuffer;
     Clock::time_point submitted;
     Status status;
+    /// A task of the chain batch (EngineChainBatch.cpp), and its rows
+    /// that need the graph when it completes (a session's first step, a
+    /// last step).
+    bool chainBatch = false;
+    std::vector<uint32_t> chainEvents;
   };
   /// Rows whose last reader was bound in the task being launched: they go
   /// back to their pools once it is submitted, for later tasks to write
@@ -340,6 +348,40 @@ private:
     uint32_t index = 0;
   };
   std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
+  // The persistent chain batch (EngineChainBatch.cpp): on a synchronous
+  // executor under cellular batching, chain requests whose reads all go
+  // straight into their results run from chainSlots_, not the policy.
+  bool chainBatch_ = false;
+  ChainSlots chainSlots_;
+  /// The batch sizes of the chain's cell: tasks hold at most the largest.
+  uint32_t chainLargest_ = 0;
+  /// Where the next round's first task starts when the slots need more
+  /// tasks than a round submits (so that every slot gets its turn).
+  uint32_t chainRotation_ = 0;
+  /// Sets chainBatch_ and chainSlots_' layout (at initialisation).
+  void setUpChainBatch(uint32_t largestBatch);
+  /// Whether `subgraph` of `entry` (a whole chain from some step on) runs
+  /// in the batch rather than through the policy.
+  bool chainBatchTakes(const Entry &entry, const ReadySubgraph &subgraph) const;
+  /// Adds it to the batch at step subgraph.first, with both generations'
+  /// rows (an error when they cannot be taken: the request fails).
+  Status joinChainBatch(Entry &entry, const ReadySubgraph &subgraph);
+  /// Takes `entry` out of the batch (it ends or moves), its graph told
+  /// how many steps are left.
+  void leaveChainBatch(Entry &entry);
+  /// Steps the request has not run (the batch's count, or the graph's).
+  uint32_t nodesLeft(const Entry &entry) const;
+  /// The round's tasks of the batch, bound and submitted, appended to
+  /// `round`.
+  void launchChainTasks(std::vector<InFlight> &round);
+  /// One task of slots `slots` (one step of each), bound from the slot
+  /// arrays and submitted.
+  InFlight launchChainTask(const std::vector<uint32_t> &slots);
+  /// A bound task's row vectors finished and submitted (launch and
+  /// launchChainTask).
+  void submitBound(InFlight &flight, const CellRoles &roles);
+  /// Completing a batch task: only its events' rows touch their graphs.
+  void completeChainRows(InFlight &flight);
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row,

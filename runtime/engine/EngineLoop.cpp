@@ -30,6 +30,8 @@ bool EngineWorker::runOnce() {
   // for: on the GPU they run back to back while the host goes on.
   for (PlannedTask &task : planned)
     round.push_back(launch(std::move(task)));
+  if (chainBatch_)
+    launchChainTasks(round);
   bool worked = admitted || !round.empty() || !pending_.empty();
   if (overlap_) {
     // Complete the previous round while this one runs.
@@ -85,6 +87,8 @@ void EngineWorker::recycle(InFlight &&flight) {
   flight.firstRead.clear();
   flight.readBuffer.clear();
   flight.status = Status::ok();
+  flight.chainBatch = false;
+  flight.chainEvents.clear();
   spareFlights_.push_back(std::move(flight));
 }
 
@@ -98,6 +102,12 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   bindPlannedNodes(flight);
   if (flight.nodes.empty())
     return flight;
+  submitBound(flight, roles);
+  return flight;
+}
+
+void EngineWorker::submitBound(InFlight &flight, const CellRoles &roles) {
+  const PlannedTask &planned = flight.task;
   uint32_t bound = static_cast<uint32_t>(flight.nodes.size());
   flight.firstRead[bound] = static_cast<uint32_t>(flight.reads.size());
   for (const ReadSlot &slot : flight.reads)
@@ -123,7 +133,6 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
     flight.ticket = ticket.value();
   else
     flight.status = ticket.status();
-  return flight;
 }
 
 void EngineWorker::sizeTaskRows(InFlight &flight, const CellRoles &roles) {
@@ -226,8 +235,11 @@ void EngineWorker::complete(InFlight &flight) {
       cellStats.nodes += flight.nodes.size();
       cellStats.paddingRows += task.padding;
       cellStats.batchSizeSum += flight.batchSize;
+      stats_.chainBatchTasks += flight.chainBatch;
     }
-    for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
+    if (flight.chainBatch)
+      completeChainRows(flight); // its steps are counted by the batch
+    for (uint32_t r = 0; !flight.chainBatch && r < flight.nodes.size(); ++r) {
       const PlannedNode &node = flight.nodes[r];
       Entry *entry = entries_.find(node.request);
       if (!entry || entry->complete || !entry->failure.isOk())
@@ -247,7 +259,8 @@ void EngineWorker::complete(InFlight &flight) {
     if (Entry *entry = entries_.find(node.request);
         entry && !entry->complete && !entry->failure.isOk())
       finishRequest(*entry, entry->failure);
-  policy_->finished(task);
+  if (!flight.chainBatch) // the batch's tasks are not the policy's
+    policy_->finished(task);
   if (options_.onTask && !flight.nodes.empty())
     options_.onTask(record);
 }
@@ -312,9 +325,14 @@ void EngineWorker::addReady(Entry &entry, std::vector<ReadySubgraph> &ready) {
 bool EngineWorker::handToPolicy(Entry &entry,
                                 std::vector<ReadySubgraph> &subgraphs) {
   for (ReadySubgraph &subgraph : subgraphs)
-    if (Status added =
-            policy_->add(entry.key, std::move(subgraph), entry.deadline);
-        !added.isOk()) {
+    if (chainBatchTakes(entry, subgraph)) {
+      if (Status joined = joinChainBatch(entry, subgraph); !joined.isOk()) {
+        finishRequest(entry, joined);
+        return false;
+      }
+    } else if (Status added =
+                   policy_->add(entry.key, std::move(subgraph), entry.deadline);
+               !added.isOk()) {
       finishRequest(entry, added);
       return false;
     }

@@ -30,7 +30,7 @@ bool EngineWorker::movable(const Entry &entry) const {
   // A session's chunk (its state parked here, the worker it is pinned to)
   // stays.
   return !entry.complete && entry.failure.isOk() && !entry.cancelled &&
-         !graph.finished() && graph.outstanding() > 0 &&
+         !graph.finished() && nodesLeft(entry) > 0 &&
          graph.request().session.id == 0;
 }
 
@@ -89,7 +89,7 @@ void EngineWorker::moveRequests() {
   std::vector<std::pair<uint32_t, uint64_t>> candidates;
   for (uint64_t key : entries_.keys())
     if (const Entry *entry = entries_.find(key); entry && movable(*entry))
-      candidates.emplace_back(entry->graph->outstanding(), key);
+      candidates.emplace_back(nodesLeft(*entry), key);
   std::sort(candidates.begin(), candidates.end(),
             [](const auto &a, const auto &b) { return a.first > b.first; });
   uint32_t moved = 0;
@@ -136,8 +136,16 @@ EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
       return MoveResult::Kept;
     // A node of it in a task that has not finished pins it here.
     entry.movedSubgraphs.clear();
-    if (!policy_->release(entry.key, entry.movedSubgraphs))
+    if (entry.chainSlot >= 0) {
+      // In the chain batch (no step of it runs between rounds): the steps
+      // it has not run; the target's batch takes it there.
+      ReadySubgraph &rest = entry.movedSubgraphs.emplace_back();
+      rest.first = chainSlots_.next[entry.chainSlot];
+      rest.count = nodesLeft(entry);
+      leaveChainBatch(entry);
+    } else if (!policy_->release(entry.key, entry.movedSubgraphs)) {
       return MoveResult::Kept;
+    }
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       target.pools_[pool].reserved += entry.need[pool];
     target.load_.fetch_add(1, std::memory_order_relaxed);

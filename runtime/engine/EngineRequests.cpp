@@ -258,6 +258,7 @@ void EngineWorker::startRequest(Entry &entry, const Status &projected) {
 }
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {
+  leaveChainBatch(entry);
   CellGraph &graph = *entry.graph;
   uint32_t nodes = static_cast<uint32_t>(graph.nodes().size());
   if (graph.isChain())

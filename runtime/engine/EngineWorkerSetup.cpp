@@ -39,8 +39,10 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
   mapPools();
   if (Status reserved = reserveFixedRows(largestBatch); !reserved.isOk())
     return reserved;
-  if (structure.kind == cellpack::Structure::Chain)
+  if (structure.kind == cellpack::Structure::Chain) {
     sortChainInputs();
+    setUpChainBatch(largestBatch);
+  }
   movesAllowed_ = options.moveRequests && options.workers > 1 &&
                   options.policy == Policy::Cellular &&
                   structure.kind != cellpack::Structure::Custom;

@@ -169,6 +169,16 @@ public:
            (node > 0 || initialState_.empty());
   }
   void countStepDone() { --outstanding_; }
+  /// A chain whose every read goes straight into the result (readTarget),
+  /// and whose steps' data rows are evenly spaced (stepStride bytes apart):
+  /// what the engine's persistent chain batch needs to bind it from flat
+  /// arrays (EngineChainBatch.cpp).
+  bool chainReadsAllDirect() const { return chain_ && allDirect_; }
+  bool stepsEvenlySpaced() const { return uniformSteps_; }
+  uint32_t stepStride() const { return stepStride_; }
+  /// The chain batch counts steps itself: the steps from `node` on are the
+  /// ones not done (before a node's nodeDone, or when it leaves the batch).
+  void resumeChainAt(uint32_t node) { outstanding_ = steps_ - node; }
   /// Prefetches what binding `node` reads, in two stages a few nodes
   /// apart: its record first, then (once that has arrived) its inputs and
   /// output rows, its producers' output rows and its data. A task binds

@@ -78,6 +78,12 @@ struct EngineOptions {
   /// with no node running is not pinned). Session chunks and custom
   /// unfolders' requests stay. false: a request runs where it was admitted.
   bool moveRequests = true;
+  /// Cellular batching of a chain model on a synchronous executor (the
+  /// CPU): running requests are kept in a persistent batch of flat arrays
+  /// that each task is bound from, instead of going through the scheduler
+  /// node by node (the same results; less host work a row-step). false:
+  /// the scheduler runs them too (for comparison).
+  bool chainBatch = true;
   /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
@@ -125,6 +131,8 @@ struct EngineStats {
   uint32_t workersInService = 0;
   /// Requests moved from one worker to another (EngineOptions::moveRequests).
   uint64_t requestsMoved = 0;
+  /// Tasks bound from the persistent chain batch (EngineOptions::chainBatch).
+  uint64_t chainBatchTasks = 0;
   /// Where the workers' time went, summed over them: seconds in rounds
   /// that did something (admission, planning, binding, tasks, completion),
   /// and the part of it in the executor's task calls (on the cpu backend

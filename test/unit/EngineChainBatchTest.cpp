@@ -1,0 +1,174 @@
+//===- EngineChainBatchTest.cpp - Chains run from the persistent batch ----===//
+//
+// The persistent chain batch (EngineOptions::chainBatch, on by default for
+// chain models on the CPU) against the scheduler's path with it off, for
+// every chain example: a few hundred requests arriving at random rounds
+// (more than a task holds at once, so tasks of both shapes run) give the
+// same bits, every row comes back, and the batch's tasks are counted only
+// when it is on. With one task a round and more requests than it holds,
+// every request still gets its turn, no task is larger than the largest
+// batch, and requests with the earliest deadlines run first.
+//
+//===----------------------------------------------------------------------===//
+#include "FaultTests.h"
+#include "RandomRequests.h"
+#include "cellrun/Engine.h"
+#include "engine/EngineTesting.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace cellrun;
+using cellc::testing::expectSameBits;
+using cellc::testing::randomRequest;
+
+namespace {
+
+std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
+  auto loaded = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                             model + "/model.cellpack");
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+std::unique_ptr<Engine>
+manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
+             uint32_t maxTasks = 5,
+             std::function<void(const TaskRecord &)> onTask = nullptr) {
+  EngineOptions options;
+  options.startWorker = false;
+  options.chainBatch = chainBatch;
+  options.maxTasksToSubmit = maxTasks;
+  options.onTask = std::move(onTask);
+  auto engine = Engine::create(std::move(artifact), options);
+  EXPECT_TRUE(engine.ok()) << engine.status().toString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+/// `texts` served by `engine`, arriving a few at a time between rounds
+/// (the same arrivals for the same seed).
+std::vector<RequestResult>
+serve(Engine &engine, const std::vector<std::string> &texts, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<std::future<RequestResult>> futures;
+  size_t next = 0;
+  while (next < texts.size()) {
+    int arrivals = std::uniform_int_distribution<int>(0, 40)(random);
+    for (int a = 0; a < arrivals && next < texts.size(); ++a, ++next) {
+      auto request = engine.parser().parse(texts[next], "line");
+      EXPECT_TRUE(request.ok()) << request.status().toString();
+      futures.push_back(engine.submit(std::move(request).value()));
+    }
+    engine.runOnce();
+  }
+  engine.drain();
+  std::vector<RequestResult> results;
+  for (auto &future : futures)
+    results.push_back(future.get());
+  return results;
+}
+
+class ChainBatchTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ChainBatchTest, SameBitsAsTheSchedulerAndEveryRowBack) {
+  std::string model = GetParam();
+  auto artifact = loadExample(model);
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(31);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back(randomRequest(model, i, random, 40));
+  auto batch = manualEngine(artifact, true);
+  auto scheduler = manualEngine(artifact, false);
+  ASSERT_TRUE(batch && scheduler);
+  uint64_t idleRows = engineRowsInUse(*batch);
+  std::vector<RequestResult> got = serve(*batch, texts, 5);
+  std::vector<RequestResult> want = serve(*scheduler, texts, 5);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].status.isOk()) << got[i].status.toString();
+    expectSameBits(got[i], want[i], model + " " + got[i].id);
+    if (HasFailure())
+      return;
+  }
+  EXPECT_EQ(engineRowsInUse(*batch), idleRows);
+  EngineStats on = batch->stats(), off = scheduler->stats();
+  EXPECT_GT(on.chainBatchTasks, 0u) << "the batch was not used";
+  EXPECT_EQ(on.chainBatchTasks, on.cells[0].tasks) << "tasks of both paths";
+  EXPECT_EQ(off.chainBatchTasks, 0u);
+  EXPECT_EQ(on.cells[0].nodes, off.cells[0].nodes) << "steps run";
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ChainBatchTest,
+                         ::testing::Values("lstm", "gru", "mingru", "lnlstm",
+                                           "stacked"),
+                         [](const auto &info) {
+                           return std::string(info.param);
+                         });
+
+TEST(ChainBatchTurnsTest, MoreRequestsThanATaskHoldsAllGetTheirTurn) {
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
+  uint32_t biggest = 0;
+  auto engine = manualEngine(artifact, true, 1, [&](const TaskRecord &task) {
+    biggest = std::max(biggest, task.nodes);
+  });
+  ASSERT_TRUE(engine);
+  std::vector<std::future<RequestResult>> futures;
+  for (uint32_t i = 0; i < 3 * largest; ++i)
+    futures.push_back(
+        engine->submit(engine->parser()
+                           .parse("{\"id\": \"t" + std::to_string(i) +
+                                      "\", \"tokens\": [3, 4]}",
+                                  "line")
+                           .value()));
+  // One task a round, of at most `largest` rows, in turns: three rounds
+  // give every request its first step, none its second yet.
+  for (int round = 0; round < 3; ++round)
+    engine->runOnce();
+  EXPECT_EQ(biggest, largest);
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.cells[0].nodes, uint64_t(3 * largest));
+  EXPECT_EQ(stats.completed, 0u) << "some requests ran twice before others";
+  engine->drain();
+  for (auto &future : futures)
+    EXPECT_TRUE(future.get().status.isOk());
+}
+
+TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
+  auto engine = manualEngine(artifact, true, 1);
+  ASSERT_TRUE(engine);
+  std::vector<std::string> order;
+  std::mutex mutex;
+  std::string tokens = "[5, 6, 7, 8]";
+  // `largest` requests without a deadline run a step; then `largest` with
+  // one join them (admission alone orders by deadline, so they come
+  // after): from then on they take the one task a round and finish first.
+  for (uint32_t i = 0; i < 2 * largest; ++i) {
+    if (i == largest)
+      engine->runOnce();
+    std::string id = (i < largest ? "late" : "due") + std::to_string(i);
+    std::string json = "{\"id\": \"" + id + "\", \"tokens\": " + tokens +
+                       (i < largest ? "" : ", \"deadline_ms\": 10000") + "}";
+    auto request = engine->parser().parse(json, "line");
+    ASSERT_TRUE(request.ok()) << request.status().toString();
+    Status submitted =
+        engine->submit(std::move(request).value(), [&](RequestResult result) {
+          std::lock_guard<std::mutex> lock(mutex);
+          order.push_back(result.id);
+        });
+    ASSERT_TRUE(submitted.isOk()) << submitted.toString();
+  }
+  engine->drain();
+  ASSERT_EQ(order.size(), size_t(2 * largest));
+  for (uint32_t i = 0; i < largest; ++i)
+    EXPECT_EQ(order[i].rfind("due", 0), 0u)
+        << order[i] << " finished before a request with a deadline";
+}
+
+} // namespace
