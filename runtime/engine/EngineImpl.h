@@ -258,6 +258,14 @@ private:
   void recycle(InFlight &&flight);
   /// Completes `flights` in order, then keeps them for reuse.
   void completeAll(std::vector<InFlight> &flights);
+  /// While completeAll runs, requests that end leave their reservations
+  /// and stats here (heldEnds_), applied at its end by releaseHeldEnds.
+  bool endsHeld_ = false;
+  struct HeldEnds {
+    PoolCounts unreserve;
+    EngineStats stats;
+  } heldEnds_;
+  void releaseHeldEnds();
 
   /// Admits waiting requests while they fit here and this worker is the
   /// one to take them; true when it took one.
@@ -268,15 +276,16 @@ private:
   bool fits(const Entry &entry) const;
   double room() const; // the free share of the tightest pool
   /// This worker takes the head of the queue: it fits here and no other
-  /// running worker it fits has more room (an idle worker takes it).
-  bool takesHead(const Entry &head) const;
+  /// running worker it fits has more room (an idle worker takes it;
+  /// `holdsRequests`: this worker has admitted some, or is admitting).
+  bool takesHead(const Entry &head, bool holdsRequests) const;
   /// The first waiting request this worker may take: chunks of sessions
   /// held by other workers are passed over (they wait for their worker).
   std::deque<std::unique_ptr<Entry>>::iterator headForMe();
   /// The head can never start while things stay as they are: the workers
   /// it may run on are idle and it does not fit beside the state that open
   /// sessions hold there (only a session's end or time-out could free it).
-  bool neverStarts(const Entry &head) const;
+  bool neverStarts(const Entry &head, bool holdsRequests) const;
   /// Answers a request that is not admitted (closing its session).
   void refuse(std::unique_ptr<Entry> entry);
   /// Fails the chunks that waited behind a session that closed.

@@ -59,10 +59,39 @@ bool EngineWorker::runOnce() {
 }
 
 void EngineWorker::completeAll(std::vector<InFlight> &flights) {
+  // The requests that end here give their reservations back, and count in
+  // the stats, under one hold of each mutex, not one per request.
+  endsHeld_ = true;
+  heldEnds_.unreserve.resize(pools_.size());
   for (InFlight &flight : flights)
     complete(flight);
+  endsHeld_ = false;
+  releaseHeldEnds();
   for (InFlight &flight : flights)
     recycle(std::move(flight));
+}
+
+void EngineWorker::releaseHeldEnds() {
+  bool any = false;
+  for (uint32_t pool = 0; pool < heldEnds_.unreserve.size(); ++pool)
+    any |= heldEnds_.unreserve[pool] > 0;
+  if (any) {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    for (uint32_t pool = 0; pool < heldEnds_.unreserve.size(); ++pool) {
+      pools_[pool].reserved -= heldEnds_.unreserve[pool];
+      heldEnds_.unreserve[pool] = 0;
+    }
+  }
+  EngineStats &ended = heldEnds_.stats;
+  if (ended.completed + ended.failed + ended.cancelled > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.running = static_cast<uint32_t>(entries_.size());
+    stats_.completed += ended.completed;
+    stats_.failed += ended.failed;
+    stats_.cancelled += ended.cancelled;
+    stats_.deadlineMisses += ended.deadlineMisses;
+    ended = EngineStats();
+  }
 }
 
 EngineWorker::InFlight EngineWorker::takeFlight() {

@@ -66,12 +66,12 @@ double EngineWorker::room() const {
   return room;
 }
 
-bool EngineWorker::takesHead(const Entry &head) const {
+bool EngineWorker::takesHead(const Entry &head, bool holdsRequests) const {
   if (head.pinnedWorker >= 0) // headForMe() passed over others' chunks
     return fits(head);
   if (!fits(head.need))
     return false;
-  if (entries_.empty())
+  if (!holdsRequests)
     return true; // idle: nothing to wait for here
   double mine = room();
   for (const EngineWorker *other : admission_->workers) {
@@ -93,9 +93,9 @@ EngineWorker::headForMe() {
   });
 }
 
-bool EngineWorker::neverStarts(const Entry &head) const {
+bool EngineWorker::neverStarts(const Entry &head, bool holdsRequests) const {
   // This worker is the one calling: its own state is read directly.
-  if (!entries_.empty() || !pending_.empty() || fits(head))
+  if (holdsRequests || !pending_.empty() || fits(head))
     return false;
   if (head.pinnedWorker >= 0)
     return true; // only this worker can run it
@@ -115,51 +115,71 @@ bool EngineWorker::admit() {
     std::optional<std::string> cancelReason;
   };
   std::vector<Starting> starting;
+  // Heads are taken several under one hold of the admission mutex (which
+  // submitters take too); a refusal is answered outside it.
+  std::vector<std::pair<std::unique_ptr<Entry>, std::optional<std::string>>>
+      taken;
   while (true) {
-    std::unique_ptr<Entry> entry, refused;
-    std::optional<std::string> cancelReason;
+    std::unique_ptr<Entry> refused;
+    bool more = true;
+    taken.clear();
     {
       std::lock_guard<std::mutex> lock(admission_->mutex);
-      // The first waiting request blocks those behind it until some
-      // worker takes it (or it is refused).
-      auto head = headForMe();
-      if (head == admission_->waiting.end())
-        break;
-      if (takesHead(**head)) {
-        entry = std::move(*head);
-        admission_->waiting.erase(head);
-        // A continuing chunk holds its session's state from now on.
-        entry->held = parkedFor(*entry);
-        for (uint32_t pool = 0; pool < pools_.size(); ++pool)
-          pools_[pool].reserved += entry->need[pool] - entry->held[pool];
-        idle_ = false;
-        entry->admission = admission_->admissions++;
-        // Cancelled from here on, it is this worker's to end.
-        const auto &token = entry->graph->request().cancel;
-        if (token) {
-          token->worker_ = static_cast<int32_t>(index_);
-          if (token->cancelled_)
-            cancelReason = token->why_;
+      while (true) {
+        // The first waiting request blocks those behind it until some
+        // worker takes it (or it is refused).
+        auto head = headForMe();
+        if (head == admission_->waiting.end()) {
+          more = false;
+          break;
         }
-        if (entry->cancelled)
-          cancelReason = entry->cancelReason;
-      } else if (neverStarts(**head)) {
-        refused = std::move(*head);
-        admission_->waiting.erase(head);
-      } else {
+        bool holds = !entries_.empty() || !taken.empty();
+        if (takesHead(**head, holds)) {
+          std::unique_ptr<Entry> entry = std::move(*head);
+          admission_->waiting.erase(head);
+          // A continuing chunk holds its session's state from now on.
+          entry->held = parkedFor(*entry);
+          for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+            pools_[pool].reserved += entry->need[pool] - entry->held[pool];
+          idle_ = false;
+          entry->admission = admission_->admissions++;
+          std::optional<std::string> cancelReason;
+          // Cancelled from here on, it is this worker's to end.
+          const auto &token = entry->graph->request().cancel;
+          if (token) {
+            token->worker_ = static_cast<int32_t>(index_);
+            if (token->cancelled_)
+              cancelReason = token->why_;
+          }
+          if (entry->cancelled)
+            cancelReason = entry->cancelReason;
+          taken.emplace_back(std::move(entry), std::move(cancelReason));
+          continue;
+        }
+        if (neverStarts(**head, holds)) {
+          refused = std::move(*head);
+          admission_->waiting.erase(head);
+        } else {
+          more = false;
+        }
         break;
       }
     }
-    took = true;
+    for (auto &[entry, cancelReason] : taken) {
+      took = true;
+      Entry &admitted = *entry;
+      uint64_t key = admitted.key = entries_.insert(std::move(entry));
+      if (const auto &token = admitted.graph->request().cancel)
+        token->key_ = key;
+      starting.push_back({key, std::move(cancelReason)});
+    }
     if (refused) {
+      took = true;
       refuse(std::move(refused));
       continue;
     }
-    Entry &admitted = *entry;
-    uint64_t key = admitted.key = entries_.insert(std::move(entry));
-    if (const auto &token = admitted.graph->request().cancel)
-      token->key_ = key;
-    starting.push_back({key, std::move(cancelReason)});
+    if (!more)
+      break;
   }
   std::vector<Entry *> admitted;
   for (const Starting &start : starting)
@@ -276,8 +296,11 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
       releaseRow(&entry, pool, row);
       row = -1;
     }
-  {
-    // What tasks in flight still hold stays reserved until they finish.
+  // What tasks in flight still hold stays reserved until they finish.
+  if (endsHeld_) { // given back at the end of the round's completions
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      heldEnds_.unreserve[pool] += entry.need[pool] - entry.held[pool];
+  } else {
     std::lock_guard<std::mutex> lock(admission_->mutex);
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       pools_[pool].reserved -= entry.need[pool] - entry.held[pool];
@@ -314,15 +337,20 @@ void EngineWorker::deliver(uint64_t key) {
   result.missedDeadline =
       deadline > 0 && microsBetween(graph.arrival, now) > deadline;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.running = static_cast<uint32_t>(running);
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    EngineStats *stats = &heldEnds_.stats;
+    if (!endsHeld_) {
+      lock.lock();
+      stats = &stats_;
+    }
+    stats->running = static_cast<uint32_t>(running);
     if (result.status.isOk())
-      ++stats_.completed;
+      ++stats->completed;
     else if (result.status.code() == StatusCode::Cancelled)
-      ++stats_.cancelled;
+      ++stats->cancelled;
     else
-      ++stats_.failed;
-    stats_.deadlineMisses += result.missedDeadline;
+      ++stats->failed;
+    stats->deadlineMisses += result.missedDeadline;
   }
   if (entry->done)
     entry->done(std::move(result));
