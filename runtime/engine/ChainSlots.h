@@ -22,12 +22,13 @@ struct ChainSlots {
   /// (a cell's outputs, then its data inputs), `states` state inputs,
   /// `dataInputs` data inputs and `emitted` emitted outputs.
   void configure(uint32_t rowSlots, uint32_t states, uint32_t dataInputs,
-                 uint32_t emitted) {
+                 uint32_t emitted, uint32_t finalOnly) {
     rows[0].assign(rowSlots, {});
     rows[1].assign(rowSlots, {});
     initial.assign(states, {});
     data.assign(dataInputs, {});
     emittedAt.assign(emitted, {});
+    finalAt.assign(finalOnly, {});
   }
 
   uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
@@ -50,6 +51,7 @@ struct ChainSlots {
     grow(initial);
     grow(data);
     grow(emittedAt);
+    grow(finalAt);
     return size() - 1;
   }
 
@@ -78,6 +80,7 @@ struct ChainSlots {
     moveAll(initial);
     moveAll(data);
     moveAll(emittedAt);
+    moveAll(finalAt);
     return moved;
   }
 
@@ -107,6 +110,9 @@ struct ChainSlots {
   std::vector<std::vector<const uint8_t *>> data;
   /// Per emitted output: where step 0's row goes in the result.
   std::vector<std::vector<uint8_t *>> emittedAt;
+  /// Per state output that is not emitted: where the last step's row goes
+  /// (the request's final state).
+  std::vector<std::vector<uint8_t *>> finalAt;
 };
 
 } // namespace cellrun

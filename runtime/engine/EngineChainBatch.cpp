@@ -34,11 +34,17 @@ void EngineWorker::setUpChainBatch(uint32_t largestBatch) {
     return;
   const CellRoles &roles = structure.cells[0];
   chainLargest_ = std::max(1u, largestBatch);
+  chainFinalOnly_.clear();
+  for (uint32_t output : roles.stateOutputs)
+    if (std::find(roles.emitted.begin(), roles.emitted.end(), output) ==
+        roles.emitted.end())
+      chainFinalOnly_.push_back(output);
   chainSlots_.configure(roles.outputCount +
                             static_cast<uint32_t>(roles.dataInputs.size()),
                         static_cast<uint32_t>(chainStates_.size()),
                         static_cast<uint32_t>(chainData_.size()),
-                        static_cast<uint32_t>(roles.emitted.size()));
+                        static_cast<uint32_t>(roles.emitted.size()),
+                        static_cast<uint32_t>(chainFinalOnly_.size()));
 }
 
 bool EngineWorker::chainBatchTakes(const Entry &entry,
@@ -107,6 +113,9 @@ Status EngineWorker::joinChainBatch(Entry &entry,
   for (size_t e = 0; e < roles.emitted.size(); ++e)
     slots.emittedAt[e][slot] =
         static_cast<uint8_t *>(graph.readTarget(0, roles.emitted[e]));
+  for (size_t k = 0; k < chainFinalOnly_.size(); ++k)
+    slots.finalAt[k][slot] = static_cast<uint8_t *>(
+        graph.readTarget(graph.steps() - 1, chainFinalOnly_[k]));
   slots.flags[slot] = flags;
   entry.chainSlot = static_cast<int32_t>(slot);
   return Status::ok();
@@ -202,72 +211,103 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     taskRows.resize(capacity);
     flight.outputRowData.push_back(taskRows.data());
   }
-  flight.firstRead.resize(capacity + 1);
-  flight.nodes.reserve(capacity);
-  flight.io.writes.reserve(capacity * chainData_.size());
-  flight.io.reads.reserve(capacity * roles.emitted.size());
   flight.submitted = Clock::now();
 
+  // Column by column: each pass one short loop over the task's slots.
   ChainSlots &slots = chainSlots_;
+  const uint32_t *order = taskSlots.data();
   uint32_t outputs = roles.outputCount;
-  uint32_t row = 0;
-  for (uint32_t slot : taskSlots) {
-    uint32_t step = slots.next[slot];
-    uint32_t generation = step & 1;
-    const std::vector<std::vector<int32_t>> &mine = slots.rows[generation];
-    for (uint32_t o = 0; o < outputs; ++o)
-      flight.outputRowData[o][row] = mine[o][slot];
-    uint8_t flags = slots.flags[slot];
-    for (size_t k = 0; k < chainData_.size(); ++k) {
-      const ChainInput &input = chainData_[k];
-      flight.inputRowData[input.input][row] = mine[outputs + input.index][slot];
-      // Written with the task.
-      Executor::RowWrite &write = flight.io.writes.emplace_back();
-      write.input = input.input;
-      write.row = row;
-      write.bytes =
-          flags & ChainSlots::kUnevenSteps
-              ? entries_.find(slots.keys[slot])
-                    ->graph->stepRow(step, input.index)
-              : slots.data[k][slot] + size_t(step) * slots.stride[slot];
+  std::vector<uint32_t> &steps = chainSteps_;
+  steps.resize(capacity);
+  for (uint32_t r = 0; r < capacity; ++r)
+    steps[r] = slots.next[order[r]];
+  // This step's generation of rows, and the one before it for the states
+  // (step 0: zeros, or a session's state).
+  // Rows of random requests alternate generations at random: a select by
+  // mask, not a branch the processor would mispredict half the time.
+  auto generationRows = [&](uint32_t column, int32_t *to, bool previous) {
+    const int32_t *even = slots.rows[0][column].data();
+    const int32_t *odd = slots.rows[1][column].data();
+    uint32_t flip = previous ? 1 : 0;
+    for (uint32_t r = 0; r < capacity; ++r) {
+      uint32_t slot = order[r];
+      int32_t takeOdd = -static_cast<int32_t>((steps[r] ^ flip) & 1);
+      to[r] = (even[slot] & ~takeOdd) | (odd[slot] & takeOdd);
     }
-    if (step > 0) {
-      const std::vector<std::vector<int32_t>> &previous =
-          slots.rows[generation ^ 1];
-      for (const ChainInput &state : chainStates_)
-        flight.inputRowData[state.input][row] = previous[state.index][slot];
-    } else {
-      for (size_t k = 0; k < chainStates_.size(); ++k)
-        flight.inputRowData[chainStates_[k].input][row] =
-            slots.initial[k][slot];
+  };
+  for (uint32_t o = 0; o < outputs; ++o)
+    generationRows(o, flight.outputRowData[o], false);
+  for (size_t k = 0; k < chainStates_.size(); ++k) {
+    int32_t *to = flight.inputRowData[chainStates_[k].input];
+    generationRows(chainStates_[k].index, to, true);
+    const int32_t *initial = slots.initial[k].data();
+    for (uint32_t r = 0; r < capacity; ++r)
+      if (steps[r] == 0)
+        to[r] = initial[order[r]];
+  }
+  for (const ChainInput &zero : chainZeros_)
+    std::fill_n(flight.inputRowData[zero.input], capacity,
+                static_cast<int32_t>(zero.index)); // the zero row
+  // Request data: its rows, and the bytes written into them with the task.
+  std::vector<Executor::RowWrite> &writes = flight.io.writes;
+  writes.resize(capacity * chainData_.size());
+  for (size_t k = 0; k < chainData_.size(); ++k) {
+    const ChainInput &input = chainData_[k];
+    generationRows(outputs + input.index, flight.inputRowData[input.input],
+                   false);
+    Executor::RowWrite *write = writes.data() + k * capacity;
+    const uint8_t *const *base = slots.data[k].data();
+    const uint32_t *stride = slots.stride.data();
+    for (uint32_t r = 0; r < capacity; ++r) {
+      uint32_t slot = order[r];
+      write[r].input = input.input;
+      write[r].row = r;
+      write[r].bytes = base[slot] + size_t(steps[r]) * stride[slot];
     }
-    for (const ChainInput &zero : chainZeros_)
-      flight.inputRowData[zero.input][row] = zero.index; // the zero row
-    flight.firstRead[row] = static_cast<uint32_t>(flight.reads.size());
-    if (!(flags & ChainSlots::kStarted)) { // its graph hears at the end
-      slots.startedAt[slot] = flight.submitted;
-      slots.flags[slot] |= ChainSlots::kStarted;
+    for (uint32_t r = 0; r < capacity; ++r)
+      if (slots.flags[order[r]] & ChainSlots::kUnevenSteps)
+        write[r].bytes = entries_.find(slots.keys[order[r]])
+                             ->graph->stepRow(steps[r], input.index);
+  }
+  // Emitted rows go straight into the results; a last step's final states
+  // that are not emitted too.
+  std::vector<Executor::RowRead> &reads = flight.io.reads;
+  reads.resize(capacity * roles.emitted.size());
+  for (size_t e = 0; e < roles.emitted.size(); ++e) {
+    uint32_t output = roles.emitted[e];
+    size_t rowBytes = roles.outputRowBytes[output];
+    Executor::RowRead *read = reads.data() + e * capacity;
+    uint8_t *const *at = slots.emittedAt[e].data();
+    for (uint32_t r = 0; r < capacity; ++r) {
+      read[r].output = output;
+      read[r].row = r;
+      read[r].destination = at[order[r]] + size_t(steps[r]) * rowBytes;
     }
-    bool last = step + 1 == slots.steps[slot];
-    if (last) // its emitted rows and its final states
-      planReads(*entries_.find(slots.keys[slot]), step, row,
-                roles.emittedAndStates, flight);
-    else
-      for (size_t e = 0; e < roles.emitted.size(); ++e) {
-        uint32_t output = roles.emitted[e];
-        Executor::RowRead &read = flight.io.reads.emplace_back();
-        read.output = output;
-        read.row = row;
-        read.destination = slots.emittedAt[e][slot] +
-                           size_t(step) * roles.outputRowBytes[output];
-      }
-    if (last || (step == 0 && (flags & ChainSlots::kPinned)))
-      flight.chainEvents.push_back(row);
-    PlannedNode &node = flight.nodes.emplace_back();
+  }
+  flight.firstRead.assign(capacity + 1, 0); // nothing read into the flight
+  flight.nodes.resize(capacity);
+  for (uint32_t r = 0; r < capacity; ++r) {
+    uint32_t slot = order[r];
+    uint32_t step = steps[r];
+    PlannedNode &node = flight.nodes[r];
     node.request = slots.keys[slot];
     node.node = step;
-    ++slots.next[slot];
-    ++row;
+    slots.next[slot] = step + 1;
+    uint8_t flags = slots.flags[slot];
+    bool last = step + 1 == slots.steps[slot];
+    if (!(flags & ChainSlots::kStarted)) { // its graph hears at the end
+      slots.startedAt[slot] = flight.submitted;
+      slots.flags[slot] = flags | ChainSlots::kStarted;
+    }
+    if (!last && !(step == 0 && (flags & ChainSlots::kPinned)))
+      continue;
+    flight.chainEvents.push_back(r);
+    for (size_t k = 0; last && k < chainFinalOnly_.size(); ++k) {
+      Executor::RowRead &read = reads.emplace_back();
+      read.output = chainFinalOnly_[k];
+      read.row = r;
+      read.destination = slots.finalAt[k][slot];
+    }
   }
   if (!flight.nodes.empty())
     submitBound(flight, roles);

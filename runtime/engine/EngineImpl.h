@@ -364,6 +364,10 @@ private:
   ChainSlots chainSlots_;
   /// The batch sizes of the chain's cell: tasks hold at most the largest.
   uint32_t chainLargest_ = 0;
+  /// The chain's state outputs that are not emitted (read at a last step).
+  std::vector<uint32_t> chainFinalOnly_;
+  /// The step of each row of the task being bound (reused).
+  std::vector<uint32_t> chainSteps_;
   /// Where the next round's first task starts when the slots need more
   /// tasks than a round submits (so that every slot gets its turn).
   uint32_t chainRotation_ = 0;
