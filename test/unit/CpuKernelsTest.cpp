@@ -3,6 +3,7 @@
 // The packed GEMM against a double-precision reference for odd shapes (a
 // last panel that is partly padding, K not a multiple of the K block, row
 // counts on both sides of the small-row path), with and without a bias;
+// rows read where they lie (packedGemmGathered) as if copied together;
 // its batch invariance (a row's bits are the same whatever rows and
 // threads it runs with) on every kernel set the processor has, and the AVX2
 // and AVX-512 kernels giving the same bits; sigmoid and tanh against the C
@@ -17,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -185,6 +187,42 @@ TEST(PackedGemmInvarianceTest, Avx2AndAvx512KernelsGiveTheSameBits) {
           << rows << " rows";
     }
   }
+}
+
+TEST(PackedGemmGatheredTest, RowsReadWhereTheyLieGiveTheSameBits) {
+  // A's rows scattered through a larger "pool" (rows in random order,
+  // others between them) against the same rows copied together, for row
+  // counts on both sides of the small-row path and of a row block, with
+  // and without threads.
+  std::mt19937 random(21);
+  const int64_t k = 600, n = 70, poolRows = 700;
+  std::vector<float> pool = randomFloats(poolRows * k, random);
+  std::vector<float> w = randomFloats(n * k, random);
+  std::vector<float> bias = randomFloats(n, random);
+  PackedMatrix packed(w.data(), k, n, /*transposed=*/true);
+  GemmEpilogue epilogue;
+  epilogue.beta = 1.0f;
+  epilogue.bias = bias.data();
+  ThreadPool threads(2);
+  for (int64_t m : {1, 5, 16, 17, 150, 300})
+    for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &threads}) {
+      std::vector<int64_t> order(poolRows);
+      for (int64_t r = 0; r < poolRows; ++r)
+        order[r] = r;
+      std::shuffle(order.begin(), order.end(), random);
+      std::vector<const float *> rows(m);
+      std::vector<float> dense(m * k);
+      for (int64_t r = 0; r < m; ++r) {
+        rows[r] = pool.data() + order[r] * k;
+        std::copy(rows[r], rows[r] + k, dense.begin() + r * k);
+      }
+      std::vector<float> want(m * n), got(m * n);
+      packedGemm(dense.data(), k, m, packed, epilogue, want.data(), n, workers);
+      packedGemmGathered(rows.data(), m, packed, epilogue, got.data(), n,
+                         workers);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << m << " rows" << (workers ? ", two threads" : "");
+    }
 }
 
 TEST(Bf16GemmTest, RoundsToNearestEven) {

@@ -3,6 +3,7 @@
 
 #include "artifact/ElementIO.h"
 
+#include <algorithm>
 #include <cblas.h>
 #include <cstdlib>
 #include <mutex>
@@ -86,7 +87,88 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
       }
       runner->kernels_.push_back(std::move(perWorker));
     }
+  runner->foldRowGathers();
   return runner;
+}
+
+/// The bytes `ref` covers, in the workspace.
+static uint64_t refBytes(const cellpack::ValueRef &ref) {
+  uint64_t elements = 1;
+  if (ref.shape())
+    for (int64_t extent : *ref.shape())
+      elements *= static_cast<uint64_t>(std::max<int64_t>(extent, 0));
+  return elements * (ref.dtype() == cellpack::DType::I64 ? 8 : 4);
+}
+
+void CpuTaskRunner::foldRowGathers() {
+  size_t count = plan_.steps() ? plan_.steps()->size() : 0;
+  folded_.assign(count, 0);
+  gatheredInput_.assign(count, -1);
+  if (launcher_) // the launcher's kernels are what its tests run
+    return;
+  auto overlaps = [](const cellpack::ValueRef *ref, uint64_t begin,
+                     uint64_t end) {
+    return ref && ref->kind() == cellpack::ValueKind::Workspace &&
+           ref->offset() < end && begin < ref->offset() + refBytes(*ref);
+  };
+  for (size_t i = 0; i + 1 < count; ++i) {
+    const cellpack::KernelStep *kernel =
+        plan_.steps()->Get(i)->step_as_KernelStep();
+    const cellpack::GemmStep *gemm =
+        plan_.steps()->Get(i + 1)->step_as_GemmStep();
+    if (!kernel || !gemm || !packedGemms_[i + 1].fp32)
+      continue;
+    const cellpack::PortableRegion *region = kernel->region();
+    if (!kernel->inputs() || kernel->inputs()->size() != 1 ||
+        !kernel->outputs() || kernel->outputs()->size() != 1 || !region ||
+        region->num_inputs() != 1 || !region->ops() ||
+        region->ops()->size() != 1 || !region->results() ||
+        region->results()->size() != 1)
+      continue;
+    const cellpack::PortableOp *op = region->ops()->Get(0);
+    const cellpack::ValueRef &in = *kernel->inputs()->Get(0);
+    const cellpack::ValueRef &out = *kernel->outputs()->Get(0);
+    const cellpack::ValueRef &a = *gemm->a();
+    // One Identity of a cell input's fp32 rows into exactly what the GEMM
+    // reads as A, rows of k floats.
+    if (op->opcode() != cellpack::OpCode::Identity || !op->operands() ||
+        op->operands()->size() != 1 || op->operands()->Get(0) != 0 ||
+        !op->results() || op->results()->size() != 1 ||
+        region->results()->Get(0) != op->results()->Get(0) ||
+        in.kind() != cellpack::ValueKind::CellInput ||
+        in.dtype() != cellpack::DType::F32 ||
+        out.kind() != cellpack::ValueKind::Workspace ||
+        a.kind() != cellpack::ValueKind::Workspace ||
+        a.offset() != out.offset() || refBytes(a) != refBytes(out) ||
+        gemm->trans_a() || !in.shape() || in.shape()->size() != 2 ||
+        in.shape()->Get(1) != gemm->k() || refBytes(in) != refBytes(out))
+      continue;
+    // Nothing else reads or writes those workspace bytes.
+    uint64_t begin = out.offset(), end = begin + refBytes(out);
+    bool alone = !overlaps(gemm->b(), begin, end) &&
+                 !overlaps(gemm->c(), begin, end) &&
+                 !overlaps(gemm->d(), begin, end);
+    for (size_t j = 0; alone && j < count; ++j) {
+      if (j == i || j == i + 1)
+        continue;
+      const cellpack::TaskStep *step = plan_.steps()->Get(j);
+      if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
+        alone = !overlaps(other->a(), begin, end) &&
+                !overlaps(other->b(), begin, end) &&
+                !overlaps(other->c(), begin, end) &&
+                !overlaps(other->d(), begin, end);
+        continue;
+      }
+      const cellpack::KernelStep *other = step->step_as_KernelStep();
+      for (const auto *refs : {other->inputs(), other->outputs()})
+        for (uint32_t r = 0; alone && refs && r < refs->size(); ++r)
+          alone = !overlaps(refs->Get(r), begin, end);
+    }
+    if (!alone)
+      continue;
+    folded_[i] = 1;
+    gatheredInput_[i + 1] = static_cast<int32_t>(in.index());
+  }
 }
 
 const float *CpuTaskRunner::weightFloats(const cellpack::ValueRef &ref,
@@ -168,7 +250,7 @@ Result<const void *> CpuTaskRunner::resolve(
                     "did not provide");
 }
 
-Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
+Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, size_t step,
                               const PackedB &packed, int64_t rows,
                               const std::vector<PoolView> &inputs,
                               const std::vector<PoolView> &outputs) {
@@ -184,6 +266,16 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
                       "': the CPU backend runs GEMMs over dense rows only");
   // Only the task's rows: the padding rows of A and D are left alone.
   int64_t m = rows, n = gemm.n(), k = gemm.k();
+  const float *const *gathered = nullptr;
+  if (int32_t input = gatheredInput_[step]; input >= 0) {
+    // A's rows where they lie in the cell input's pool (foldRowGathers).
+    const PoolView &view = inputs[static_cast<uint32_t>(input)];
+    gatheredRows_.resize(static_cast<size_t>(m));
+    const float *base = static_cast<const float *>(view.data);
+    for (int64_t r = 0; r < m; ++r)
+      gatheredRows_[r] = base + (view.rows ? view.rows[r] : r) * k;
+    gathered = gatheredRows_.data();
+  }
   auto *out = static_cast<float *>(const_cast<void *>(d.value()));
   const float *bias = nullptr;
   bool perColumn = true;
@@ -203,6 +295,8 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm,
     if (packed.bf16)
       packedGemmBf16(static_cast<const float *>(a.value()), k, m, *packed.bf16,
                      epilogue, out, n, pool_);
+    else if (gathered)
+      packedGemmGathered(gathered, m, *packed.fp32, epilogue, out, n, pool_);
     else
       packedGemm(static_cast<const float *>(a.value()), k, m, *packed.fp32,
                  epilogue, out, n, pool_);
@@ -233,9 +327,11 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
                       std::to_string(plan_.batch_size()) + " plan");
   for (size_t i = 0; i < kernels_.size(); ++i) {
     const cellpack::TaskStep *step = plan_.steps()->Get(i);
+    if (folded_[i])
+      continue; // the next step, a GEMM, reads the rows itself
     if (const cellpack::GemmStep *gemm = step->step_as_GemmStep()) {
       if (Status status =
-              runGemm(*gemm, packedGemms_[i], rows, inputs, outputs);
+              runGemm(*gemm, i, packedGemms_[i], rows, inputs, outputs);
           !status.isOk())
         return status;
       continue;

@@ -68,8 +68,9 @@ private:
     const PackedMatrix *fp32 = nullptr;
     const PackedMatrixBf16 *bf16 = nullptr;
   };
-  Status runGemm(const cellpack::GemmStep &gemm, const PackedB &packed,
-                 int64_t rows, const std::vector<PoolView> &inputs,
+  Status runGemm(const cellpack::GemmStep &gemm, size_t step,
+                 const PackedB &packed, int64_t rows,
+                 const std::vector<PoolView> &inputs,
                  const std::vector<PoolView> &outputs);
   Result<const void *> resolve(const cellpack::ValueRef &ref,
                                const std::vector<PoolView> &inputs,
@@ -83,6 +84,11 @@ private:
   const float *weightFloats(const cellpack::ValueRef &ref, int64_t k,
                             int64_t n) const;
   RegionOptions regionOptions(const cellpack::KernelStep &kernel);
+  /// Finds the kernel steps that only gather a cell input's rows into the
+  /// workspace for the next step, a GEMM, to read as its A and nothing
+  /// else reads: the GEMM then reads the rows where they lie in the pool
+  /// (packedGemmGathered) and the copy is skipped.
+  void foldRowGathers();
 
   const cellpack::CellType &cell_;
   const cellpack::BatchPlan &plan_;
@@ -97,6 +103,12 @@ private:
   std::vector<std::vector<std::unique_ptr<RegionInterpreter>>> kernels_;
   KernelLauncher launcher_;
   ThreadPool *pool_ = nullptr;
+  /// Per step: a kernel folded into the GEMM after it (skipped), and for
+  /// that GEMM the cell input whose rows are its A (-1: none), with the
+  /// floats of a row; the rows' addresses for a task (reused).
+  std::vector<uint8_t> folded_;
+  std::vector<int32_t> gatheredInput_;
+  std::vector<const float *> gatheredRows_;
 };
 
 } // namespace cellrun::cpu

@@ -94,16 +94,29 @@ void genericKernel(int rows, int64_t depth, const float *a, const float *b,
   }
 }
 
-/// Packs rows [0, rows) and columns [0, depth) of A in groups of 6 rows:
-/// group g holds depth x min(6, rows - 6g) floats, k-major.
-void packRows(const float *a, int64_t lda, int64_t rows, int64_t depth,
-              float *packed) {
+/// Where A's rows are: `rows` (row r at rows[r]) when it is given (rows
+/// gathered where they lie), else `data` with a stride of `lda`.
+struct RowsOfA {
+  const float *data;
+  int64_t lda;
+  const float *const *rows;
+  const float *row(int64_t r) const { return rows ? rows[r] : data + r * lda; }
+};
+
+/// Packs rows [first, first + rows) and columns [k0, k0 + depth) of A in
+/// groups of 6 rows: group g holds depth x min(6, rows - 6g) floats,
+/// k-major.
+void packRows(const RowsOfA &a, int64_t first, int64_t k0, int64_t rows,
+              int64_t depth, float *packed) {
   for (int64_t group = 0; group < rows; group += kGroupRows) {
     int64_t groupRows = std::min<int64_t>(kGroupRows, rows - group);
     float *target = packed + group * depth;
+    const float *source[kGroupRows];
+    for (int64_t i = 0; i < groupRows; ++i)
+      source[i] = a.row(first + group + i) + k0;
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t i = 0; i < groupRows; ++i)
-        target[k * groupRows + i] = a[(group + i) * lda + k];
+        target[k * groupRows + i] = source[i][k];
   }
 }
 
@@ -119,16 +132,15 @@ struct Blocking {
 
 /// Blocks [first, end) of A (numbered K block by K block, row blocks
 /// within) packed (Blocking), for every worker to read.
-void packA(const float *a, int64_t lda, int64_t m, int64_t depth,
-           const Blocking &blocking, float *packed, int64_t first,
-           int64_t end) {
+void packA(const RowsOfA &a, int64_t m, int64_t depth, const Blocking &blocking,
+           float *packed, int64_t first, int64_t end) {
   int64_t rowBlocks = (m + blocking.rowBlock - 1) / blocking.rowBlock;
   for (int64_t block = first; block < end; ++block) {
     int64_t k0 = block / rowBlocks * blocking.depthBlock;
     int64_t r0 = block % rowBlocks * blocking.rowBlock;
     int64_t kLength = std::min(blocking.depthBlock, depth - k0);
-    packRows(a + r0 * lda + k0, lda, std::min(blocking.rowBlock, m - r0),
-             kLength, packed + k0 * m + r0 * kLength);
+    packRows(a, r0, k0, std::min(blocking.rowBlock, m - r0), kLength,
+             packed + k0 * m + r0 * kLength);
   }
 }
 
@@ -230,10 +242,10 @@ GemmKernels cellrun::cpu::detail::gemmKernels(CpuIsa isa) {
   return gemmKernelsGeneric();
 }
 
-void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
-                              const PackedMatrix &b,
-                              const GemmEpilogue &epilogue, float *d,
-                              int64_t ldd, ThreadPool *pool, CpuIsa isa) {
+namespace {
+void packedGemmOf(const RowsOfA &a, int64_t m, const PackedMatrix &b,
+                  const GemmEpilogue &epilogue, float *d, int64_t ldd,
+                  ThreadPool *pool, CpuIsa isa) {
   if (m <= 0 || b.columns() == 0)
     return;
   GemmKernels kernels = gemmKernels(isa);
@@ -248,7 +260,7 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
   double flops = 2.0 * double(m) * double(b.columns()) * double(b.depth());
   if (!pool || pool->size() == 1 || panels == 1 ||
       flops < kMinParallelGemmFlops) {
-    packA(a, lda, m, depth, blocking, packedA, 0, blocks);
+    packA(a, m, depth, blocking, packedA, 0, blocks);
     gemmPanels(packedA, m, b, epilogue, d, ldd, 0, panels, kernels);
     return;
   }
@@ -257,7 +269,7 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
   pool->parallelFor(
       blocks,
       [&](unsigned, int64_t begin, int64_t end) {
-        packA(a, lda, m, depth, blocking, packedA, begin, end);
+        packA(a, m, depth, blocking, packedA, begin, end);
       },
       1);
   // Chunks of panels taken in turn: the cores of a machine (or of a
@@ -268,4 +280,20 @@ void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
         gemmPanels(packedA, m, b, epilogue, d, ldd, begin, end, kernels);
       },
       kPanelsPerChunk);
+}
+} // namespace
+
+void cellrun::cpu::packedGemm(const float *a, int64_t lda, int64_t m,
+                              const PackedMatrix &b,
+                              const GemmEpilogue &epilogue, float *d,
+                              int64_t ldd, ThreadPool *pool, CpuIsa isa) {
+  packedGemmOf({a, lda, nullptr}, m, b, epilogue, d, ldd, pool, isa);
+}
+
+void cellrun::cpu::packedGemmGathered(const float *const *rowsOfA, int64_t m,
+                                      const PackedMatrix &b,
+                                      const GemmEpilogue &epilogue, float *d,
+                                      int64_t ldd, ThreadPool *pool,
+                                      CpuIsa isa) {
+  packedGemmOf({nullptr, 0, rowsOfA}, m, b, epilogue, d, ldd, pool, isa);
 }

@@ -73,6 +73,13 @@ constexpr double kMinParallelGemmFlops = 2e6;
 void packedGemm(const float *a, int64_t lda, int64_t m, const PackedMatrix &b,
                 const GemmEpilogue &epilogue, float *d, int64_t ldd,
                 ThreadPool *pool = nullptr, CpuIsa isa = detectCpuIsa());
+/// The same with A's row r at rowsOfA[r] (rows read where they lie, e.g.
+/// pool rows of a task): the same bits as packedGemm of those rows copied
+/// together.
+void packedGemmGathered(const float *const *rowsOfA, int64_t m,
+                        const PackedMatrix &b, const GemmEpilogue &epilogue,
+                        float *d, int64_t ldd, ThreadPool *pool = nullptr,
+                        CpuIsa isa = detectCpuIsa());
 
 namespace detail {
 /// rows x 16 block of D (row stride ldc) += or = (first) A * B-panel over
