@@ -5,7 +5,8 @@
 #     cost shows) on 20000 WMT-like requests, one thread, pools for batch
 #     512, REPEAT times each, with and without writing results;
 #  2. `cellrun bench --offline` of the hidden-1024 LSTM (the arithmetic
-#     dominates: throughput must not drop), 2 threads, --repeat REPEAT;
+#     dominates: throughput must not drop), 2 threads, REPEAT runs each,
+#     the builds alternating;
 #  3. host_bench (this build only: the engine over tasks that compute
 #     nothing), every batch size 1..512.
 # Needs `ninja -C build bench-artifacts host_bench`. Writes the raw outputs
@@ -59,12 +60,14 @@ else
 fi
 rm -f "$out/results-baseline.jsonl" "$out/results-current.jsonl" "$requests"
 
-# 2. The hidden-1024 LSTM offline, each build with --repeat.
-for who in baseline current; do
-  binary="$baseline"; [ "$who" = current ] && binary="$current"
-  "$binary" bench "$big" --workload "$root/bench/workloads/wmt15.csv" --rate 1 \
-    --duration 1 --offline 1000 --policy cellular --threads 2 --repeat "$repeat" \
-    --out "$out/bench-$who" --quiet > "$out/bench1024-$who.txt"
+# 2. The hidden-1024 LSTM offline, the builds alternating, REPEAT runs each.
+for r in $(seq 1 "$repeat"); do
+  for who in baseline current; do
+    binary="$baseline"; [ "$who" = current ] && binary="$current"
+    "$binary" bench "$big" --workload "$root/bench/workloads/wmt15.csv" --rate 1 \
+      --duration 1 --offline 1000 --policy cellular --threads 2 \
+      --out "$out/bench-$who-$r" --quiet > "$out/bench1024-$who-$r.txt"
+  done
 done
 
 # 3. This build's host path alone.
@@ -72,4 +75,32 @@ done
   > "$out/host_bench.txt"
 "$build/bench/host_bench" "$tiny" --repeat 5 --workload \
   "$root/bench/workloads/wmt15.csv" > "$out/host_bench-wmt15.txt"
+# 4. A summary: medians of the alternating runs.
+/usr/bin/python3 - "$out" "$repeat" > "$out/summary.txt" <<'PY'
+import glob, re, statistics, sys
+out, repeat = sys.argv[1], int(sys.argv[2])
+def median_of(pattern, regex, group):
+    values = []
+    for path in glob.glob(f"{out}/{pattern}"):
+        match = re.search(regex, open(path).read())
+        if match:
+            values.append(float(match.group(group)))
+    return (statistics.median(values), min(values), max(values), len(values)) if values else None
+print(f"host-path A/B, {repeat} alternating runs each (median, min-max)")
+for output in ("without", "with"):
+    for who in ("baseline", "current"):
+        step = median_of(f"tiny-{who}-{output}-*.txt", r"(\d+) ns a row-step \(tasks (\d+) ns, host (\d+)", 1)
+        host = median_of(f"tiny-{who}-{output}-*.txt", r"(\d+) ns a row-step \(tasks (\d+) ns, host (\d+)", 3)
+        serve = median_of(f"tiny-{who}-{output}-*.txt", r"serve ([0-9.]+) s", 1)
+        command = median_of(f"tiny-{who}-{output}-*.txt", r"command: ([0-9.]+) s", 1)
+        if step:
+            print(f"hidden-16 LSTM, {output} results file, {who}: {step[0]:.0f} ns a row-step "
+                  f"({step[1]:.0f}-{step[2]:.0f}), host {host[0]:.0f} ns, serve {serve[0]:.3f} s, "
+                  f"command {command[0]:.3f} s")
+for who in ("baseline", "current"):
+    served = median_of(f"bench1024-{who}-*.txt", r"cellular\s+offline\s+\S+\s+([0-9.]+)", 1)
+    if served:
+        print(f"hidden-1024 LSTM offline, {who}: {served[0]:.1f} requests/s ({served[1]:.1f}-{served[2]:.1f})")
+PY
+cat "$out/summary.txt"
 echo "host-path-ab: wrote $out"
