@@ -199,18 +199,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   flight.task.part = 0;
   const CellRoles &roles = parser_->structure().cells[0];
   uint32_t capacity = static_cast<uint32_t>(taskSlots.size());
-  flight.inputRows.resize(roles.inputCount);
-  flight.outputRows.resize(roles.outputCount);
-  flight.inputRowData.clear();
-  flight.outputRowData.clear();
-  for (auto &taskRows : flight.inputRows) {
-    taskRows.resize(capacity);
-    flight.inputRowData.push_back(taskRows.data());
-  }
-  for (auto &taskRows : flight.outputRows) {
-    taskRows.resize(capacity);
-    flight.outputRowData.push_back(taskRows.data());
-  }
+  sizeTaskRows(flight, roles, capacity);
   flight.submitted = Clock::now();
 
   // Column by column: each pass one short loop over the task's slots.
@@ -284,7 +273,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       read[r].destination = at[order[r]] + size_t(steps[r]) * rowBytes;
     }
   }
-  flight.firstRead.assign(capacity + 1, 0); // nothing read into the flight
+  std::fill(flight.firstRead.begin(), flight.firstRead.end(),
+            0); // nothing is read into the flight
   flight.nodes.resize(capacity);
   for (uint32_t r = 0; r < capacity; ++r) {
     uint32_t slot = order[r];

@@ -300,11 +300,13 @@ private:
   /// (EngineProjections.cpp). On an error no request is projected.
   Status projectInputs(const std::vector<Entry *> &entries);
   InFlight launch(PlannedTask task);
-  /// launch's parts: the task's row vectors sized for its nodes and
-  /// padding; its planned nodes bound (those of ended or failing requests
-  /// dropped, a node that cannot be bound failing its request); padding
-  /// rows [bound, rows) reading zero rows and writing scratch rows.
-  void sizeTaskRows(InFlight &flight, const CellRoles &roles);
+  /// launch's parts: the task's row vectors sized for `capacity` rows
+  /// (its nodes and padding); its planned nodes bound (those of ended or
+  /// failing requests dropped, a node that cannot be bound failing its
+  /// request); padding rows [bound, rows) reading zero rows and writing scratch
+  /// rows.
+  void sizeTaskRows(InFlight &flight, const CellRoles &roles,
+                    uint32_t capacity);
   void bindPlannedNodes(InFlight &flight);
   void bindPaddingRows(InFlight &flight, const CellRoles &roles, uint32_t bound,
                        uint32_t rows);

@@ -126,7 +126,9 @@ EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   flight.task = std::move(task);
   const PlannedTask &planned = flight.task;
   const CellRoles &roles = parser_->structure().cells[planned.part];
-  sizeTaskRows(flight, roles);
+  sizeTaskRows(flight, roles,
+               static_cast<uint32_t>(planned.nodes.size()) + planned.padding);
+  flight.nodes.reserve(planned.nodes.size());
   flight.submitted = Clock::now();
   bindPlannedNodes(flight);
   if (flight.nodes.empty())
@@ -164,10 +166,8 @@ void EngineWorker::submitBound(InFlight &flight, const CellRoles &roles) {
     flight.status = ticket.status();
 }
 
-void EngineWorker::sizeTaskRows(InFlight &flight, const CellRoles &roles) {
-  const PlannedTask &planned = flight.task;
-  uint32_t capacity =
-      static_cast<uint32_t>(planned.nodes.size()) + planned.padding;
+void EngineWorker::sizeTaskRows(InFlight &flight, const CellRoles &roles,
+                                uint32_t capacity) {
   flight.inputRows.resize(roles.inputCount);
   flight.outputRows.resize(roles.outputCount);
   flight.inputRowData.clear();
@@ -181,7 +181,6 @@ void EngineWorker::sizeTaskRows(InFlight &flight, const CellRoles &roles) {
     flight.outputRowData.push_back(taskRows.data());
   }
   flight.firstRead.resize(capacity + 1);
-  flight.nodes.reserve(planned.nodes.size());
 }
 
 void EngineWorker::bindPlannedNodes(InFlight &flight) {

@@ -11,6 +11,7 @@
 // one.
 //
 //===----------------------------------------------------------------------===//
+#include "ProcessorIsas.h"
 #include "backend/cpu/PackedGemm.h"
 #include "backend/cpu/PackedGemmBf16.h"
 #include "backend/cpu/ThreadPool.h"
@@ -37,14 +38,7 @@ std::vector<float> randomFloats(size_t count, std::mt19937 &random) {
   return values;
 }
 
-std::vector<CpuIsa> isas() {
-  std::vector<CpuIsa> result{CpuIsa::Generic};
-  if (cpuHasAvx2())
-    result.push_back(CpuIsa::Avx2);
-  if (cpuHasAvx512())
-    result.push_back(CpuIsa::Avx512);
-  return result;
-}
+std::vector<CpuIsa> isas() { return cellc::testing::processorIsas(); }
 
 struct Shape {
   int64_t m, k, n;

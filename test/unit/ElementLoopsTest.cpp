@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cpu/ElementLoops.h"
+#include "ProcessorIsas.h"
+#include "RandomFloats.h"
 
 #include <gtest/gtest.h>
 
@@ -19,21 +21,10 @@ using namespace cellrun::cpu;
 
 namespace {
 
-std::vector<CpuIsa> processorIsas() {
-  std::vector<CpuIsa> result{CpuIsa::Generic};
-  if (cpuHasAvx2())
-    result.push_back(CpuIsa::Avx2);
-  if (cpuHasAvx512())
-    result.push_back(CpuIsa::Avx512);
-  return result;
-}
+using cellc::testing::processorIsas;
 
 std::vector<float> randomFloats(size_t count, std::mt19937 &random) {
-  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
-  std::vector<float> values(count);
-  for (float &value : values)
-    value = uniform(random);
-  return values;
+  return cellc::testing::randomFloats(random, count);
 }
 
 float apply(ElementOp op, float a, float b) {

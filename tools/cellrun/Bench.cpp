@@ -88,6 +88,7 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);
+  app.add_flag("--no-chain-batch", args.noChainBatch, kNoChainBatchHelp);
   app.add_option("--bucket-width", args.bucketWidth,
                  "padded policy: lengths a bucket")
       ->capture_default_str()

@@ -114,6 +114,7 @@ Status BenchSession::load(DeviceKind device) {
   base_.bucketWidth = args_.bucketWidth;
   base_.fillRows = args_.fillRows;
   base_.moveRequests = !args_.noMove;
+  base_.chainBatch = !args_.noChainBatch;
   for (const CellInfo &cell : model_.cells)
     largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;

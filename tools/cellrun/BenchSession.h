@@ -37,7 +37,8 @@ std::string defaultPeerPython();
 struct BenchArgs {
   std::string model, workload, out = "bench-out", device = "auto";
   std::vector<double> rates;
-  bool saturate = false, quiet = false, plot = false, noMove = false;
+  bool saturate = false, quiet = false, plot = false, noMove = false,
+       noChainBatch = false;
   double duration = 10, warmup = -1, cooldown = -1, deadlineMs = 0;
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;

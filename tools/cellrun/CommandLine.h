@@ -39,6 +39,12 @@ constexpr const char *kNoMoveHelp =
     "default a worker holding at least twice the requests of another moves "
     "running requests there, their rows copied)";
 
+/// The help of --no-chain-batch (run, bench, serve): EngineOptions::chainBatch.
+constexpr const char *kNoChainBatchHelp =
+    "a chain model on the cpu backend: run its requests through the "
+    "scheduler node by node, as other structures (by default they are slots "
+    "of a persistent batch each task is bound from; the same results)";
+
 /// The help of --memory-budget (run, bench, serve).
 constexpr const char *kMemoryBudgetHelp =
     "state memory for requests on each worker, e.g. 2GB (overrides "

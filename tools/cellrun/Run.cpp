@@ -35,7 +35,8 @@ struct RunArgs {
            fillRows = 32, threads = 0, workers = 1, resultBufferMb = 256,
            maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0; // bytes; 0: poolRows
-  bool quiet = false, allowNonFinite = false, noMove = false;
+  bool quiet = false, allowNonFinite = false, noMove = false,
+       noChainBatch = false;
 };
 
 void addOptions(CLI::App &app, RunArgs &args) {
@@ -83,6 +84,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->capture_default_str()
       ->check(positive);
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);
+  app.add_flag("--no-chain-batch", args.noChainBatch, kNoChainBatchHelp);
   app.add_option("--task-log", args.taskLog,
                  "one CSV line per task: cell, nodes, batch size, times");
   app.add_flag("--quiet", args.quiet, "no progress bar");
@@ -212,6 +214,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.bucketWidth = args.bucketWidth;
   engineOptions.fillRows = args.fillRows;
   engineOptions.moveRequests = !args.noMove;
+  engineOptions.chainBatch = !args.noChainBatch;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
   return std::nullopt;

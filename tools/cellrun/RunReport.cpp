@@ -74,6 +74,12 @@ void printSummary(const std::string &model, const std::string &policy,
         cell.paddingRows
             ? " (+" + std::to_string(cell.paddingRows) + " padding rows)"
             : "";
+    // A chain model's one cell: its tasks bound from the persistent batch.
+    if (stats.cells.size() == 1 && stats.chainBatchTasks > 0)
+      padding += stats.chainBatchTasks == cell.tasks
+                     ? " (persistent chain batch)"
+                     : " (" + std::to_string(stats.chainBatchTasks) +
+                           " from the persistent chain batch)";
     std::printf("cell %-10s %8llu tasks, mean batch %.1f nodes%s\n",
                 cell.name.c_str(), (unsigned long long)cell.tasks,
                 cell.tasks ? double(cell.nodes) / cell.tasks : 0.0,

@@ -32,7 +32,7 @@ struct ServeArgs {
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
            fillRows = EngineOptions().fillRows;
   uint64_t memoryBudget = 0;
-  bool noMove = false;
+  bool noMove = false, noChainBatch = false;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
   uint32_t httpMaxConnections = 4096;
@@ -87,6 +87,7 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);
+  app.add_flag("--no-chain-batch", args.noChainBatch, kNoChainBatchHelp);
   app.add_option("--threads", args.threads,
                  "cpu backend: threads a task (0: one per core, shared "
                  "among --workers)")
@@ -192,6 +193,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.poolRows = args.poolRows;
   options.fillRows = args.fillRows;
   options.moveRequests = !args.noMove;
+  options.chainBatch = !args.noChainBatch;
   options.sessionTimeoutSeconds = args.sessionTimeout;
   options.limits.allowNonFinite = args.allowNonFinite;
   options.limits.maxSteps = args.maxSteps;
