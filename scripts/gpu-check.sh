@@ -189,7 +189,8 @@ fi
 
 # How the engine's host time and the GPU's busy time compare while
 # `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
-# (nvidia-smi's utilization sampled every 100 ms).
+# (nvidia-smi's utilization sampled every 100 ms), then the same run
+# through the scheduler instead of the persistent chain batch.
 if wanted busy && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm 20000 "$work/wmt20k.jsonl" \
@@ -203,6 +204,13 @@ if wanted busy && enough 60 "busy"; then
   cat "$logs/busy-run.txt"
   awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
     "$logs/busy-utilization.csv"
+  # The same through the scheduler (no persistent chain batch): the A/B of
+  # the host path on this GPU.
+  timeout "$(limit 90)" "$cellrun" run "$build/examples/lstm/bench-fp32.cellpack" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --no-chain-batch >"$logs/busy-run-scheduler.txt" 2>&1 \
+    || fail "cellrun run --no-chain-batch (busy) failed"
+  echo "-- the same with --no-chain-batch:"
+  cat "$logs/busy-run-scheduler.txt"
 fi
 
 if wanted cpu && enough 30 "task_bench"; then

@@ -46,6 +46,7 @@ struct ChainSlots {
     stride.emplace_back();
     flags.emplace_back();
     startedAt.emplace_back();
+    boundRound.emplace_back();
     grow(rows[0]);
     grow(rows[1]);
     grow(initial);
@@ -75,6 +76,7 @@ struct ChainSlots {
     move(stride);
     move(flags);
     move(startedAt);
+    move(boundRound);
     moveAll(rows[0]);
     moveAll(rows[1]);
     moveAll(initial);
@@ -101,6 +103,9 @@ struct ChainSlots {
   std::vector<uint8_t> flags;
   /// When its first step was bound (kStarted), for its queue time.
   std::vector<std::chrono::steady_clock::time_point> startedAt;
+  /// The round its last step was bound in (it moves only once that round
+  /// has completed).
+  std::vector<uint64_t> boundRound;
   /// Per generation, per row slot: the pool row (-1 until taken), as the
   /// graph's chainRows.
   std::vector<std::vector<int32_t>> rows[2];

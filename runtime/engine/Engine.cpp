@@ -181,7 +181,7 @@ Status Engine::submit(Request request, Callback done) {
   // Decoder steps issued ahead: as many as may be in flight.
   EngineWorker &worker = *impl_->workers[0];
   entry->graph.emplace(parser.structure(), std::move(request),
-                       worker.nodesInFlight_, worker.directReads_);
+                       worker.nodesInFlight_, worker.placesResults());
   entry->graph->arrival = Clock::now();
   // The rows it may hold at once (every worker's pools are alike); a
   // request that can never fit is refused now.

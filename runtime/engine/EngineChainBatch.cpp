@@ -1,27 +1,30 @@
 //===- EngineChainBatch.cpp - Chains run from a persistent batch ----------===//
 //
-// Under cellular batching on a synchronous executor (the CPU), a chain
-// model's running requests do not go through the scheduler node by node:
-// they are slots of a persistent batch (ChainSlots, flat arrays), and each
-// round binds its tasks by walking those arrays. A task row costs a few
-// loads and stores: its generation's rows, the previous generation's (or
-// step 0's state rows), where its data comes from and where its emitted
-// rows go, all at the slot's index. Only the rare rows touch the request's
-// records: a generation's rows taken at its first use, a request's first
-// bind (when it started), a session's first step (its state rows given back
-// after it) and a last step (final states read, the request finished):
-// completing a task visits just those. Every slot with steps left runs in
-// every task of a round when the slots fit one task (up to
-// maxTasksToSubmit steps each a round, as Algorithm 1 batches a chain's
-// next step behind its last); otherwise the slots are cut into tasks of the
-// largest batch size (earliest deadline first when some have one, else
-// taking turns across rounds). The same rows are read and written as
-// through the scheduler, so results keep their bits (batch invariance).
+// Under cellular batching, a chain model's running requests (fp32 or int64
+// outputs) do not go through the scheduler node by node: they are slots of
+// a persistent batch (ChainSlots, flat arrays), and each round binds its
+// tasks column by column over those arrays. A task row costs a few loads
+// and stores: its generation's rows, the previous generation's (or step
+// 0's state rows), where its data comes from and where its emitted rows go,
+// all at the slot's index. A request's records are touched when it joins
+// (both generations' rows taken) and at its events: a session's first step
+// (its state rows given back after it) and its last step (final states,
+// the request finished); completing a task visits just those. Every slot
+// with steps left runs in every task of a round when the slots fit one
+// task (up to maxTasksToSubmit steps each a round, as Algorithm 1 batches a
+// chain's next step behind its last); otherwise the slots are cut into
+// tasks of the largest batch size (earliest deadline first when some have
+// one, else taking turns across rounds). On a synchronous executor the
+// task copies the host's rows straight into the results; on an
+// asynchronous one they come back into the task's buffer and are copied
+// into the results when it completes. The same rows are read and written
+// as through the scheduler, so results keep their bits (batch invariance).
 //
 //===----------------------------------------------------------------------===//
 #include "engine/EngineImpl.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace cellrun;
 
@@ -29,10 +32,17 @@ void EngineWorker::setUpChainBatch(uint32_t largestBatch) {
   const ModelStructure &structure = parser_->structure();
   chainBatch_ = options_.chainBatch && options_.policy == Policy::Cellular &&
                 structure.kind == cellpack::Structure::Chain &&
-                structure.cells.size() == 1 && directReads_ && !overlap_;
+                structure.cells.size() == 1;
   if (!chainBatch_)
     return;
   const CellRoles &roles = structure.cells[0];
+  // Results placed for every step (CellGraph::readTarget) need fp32 or
+  // int64 outputs.
+  for (uint32_t output = 0; output < roles.outputCount; ++output)
+    chainBatch_ &= roles.outputTypes[output] == cellpack::DType::F32 ||
+                   roles.outputTypes[output] == cellpack::DType::I64;
+  if (!chainBatch_)
+    return;
   chainLargest_ = std::max(1u, largestBatch);
   chainFinalOnly_.clear();
   for (uint32_t output : roles.stateOutputs)
@@ -195,6 +205,7 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
 EngineWorker::InFlight
 EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   InFlight flight = takeFlight();
+  flight.round = roundNumber_;
   flight.chainBatch = true;
   flight.task.part = 0;
   const CellRoles &roles = parser_->structure().cells[0];
@@ -259,10 +270,14 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
                              ->graph->stepRow(steps[r], input.index);
   }
   // Emitted rows go straight into the results; a last step's final states
-  // that are not emitted too.
+  // that are not emitted too. Without direct reads (an asynchronous
+  // executor) they go through the task's buffer, copied into the results
+  // when it completes (completeChainRows).
+  if (!directReads_)
+    planChainReads(flight, order, capacity);
   std::vector<Executor::RowRead> &reads = flight.io.reads;
-  reads.resize(capacity * roles.emitted.size());
-  for (size_t e = 0; e < roles.emitted.size(); ++e) {
+  reads.resize(directReads_ ? capacity * roles.emitted.size() : 0);
+  for (size_t e = 0; directReads_ && e < roles.emitted.size(); ++e) {
     uint32_t output = roles.emitted[e];
     size_t rowBytes = roles.outputRowBytes[output];
     Executor::RowRead *read = reads.data() + e * capacity;
@@ -273,8 +288,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       read[r].destination = at[order[r]] + size_t(steps[r]) * rowBytes;
     }
   }
-  std::fill(flight.firstRead.begin(), flight.firstRead.end(),
-            0); // nothing is read into the flight
+  if (directReads_) // nothing is read into the flight
+    std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
   flight.nodes.resize(capacity);
   for (uint32_t r = 0; r < capacity; ++r) {
     uint32_t slot = order[r];
@@ -283,6 +298,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     node.request = slots.keys[slot];
     node.node = step;
     slots.next[slot] = step + 1;
+    slots.boundRound[slot] = roundNumber_;
     uint8_t flags = slots.flags[slot];
     bool last = step + 1 == slots.steps[slot];
     if (!(flags & ChainSlots::kStarted)) { // its graph hears at the end
@@ -292,7 +308,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     if (!last && !(step == 0 && (flags & ChainSlots::kPinned)))
       continue;
     flight.chainEvents.push_back(r);
-    for (size_t k = 0; last && k < chainFinalOnly_.size(); ++k) {
+    for (size_t k = 0; directReads_ && last && k < chainFinalOnly_.size();
+         ++k) {
       Executor::RowRead &read = reads.emplace_back();
       read.output = chainFinalOnly_[k];
       read.row = r;
@@ -304,7 +321,52 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   return flight;
 }
 
+void EngineWorker::planChainReads(InFlight &flight, const uint32_t *order,
+                                  uint32_t capacity) {
+  const CellRoles &roles = parser_->structure().cells[0];
+  ChainSlots &slots = chainSlots_;
+  // Row by row (firstRead), each read a slot of the task's read buffer and
+  // the place in the result it is copied to.
+  size_t bytes = 0;
+  auto read = [&](uint32_t row, uint32_t output, uint8_t *target) {
+    ReadSlot &slot = flight.reads.emplace_back();
+    slot.row = row;
+    slot.output = output;
+    slot.offset = bytes;
+    bytes += roles.outputRowBytes[output];
+    flight.chainTargets.push_back(target);
+  };
+  for (uint32_t r = 0; r < capacity; ++r) {
+    uint32_t step = chainSteps_[r];
+    uint32_t at = order[r];
+    flight.firstRead[r] = static_cast<uint32_t>(flight.reads.size());
+    for (size_t e = 0; e < roles.emitted.size(); ++e) {
+      uint32_t output = roles.emitted[e];
+      read(r, output,
+           slots.emittedAt[e][at] +
+               size_t(step) * roles.outputRowBytes[output]);
+    }
+    if (step + 1 == slots.steps[at])
+      for (size_t k = 0; k < chainFinalOnly_.size(); ++k)
+        read(r, chainFinalOnly_[k], slots.finalAt[k][at]);
+  }
+  flight.firstRead[capacity] = static_cast<uint32_t>(flight.reads.size());
+  flight.readBuffer.resize(bytes);
+}
+
 void EngineWorker::completeChainRows(InFlight &flight) {
+  const CellRoles &roles = parser_->structure().cells[0];
+  // Reads through the task's buffer, into the results of the requests
+  // still running (before the events: a last step's final states are
+  // copied from its emitted row).
+  for (size_t k = 0; k < flight.chainTargets.size(); ++k) {
+    const ReadSlot &slot = flight.reads[k];
+    const Entry *entry = entries_.find(flight.nodes[slot.row].request);
+    if (!entry || entry->complete || !entry->failure.isOk())
+      continue;
+    std::memcpy(flight.chainTargets[k], flight.readBuffer.data() + slot.offset,
+                roles.outputRowBytes[slot.output]);
+  }
   for (uint32_t row : flight.chainEvents) {
     const PlannedNode &node = flight.nodes[row];
     Entry *entry = entries_.find(node.request);

@@ -127,6 +127,9 @@ public:
   /// The engine copies a task's host reads straight into the results
   /// (CellGraph::readTarget): the executor is synchronous.
   bool directReads_ = false;
+  /// New requests' chain results are placed for every step (the graph's
+  /// `directReads`): direct reads, or the chain batch copying them there.
+  bool placesResults() const { return directReads_ || chainBatch_; }
   /// Time in the executor's submit and wait calls during this round
   /// (EngineStats::executorSeconds).
   Clock::duration executorTime_{};
@@ -237,6 +240,10 @@ private:
     /// last step).
     bool chainBatch = false;
     std::vector<uint32_t> chainEvents;
+    /// Without direct reads: where each of `reads` goes in its request's
+    /// result, copied there when the task completes.
+    std::vector<uint8_t *> chainTargets;
+    uint64_t round = 0; // the worker's round it was submitted in
   };
   /// Rows whose last reader was bound in the task being launched: they go
   /// back to their pools once it is submitted, for later tasks to write
@@ -359,9 +366,9 @@ private:
     uint32_t index = 0;
   };
   std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
-  // The persistent chain batch (EngineChainBatch.cpp): on a synchronous
-  // executor under cellular batching, chain requests whose reads all go
-  // straight into their results run from chainSlots_, not the policy.
+  // The persistent chain batch (EngineChainBatch.cpp): under cellular
+  // batching, chain requests whose results are placed for every step run
+  // from chainSlots_, not the policy.
   bool chainBatch_ = false;
   ChainSlots chainSlots_;
   /// The batch sizes of the chain's cell: tasks hold at most the largest.
@@ -370,6 +377,8 @@ private:
   std::vector<uint32_t> chainFinalOnly_;
   /// The step of each row of the task being bound (reused).
   std::vector<uint32_t> chainSteps_;
+  /// Rounds begun, and the last whose tasks have all completed.
+  uint64_t roundNumber_ = 0, completedRound_ = 0;
   /// Where the next round's first task starts when the slots need more
   /// tasks than a round submits (so that every slot gets its turn).
   uint32_t chainRotation_ = 0;
@@ -395,8 +404,14 @@ private:
   /// A bound task's row vectors finished and submitted (launch and
   /// launchChainTask).
   void submitBound(InFlight &flight, const CellRoles &roles);
-  /// Completing a batch task: only its events' rows touch their graphs.
+  /// Completing a batch task: reads through its buffer copied into the
+  /// results, then only its events' rows touch their graphs.
   void completeChainRows(InFlight &flight);
+  /// Without direct reads: the task's reads (rows `order`, steps
+  /// chainSteps_) laid out in its read buffer, with their places in the
+  /// results.
+  void planChainReads(InFlight &flight, const uint32_t *order,
+                      uint32_t capacity);
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row,

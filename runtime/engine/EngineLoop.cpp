@@ -19,6 +19,7 @@ bool EngineWorker::runOnce() {
     return false;
   Clock::time_point begin = Clock::now();
   executorTime_ = {};
+  ++roundNumber_;
   expireSessions();
   moveRequests();
   bool admitted = admit();
@@ -63,8 +64,10 @@ void EngineWorker::completeAll(std::vector<InFlight> &flights) {
   // the stats, under one hold of each mutex, not one per request.
   endsHeld_ = true;
   heldEnds_.unreserve.resize(pools_.size());
-  for (InFlight &flight : flights)
+  for (InFlight &flight : flights) {
     complete(flight);
+    completedRound_ = std::max(completedRound_, flight.round);
+  }
   endsHeld_ = false;
   releaseHeldEnds();
   for (InFlight &flight : flights)
@@ -118,11 +121,13 @@ void EngineWorker::recycle(InFlight &&flight) {
   flight.status = Status::ok();
   flight.chainBatch = false;
   flight.chainEvents.clear();
+  flight.chainTargets.clear();
   spareFlights_.push_back(std::move(flight));
 }
 
 EngineWorker::InFlight EngineWorker::launch(PlannedTask task) {
   InFlight flight = takeFlight();
+  flight.round = roundNumber_;
   flight.task = std::move(task);
   const PlannedTask &planned = flight.task;
   const CellRoles &roles = parser_->structure().cells[planned.part];

@@ -137,8 +137,11 @@ EngineWorker::MoveResult EngineWorker::moveTo(Entry &entry,
     // A node of it in a task that has not finished pins it here.
     entry.movedSubgraphs.clear();
     if (entry.chainSlot >= 0) {
-      // In the chain batch (no step of it runs between rounds): the steps
-      // it has not run; the target's batch takes it there.
+      // In the chain batch: once no task holding a step of it is still to
+      // complete (overlapped rounds), the steps it has not run; the
+      // target's batch takes it there.
+      if (chainSlots_.boundRound[entry.chainSlot] > completedRound_)
+        return MoveResult::Kept;
       ReadySubgraph &rest = entry.movedSubgraphs.emplace_back();
       rest.first = chainSlots_.next[entry.chainSlot];
       rest.count = nodesLeft(entry);

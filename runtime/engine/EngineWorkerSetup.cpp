@@ -88,7 +88,7 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
   if (!executor.ok())
     return executor.status();
   executor_ = std::move(executor).value();
-  directReads_ = !executor_->asynchronous();
+  directReads_ = !executor_->asynchronous() && !options.readsThroughTasks;
   return Status::ok();
 }
 

@@ -105,7 +105,8 @@ public:
   /// `decodeWindow`: seq2seq decoder steps issued ahead of the last step
   /// whose token the host has read (at least 1). `directReads`: the engine
   /// copies rows to readTarget (a synchronous executor, where a task's
-  /// copies are done when it returns).
+  /// copies are done when it returns; or the engine's chain batch, which
+  /// copies them there when the task completes).
   CellGraph(const ModelStructure &structure, Request request,
             uint32_t decodeWindow = 1, bool directReads = false);
   /// Stays where it is made (chainRows_ may point into it).

@@ -5,9 +5,11 @@
 // every chain example: a few hundred requests arriving at random rounds
 // (more than a task holds at once, so tasks of both shapes run) give the
 // same bits, every row comes back, and the batch's tasks are counted only
-// when it is on. With one task a round and more requests than it holds,
-// every request still gets its turn, no task is larger than the largest
-// batch, and requests with the earliest deadlines run first.
+// when it is on; also as on the GPU (rounds overlapped, reads through the
+// tasks' buffers, copied into the results as tasks complete). With one task a
+// round and more requests than it holds, every request still gets its turn, no
+// task is larger than the largest batch, and requests with the earliest
+// deadlines run first.
 //
 //===----------------------------------------------------------------------===//
 #include "FaultTests.h"
@@ -35,10 +37,15 @@ std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
 std::unique_ptr<Engine>
 manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
              uint32_t maxTasks = 5,
-             std::function<void(const TaskRecord &)> onTask = nullptr) {
+             std::function<void(const TaskRecord &)> onTask = nullptr,
+             bool asOnTheGpu = false) {
   EngineOptions options;
   options.startWorker = false;
   options.chainBatch = chainBatch;
+  if (asOnTheGpu) { // rounds overlap, reads go through the tasks' buffers
+    options.overlapRounds = EngineOptions::Overlap::On;
+    options.readsThroughTasks = true;
+  }
   options.maxTasksToSubmit = maxTasks;
   options.onTask = std::move(onTask);
   auto engine = Engine::create(std::move(artifact), options);
@@ -80,24 +87,28 @@ TEST_P(ChainBatchTest, SameBitsAsTheSchedulerAndEveryRowBack) {
   for (int i = 0; i < 300; ++i)
     texts.push_back(randomRequest(model, i, random, 40));
   auto batch = manualEngine(artifact, true);
+  auto gpuLike = manualEngine(artifact, true, 5, nullptr, true);
   auto scheduler = manualEngine(artifact, false);
-  ASSERT_TRUE(batch && scheduler);
+  ASSERT_TRUE(batch && gpuLike && scheduler);
   uint64_t idleRows = engineRowsInUse(*batch);
-  std::vector<RequestResult> got = serve(*batch, texts, 5);
   std::vector<RequestResult> want = serve(*scheduler, texts, 5);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_TRUE(got[i].status.isOk()) << got[i].status.toString();
-    expectSameBits(got[i], want[i], model + " " + got[i].id);
-    if (HasFailure())
-      return;
+  for (Engine *engine : {batch.get(), gpuLike.get()}) {
+    std::string how = engine == batch.get() ? "" : " (as on the GPU)";
+    std::vector<RequestResult> got = serve(*engine, texts, 5);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(got[i].status.isOk()) << got[i].status.toString();
+      expectSameBits(got[i], want[i], model + " " + got[i].id + how);
+      if (HasFailure())
+        return;
+    }
+    EXPECT_EQ(engineRowsInUse(*engine), idleRows) << how;
+    EngineStats on = engine->stats(), off = scheduler->stats();
+    EXPECT_GT(on.chainBatchTasks, 0u) << "the batch was not used" << how;
+    EXPECT_EQ(on.chainBatchTasks, on.cells[0].tasks) << "both paths" << how;
+    EXPECT_EQ(off.chainBatchTasks, 0u);
+    EXPECT_EQ(on.cells[0].nodes, off.cells[0].nodes) << "steps run" << how;
   }
-  EXPECT_EQ(engineRowsInUse(*batch), idleRows);
-  EngineStats on = batch->stats(), off = scheduler->stats();
-  EXPECT_GT(on.chainBatchTasks, 0u) << "the batch was not used";
-  EXPECT_EQ(on.chainBatchTasks, on.cells[0].tasks) << "tasks of both paths";
-  EXPECT_EQ(off.chainBatchTasks, 0u);
-  EXPECT_EQ(on.cells[0].nodes, off.cells[0].nodes) << "steps run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ChainBatchTest,

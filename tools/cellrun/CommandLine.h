@@ -41,8 +41,8 @@ constexpr const char *kNoMoveHelp =
 
 /// The help of --no-chain-batch (run, bench, serve): EngineOptions::chainBatch.
 constexpr const char *kNoChainBatchHelp =
-    "a chain model on the cpu backend: run its requests through the "
-    "scheduler node by node, as other structures (by default they are slots "
+    "a chain model: run its requests through the scheduler node by node, "
+    "as other structures (by default they are slots "
     "of a persistent batch each task is bound from; the same results)";
 
 /// The help of --memory-budget (run, bench, serve).

@@ -78,12 +78,17 @@ struct EngineOptions {
   /// with no node running is not pinned). Session chunks and custom
   /// unfolders' requests stay. false: a request runs where it was admitted.
   bool moveRequests = true;
-  /// Cellular batching of a chain model on a synchronous executor (the
-  /// CPU): running requests are kept in a persistent batch of flat arrays
-  /// that each task is bound from, instead of going through the scheduler
-  /// node by node (the same results; less host work a row-step). false:
-  /// the scheduler runs them too (for comparison).
+  /// Cellular batching of a chain model whose outputs are fp32 or int64:
+  /// running requests are kept in a persistent batch of flat arrays that
+  /// each task is bound from, instead of going through the scheduler node
+  /// by node (the same results; less host work a row-step). false: the
+  /// scheduler runs them too (for comparison).
   bool chainBatch = true;
+  /// The host's reads (emitted rows, final states) go through each task's
+  /// own buffer and are copied into the results when the task completes,
+  /// as on an asynchronous executor (the cuda backend) even on the cpu one:
+  /// the tests run the GPU's path this way.
+  bool readsThroughTasks = false;
   /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
