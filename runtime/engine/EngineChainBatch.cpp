@@ -160,14 +160,15 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
   auto runs = [&](uint32_t slot) {
     return slots.next[slot] < slots.steps[slot];
   };
-  std::vector<uint32_t> order;
+  std::vector<uint32_t> &order = chainOrder_;
+  order.clear();
   for (uint32_t slot = 0; slot < slots.size(); ++slot)
     if (runs(slot))
       order.push_back(slot);
   if (order.empty())
     return;
   uint32_t tasks = std::max(1u, options_.maxTasksToSubmit);
-  std::vector<uint32_t> taskSlots;
+  std::vector<uint32_t> &taskSlots = chainTaskSlots_;
   if (order.size() <= chainLargest_) {
     // All in one task, a step more of each in each of the round's tasks.
     for (uint32_t t = 0; t < tasks; ++t) {
@@ -262,12 +263,11 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       uint32_t slot = order[r];
       write[r].input = input.input;
       write[r].row = r;
-      write[r].bytes = base[slot] + size_t(steps[r]) * stride[slot];
+      write[r].bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
+                           ? entries_.find(slots.keys[slot])
+                                 ->graph->stepRow(steps[r], input.index)
+                           : base[slot] + size_t(steps[r]) * stride[slot];
     }
-    for (uint32_t r = 0; r < capacity; ++r)
-      if (slots.flags[order[r]] & ChainSlots::kUnevenSteps)
-        write[r].bytes = entries_.find(slots.keys[order[r]])
-                             ->graph->stepRow(steps[r], input.index);
   }
   // Emitted rows go straight into the results; a last step's final states
   // that are not emitted too. Without direct reads (an asynchronous

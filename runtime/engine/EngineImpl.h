@@ -265,12 +265,15 @@ private:
   void recycle(InFlight &&flight);
   /// Completes `flights` in order, then keeps them for reuse.
   void completeAll(std::vector<InFlight> &flights);
-  /// While completeAll runs, requests that end leave their reservations
-  /// and stats here (heldEnds_), applied at its end by releaseHeldEnds.
+  /// While completeAll runs, requests that end leave their reservations,
+  /// stats and results here (heldEnds_): releaseHeldEnds applies the first
+  /// two at its end, then answers the requests (a caller that has its
+  /// result sees it counted).
   bool endsHeld_ = false;
   struct HeldEnds {
     PoolCounts unreserve;
     EngineStats stats;
+    std::vector<std::pair<Callback, RequestResult>> answers;
   } heldEnds_;
   void releaseHeldEnds();
 
@@ -318,6 +321,9 @@ private:
   void bindPaddingRows(InFlight &flight, const CellRoles &roles, uint32_t bound,
                        uint32_t rows);
   void complete(InFlight &flight);
+  /// complete's per-node part for a scheduled task (the chain batch's is
+  /// completeChainRows).
+  void completeNodes(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
   /// The rows binding one node has taken so far, given back if it fails.
   struct BindUndo {
@@ -375,8 +381,9 @@ private:
   uint32_t chainLargest_ = 0;
   /// The chain's state outputs that are not emitted (read at a last step).
   std::vector<uint32_t> chainFinalOnly_;
-  /// The step of each row of the task being bound (reused).
-  std::vector<uint32_t> chainSteps_;
+  /// The step of each row of the task being bound, the round's slots with
+  /// steps left and a task's slots (reused: nothing allocated a round).
+  std::vector<uint32_t> chainSteps_, chainOrder_, chainTaskSlots_;
   /// Rounds begun, and the last whose tasks have all completed.
   uint64_t roundNumber_ = 0, completedRound_ = 0;
   /// Where the next round's first task starts when the slots need more

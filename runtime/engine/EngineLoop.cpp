@@ -61,7 +61,8 @@ bool EngineWorker::runOnce() {
 
 void EngineWorker::completeAll(std::vector<InFlight> &flights) {
   // The requests that end here give their reservations back, and count in
-  // the stats, under one hold of each mutex, not one per request.
+  // the stats, under one hold of each mutex, not one per request; they are
+  // answered after that.
   endsHeld_ = true;
   heldEnds_.unreserve.resize(pools_.size());
   for (InFlight &flight : flights) {
@@ -95,6 +96,9 @@ void EngineWorker::releaseHeldEnds() {
     stats_.deadlineMisses += ended.deadlineMisses;
     ended = EngineStats();
   }
+  for (auto &[done, result] : heldEnds_.answers)
+    done(std::move(result));
+  heldEnds_.answers.clear();
 }
 
 EngineWorker::InFlight EngineWorker::takeFlight() {
@@ -270,21 +274,10 @@ void EngineWorker::complete(InFlight &flight) {
       cellStats.batchSizeSum += flight.batchSize;
       stats_.chainBatchTasks += flight.chainBatch;
     }
-    if (flight.chainBatch)
-      completeChainRows(flight); // its steps are counted by the batch
-    for (uint32_t r = 0; !flight.chainBatch && r < flight.nodes.size(); ++r) {
-      const PlannedNode &node = flight.nodes[r];
-      Entry *entry = entries_.find(node.request);
-      if (!entry || entry->complete || !entry->failure.isOk())
-        continue;
-      CellGraph &graph = *entry->graph;
-      if (!graph.isChain())
-        afterNode(*entry, node.node, flight, r);
-      else if (graph.stepNeedsNothing(node.node))
-        graph.countStepDone(); // most steps of a chain
-      else
-        chainAfterNode(*entry, node.node, flight, r);
-    }
+    if (flight.chainBatch) // its steps are counted by the batch
+      completeChainRows(flight);
+    else
+      completeNodes(flight);
   }
   // Requests that could not bind a node fail now that no task of this
   // round holds their rows any more.
@@ -296,6 +289,24 @@ void EngineWorker::complete(InFlight &flight) {
     policy_->finished(task);
   if (options_.onTask && !flight.nodes.empty())
     options_.onTask(record);
+}
+
+/// The graphs of a scheduled task's nodes grow: what became ready goes to
+/// the policy, finished requests end.
+void EngineWorker::completeNodes(InFlight &flight) {
+  for (uint32_t r = 0; r < flight.nodes.size(); ++r) {
+    const PlannedNode &node = flight.nodes[r];
+    Entry *entry = entries_.find(node.request);
+    if (!entry || entry->complete || !entry->failure.isOk())
+      continue;
+    CellGraph &graph = *entry->graph;
+    if (!graph.isChain())
+      afterNode(*entry, node.node, flight, r);
+    else if (graph.stepNeedsNothing(node.node))
+      graph.countStepDone(); // most steps of a chain
+    else
+      chainAfterNode(*entry, node.node, flight, r);
+  }
 }
 
 void EngineWorker::afterNode(Entry &entry, uint32_t node,

@@ -352,7 +352,11 @@ void EngineWorker::deliver(uint64_t key) {
       ++stats->failed;
     stats->deadlineMisses += result.missedDeadline;
   }
-  if (entry->done)
+  if (!entry->done)
+    return;
+  if (endsHeld_) // answered once its stats and reservation are given back
+    heldEnds_.answers.push_back({std::move(entry->done), std::move(result)});
+  else
     entry->done(std::move(result));
 }
 

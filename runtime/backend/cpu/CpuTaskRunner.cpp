@@ -97,7 +97,7 @@ static uint64_t refBytes(const cellpack::ValueRef &ref) {
   if (ref.shape())
     for (int64_t extent : *ref.shape())
       elements *= static_cast<uint64_t>(std::max<int64_t>(extent, 0));
-  return elements * (ref.dtype() == cellpack::DType::I64 ? 8 : 4);
+  return elements * elementSize(ref.dtype());
 }
 
 void CpuTaskRunner::foldRowGathers() {
