@@ -53,6 +53,31 @@ void expectSameBits(const std::vector<float> &got,
 const ElementOp kOps[] = {ElementOp::Add, ElementOp::Sub, ElementOp::Mul,
                           ElementOp::Div};
 
+TEST(ElementLoopsTest, RowsWhereverTheyLieMatchTheExpression) {
+  // elementRows: each operand's rows through pointers (out of order, into
+  // larger buffers), the result's rows one after another.
+  std::mt19937 random(13);
+  for (CpuIsa isa : processorIsas())
+    for (ElementOp op : kOps)
+      for (int64_t count : {1, 5, 16, 19, 64}) {
+        int64_t rows = 7, stride = count + 3;
+        std::vector<float> a = randomFloats(rows * stride, random);
+        std::vector<float> b = randomFloats(rows * stride, random);
+        std::vector<const float *> rowsOfA, rowsOfB;
+        std::vector<float> want;
+        for (int64_t r = 0; r < rows; ++r) {
+          rowsOfA.push_back(a.data() + ((r * 3) % rows) * stride + 1);
+          rowsOfB.push_back(b.data() + (rows - 1 - r) * stride);
+          for (int64_t k = 0; k < count; ++k)
+            want.push_back(apply(op, rowsOfA[r][k], rowsOfB[r][k]));
+        }
+        std::vector<float> got(want.size());
+        elementRows(op, rowsOfA.data(), rowsOfB.data(), got.data(), rows, count,
+                    isa);
+        expectSameBits(got, want, cpuIsaName(isa));
+      }
+}
+
 TEST(ElementLoopsTest, ArraysMatchTheExpressionAtEveryLength) {
   std::mt19937 random(11);
   for (CpuIsa isa : processorIsas())

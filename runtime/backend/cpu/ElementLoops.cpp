@@ -34,6 +34,15 @@ CELL_INLINE void arrays(ElementOp op, const float *a, const float *b,
   }
 }
 
+/// Row r of `out` (rows of `count`, one after another) from rows a[r] and
+/// b[r], wherever they lie.
+CELL_INLINE void rowArrays(ElementOp op, const float *const *a,
+                           const float *const *b, float *out, int64_t rows,
+                           int64_t count) {
+  for (int64_t r = 0; r < rows; ++r)
+    arrays(op, a[r], b[r], out + r * count, count);
+}
+
 CELL_INLINE void runAndNumber(ElementOp op, const float *a, bool runOfA,
                               const float *b, float *out, int64_t count) {
   float x = a[0], y = b[0];
@@ -108,6 +117,11 @@ CELL_INLINE void scaleBias(int64_t m, float *d, int64_t ldd, int64_t begin,
                               float *out, int64_t count) {                     \
     arrays(op, a, b, out, count);                                              \
   }                                                                            \
+  attribute void rowArrays##name(ElementOp op, const float *const *a,          \
+                                 const float *const *b, float *out,            \
+                                 int64_t rows, int64_t count) {                \
+    rowArrays(op, a, b, out, rows, count);                                     \
+  }                                                                            \
   attribute void runAndNumber##name(ElementOp op, const float *a, bool runOfA, \
                                     const float *b, float *out,                \
                                     int64_t count) {                           \
@@ -132,6 +146,18 @@ void cellrun::cpu::elementArrays(ElementOp op, const float *a, const float *b,
     return arraysAvx2(op, a, b, out, count);
 #endif
   arraysGeneric(op, a, b, out, count);
+}
+
+void cellrun::cpu::elementRows(ElementOp op, const float *const *a,
+                               const float *const *b, float *out, int64_t rows,
+                               int64_t count, CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::Avx512)
+    return rowArraysAvx512(op, a, b, out, rows, count);
+  if (isa == CpuIsa::Avx2)
+    return rowArraysAvx2(op, a, b, out, rows, count);
+#endif
+  rowArraysGeneric(op, a, b, out, rows, count);
 }
 
 void cellrun::cpu::elementRunAndNumber(ElementOp op, const float *a,

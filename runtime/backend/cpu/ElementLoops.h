@@ -25,6 +25,14 @@ enum class ElementOp { Add, Sub, Mul, Div };
 void elementArrays(ElementOp op, const float *a, const float *b, float *out,
                    int64_t count, CpuIsa isa = detectCpuIsa());
 
+/// Row r of `out` (rows of `count` floats, one after another) is row a[r]
+/// op row b[r], each operand row wherever its pointer says (a split part, a
+/// gathered table row, a pool row read in place): the same bits as
+/// elementArrays over rows copied together first.
+void elementRows(ElementOp op, const float *const *a, const float *const *b,
+                 float *out, int64_t rows, int64_t count,
+                 CpuIsa isa = detectCpuIsa());
+
 /// out[k] = a[k] op b[0] when `runOfA`, else a[0] op b[k], for k < count.
 void elementRunAndNumber(ElementOp op, const float *a, bool runOfA,
                          const float *b, float *out, int64_t count,

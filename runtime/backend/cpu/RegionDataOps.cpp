@@ -58,6 +58,17 @@ Status RegionInterpreter::Impl::executeCopy(PreparedOp &prepared,
   const Value &in = values[prepared.operands[0]];
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
+  if (out.view) { // the same rows, seen again
+    for (int64_t r = 0; r < outRows; ++r)
+      out.rowPointers[r] = in.floatRow(r);
+    return Status::ok();
+  }
+  if (in.view) {
+    for (int64_t r = 0; r < outRows; ++r)
+      std::memcpy(out.f.data() + r * out.count, in.floatRow(r),
+                  out.count * sizeof(float));
+    return Status::ok();
+  }
   if (in.isFloat && out.isFloat) {
     std::memcpy(out.f.data(), in.floats(), outRows * out.count * sizeof(float));
     return Status::ok();
@@ -77,13 +88,20 @@ Status RegionInterpreter::Impl::executeMoves(PreparedOp &prepared,
   for (size_t n = 0; n < prepared.results.size(); ++n) {
     Value &target = values[prepared.results[n]];
     int64_t targetRows = target.hasBatch ? rows : 1;
+    if (target.view) { // one run of its operand's row: seen where it lies
+      const MoveRun &run = prepared.runs[n][0];
+      const Value &source = operand(run.operand);
+      for (int64_t r = 0; r < targetRows; ++r)
+        target.rowPointers[r] = source.floatRow(r) + run.from;
+      continue;
+    }
     for (int64_t r = 0; r < targetRows; ++r)
       for (const MoveRun &run : prepared.runs[n]) {
         const Value &source = operand(run.operand);
         int64_t from = (source.hasBatch ? r * source.count : 0) + run.from;
         int64_t to = r * target.count + run.to;
         if (source.isFloat && target.isFloat) {
-          std::memcpy(target.f.data() + to, source.floats() + from,
+          std::memcpy(target.f.data() + to, source.floatRow(r) + run.from,
                       run.length * sizeof(float));
           continue;
         }
@@ -106,24 +124,31 @@ Status RegionInterpreter::Impl::executeGather(PreparedOp &prepared,
   int64_t outer = product(data.shape, 0, axis);
   int64_t length = data.shape[axis];
   int64_t inner = product(data.shape, axis + 1, data.shape.size());
+  // Index n of row r, from the end when negative; false outside the table.
+  auto tableRow = [&](int64_t at, int64_t &index) {
+    index = indices.isFloat ? static_cast<int64_t>(indices.floats()[at])
+                            : indices.ints()[at];
+    if (index < 0)
+      index += length;
+    return index >= 0 && index < length;
+  };
   for (int64_t r = 0; r < outRows; ++r) {
     int64_t k = r * out.count;
     int64_t dataBase = data.hasBatch ? r * data.count : 0;
     int64_t indexBase = indices.hasBatch ? r * indices.count : 0;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t n = 0; n < indices.count; ++n) {
-        int64_t index =
-            indices.isFloat
-                ? static_cast<int64_t>(indices.floats()[indexBase + n])
-                : indices.ints()[indexBase + n];
-        if (index < 0)
-          index += length;
-        if (index < 0 || index >= length)
+        int64_t index;
+        if (!tableRow(indexBase + n, index))
           return Status(StatusCode::OutOfRange,
                         "index " + std::to_string(index) +
                             " is outside a table of " + std::to_string(length) +
                             " rows");
         int64_t from = dataBase + (o * length + index) * inner;
+        if (out.view) { // a whole table row: read where it lies
+          out.rowPointers[r] = data.floats() + from;
+          continue;
+        }
         if (data.isFloat && out.isFloat) {
           std::memcpy(out.f.data() + k, data.floats() + from,
                       inner * sizeof(float));

@@ -246,6 +246,18 @@ Status RegionInterpreter::Impl::executeArithmetic(PreparedOp &prepared,
   const Value &a = operand(0), &b = operand(1);
   const std::vector<int64_t> &mapA = prepared.broadcast[0],
                              &mapB = prepared.broadcast[1];
+  if (out.isFloat && mapA.empty() && mapB.empty() && (a.view || b.view)) {
+    // Rows wherever they lie: one call over the block's row pointers.
+    prepared.rowsOfA.resize(outRows);
+    prepared.rowsOfB.resize(outRows);
+    for (int64_t r = 0; r < outRows; ++r) {
+      prepared.rowsOfA[r] = a.floatRow(r);
+      prepared.rowsOfB[r] = b.floatRow(r);
+    }
+    elementRows(elementOp(code), prepared.rowsOfA.data(),
+                prepared.rowsOfB.data(), out.f.data(), outRows, out.count);
+    return Status::ok();
+  }
   if (out.isFloat && mapA.empty() && mapB.empty() &&
       (a.hasBatch || outRows == 1) && (b.hasBatch || outRows == 1)) {
     // Every row alike and laid out alike: one loop over the block.
@@ -286,6 +298,25 @@ Status RegionInterpreter::Impl::executeActivation(PreparedOp &prepared,
   };
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
+  const Value &in = operand(0);
+  if (in.view) {
+    switch (prepared.op->opcode()) {
+    case OpCode::Sigmoid:
+      sigmoidRows(in.rowPointers.data(), out.f.data(), outRows, out.count);
+      return Status::ok();
+    case OpCode::Tanh:
+      tanhRows(in.rowPointers.data(), out.f.data(), outRows, out.count);
+      return Status::ok();
+    default: // Relu
+      for (int64_t r = 0; r < outRows; ++r) {
+        const float *row = in.rowPointers[r];
+        float *to = out.f.data() + r * out.count;
+        for (int64_t k = 0; k < out.count; ++k)
+          to[k] = row[k] > 0.0f ? row[k] : 0.0f;
+      }
+      return Status::ok();
+    }
+  }
   switch (prepared.op->opcode()) {
   case OpCode::Sigmoid:
     sigmoidArray(operand(0).floats(), out.f.data(), outRows * out.count);
@@ -318,6 +349,11 @@ RegionInterpreter::create(const cellpack::KernelStep &step,
 
 bool RegionInterpreter::hasGemm() const { return impl_->hasGemm; }
 int64_t RegionInterpreter::bytesPerRow() const { return impl_->rowBytes; }
+int RegionInterpreter::viewCount() const {
+  return static_cast<int>(
+      std::count_if(impl_->values.begin(), impl_->values.end(),
+                    [](const detail::Value &value) { return value.view; }));
+}
 
 Status RegionInterpreter::run(int64_t rows,
                               const std::vector<InputView> &inputs,
@@ -336,6 +372,15 @@ void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
     if (!value.hasBatch)
       continue;
     value.external = nullptr;
+    if (value.view) {
+      // Pool rows read where they lie.
+      const float *base = static_cast<const float *>(inputs[id].data);
+      for (int64_t r = 0; r < rows; ++r)
+        value.rowPointers[r] =
+            base + (inputs[id].rows ? inputs[id].rows[first + r] : first + r) *
+                       value.count;
+      continue;
+    }
     if (value.dtype == cellpack::DType::F32 && !inputs[id].rows) {
       value.external =
           static_cast<const float *>(inputs[id].data) + first * value.count;
@@ -370,7 +415,7 @@ void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
   for (size_t j = 0; j < results.size(); ++j) {
     const Value &value = values[results[j]];
     cellpack::DType type = step.outputs()->Get(j)->dtype();
-    if (!outputs[j].rows && value.hasBatch && value.isFloat &&
+    if (!outputs[j].rows && value.hasBatch && value.isFloat && !value.view &&
         type == cellpack::DType::F32) {
       // Dense rows (the workspace): the block in one copy.
       std::memcpy(static_cast<float *>(outputs[j].data) + first * value.count,
@@ -384,7 +429,7 @@ void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
       int64_t from = value.hasBatch ? r * value.count : 0;
       if (type == cellpack::DType::F32 && value.isFloat) {
         std::memcpy(static_cast<float *>(outputs[j].data) + base,
-                    value.floats() + from, value.count * sizeof(float));
+                    value.floatRow(r), value.count * sizeof(float));
         continue;
       }
       for (int64_t k = 0; k < value.count; ++k) {

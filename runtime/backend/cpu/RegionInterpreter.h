@@ -61,6 +61,10 @@ public:
   /// Bytes of values a row of the region works through (a measure of its
   /// work a row, to decide whether splitting rows among threads pays).
   int64_t bytesPerRow() const;
+  /// Values read where their rows lie rather than copied (Value::view:
+  /// pool rows, gathered table rows, split parts); 0 with
+  /// CELLRUN_CPU_VIEWS=off.
+  int viewCount() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

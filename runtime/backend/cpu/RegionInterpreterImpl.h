@@ -26,6 +26,12 @@ struct Value {
   std::vector<int64_t> i;
   /// A weight read in place (fp32 or int64 broadcast inputs), not copied.
   const void *external = nullptr;
+  /// A view (fp32 batch values only; Impl::chooseViews): row r of the block
+  /// lies at rowPointers[r], where its producer found it (a pool row, a
+  /// gathered table row, a part of another value's row), and nothing is
+  /// copied into `f`. Only ops that read values row by row take a view.
+  bool view = false;
+  std::vector<const float *> rowPointers;
 
   const float *floats() const {
     return external ? static_cast<const float *>(external) : f.data();
@@ -35,6 +41,8 @@ struct Value {
   }
   /// Row r of the block (row 0 for values without the batch).
   const float *floatRow(int64_t r) const {
+    if (view)
+      return rowPointers[r];
     return floats() + (hasBatch ? r * count : 0);
   }
   const int64_t *intRow(int64_t r) const {
@@ -74,6 +82,8 @@ struct PreparedOp {
   StridedBroadcast strided;   // Add, Sub, Mul, Div with broadcast maps
   std::vector<MoveMap> moves; // per result
   std::vector<std::vector<MoveRun>> runs; // per result, from moves
+  /// Arithmetic over views: each operand's row pointers for the block.
+  std::vector<const float *> rowsOfA, rowsOfB;
 };
 
 inline int64_t product(const std::vector<int64_t> &shape, size_t begin,
@@ -148,6 +158,11 @@ struct RegionInterpreter::Impl {
   /// RegionOpChecks.cpp: an op's arity, axes and shapes.
   Status validate(const PreparedOp &prepared);
   Status prepareMoves(PreparedOp &prepared);
+  /// Marks the values that can be views (Value::view): fp32 batch values
+  /// made by a pool-row input, a Gather of whole table rows, a Split or
+  /// Slice part that is one run of its operand's row, or a copy, when every
+  /// op reading them reads row by row.
+  void chooseViews();
   void allocate();
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);

@@ -12,6 +12,8 @@
 #include "artifact/ElementIO.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 using namespace cellrun;
 using namespace cellrun::cpu;
@@ -107,8 +109,94 @@ Status RegionInterpreter::Impl::prepare() {
   }
   if (!options.packedInputs.empty() && options.packedInputs.size() != numInputs)
     return invalidRegion("packed weights do not match the inputs");
+  chooseViews();
   allocate();
   return Status::ok();
+}
+
+namespace {
+/// The op reads its operand `n` row by row through Value::floatRow (or the
+/// row functions over views), so that operand may be a view.
+bool readsRowsOf(const PreparedOp &prepared, size_t n,
+                 const std::vector<Value> &values) {
+  auto floatResults = [&] {
+    return std::all_of(prepared.results.begin(), prepared.results.end(),
+                       [&](uint32_t result) { return values[result].isFloat; });
+  };
+  switch (prepared.op->opcode()) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+    return n < prepared.broadcast.size() && prepared.broadcast[n].empty() &&
+           floatResults();
+  case OpCode::Sigmoid:
+  case OpCode::Tanh:
+  case OpCode::Relu:
+    return true;
+  case OpCode::Split:
+  case OpCode::Slice:
+  case OpCode::Concat:
+  case OpCode::Transpose:
+  case OpCode::Identity:
+  case OpCode::Reshape:
+  case OpCode::Squeeze:
+  case OpCode::Unsqueeze:
+    return floatResults();
+  default:
+    return false;
+  }
+}
+} // namespace
+
+void RegionInterpreter::Impl::chooseViews() {
+  // CELLRUN_CPU_VIEWS=off copies every value (for comparison).
+  if (const char *setting = std::getenv("CELLRUN_CPU_VIEWS");
+      setting && std::string(setting) == "off")
+    return;
+  std::vector<bool> rowReaders(values.size(), true);
+  for (const PreparedOp &prepared : ops)
+    for (size_t n = 0; n < prepared.operands.size(); ++n)
+      if (!readsRowsOf(prepared, n, values))
+        rowReaders[prepared.operands[n]] = false;
+  for (size_t j = 0; j < results.size(); ++j)
+    if (step.outputs()->Get(j)->dtype() != cellpack::DType::F32)
+      rowReaders[results[j]] = false;
+  auto candidate = [&](uint32_t id) {
+    const Value &value = values[id];
+    return value.hasBatch && value.isFloat &&
+           value.dtype == cellpack::DType::F32 && rowReaders[id];
+  };
+  uint32_t numInputs = step.region()->num_inputs();
+  for (uint32_t id = 0; id < numInputs; ++id)
+    values[id].view = candidate(id) &&
+                      step.input_access()->Get(id) == cellpack::Access::Gather;
+  for (const PreparedOp &prepared : ops) {
+    OpCode code = prepared.op->opcode();
+    for (size_t n = 0; n < prepared.results.size(); ++n) {
+      uint32_t id = prepared.results[n];
+      if (!candidate(id))
+        continue;
+      Value &value = values[id];
+      if (code == OpCode::Gather) {
+        const Value &data = values[prepared.operands[0]];
+        const Value &indices = values[prepared.operands[1]];
+        value.view = prepared.op->axis() == 0 && !data.hasBatch &&
+                     data.dtype == cellpack::DType::F32 && indices.count == 1 &&
+                     product(data.shape, 1, data.shape.size()) == value.count;
+      } else if (code == OpCode::Split || code == OpCode::Slice) {
+        const std::vector<MoveRun> &runs = prepared.runs[n];
+        value.view = runs.size() == 1 && runs[0].to == 0 &&
+                     runs[0].length == value.count &&
+                     values[prepared.operands[runs[0].operand]].hasBatch &&
+                     values[prepared.operands[runs[0].operand]].isFloat;
+      } else if (code == OpCode::Identity || code == OpCode::Reshape ||
+                 code == OpCode::Squeeze || code == OpCode::Unsqueeze) {
+        const Value &in = values[prepared.operands[0]];
+        value.view = in.hasBatch && in.isFloat && in.count == value.count;
+      }
+    }
+  }
 }
 
 /// Rows per block: every row of the task when the region holds a GEMM (its
@@ -130,6 +218,10 @@ void RegionInterpreter::Impl::allocate() {
     Value &value = values[id];
     if (id < numInputs && readInPlace(value))
       continue; // runRows points it at the weight
+    if (value.view) {
+      value.rowPointers.assign(blockRows, nullptr);
+      continue; // its rows lie where its producer found them
+    }
     int64_t elements = value.count * (value.hasBatch ? blockRows : 1);
     if (value.isFloat)
       value.f.assign(elements, 0.0f);

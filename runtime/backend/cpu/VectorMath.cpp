@@ -259,6 +259,36 @@ cellrun::cpu::detail::tanhAvx2(const float *in, float *out, int64_t count) {
     out[i] = tanhScalar(in[i]);
 }
 
+// Rows wherever they lie (RegionInterpreter's views), into consecutive rows
+// of `out`: the loops above, row by row, in one call.
+__attribute__((target("avx2"))) void
+cellrun::cpu::detail::sigmoidRowsAvx2(const float *const *in, float *out,
+                                      int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = in[r];
+    float *to = out + r * count;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+      _mm256_storeu_ps(to + i, sigmoidVector(_mm256_loadu_ps(row + i)));
+    for (; i < count; ++i)
+      to[i] = sigmoidScalar(row[i]);
+  }
+}
+
+__attribute__((target("avx2"))) void
+cellrun::cpu::detail::tanhRowsAvx2(const float *const *in, float *out,
+                                   int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = in[r];
+    float *to = out + r * count;
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+      _mm256_storeu_ps(to + i, tanhVector(_mm256_loadu_ps(row + i)));
+    for (; i < count; ++i)
+      to[i] = tanhScalar(row[i]);
+  }
+}
+
 __attribute__((target("avx512f"))) void
 cellrun::cpu::detail::sigmoidAvx512(const float *in, float *out,
                                     int64_t count) {
@@ -277,6 +307,34 @@ cellrun::cpu::detail::tanhAvx512(const float *in, float *out, int64_t count) {
   for (; i < count; ++i)
     out[i] = tanhScalar(in[i]);
 }
+__attribute__((target("avx512f"))) void
+cellrun::cpu::detail::sigmoidRowsAvx512(const float *const *in, float *out,
+                                        int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = in[r];
+    float *to = out + r * count;
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16)
+      _mm512_storeu_ps(to + i, sigmoidVector(_mm512_loadu_ps(row + i)));
+    for (; i < count; ++i)
+      to[i] = sigmoidScalar(row[i]);
+  }
+}
+
+__attribute__((target("avx512f"))) void
+cellrun::cpu::detail::tanhRowsAvx512(const float *const *in, float *out,
+                                     int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = in[r];
+    float *to = out + r * count;
+    int64_t i = 0;
+    for (; i + 16 <= count; i += 16)
+      _mm512_storeu_ps(to + i, tanhVector(_mm512_loadu_ps(row + i)));
+    for (; i < count; ++i)
+      to[i] = tanhScalar(row[i]);
+  }
+}
+
 __attribute__((target("avx512f"))) void
 cellrun::cpu::detail::expAvx512(const float *in, float *out, int64_t count) {
   int64_t i = 0;
@@ -305,6 +363,24 @@ void cellrun::cpu::detail::sigmoidAvx512(const float *in, float *out,
                                          int64_t count) {
   sigmoidAvx2(in, out, count);
 }
+void cellrun::cpu::detail::sigmoidRowsAvx2(const float *const *in, float *out,
+                                           int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r)
+    sigmoidAvx2(in[r], out + r * count, count);
+}
+void cellrun::cpu::detail::tanhRowsAvx2(const float *const *in, float *out,
+                                        int64_t rows, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r)
+    tanhAvx2(in[r], out + r * count, count);
+}
+void cellrun::cpu::detail::sigmoidRowsAvx512(const float *const *in, float *out,
+                                             int64_t rows, int64_t count) {
+  sigmoidRowsAvx2(in, out, rows, count);
+}
+void cellrun::cpu::detail::tanhRowsAvx512(const float *const *in, float *out,
+                                          int64_t rows, int64_t count) {
+  tanhRowsAvx2(in, out, rows, count);
+}
 void cellrun::cpu::detail::tanhAvx512(const float *in, float *out,
                                       int64_t count) {
   tanhAvx2(in, out, count);
@@ -329,6 +405,28 @@ void cellrun::cpu::tanhArray(const float *in, float *out, int64_t count,
     return detail::tanhAvx2(in, out, count);
   for (int64_t i = 0; i < count; ++i)
     out[i] = tanhScalar(in[i]);
+}
+
+void cellrun::cpu::sigmoidRows(const float *const *in, float *out, int64_t rows,
+                               int64_t count, CpuIsa isa) {
+  if (isa == CpuIsa::Avx512)
+    return detail::sigmoidRowsAvx512(in, out, rows, count);
+  if (usesAvx2(isa))
+    return detail::sigmoidRowsAvx2(in, out, rows, count);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < count; ++i)
+      out[r * count + i] = sigmoidScalar(in[r][i]);
+}
+
+void cellrun::cpu::tanhRows(const float *const *in, float *out, int64_t rows,
+                            int64_t count, CpuIsa isa) {
+  if (isa == CpuIsa::Avx512)
+    return detail::tanhRowsAvx512(in, out, rows, count);
+  if (usesAvx2(isa))
+    return detail::tanhRowsAvx2(in, out, rows, count);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < count; ++i)
+      out[r * count + i] = tanhScalar(in[r][i]);
 }
 
 void cellrun::cpu::expArray(const float *in, float *out, int64_t count,

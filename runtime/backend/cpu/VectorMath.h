@@ -23,6 +23,12 @@ void sigmoidArray(const float *in, float *out, int64_t count,
                   CpuIsa isa = detectCpuIsa());
 void tanhArray(const float *in, float *out, int64_t count,
                CpuIsa isa = detectCpuIsa());
+/// The same over rows wherever they lie: row r of `out` (rows of `count`,
+/// one after another) is f of the `count` floats at in[r].
+void sigmoidRows(const float *const *in, float *out, int64_t rows,
+                 int64_t count, CpuIsa isa = detectCpuIsa());
+void tanhRows(const float *const *in, float *out, int64_t rows, int64_t count,
+              CpuIsa isa = detectCpuIsa());
 /// exp over the whole float range (the same polynomial, its scale applied in
 /// two halves: subnormal results, +inf above ln(FLT_MAX), 0 below -104).
 void expArray(const float *in, float *out, int64_t count,
@@ -38,6 +44,14 @@ void tanhAvx2(const float *in, float *out, int64_t count);
 void sigmoidAvx512(const float *in, float *out, int64_t count);
 void tanhAvx512(const float *in, float *out, int64_t count);
 void expAvx512(const float *in, float *out, int64_t count);
+void sigmoidRowsAvx2(const float *const *in, float *out, int64_t rows,
+                     int64_t count);
+void tanhRowsAvx2(const float *const *in, float *out, int64_t rows,
+                  int64_t count);
+void sigmoidRowsAvx512(const float *const *in, float *out, int64_t rows,
+                       int64_t count);
+void tanhRowsAvx512(const float *const *in, float *out, int64_t rows,
+                    int64_t count);
 } // namespace detail
 
 } // namespace cellrun::cpu
