@@ -260,34 +260,35 @@ cellrun::cpu::detail::tanhAvx2(const float *in, float *out, int64_t count) {
 }
 
 // Rows wherever they lie (RegionInterpreter's views), into consecutive rows
-// of `out`: the loops above, row by row, in one call.
-__attribute__((target("avx2"))) void
-cellrun::cpu::detail::sigmoidRowsAvx2(const float *const *in, float *out,
-                                      int64_t rows, int64_t count) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = in[r];
-    float *to = out + r * count;
-    int64_t i = 0;
-    for (; i + 8 <= count; i += 8)
-      _mm256_storeu_ps(to + i, sigmoidVector(_mm256_loadu_ps(row + i)));
-    for (; i < count; ++i)
-      to[i] = sigmoidScalar(row[i]);
+// of `out`: the loops above, row by row. Rows of exactly one vector (hidden
+// 16 on AVX-512) go two at a time, so that two dependency chains overlap as
+// they do over one long array (a quarter faster there).
+#define CELL_ROWS_FUNCTION(name, isa, width, load, store, vector, scalar)      \
+  __attribute__((target(isa))) void cellrun::cpu::detail::name(                \
+      const float *const *in, float *out, int64_t rows, int64_t count) {       \
+    int64_t r = 0;                                                             \
+    if (count == width)                                                        \
+      for (; r + 2 <= rows; r += 2) {                                          \
+        auto first = vector(load(in[r]));                                      \
+        auto second = vector(load(in[r + 1]));                                 \
+        store(out + r * width, first);                                         \
+        store(out + (r + 1) * width, second);                                  \
+      }                                                                        \
+    for (; r < rows; ++r) {                                                    \
+      const float *row = in[r];                                                \
+      float *to = out + r * count;                                             \
+      int64_t i = 0;                                                           \
+      for (; i + width <= count; i += width)                                   \
+        store(to + i, vector(load(row + i)));                                  \
+      for (; i < count; ++i)                                                   \
+        to[i] = scalar(row[i]);                                                \
+    }                                                                          \
   }
-}
 
-__attribute__((target("avx2"))) void
-cellrun::cpu::detail::tanhRowsAvx2(const float *const *in, float *out,
-                                   int64_t rows, int64_t count) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = in[r];
-    float *to = out + r * count;
-    int64_t i = 0;
-    for (; i + 8 <= count; i += 8)
-      _mm256_storeu_ps(to + i, tanhVector(_mm256_loadu_ps(row + i)));
-    for (; i < count; ++i)
-      to[i] = tanhScalar(row[i]);
-  }
-}
+CELL_ROWS_FUNCTION(sigmoidRowsAvx2, "avx2", 8, _mm256_loadu_ps,
+                   _mm256_storeu_ps, sigmoidVector, sigmoidScalar)
+CELL_ROWS_FUNCTION(tanhRowsAvx2, "avx2", 8, _mm256_loadu_ps, _mm256_storeu_ps,
+                   tanhVector, tanhScalar)
 
 __attribute__((target("avx512f"))) void
 cellrun::cpu::detail::sigmoidAvx512(const float *in, float *out,
@@ -307,33 +308,12 @@ cellrun::cpu::detail::tanhAvx512(const float *in, float *out, int64_t count) {
   for (; i < count; ++i)
     out[i] = tanhScalar(in[i]);
 }
-__attribute__((target("avx512f"))) void
-cellrun::cpu::detail::sigmoidRowsAvx512(const float *const *in, float *out,
-                                        int64_t rows, int64_t count) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = in[r];
-    float *to = out + r * count;
-    int64_t i = 0;
-    for (; i + 16 <= count; i += 16)
-      _mm512_storeu_ps(to + i, sigmoidVector(_mm512_loadu_ps(row + i)));
-    for (; i < count; ++i)
-      to[i] = sigmoidScalar(row[i]);
-  }
-}
 
-__attribute__((target("avx512f"))) void
-cellrun::cpu::detail::tanhRowsAvx512(const float *const *in, float *out,
-                                     int64_t rows, int64_t count) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = in[r];
-    float *to = out + r * count;
-    int64_t i = 0;
-    for (; i + 16 <= count; i += 16)
-      _mm512_storeu_ps(to + i, tanhVector(_mm512_loadu_ps(row + i)));
-    for (; i < count; ++i)
-      to[i] = tanhScalar(row[i]);
-  }
-}
+CELL_ROWS_FUNCTION(sigmoidRowsAvx512, "avx512f", 16, _mm512_loadu_ps,
+                   _mm512_storeu_ps, sigmoidVector, sigmoidScalar)
+CELL_ROWS_FUNCTION(tanhRowsAvx512, "avx512f", 16, _mm512_loadu_ps,
+                   _mm512_storeu_ps, tanhVector, tanhScalar)
+#undef CELL_ROWS_FUNCTION
 
 __attribute__((target("avx512f"))) void
 cellrun::cpu::detail::expAvx512(const float *in, float *out, int64_t count) {
