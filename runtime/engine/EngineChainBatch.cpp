@@ -263,6 +263,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       uint32_t slot = order[r];
       write[r].input = input.input;
       write[r].row = r;
+      write[r].onlyThisTask = true; // a step's data row, read by it alone
       write[r].bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
                            ? entries_.find(slots.keys[slot])
                                  ->graph->stepRow(steps[r], input.index)

@@ -86,11 +86,14 @@ public:
   /// Host data a task writes into an input row before it runs: input
   /// `input` of task row `row` (its pool row must be one of the task's
   /// inputRows) gets the pool's row bytes at `bytes`, which are copied when
-  /// the task is submitted.
+  /// the task is submitted. `onlyThisTask`: nothing reads that pool row
+  /// after this task (a chain step's own data), so a backend in host
+  /// memory may read the bytes where they lie instead of copying them.
   struct RowWrite {
     uint32_t input;
     uint32_t row;
     const void *bytes;
+    bool onlyThisTask = false;
   };
   /// A row the host reads once the task has finished: output `output` of
   /// task row `row`, copied to `destination` (the pool's row bytes).

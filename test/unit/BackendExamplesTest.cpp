@@ -224,17 +224,23 @@ protected:
 
   void runCase(Executor &executor, const cellpack::CellType &cell,
                const cellpack::BatchPlan &plan, const RefCase &reference,
-               float tolerance, std::mt19937 &random, bool withTask);
+               float tolerance, std::mt19937 &random, bool withTask,
+               bool onlyThisTask = false);
 
   ExecutorOptions options_;
+  /// Input rows a task wrote for itself alone that the backend read where
+  /// they lay, leaving the pool row as it was (RowWrite::onlyThisTask).
+  int rowsReadInPlace_ = 0;
 };
 
 void BackendExamplesTest::runCase(Executor &executor,
                                   const cellpack::CellType &cell,
                                   const cellpack::BatchPlan &plan,
                                   const RefCase &reference, float tolerance,
-                                  std::mt19937 &random, bool withTask) {
-  std::string where = describeCase(cell, plan, reference, withTask);
+                                  std::mt19937 &random, bool withTask,
+                                  bool onlyThisTask) {
+  std::string where = describeCase(cell, plan, reference, withTask) +
+                      (onlyThisTask ? ", for this task only" : "");
   uint32_t rows = reference.batch;
   poisonPools(executor, cell);
   ScatteredRows scattered(random, rows, where);
@@ -250,7 +256,7 @@ void BackendExamplesTest::runCase(Executor &executor,
     for (uint32_t r = 0; r < rows; ++r) {
       const uint8_t *bytes = tensor->data.data() + r * pool.rowBytes();
       if (withTask)
-        io.writes.push_back({i, r, bytes});
+        io.writes.push_back({i, r, bytes, onlyThisTask});
       else
         ASSERT_TRUE(executor.writeRow(pool, inputRows[i][r], bytes).isOk());
     }
@@ -273,6 +279,12 @@ void BackendExamplesTest::runCase(Executor &executor,
     std::vector<uint8_t> row(pool.rowBytes());
     for (uint32_t r = 0; r < rows; ++r) {
       ASSERT_TRUE(executor.readRow(pool, inputRows[i][r], row.data()).isOk());
+      // A row written for this task only may have been read where it lay.
+      if (onlyThisTask && std::all_of(row.begin(), row.end(),
+                                      [](uint8_t b) { return b == kPoison; })) {
+        ++rowsReadInPlace_;
+        continue;
+      }
       EXPECT_TRUE(std::equal(row.begin(), row.end(),
                              tensor->data.begin() + r * pool.rowBytes()))
           << where << ": input " << i << " row " << r << " changed";
@@ -338,8 +350,10 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
       if (!hasFull && largest->batch >= batch)
         planCases.push_back(firstRows(*largest, batch));
       for (const RefCase &reference : planCases) {
+        // Data written into the pools, moved with the task, or moved with
+        // it for it alone (then the cpu backend reads it where it lies).
         runCase(executor, *cell, *plan, reference, tolerance, random,
-                /*withTask=*/tasks % 2 == 1);
+                /*withTask=*/tasks % 3 != 0, /*onlyThisTask=*/tasks % 3 == 2);
         ++tasks;
         fullBatches += reference.batch == batch;
         if (HasFatalFailure())
@@ -350,9 +364,15 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
       EXPECT_LE(plan->batch_size(), largest->batch)
           << "no full batch of " << plan->batch_size() << " was checked";
   }
-  std::printf("%s (%s): %d tasks checked against PyTorch, %d full batches\n",
-              example.model, example.precision, tasks, fullBatches);
+  std::printf("%s (%s): %d tasks checked against PyTorch, %d full batches, "
+              "%d input rows read where they lay\n",
+              example.model, example.precision, tasks, fullBatches,
+              rowsReadInPlace_);
   EXPECT_GE(tasks, 10);
+  // Host memory: every example reads some written input in place.
+  if (executor.describe().rfind("cpu", 0) == 0) {
+    EXPECT_GT(rowsReadInPlace_, 0);
+  }
 }
 
 TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {

@@ -101,8 +101,35 @@ public:
     const auto &outputRows = *task.outputRows;
     const auto &inputPools = *task.inputPools;
     const auto &outputPools = *task.outputPools;
-    // Host memory: the writes land before the task, the reads after it.
-    for (const Executor::RowWrite &write : task.io->writes) {
+    cpu::CpuTaskRunner &runner = *found->second;
+    const std::vector<Executor::RowWrite> &writes = task.io->writes;
+    // Host memory: the writes land before the task, the reads after it. An
+    // input written for every row of the task, for this task only, is read
+    // where the request's rows lie instead (when the plan's steps allow
+    // it): nothing copied.
+    size_t inputCount = inputRows.size();
+    rowData_.resize(inputCount);
+    inPlace_.assign(inputCount, 0);
+    for (const Executor::RowWrite &write : writes)
+      if (write.onlyThisTask && runner.readsInPlace(write.input) &&
+          !inPlace_[write.input]) {
+        inPlace_[write.input] = 1;
+        rowData_[write.input].assign(task.rows, nullptr);
+      }
+    for (const Executor::RowWrite &write : writes)
+      if (inPlace_[write.input]) {
+        if (!write.onlyThisTask)
+          inPlace_[write.input] = 2; // some row is read later: copied
+        rowData_[write.input][write.row] = write.bytes;
+      }
+    for (uint32_t i = 0; i < inputCount; ++i)
+      if (inPlace_[i] == 2 ||
+          (inPlace_[i] &&
+           std::count(rowData_[i].begin(), rowData_[i].end(), nullptr) != 0))
+        inPlace_[i] = 0; // not every row: copied as before
+    for (const Executor::RowWrite &write : writes) {
+      if (inPlace_[write.input])
+        continue;
       SlotPool &target = *inputPools[write.input];
       copyRow(static_cast<uint8_t *>(target.hostData()) +
                   static_cast<size_t>(inputRows[write.input][write.row]) *
@@ -111,12 +138,13 @@ public:
     }
     inputs_.clear();
     outputs_.clear();
-    for (uint32_t i = 0; i < inputRows.size(); ++i)
-      inputs_.push_back({inputPools[i]->data(), inputRows[i].data()});
+    for (uint32_t i = 0; i < inputCount; ++i)
+      inputs_.push_back({inputPools[i]->data(), inputRows[i].data(),
+                         inPlace_[i] ? rowData_[i].data() : nullptr});
     for (uint32_t i = 0; i < outputRows.size(); ++i)
       outputs_.push_back({outputPools[i]->data(), outputRows[i].data()});
     if (!nullTasks_)
-      if (Status status = found->second->run(task.rows, inputs_, outputs_);
+      if (Status status = runner.run(task.rows, inputs_, outputs_);
           !status.isOk())
         return status;
     for (const Executor::RowRead &read : task.io->reads) {
@@ -150,6 +178,10 @@ private:
   uint64_t tickets_ = 0;
   /// The task's pool views (kept to reuse their storage).
   std::vector<cpu::PoolView> inputs_, outputs_;
+  /// Per input, the rows a task reads where they lie (PoolView::rowData),
+  /// and whether it does so this task.
+  std::vector<std::vector<const void *>> rowData_;
+  std::vector<uint8_t> inPlace_;
 };
 
 } // namespace

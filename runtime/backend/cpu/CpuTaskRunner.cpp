@@ -88,7 +88,34 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
       runner->kernels_.push_back(std::move(perWorker));
     }
   runner->foldRowGathers();
+  runner->findInputsReadInPlace();
   return runner;
+}
+
+void CpuTaskRunner::findInputsReadInPlace() {
+  readsInPlace_.assign(cell_.inputs() ? cell_.inputs()->size() : 0, 1);
+  auto notInPlace = [&](const cellpack::ValueRef *ref) {
+    if (ref && ref->kind() == cellpack::ValueKind::CellInput &&
+        ref->index() < readsInPlace_.size())
+      readsInPlace_[ref->index()] = 0;
+  };
+  size_t count = plan_.steps() ? plan_.steps()->size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (folded_[i])
+      continue; // the GEMM after it reads the rows (gatheredRows_)
+    const cellpack::TaskStep *step = plan_.steps()->Get(i);
+    if (const cellpack::GemmStep *gemm = step->step_as_GemmStep()) {
+      for (const cellpack::ValueRef *ref :
+           {gemm->a(), gemm->b(), gemm->c(), gemm->d()})
+        notInPlace(ref);
+      continue;
+    }
+    const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+    for (const auto *refs : {kernel->inputs(), kernel->outputs()})
+      for (uint32_t r = 0; refs && r < refs->size(); ++r)
+        if (launcher_ || refs == kernel->outputs())
+          notInPlace(refs->Get(r));
+  }
 }
 
 /// The bytes `ref` covers, in the workspace.
@@ -234,8 +261,8 @@ Result<const void *> CpuTaskRunner::resolve(
     return static_cast<const void *>(weight->data()->data());
   }
   case cellpack::ValueKind::CellInput:
-    if (ref.index() >= inputs.size())
-      break;
+    if (ref.index() >= inputs.size() || inputs[ref.index()].rowData)
+      break; // rows in place only where the steps read them so
     *rows = inputs[ref.index()].rows;
     return static_cast<const void *>(inputs[ref.index()].data);
   case cellpack::ValueKind::CellOutput:
@@ -273,7 +300,9 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, size_t step,
     gatheredRows_.resize(static_cast<size_t>(m));
     const float *base = static_cast<const float *>(view.data);
     for (int64_t r = 0; r < m; ++r)
-      gatheredRows_[r] = base + (view.rows ? view.rows[r] : r) * k;
+      gatheredRows_[r] = view.rowData
+                             ? static_cast<const float *>(view.rowData[r])
+                             : base + (view.rows ? view.rows[r] : r) * k;
     gathered = gatheredRows_.data();
   }
   auto *out = static_cast<float *>(const_cast<void *>(d.value()));
@@ -340,6 +369,11 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
     std::vector<InputView> in;
     std::vector<OutputView> out;
     for (const cellpack::ValueRef *ref : *kernel.inputs()) {
+      if (ref->kind() == cellpack::ValueKind::CellInput &&
+          ref->index() < inputs.size() && inputs[ref->index()].rowData) {
+        in.push_back({nullptr, nullptr, inputs[ref->index()].rowData});
+        continue;
+      }
       const int32_t *refRows;
       auto data = resolve(*ref, inputs, outputs, &refRows);
       if (!data.ok())

@@ -23,6 +23,10 @@ namespace cellrun::cpu {
 struct PoolView {
   void *data = nullptr;
   const int32_t *rows = nullptr;
+  /// A cell input read where its rows lie (the request's own data, not
+  /// copied into a pool first): row r at rowData[r]; data and rows unused.
+  /// Only for inputs the runner reads in place (readsInPlace).
+  const void *const *rowData = nullptr;
 };
 
 /// Runs one kernel step for `rows` rows in place of the region interpreter
@@ -58,6 +62,12 @@ public:
              const std::vector<PoolView> &outputs);
 
   uint32_t batchSize() const { return plan_.batch_size(); }
+  /// Whether cell input `input` may be given as PoolView::rowData: every
+  /// step reads it row by row (the region interpreter, or a GEMM's A packed
+  /// from its rows where they lie), none through a kernel launcher.
+  bool readsInPlace(uint32_t input) const {
+    return input < readsInPlace_.size() && readsInPlace_[input];
+  }
 
 private:
   CpuTaskRunner(const cellpack::CellType &cell, const cellpack::BatchPlan &plan)
@@ -72,6 +82,8 @@ private:
                  const PackedB &packed, int64_t rows,
                  const std::vector<PoolView> &inputs,
                  const std::vector<PoolView> &outputs);
+  /// Which cell inputs readsInPlace (after foldRowGathers).
+  void findInputsReadInPlace();
   Result<const void *> resolve(const cellpack::ValueRef &ref,
                                const std::vector<PoolView> &inputs,
                                const std::vector<PoolView> &outputs,
@@ -109,6 +121,7 @@ private:
   std::vector<uint8_t> folded_;
   std::vector<int32_t> gatheredInput_;
   std::vector<const float *> gatheredRows_;
+  std::vector<uint8_t> readsInPlace_; // per cell input
 };
 
 } // namespace cellrun::cpu

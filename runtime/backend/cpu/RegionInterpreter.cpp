@@ -372,13 +372,35 @@ void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
     if (!value.hasBatch)
       continue;
     value.external = nullptr;
-    if (value.view) {
-      // Pool rows read where they lie.
-      const float *base = static_cast<const float *>(inputs[id].data);
+    const InputView &input = inputs[id];
+    // Row r of the block: where the input's rows lie, or its pool row.
+    auto rowOf = [&](int64_t r) -> const void * {
+      if (input.rowData)
+        return input.rowData[first + r];
+      int64_t row = input.rows ? input.rows[first + r] : first + r;
+      return static_cast<const uint8_t *>(input.data) +
+             row * value.count * elementSize(value.dtype);
+    };
+    if (value.view) { // read where they lie
       for (int64_t r = 0; r < rows; ++r)
-        value.rowPointers[r] =
-            base + (inputs[id].rows ? inputs[id].rows[first + r] : first + r) *
-                       value.count;
+        value.rowPointers[r] = static_cast<const float *>(rowOf(r));
+      continue;
+    }
+    if (input.rowData) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const void *row = rowOf(r);
+        if (value.dtype == cellpack::DType::F32) {
+          std::memcpy(value.f.data() + r * value.count, row,
+                      value.count * sizeof(float));
+          continue;
+        }
+        for (int64_t k = 0; k < value.count; ++k) {
+          if (value.isFloat)
+            value.f[r * value.count + k] = loadFloat(row, value.dtype, k);
+          else
+            value.i[r * value.count + k] = loadInt(row, value.dtype, k);
+        }
+      }
       continue;
     }
     if (value.dtype == cellpack::DType::F32 && !inputs[id].rows) {

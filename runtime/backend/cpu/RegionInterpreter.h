@@ -28,6 +28,9 @@ class ThreadPool;
 struct InputView {
   const void *data = nullptr;
   const int32_t *rows = nullptr; // null: row r is at index r
+  /// Rows where they lie (a request's own data): row r at rowData[r],
+  /// overriding data and rows (batch inputs only).
+  const void *const *rowData = nullptr;
 };
 
 struct OutputView {
