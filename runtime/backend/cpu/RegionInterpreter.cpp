@@ -373,58 +373,47 @@ void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
       continue;
     value.external = nullptr;
     const InputView &input = inputs[id];
+    if (value.dtype == cellpack::DType::F32 && !input.rows && !input.rowData &&
+        !value.view) {
+      // Consecutive rows (a GEMM's result in the workspace): in place.
+      value.external =
+          static_cast<const float *>(input.data) + first * value.count;
+      continue;
+    }
     // Row r of the block: where the input's rows lie, or its pool row.
+    size_t rowBytes = value.count * elementSize(value.dtype);
     auto rowOf = [&](int64_t r) -> const void * {
       if (input.rowData)
         return input.rowData[first + r];
       int64_t row = input.rows ? input.rows[first + r] : first + r;
-      return static_cast<const uint8_t *>(input.data) +
-             row * value.count * elementSize(value.dtype);
+      return static_cast<const uint8_t *>(input.data) + row * rowBytes;
     };
     if (value.view) { // read where they lie
       for (int64_t r = 0; r < rows; ++r)
         value.rowPointers[r] = static_cast<const float *>(rowOf(r));
       continue;
     }
-    if (input.rowData) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const void *row = rowOf(r);
-        if (value.dtype == cellpack::DType::F32) {
-          std::memcpy(value.f.data() + r * value.count, row,
-                      value.count * sizeof(float));
-          continue;
-        }
-        for (int64_t k = 0; k < value.count; ++k) {
-          if (value.isFloat)
-            value.f[r * value.count + k] = loadFloat(row, value.dtype, k);
-          else
-            value.i[r * value.count + k] = loadInt(row, value.dtype, k);
-        }
-      }
-      continue;
-    }
-    if (value.dtype == cellpack::DType::F32 && !inputs[id].rows) {
-      value.external =
-          static_cast<const float *>(inputs[id].data) + first * value.count;
-      continue;
-    }
+    // Copied: fp32 and int64 rows as they are, other types converted.
+    bool sameBytes = value.dtype == cellpack::DType::F32 ||
+                     value.dtype == cellpack::DType::I64;
+    uint8_t *block = value.isFloat
+                         ? reinterpret_cast<uint8_t *>(value.f.data())
+                         : reinterpret_cast<uint8_t *>(value.i.data());
     for (int64_t r = 0; r < rows; ++r) {
-      int64_t row = first + r;
-      int64_t base =
-          (inputs[id].rows ? inputs[id].rows[row] : row) * value.count;
-      if (value.dtype == cellpack::DType::F32) {
-        std::memcpy(value.f.data() + r * value.count,
-                    static_cast<const float *>(inputs[id].data) + base,
-                    value.count * sizeof(float));
+      const void *row = rowOf(r);
+      if (sameBytes && rowBytes == 8) { // a token: no call to memcpy
+        std::memcpy(block + r * 8, row, 8);
+        continue;
+      }
+      if (sameBytes) {
+        std::memcpy(block + r * rowBytes, row, rowBytes);
         continue;
       }
       for (int64_t k = 0; k < value.count; ++k) {
         if (value.isFloat)
-          value.f[r * value.count + k] =
-              loadFloat(inputs[id].data, value.dtype, base + k);
+          value.f[r * value.count + k] = loadFloat(row, value.dtype, k);
         else
-          value.i[r * value.count + k] =
-              loadInt(inputs[id].data, value.dtype, base + k);
+          value.i[r * value.count + k] = loadInt(row, value.dtype, k);
       }
     }
   }
