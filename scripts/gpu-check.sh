@@ -2,25 +2,35 @@
 # The GPU tests and benchmarks in one go, for a GPU machine that has only the
 # CUDA toolkit and PyTorch (see docs/runtime.md). Here:
 #   scripts/build.sh && ninja -C build bench-artifacts && scripts/gpu-pack.sh
-# then carry the checkout with gpu-pack/ (under 64 MiB) and run there:
-#   scripts/gpu-check.sh OUTDIR --pack gpu-pack     (or OUTDIR [BUILD_DIR]
-#                                                   with a whole build tree)
+#   && scripts/gpu-pack-models.sh
+# then carry gpu-models/part-1, part-2, ... one a device call (the hidden-1024
+# artifacts: 250 MB against 64 MiB a call; the machine keeps them while it is
+# held), and last the checkout with gpu-pack/ (under 64 MiB), and run there:
+#   GPU_CHECK_MODELS=gpu-models scripts/gpu-check.sh OUTDIR --pack gpu-pack
+#   (or OUTDIR [BUILD_DIR] with a whole build tree)
 # Steps: the CUDA backend, example and engine tests (logs and XML);
 # `cellrun run` of every example on the GPU against the CPU backend;
 # `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
 # CUDA microbenchmark of the hidden-1024 LSTM; `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
-# was built from); the CPU backend's microbenchmark on the same machine; with
-# the time left, compute-sanitizer memcheck and racecheck.
+# was built from); the host path against the GPU's busy time; the
+# hidden-1024 seq2seq, attention and TreeLSTM against their peers; the CPU
+# backend's microbenchmark on the same machine; with the time left,
+# compute-sanitizer memcheck and racecheck. Without GPU_CHECK_MODELS the
+# hidden-1024 steps are skipped (with a failure that says so).
 # OUTDIR gets two files (the device tool brings back 8 at most):
 # gpu-check.txt (what was printed) and gpu-check-logs.tgz (every log, XML and
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
 # GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
-# runs serve kernels bench busy cpu ncu sanitizer; e.g.
+# runs serve kernels bench busy models cpu ncu sanitizer; e.g.
 # GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000).
+# GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
+# seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
+# the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
+# rates (default 1000,4000 each).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:?usage: gpu-check.sh OUTDIR [BUILD_DIR | --pack PACK_DIR]}"
@@ -65,14 +75,58 @@ if [ "${2:-}" = "--pack" ]; then
   pack="$(cd "${3:?--pack PACK_DIR}" && pwd)"
   build="$work/build"
   mkdir -p "$build/examples/lstm"
-  unxz "$pack/binaries.tar.xz" "$build" && unxz "$pack/examples.tar.xz" "$build" &&
-    cp "$pack/bench-fp32.cellpack" "$build/examples/lstm/" ||
+  unxz "$pack/binaries.tar.xz" "$build" && unxz "$pack/examples.tar.xz" "$build" ||
     { echo "gpu-check: cannot unpack $pack"; exit 1; }
-  weights_digest="$(cut -d' ' -f1 "$pack/bench-weights.sha256" 2>/dev/null)"
-  [ -n "$weights_digest" ] || fail "$pack/bench-weights.sha256 is missing: the peer's weights cannot be checked"
   echo "unpacked $pack (commit $(cat "$pack/commit.txt" 2>/dev/null)) into $build"
 elif [ -n "${2:-}" ]; then
   build="$2"
+fi
+# The hidden-1024 benchmark artifacts (GPU_CHECK_MODELS: the directory of
+# scripts/gpu-pack-models.sh's parts, carried one a call before this one;
+# relative paths from the repository root): put back together, checked
+# against the manifest's SHA-256 and unpacked into the build; the digests of
+# the PyTorch weights they were compiled from stay for the peers' checks.
+models_dir="${GPU_CHECK_MODELS:-}"
+models_manifest=""
+if [ -n "$models_dir" ]; then
+  case "$models_dir" in /*) ;; *) models_dir="$root/$models_dir" ;; esac
+  manifest="$(ls "$models_dir"/part-*/manifest.txt 2>/dev/null | head -n 1)"
+  parts="$(awk '$1 == "parts" {print $2}' "$manifest" 2>/dev/null)"
+  missing=""
+  for k in $(seq 1 "${parts:-0}"); do
+    ls "$models_dir/part-$k"/models.tar.* >/dev/null 2>&1 || missing="$missing part-$k"
+  done
+  if [ -z "$manifest" ] || [ -z "$parts" ]; then
+    fail "no part of $models_dir is here: no hidden-1024 artifacts"
+  elif [ -n "$missing" ]; then
+    fail "$models_dir lacks$missing (the machine was not kept between the calls?): no hidden-1024 artifacts"
+  else
+    for k in $(seq 1 "$parts"); do cat "$models_dir/part-$k"/models.tar.*; done >"$work/models.tar"
+    want="$(awk '$1 == "sha256" {print $2}' "$manifest")"
+    have="$("$python" -c 'import hashlib, sys
+h = hashlib.sha256()
+with open(sys.argv[1], "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+print(h.hexdigest())' "$work/models.tar")"
+    if [ "$have" != "$want" ]; then
+      fail "the hidden-1024 artifacts put back together differ from the pack ($have, not $want)"
+    elif tar -C "$build" -xf "$work/models.tar"; then
+      models_manifest="$manifest"
+      echo "hidden-1024 artifacts from $parts parts: $(awk '$1 == "models" {$1 = ""; print}' "$manifest")"
+    else
+      fail "cannot unpack the hidden-1024 artifacts"
+    fi
+    rm -f "$work/models.tar"
+  fi
+fi
+# The digest of the weights the hidden-1024 LSTM was compiled from.
+if [ -n "$models_manifest" ]; then
+  weights_digest="$(awk '$1 == "lstm" {print $2; exit}' "$(dirname "$models_manifest")/weights.sha256")"
+fi
+lstm1024="$build/examples/lstm/bench-fp32.cellpack"
+if [ ! -f "$lstm1024" ]; then
+  fail "no hidden-1024 LSTM artifact (scripts/gpu-pack-models.sh, GPU_CHECK_MODELS): its steps are skipped"
 fi
 # The test binaries find the example artifacts and references here.
 export CELL_EXAMPLES_BUILD_DIR="$build/examples"
@@ -164,7 +218,7 @@ for precision in fp32 tf32; do
 done
 
 # The system against PyTorch on cuDNN, same trace and weights.
-if wanted bench && enough 120 "cellrun bench --device cuda"; then
+if wanted bench && [ -f "$lstm1024" ] && enough 120 "cellrun bench --device cuda"; then
   step "cellrun bench --device cuda with the PyTorch peer (hidden-1024 LSTM)"
   peer_weights="$build/examples/lstm/h1024-bench/lstm.pt"
   if [ ! -f "$peer_weights" ]; then
@@ -179,7 +233,7 @@ if wanted bench && enough 120 "cellrun bench --device cuda"; then
     fail "the regenerated weights differ from the artifact's ($have, not $weights_digest): bench without the peer"
     peer=()
   fi
-  timeout "$(limit 240)" "$cellrun" bench "$build/examples/lstm/bench-fp32.cellpack" \
+  timeout "$(limit 240)" "$cellrun" bench "$lstm1024" \
     --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
     --duration 5 --offline 4000 --policy cellular,graph "${peer[@]}" \
     --out "$logs/bench-lstm1024" --quiet >"$logs/bench-lstm1024.txt" 2>&1 ||
@@ -191,14 +245,14 @@ fi
 # `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
 # (nvidia-smi's utilization sampled every 100 ms), then the same run
 # through the scheduler instead of the persistent chain batch.
-if wanted busy && enough 60 "busy"; then
+if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm 20000 "$work/wmt20k.jsonl" \
     --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
     >"$logs/busy-utilization.csv" 2>/dev/null &
   sampler=$!
-  timeout "$(limit 90)" "$cellrun" run "$build/examples/lstm/bench-fp32.cellpack" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
   kill "$sampler" 2>/dev/null
   cat "$logs/busy-run.txt"
@@ -206,16 +260,49 @@ if wanted busy && enough 60 "busy"; then
     "$logs/busy-utilization.csv"
   # The same through the scheduler (no persistent chain batch): the A/B of
   # the host path on this GPU.
-  timeout "$(limit 90)" "$cellrun" run "$build/examples/lstm/bench-fp32.cellpack" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --no-chain-batch >"$logs/busy-run-scheduler.txt" 2>&1 \
     || fail "cellrun run --no-chain-batch (busy) failed"
   echo "-- the same with --no-chain-batch:"
   cat "$logs/busy-run-scheduler.txt"
 fi
 
-if wanted cpu && enough 30 "task_bench"; then
+# The hidden-1024 seq2seq, attention seq2seq and TreeLSTM against their
+# PyTorch peers on cuDNN (from GPU_CHECK_MODELS); each model's peer weights
+# are regenerated here and checked against the digests of the artifact's.
+if wanted models && [ -n "$models_manifest" ] && enough 90 "the hidden-1024 models"; then
+  step "hidden-1024 seq2seq, attention and TreeLSTM against PyTorch"
+  for model in $(awk '$1 == "models" {$1 = ""; print}' "$models_manifest"); do
+    case "$model" in
+    lstm) continue ;; # the bench step
+    treelstm) workload=treebank.csv offline=4000 rates="${GPU_CHECK_TREE_SWEEP:-1000,4000}" ;;
+    *) workload=wmt15-pairs-max50.csv offline=2000 rates="${GPU_CHECK_SEQ2SEQ_SWEEP:-1000,4000}" ;;
+    esac
+    enough 60 "$model at hidden 1024" || break
+    peer=()
+    timeout "$(limit 60)" "$python" "$root/examples/$model/generate.py" --size bench \
+      --out "$work/$model-h1024" --weights-only >"$logs/$model-h1024-generate.log" 2>&1 ||
+      fail "regenerating $model's peer weights failed (log: $model-h1024-generate.log)"
+    if "$python" "$root/examples/common/weights_digest.py" "$work/$model-h1024/"*.pt \
+      2>>"$logs/digest.log" | awk -v m="$model" '{print m, $1, $2}' |
+      cmp -s - <(grep "^$model " "$(dirname "$models_manifest")/weights.sha256"); then
+      peer=(--peer-weights "$work/$model-h1024" --python "$work/python" --peers-dir "$root/bench/peers")
+    else
+      fail "$model's regenerated weights differ from the artifact's: bench without the peer"
+    fi
+    timeout "$(limit 150)" "$cellrun" bench "$build/examples/$model/bench-fp32.cellpack" \
+      --device cuda --workload "$root/bench/workloads/$workload" --sweep "$rates" \
+      --duration 4 --offline "$offline" --policy cellular "${peer[@]}" \
+      --out "$logs/bench-$model-1024" --quiet >"$logs/bench-$model-1024.txt" 2>&1 ||
+      fail "cellrun bench --device cuda of $model at hidden 1024 failed"
+    rm -f "$logs/bench-$model-1024/"{trace-,peer-,reference}*.jsonl
+    cat "$logs/bench-$model-1024.txt"
+  done
+fi
+
+if wanted cpu && [ -f "$lstm1024" ] && enough 30 "task_bench"; then
   step "task_bench (the CPU backend on this machine)"
-  timeout "$(limit 60)" "$build/bench/task_bench" "$build/examples/lstm/bench-fp32.cellpack" \
+  timeout "$(limit 60)" "$build/bench/task_bench" "$lstm1024" \
     --csv "$logs/cpu-lstm1024.csv" --min-seconds 0.1 --threads 4 >"$logs/cpu-lstm1024.txt" 2>&1 ||
     fail "task_bench failed"
   cat "$logs/cpu-lstm1024.txt"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Packs the hidden-1024 benchmark artifacts that do not fit beside the rest
+# of a device call's carry (LSTM 34 MB, seq2seq 72 MB, attention seq2seq 85
+# MB, TreeLSTM 56 MB against the device tool's 64 MiB a call, the checkout
+# and gpu-pack/'s 27 MB of binaries and examples included) into
+# parts that each do: one uncompressed tar of the artifacts (random weights
+# do not compress), cut into OUT_DIR/part-1, part-2, ... Each part carries
+# the manifest (the tar's SHA-256, the number of parts, and the digest of
+# every PyTorch weight file the artifacts were compiled from), so that
+# scripts/gpu-check.sh can put the tar back together on the GPU machine,
+# check it, and check the weights it regenerates there for the peers
+# (generate.py --weights-only) against the artifacts' (GPU_CHECK_MODELS).
+#
+# The parts go to the machine in consecutive device calls, one part a call
+# (carry: ["OUT_DIR/part-K"]): files carried in an earlier call stay while
+# the machine is held, so the last call, carrying gpu-pack/ too, finds them
+# all. A machine given back between the calls loses them: gpu-check.sh then
+# says which part is missing and skips those models.
+#   scripts/gpu-pack-models.sh [OUT_DIR] [MODEL ...]   (default gpu-models,
+#                                       lstm seq2seq attention treelstm; after
+#                                       ninja -C build bench-artifacts)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+out="${1:-$root/gpu-models}"
+shift || true
+models=("$@")
+[ "${#models[@]}" -gt 0 ] || models=(lstm seq2seq attention treelstm)
+# What a call may carry beside the checkout (as gpu-pack.sh counts it).
+tree_bytes=$(git -C "$root" ls-files -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f1)
+part_bytes=$((63 * 1048576 - tree_bytes - 1048576))
+[ "$part_bytes" -gt 1048576 ] || { echo "gpu-pack-models: the checkout leaves no room" >&2; exit 1; }
+
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/examples"
+digests="$stage/weights.sha256"
+: >"$digests"
+for model in "${models[@]}"; do
+  artifact="$build/examples/$model/bench-fp32.cellpack"
+  weights=("$build/examples/$model/h1024-bench/"*.pt)
+  [ -f "$artifact" ] && [ -f "${weights[0]}" ] || {
+    echo "gpu-pack-models: $artifact or its weights are missing (ninja -C build bench-artifacts)" >&2
+    exit 1
+  }
+  mkdir -p "$stage/examples/$model"
+  cp "$artifact" "$stage/examples/$model/"
+  # model, digest, weight file: one line per weight file.
+  /usr/bin/python3 "$root/examples/common/weights_digest.py" "${weights[@]}" |
+    while read -r digest file; do echo "$model $digest $file"; done >>"$digests"
+done
+tar -C "$stage" -cf "$stage/models.tar" examples
+rm -rf "$out" && mkdir -p "$out"
+split -b "$part_bytes" -d -a 2 "$stage/models.tar" "$stage/models.tar."
+chunks=("$stage"/models.tar.[0-9][0-9])
+sha="$(sha256sum "$stage/models.tar" | cut -d' ' -f1)"
+for k in "${!chunks[@]}"; do
+  part="$out/part-$((k + 1))"
+  mkdir -p "$part"
+  mv "${chunks[$k]}" "$part/"
+  {
+    echo "sha256 $sha"
+    echo "parts ${#chunks[@]}"
+    echo "models ${models[*]}"
+    echo "commit $(git -C "$root" describe --always --dirty 2>/dev/null)"
+  } >"$part/manifest.txt"
+  cp "$digests" "$part/weights.sha256"
+done
+echo "gpu-pack-models: ${models[*]} in ${#chunks[@]} parts of at most $((part_bytes / 1048576)) MiB under $out:"
+du -sh "$out"/part-*
+echo "device calls, one a part while the machine stays held (it goes back after 30 s idle):"
+for k in $(seq 1 "${#chunks[@]}"); do
+  echo "  carry [\"${out#"$root"/}/part-$k\"]"
+done
+echo "then: GPU_CHECK_MODELS=${out#"$root"/} scripts/gpu-check.sh \"\$OUT/x\" --pack gpu-pack (carry gpu-pack)"
