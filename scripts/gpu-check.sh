@@ -3,10 +3,11 @@
 # CUDA toolkit and PyTorch (see docs/runtime.md). Here:
 #   scripts/build.sh && ninja -C build bench-artifacts && scripts/gpu-pack.sh
 #   && scripts/gpu-pack-models.sh
-# then carry gpu-models/part-1, part-2, ... one a device call (the hidden-1024
-# artifacts: 250 MB against 64 MiB a call; the machine keeps them while it is
-# held), and last the checkout with gpu-pack/ (under 64 MiB), and run there:
-#   GPU_CHECK_MODELS=gpu-models scripts/gpu-check.sh OUTDIR --pack gpu-pack
+# then carry gpu-models/part-1, part-2, ... one a device call, each copied to
+# /tmp/gpu-models there (the hidden-1024 artifacts: 247 MB against 64 MiB a
+# call; the machine keeps its /tmp while it is held), and last the checkout
+# with gpu-pack/ (under 64 MiB), and run there:
+#   GPU_CHECK_MODELS=/tmp/gpu-models scripts/gpu-check.sh OUTDIR --pack gpu-pack
 #   (or OUTDIR [BUILD_DIR] with a whole build tree)
 # Steps: the CUDA backend, example and engine tests (logs and XML);
 # `cellrun run` of every example on the GPU against the CPU backend;

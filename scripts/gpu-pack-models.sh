@@ -12,10 +12,11 @@
 # (generate.py --weights-only) against the artifacts' (GPU_CHECK_MODELS).
 #
 # The parts go to the machine in consecutive device calls, one part a call
-# (carry: ["OUT_DIR/part-K"]): files carried in an earlier call stay while
-# the machine is held, so the last call, carrying gpu-pack/ too, finds them
-# all. A machine given back between the calls loses them: gpu-check.sh then
-# says which part is missing and skips those models.
+# (carry: ["OUT_DIR/part-K"]), each copying its part out of the checkout's
+# copy into /tmp/gpu-models, which stays while the machine is held; the last
+# call, carrying gpu-pack/, finds them all there (GPU_CHECK_MODELS). A
+# machine given back between the calls loses them: gpu-check.sh then says
+# which part is missing and skips the hidden-1024 steps.
 #   scripts/gpu-pack-models.sh [OUT_DIR] [MODEL ...]   (default gpu-models,
 #                                       lstm seq2seq attention treelstm; after
 #                                       ninja -C build bench-artifacts)
@@ -70,6 +71,6 @@ echo "gpu-pack-models: ${models[*]} in ${#chunks[@]} parts of at most $((part_by
 du -sh "$out"/part-*
 echo "device calls, one a part while the machine stays held (it goes back after 30 s idle):"
 for k in $(seq 1 "${#chunks[@]}"); do
-  echo "  carry [\"${out#"$root"/}/part-$k\"]"
+  echo "  carry [\"${out#"$root"/}/part-$k\"]: mkdir -p /tmp/gpu-models && cp -r ${out#"$root"/}/part-$k /tmp/gpu-models/"
 done
-echo "then: GPU_CHECK_MODELS=${out#"$root"/} scripts/gpu-check.sh \"\$OUT/x\" --pack gpu-pack (carry gpu-pack)"
+echo "then, carry [\"gpu-pack\"]: GPU_CHECK_MODELS=/tmp/gpu-models scripts/gpu-check.sh \$OUT/x --pack gpu-pack"
