@@ -113,8 +113,10 @@ void CpuTaskRunner::findInputsReadInPlace() {
     const cellpack::KernelStep *kernel = step->step_as_KernelStep();
     for (const auto *refs : {kernel->inputs(), kernel->outputs()})
       for (uint32_t r = 0; refs && r < refs->size(); ++r)
-        if (launcher_ || refs == kernel->outputs())
-          notInPlace(refs->Get(r));
+        if (launcher_ || refs == kernel->outputs() || !kernel->input_access() ||
+            r >= kernel->input_access()->size() ||
+            kernel->input_access()->Get(r) != cellpack::Access::Gather)
+          notInPlace(refs->Get(r)); // only row-indexed inputs by row
   }
 }
 
