@@ -360,14 +360,27 @@ void EngineWorker::completeChainRows(InFlight &flight) {
   // Reads through the task's buffer, into the results of the requests
   // still running (before the events: a last step's final states are
   // copied from its emitted row).
-  for (size_t k = 0; k < flight.chainTargets.size(); ++k) {
-    const ReadSlot &slot = flight.reads[k];
-    const Entry *entry = entries_.find(flight.nodes[slot.row].request);
-    if (!entry || entry->complete || !entry->failure.isOk())
-      continue;
-    std::memcpy(flight.chainTargets[k], flight.readBuffer.data() + slot.offset,
-                roles.outputRowBytes[slot.output]);
-  }
+  auto copyRows = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const ReadSlot &slot = flight.reads[k];
+      const Entry *entry = entries_.find(flight.nodes[slot.row].request);
+      if (!entry || entry->complete || !entry->failure.isOk())
+        continue;
+      std::memcpy(flight.chainTargets[k],
+                  flight.readBuffer.data() + slot.offset,
+                  roles.outputRowBytes[slot.output]);
+    }
+  };
+  // Many rows (a hidden-1024 step's 4 KB each): copied by several threads
+  // (nothing else touches the entries or the results meanwhile).
+  int64_t count = static_cast<int64_t>(flight.chainTargets.size());
+  if (copyPool_ && flight.readBuffer.size() >= options_.parallelCopyBytes)
+    copyPool_->parallelFor(
+        count,
+        [&](unsigned, int64_t begin, int64_t end) { copyRows(begin, end); },
+        std::max<int64_t>(16, count / (4 * copyPool_->size())));
+  else
+    copyRows(0, count);
   for (uint32_t row : flight.chainEvents) {
     const PlannedNode &node = flight.nodes[row];
     Entry *entry = entries_.find(node.request);

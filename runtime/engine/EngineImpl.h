@@ -24,6 +24,7 @@
 #include "sched/BatchingPolicy.h"
 
 #include "artifact/Artifact.h"
+#include "backend/cpu/ThreadPool.h"
 #include "engine/EngineTesting.h"
 #include "exec/Executor.h"
 
@@ -127,6 +128,9 @@ public:
   /// The engine copies a task's host reads straight into the results
   /// (CellGraph::readTarget): the executor is synchronous.
   bool directReads_ = false;
+  /// Copies rows read back through tasks' buffers into the results beside
+  /// the worker (EngineOptions::copyThreads; null: the worker alone).
+  std::unique_ptr<cpu::ThreadPool> copyPool_;
   /// New requests' chain results are placed for every step (the graph's
   /// `directReads`): direct reads, or the chain batch copying them there.
   bool placesResults() const { return directReads_ || chainBatch_; }

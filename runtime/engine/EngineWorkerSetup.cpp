@@ -89,6 +89,11 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
     return executor.status();
   executor_ = std::move(executor).value();
   directReads_ = !executor_->asynchronous() && !options.readsThroughTasks;
+  uint32_t copyThreads = options.copyThreads;
+  if (copyThreads == 0)
+    copyThreads = std::min(4u, std::thread::hardware_concurrency() / 4);
+  if (!directReads_ && copyThreads > 1)
+    copyPool_ = std::make_unique<cpu::ThreadPool>(copyThreads);
   return Status::ok();
 }
 

@@ -6,7 +6,8 @@
 // (more than a task holds at once, so tasks of both shapes run) give the
 // same bits, every row comes back, and the batch's tasks are counted only
 // when it is on; also as on the GPU (rounds overlapped, reads through the
-// tasks' buffers, copied into the results as tasks complete). With one task a
+// tasks' buffers, copied into the results as tasks complete, by the worker
+// or by three copy threads). With one task a
 // round and more requests than it holds, every request still gets its turn, no
 // task is larger than the largest batch, and requests with the earliest
 // deadlines run first.
@@ -38,7 +39,7 @@ std::unique_ptr<Engine>
 manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
              uint32_t maxTasks = 5,
              std::function<void(const TaskRecord &)> onTask = nullptr,
-             bool asOnTheGpu = false) {
+             bool asOnTheGpu = false, uint32_t copyThreads = 1) {
   EngineOptions options;
   options.startWorker = false;
   options.chainBatch = chainBatch;
@@ -46,6 +47,9 @@ manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
     options.overlapRounds = EngineOptions::Overlap::On;
     options.readsThroughTasks = true;
   }
+  // With copy threads, every task's rows are copied by them.
+  options.copyThreads = copyThreads;
+  options.parallelCopyBytes = 1;
   options.maxTasksToSubmit = maxTasks;
   options.onTask = std::move(onTask);
   auto engine = Engine::create(std::move(artifact), options);
@@ -88,12 +92,16 @@ TEST_P(ChainBatchTest, SameBitsAsTheSchedulerAndEveryRowBack) {
     texts.push_back(randomRequest(model, i, random, 40));
   auto batch = manualEngine(artifact, true);
   auto gpuLike = manualEngine(artifact, true, 5, nullptr, true);
+  auto copying = manualEngine(artifact, true, 5, nullptr, true, 3);
   auto scheduler = manualEngine(artifact, false);
-  ASSERT_TRUE(batch && gpuLike && scheduler);
+  ASSERT_TRUE(batch && gpuLike && copying && scheduler);
   uint64_t idleRows = engineRowsInUse(*batch);
   std::vector<RequestResult> want = serve(*scheduler, texts, 5);
-  for (Engine *engine : {batch.get(), gpuLike.get()}) {
-    std::string how = engine == batch.get() ? "" : " (as on the GPU)";
+  for (Engine *engine : {batch.get(), gpuLike.get(), copying.get()}) {
+    std::string how = engine == batch.get()     ? ""
+                      : engine == gpuLike.get() ? " (as on the GPU)"
+                                                : " (as on the GPU, copied by "
+                                                  "three threads)";
     std::vector<RequestResult> got = serve(*engine, texts, 5);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
