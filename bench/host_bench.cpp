@@ -70,14 +70,13 @@ private:
 
 Result<Measurement> measure(std::shared_ptr<const LoadedArtifact> artifact,
                             uint32_t batch, uint64_t rowSteps, Lengths &lengths,
-                            bool compute, bool gpuPath, uint32_t copyThreads) {
+                            bool compute, bool gpuPath) {
   EngineOptions options;
   options.startWorker = false;
   if (gpuPath) { // what the engine does for an asynchronous executor
     options.readsThroughTasks = true;
     options.overlapRounds = EngineOptions::Overlap::On;
   }
-  options.copyThreads = copyThreads;
   options.executor.threads = 1;
   options.executor.nullTasks = !compute;
   options.maxQueue = 1u << 20;
@@ -147,7 +146,7 @@ struct Options {
   uint64_t rowSteps = 400000;
   std::vector<uint32_t> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   bool compute = false, gpuPath = false;
-  uint32_t repeat = 3, copyThreads = 0;
+  uint32_t repeat = 3;
 };
 
 /// Declares the command line's options, each writing into `options`.
@@ -176,15 +175,9 @@ void defineOptions(CLI::App &app, Options &options) {
                "the tasks compute too (not only host)");
   app.add_flag("--gpu-path", options.gpuPath,
                "the engine's path for a GPU (cuda backend): rounds overlap "
-               "and the rows the host reads come back through each task's "
-               "buffer, copied into the results as it completes (on the "
-               "CPU the backend's copy into that buffer is counted too; on a "
-               "GPU it is the device-to-host copy)");
-  app.add_option("--copy-threads", options.copyThreads,
-                 "threads copying rows read back into the results with "
-                 "--gpu-path (EngineOptions::copyThreads; 0: a quarter of "
-                 "the cores, at most 4)")
-      ->capture_default_str();
+               "and the rows the host reads are written into the results "
+               "when the executor finishes each task (the cuda backend "
+               "copies them out of its staging slot)");
   app.add_option("--csv", options.csvPath, "write the rows here");
 }
 
@@ -213,7 +206,7 @@ medianMeasurement(const std::shared_ptr<const LoadedArtifact> &artifact,
   std::vector<Measurement> runs;
   for (uint32_t r = 0; r < options.repeat; ++r) {
     auto run = measure(artifact, batch, options.rowSteps, lengths,
-                       options.compute, options.gpuPath, options.copyThreads);
+                       options.compute, options.gpuPath);
     if (!run.ok())
       return run.status();
     runs.push_back(run.value());

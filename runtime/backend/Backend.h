@@ -56,10 +56,11 @@ public:
 
 /// The cpu backend for every plan of `artifact`, with `threads` workers a
 /// task (0: one per core); `nullTasks` moves rows but computes nothing
-/// (ExecutorOptions::nullTasks).
+/// (ExecutorOptions::nullTasks); `readsAtWait` delivers a task's reads at
+/// wait (ExecutorOptions::readsAtWait).
 Result<std::unique_ptr<Backend>>
 makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
-               bool nullTasks);
+               bool nullTasks, bool readsAtWait = false);
 
 /// The cuda backend on `options.cudaDevice`; Unavailable when there is no
 /// usable device, or when this build has none (CELL_ENABLE_CUDA=OFF).

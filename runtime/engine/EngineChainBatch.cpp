@@ -270,15 +270,13 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
                            : base[slot] + size_t(steps[r]) * stride[slot];
     }
   }
-  // Emitted rows go straight into the results; a last step's final states
-  // that are not emitted too. Without direct reads (an asynchronous
-  // executor) they go through the task's buffer, copied into the results
-  // when it completes (completeChainRows).
-  if (!directReads_)
-    planChainReads(flight, order, capacity);
+  // Emitted rows go straight into the results, on every executor (an
+  // asynchronous one writes them as it finishes the task: a request that
+  // ends before then keeps its outputs until that round has completed,
+  // keptOutputs_); a last step's final states that are not emitted too.
   std::vector<Executor::RowRead> &reads = flight.io.reads;
-  reads.resize(directReads_ ? capacity * roles.emitted.size() : 0);
-  for (size_t e = 0; directReads_ && e < roles.emitted.size(); ++e) {
+  reads.resize(capacity * roles.emitted.size());
+  for (size_t e = 0; e < roles.emitted.size(); ++e) {
     uint32_t output = roles.emitted[e];
     size_t rowBytes = roles.outputRowBytes[output];
     Executor::RowRead *read = reads.data() + e * capacity;
@@ -289,8 +287,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       read[r].destination = at[order[r]] + size_t(steps[r]) * rowBytes;
     }
   }
-  if (directReads_) // nothing is read into the flight
-    std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
+  // Nothing is read into the flight's buffer.
+  std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
   flight.nodes.resize(capacity);
   for (uint32_t r = 0; r < capacity; ++r) {
     uint32_t slot = order[r];
@@ -309,8 +307,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     if (!last && !(step == 0 && (flags & ChainSlots::kPinned)))
       continue;
     flight.chainEvents.push_back(r);
-    for (size_t k = 0; directReads_ && last && k < chainFinalOnly_.size();
-         ++k) {
+    for (size_t k = 0; last && k < chainFinalOnly_.size(); ++k) {
       Executor::RowRead &read = reads.emplace_back();
       read.output = chainFinalOnly_[k];
       read.row = r;
@@ -322,65 +319,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   return flight;
 }
 
-void EngineWorker::planChainReads(InFlight &flight, const uint32_t *order,
-                                  uint32_t capacity) {
-  const CellRoles &roles = parser_->structure().cells[0];
-  ChainSlots &slots = chainSlots_;
-  // Row by row (firstRead), each read a slot of the task's read buffer and
-  // the place in the result it is copied to.
-  size_t bytes = 0;
-  auto read = [&](uint32_t row, uint32_t output, uint8_t *target) {
-    ReadSlot &slot = flight.reads.emplace_back();
-    slot.row = row;
-    slot.output = output;
-    slot.offset = bytes;
-    bytes += roles.outputRowBytes[output];
-    flight.chainTargets.push_back(target);
-  };
-  for (uint32_t r = 0; r < capacity; ++r) {
-    uint32_t step = chainSteps_[r];
-    uint32_t at = order[r];
-    flight.firstRead[r] = static_cast<uint32_t>(flight.reads.size());
-    for (size_t e = 0; e < roles.emitted.size(); ++e) {
-      uint32_t output = roles.emitted[e];
-      read(r, output,
-           slots.emittedAt[e][at] +
-               size_t(step) * roles.outputRowBytes[output]);
-    }
-    if (step + 1 == slots.steps[at])
-      for (size_t k = 0; k < chainFinalOnly_.size(); ++k)
-        read(r, chainFinalOnly_[k], slots.finalAt[k][at]);
-  }
-  flight.firstRead[capacity] = static_cast<uint32_t>(flight.reads.size());
-  flight.readBuffer.resize(bytes);
-}
-
 void EngineWorker::completeChainRows(InFlight &flight) {
-  const CellRoles &roles = parser_->structure().cells[0];
-  // Reads through the task's buffer, into the results of the requests
-  // still running (before the events: a last step's final states are
-  // copied from its emitted row).
-  auto copyRows = [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k) {
-      const ReadSlot &slot = flight.reads[k];
-      const Entry *entry = entries_.find(flight.nodes[slot.row].request);
-      if (!entry || entry->complete || !entry->failure.isOk())
-        continue;
-      std::memcpy(flight.chainTargets[k],
-                  flight.readBuffer.data() + slot.offset,
-                  roles.outputRowBytes[slot.output]);
-    }
-  };
-  // Many rows (a hidden-1024 step's 4 KB each): copied by several threads
-  // (nothing else touches the entries or the results meanwhile).
-  int64_t count = static_cast<int64_t>(flight.chainTargets.size());
-  if (copyPool_ && flight.readBuffer.size() >= options_.parallelCopyBytes)
-    copyPool_->parallelFor(
-        count,
-        [&](unsigned, int64_t begin, int64_t end) { copyRows(begin, end); },
-        std::max<int64_t>(16, count / (4 * copyPool_->size())));
-  else
-    copyRows(0, count);
+  // The rows are in the results already: only the events.
   for (uint32_t row : flight.chainEvents) {
     const PlannedNode &node = flight.nodes[row];
     Entry *entry = entries_.find(node.request);

@@ -24,7 +24,6 @@
 #include "sched/BatchingPolicy.h"
 
 #include "artifact/Artifact.h"
-#include "backend/cpu/ThreadPool.h"
 #include "engine/EngineTesting.h"
 #include "exec/Executor.h"
 
@@ -128,9 +127,11 @@ public:
   /// The engine copies a task's host reads straight into the results
   /// (CellGraph::readTarget): the executor is synchronous.
   bool directReads_ = false;
-  /// Copies rows read back through tasks' buffers into the results beside
-  /// the worker (EngineOptions::copyThreads; null: the worker alone).
-  std::unique_ptr<cpu::ThreadPool> copyPool_;
+  /// The outputs of chain requests that ended while a task of theirs was
+  /// in flight on an asynchronous executor (a failure, a cancellation): the
+  /// executor still writes that task's rows into them, so they are freed
+  /// only once the round that last bound them has completed (round, outputs).
+  std::vector<std::pair<uint64_t, std::vector<OutputTensor>>> keptOutputs_;
   /// New requests' chain results are placed for every step (the graph's
   /// `directReads`): direct reads, or the chain batch copying them there.
   bool placesResults() const { return directReads_ || chainBatch_; }
@@ -248,9 +249,6 @@ private:
     /// last step).
     bool chainBatch = false;
     std::vector<uint32_t> chainEvents;
-    /// Without direct reads: where each of `reads` goes in its request's
-    /// result, copied there when the task completes.
-    std::vector<uint8_t *> chainTargets;
     uint64_t round = 0; // the worker's round it was submitted in
   };
   /// Rows whose last reader was bound in the task being launched: they go
@@ -422,11 +420,6 @@ private:
   /// Completing a batch task: reads through its buffer copied into the
   /// results, then only its events' rows touch their graphs.
   void completeChainRows(InFlight &flight);
-  /// Without direct reads: the task's reads (rows `order`, steps
-  /// chainSteps_) laid out in its read buffer, with their places in the
-  /// results.
-  void planChainReads(InFlight &flight, const uint32_t *order,
-                      uint32_t capacity);
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row,

@@ -71,6 +71,13 @@ void EngineWorker::completeAll(std::vector<InFlight> &flights) {
   }
   endsHeld_ = false;
   releaseHeldEnds();
+  // Outputs of ended requests no task in flight writes into any more.
+  if (!keptOutputs_.empty())
+    keptOutputs_.erase(std::remove_if(keptOutputs_.begin(), keptOutputs_.end(),
+                                      [&](const auto &kept) {
+                                        return kept.first <= completedRound_;
+                                      }),
+                       keptOutputs_.end());
   for (InFlight &flight : flights)
     recycle(std::move(flight));
 }
@@ -125,7 +132,6 @@ void EngineWorker::recycle(InFlight &&flight) {
   flight.status = Status::ok();
   flight.chainBatch = false;
   flight.chainEvents.clear();
-  flight.chainTargets.clear();
   spareFlights_.push_back(std::move(flight));
 }
 

@@ -278,6 +278,12 @@ void EngineWorker::startRequest(Entry &entry, const Status &projected) {
 }
 
 void EngineWorker::finishRequest(Entry &entry, Status status) {
+  // An asynchronous executor writes rows into a chain's results when it
+  // finishes each task: a request ending before its last task bound has
+  // finished (failed, cancelled) keeps its outputs until that round has
+  // completed (keptOutputs_).
+  uint64_t boundRound =
+      entry.chainSlot >= 0 ? chainSlots_.boundRound[entry.chainSlot] : 0;
   leaveChainBatch(entry);
   CellGraph &graph = *entry.graph;
   uint32_t nodes = static_cast<uint32_t>(graph.nodes().size());
@@ -309,6 +315,8 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
   RequestResult &result = graph.result();
   result.status = status;
   if (!status.isOk()) {
+    if (!directReads_ && boundRound > completedRound_)
+      keptOutputs_.emplace_back(boundRound, std::move(result.outputs));
     result.outputs.clear();
     result.stopReason.clear();
   }

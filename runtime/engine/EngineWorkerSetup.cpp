@@ -74,6 +74,8 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
   nodesInFlight_ = perRound * (overlap_ ? 2 : 1);
   ExecutorOptions executorOptions = options.executor;
   executorOptions.cudaDevice += static_cast<int>(index_);
+  // The GPU's path on the CPU: reads delivered when a task is waited for.
+  executorOptions.readsAtWait |= options.readsThroughTasks;
   // cpu workers share the cores unless told otherwise.
   if (executorOptions.threads == 0)
     executorOptions.threads = std::max(1u, std::thread::hardware_concurrency() /
@@ -89,11 +91,6 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
     return executor.status();
   executor_ = std::move(executor).value();
   directReads_ = !executor_->asynchronous() && !options.readsThroughTasks;
-  uint32_t copyThreads = options.copyThreads;
-  if (copyThreads == 0)
-    copyThreads = std::min(4u, std::thread::hardware_concurrency() / 4);
-  if (!directReads_ && copyThreads > 1)
-    copyPool_ = std::make_unique<cpu::ThreadPool>(copyThreads);
   return Status::ok();
 }
 

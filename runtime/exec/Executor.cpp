@@ -36,7 +36,7 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
   auto backend = options.device == DeviceKind::Cuda
                      ? makeCudaBackend(std::move(artifact), options)
                      : makeCpuBackend(std::move(artifact), options.threads,
-                                      options.nullTasks);
+                                      options.nullTasks, options.readsAtWait);
   if (!backend.ok())
     return backend.status();
   executor->backend_ = std::move(backend).value();

@@ -4,7 +4,8 @@
 # CPU over null tasks: the hidden-1024 LSTM (4 KB emitted a row-step) and the
 # hidden-16 one, with the worker copying alone and with two copy threads,
 # alternating; BASELINE is a host_bench built before the read buffer stopped
-# being zeroed (541e58b). From the repository root after
+# being zeroed (541e58b). Run at 91261e6 (build/bench/host_bench had
+# --copy-threads then; it went with the copy threads). From the repository root after
 # `ninja -C build bench-artifacts host_bench`.
 set -euo pipefail
 out=bench/results/2026-11-29-cpu-gpu-path-host

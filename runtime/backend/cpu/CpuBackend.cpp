@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <unordered_map>
 
@@ -43,9 +44,9 @@ inline void copyRow(void *to, const void *from, size_t bytes) {
 class CpuBackend final : public Backend {
 public:
   CpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
-             bool nullTasks)
+             bool nullTasks, bool readsAtWait)
       : artifact_(std::move(artifact)), threadCount_(threads),
-        nullTasks_(nullTasks) {
+        nullTasks_(nullTasks), readsAtWait_(readsAtWait) {
     if (threadCount_ > 1)
       threads_ = std::make_unique<cpu::ThreadPool>(threadCount_);
   }
@@ -147,13 +148,25 @@ public:
       if (Status status = runner.run(task.rows, inputs_, outputs_);
           !status.isOk())
         return status;
+    Delivery *delivery = nullptr;
+    if (readsAtWait_) { // taken now, delivered at wait (as on cuda)
+      delivery = &deliveries_.emplace_back();
+      delivery->ticket = tickets_ + 1;
+    }
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
-      copyRow(read.destination,
-              static_cast<const uint8_t *>(source.hostData()) +
-                  static_cast<size_t>(outputRows[read.output][read.row]) *
-                      source.rowBytes(),
-              source.rowBytes());
+      const uint8_t *row =
+          static_cast<const uint8_t *>(source.hostData()) +
+          static_cast<size_t>(outputRows[read.output][read.row]) *
+              source.rowBytes();
+      if (!delivery) {
+        copyRow(read.destination, row, source.rowBytes());
+        continue;
+      }
+      size_t at = delivery->bytes.size();
+      delivery->bytes.insert(delivery->bytes.end(), row,
+                             row + source.rowBytes());
+      delivery->rows.push_back({read.destination, at, source.rowBytes()});
     }
     return ++tickets_;
   }
@@ -162,13 +175,34 @@ public:
     if (ticket == 0 || ticket > tickets_)
       return Status(StatusCode::InvalidArgument,
                     "ticket " + std::to_string(ticket) + " was never issued");
-    return Status::ok(); // every task ran when it was submitted
+    // Every task ran when it was submitted; with readsAtWait its rows reach
+    // their destinations now (this task's and those of the tasks before).
+    while (!deliveries_.empty() && deliveries_.front().ticket <= ticket) {
+      const Delivery &delivery = deliveries_.front();
+      for (const DeliveredRow &row : delivery.rows)
+        std::memcpy(row.destination, delivery.bytes.data() + row.offset,
+                    row.bytes);
+      deliveries_.pop_front();
+    }
+    return Status::ok();
   }
 
 private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   unsigned threadCount_ = 1;
-  bool nullTasks_ = false;
+  bool nullTasks_ = false, readsAtWait_ = false;
+  /// With readsAtWait: a task's rows read back, taken at submit and copied
+  /// to their destinations when it (or a later task) is waited for.
+  struct DeliveredRow {
+    void *destination;
+    size_t offset, bytes;
+  };
+  struct Delivery {
+    uint64_t ticket = 0;
+    std::vector<uint8_t> bytes;
+    std::vector<DeliveredRow> rows;
+  };
+  std::deque<Delivery> deliveries_;
   std::unique_ptr<cpu::ThreadPool> threads_;
   /// Weights packed for the CPU GEMM, shared by every plan.
   cpu::PackedWeightCache weights_;
@@ -188,12 +222,12 @@ private:
 
 Result<std::unique_ptr<Backend>>
 cellrun::makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact,
-                        unsigned threads, bool nullTasks) {
+                        unsigned threads, bool nullTasks, bool readsAtWait) {
   cpu::keepBlasOnCallingThread();
   unsigned count =
       threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  auto backend =
-      std::make_unique<CpuBackend>(std::move(artifact), count, nullTasks);
+  auto backend = std::make_unique<CpuBackend>(std::move(artifact), count,
+                                              nullTasks, readsAtWait);
   if (Status status = backend->prepare(); !status.isOk())
     return status;
   return std::unique_ptr<Backend>(std::move(backend));

@@ -55,6 +55,11 @@ struct ExecutorOptions {
   /// their rows in and out but compute nothing, so what is timed is the
   /// runtime's own work. Results are meaningless.
   bool nullTasks = false;
+  /// cpu: the rows a task reads back are taken from the pools when it is
+  /// submitted and copied to their destinations only when it is waited
+  /// for, as the cuda backend delivers them (EngineOptions::
+  /// readsThroughTasks: the GPU's path on the CPU, tests).
+  bool readsAtWait = false;
 };
 
 } // namespace cellrun

@@ -84,22 +84,12 @@ struct EngineOptions {
   /// by node (the same results; less host work a row-step). false: the
   /// scheduler runs them too (for comparison).
   bool chainBatch = true;
-  /// The host's reads (emitted rows, final states) go through each task's
-  /// own buffer and are copied into the results when the task completes,
-  /// as on an asynchronous executor (the cuda backend) even on the cpu one:
-  /// the tests run the GPU's path this way.
+  /// The rows the host reads (emitted rows, final states) reach their
+  /// destinations only when each task is waited for, as on an asynchronous
+  /// executor (the cuda backend), even on the cpu one (which then takes
+  /// them at submit and delivers them at wait): the tests run the GPU's
+  /// path this way.
   bool readsThroughTasks = false;
-  /// Threads (the worker's own included) that copy the rows a task read
-  /// back into the results, when they come back through the task's buffer
-  /// (an asynchronous executor, the cuda backend; or readsThroughTasks) and
-  /// a task's rows come to at least parallelCopyBytes: a hidden-1024 step
-  /// emitting 4 KB a row spends most of the host's time copying. 0: a quarter
-  /// of the cores, at most 4 (none extra on a machine of fewer than 8). 1: the
-  /// worker copies alone.
-  uint32_t copyThreads = 0;
-  /// A task's rows read back from this many bytes on are copied by the
-  /// copy threads (fewer by the worker alone).
-  size_t parallelCopyBytes = 256 * 1024;
   /// false: no worker threads; the caller drives the loop with runOnce()
   /// (deterministic tests, offline runs).
   bool startWorker = true;
