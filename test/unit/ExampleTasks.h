@@ -67,6 +67,33 @@ inline bool isPoisoned(const Pool &pool, int64_t row) {
                      [](uint8_t b) { return b == kPoison; });
 }
 
+/// The pools of a task of `reference`'s rows: each input's rows scattered
+/// over a pool of `poolRows` rows (the others poisoned), each output's pool
+/// poisoned. False (with a failure) when the reference lacks an input or
+/// its size is not the cell's.
+inline bool makeTaskPools(const cellpack::CellType &cell,
+                          const RefCase &reference, int64_t poolRows,
+                          std::mt19937 &random, std::vector<Pool> &inputs,
+                          std::vector<Pool> &outputs) {
+  int64_t rows = reference.batch;
+  for (const cellpack::TensorSpec *spec : *cell.inputs()) {
+    const RefTensor *tensor = reference.find(spec->name()->str(), false);
+    Pool pool = makePool(*spec, rows, poolRows, random);
+    if (!tensor || tensor->data.size() != pool.rowBytes * rows) {
+      ADD_FAILURE() << "no reference input " << spec->name()->str() << " of "
+                    << rows << " rows";
+      return false;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(pool.bytes.data() + pool.taskRows[r] * pool.rowBytes,
+                  tensor->data.data() + r * pool.rowBytes, pool.rowBytes);
+    inputs.push_back(std::move(pool));
+  }
+  for (const cellpack::TensorSpec *spec : *cell.outputs())
+    outputs.push_back(makePool(*spec, rows, poolRows, random));
+  return true;
+}
+
 inline void runCase(const cellpack::CellType &cell,
                     const cellpack::BatchPlan &plan, const RefCase &reference,
                     const KernelLauncher &launcher, std::mt19937 &random,
@@ -77,18 +104,8 @@ inline void runCase(const cellpack::CellType &cell,
   int64_t rows = reference.batch;
   int64_t poolRows = 2 * plan.batch_size() + 5;
   std::vector<Pool> inputs, outputs;
-  for (const cellpack::TensorSpec *spec : *cell.inputs()) {
-    const RefTensor *tensor = reference.find(spec->name()->str(), false);
-    ASSERT_NE(tensor, nullptr) << "no reference input " << spec->name()->str();
-    Pool pool = makePool(*spec, rows, poolRows, random);
-    ASSERT_EQ(tensor->data.size(), pool.rowBytes * rows);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(pool.bytes.data() + pool.taskRows[r] * pool.rowBytes,
-                  tensor->data.data() + r * pool.rowBytes, pool.rowBytes);
-    inputs.push_back(std::move(pool));
-  }
-  for (const cellpack::TensorSpec *spec : *cell.outputs())
-    outputs.push_back(makePool(*spec, rows, poolRows, random));
+  if (!makeTaskPools(cell, reference, poolRows, random, inputs, outputs))
+    return;
   std::vector<Pool> inputsBefore = inputs;
 
   auto runner = CpuTaskRunner::create(cell, plan, launcher, pool);

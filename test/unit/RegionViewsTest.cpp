@@ -76,18 +76,8 @@ std::vector<std::vector<uint8_t>> runTask(const cellpack::CellType &cell,
   std::mt19937 random(seed);
   int64_t rows = reference.batch, poolRows = 2 * plan.batch_size() + 5;
   std::vector<Pool> inputs, outputs;
-  for (const cellpack::TensorSpec *spec : *cell.inputs()) {
-    const RefTensor *tensor = reference.find(spec->name()->str(), false);
-    EXPECT_NE(tensor, nullptr);
-    Pool pool = makePool(*spec, rows, poolRows, random);
-    if (tensor && tensor->data.size() == pool.rowBytes * rows)
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(pool.bytes.data() + pool.taskRows[r] * pool.rowBytes,
-                    tensor->data.data() + r * pool.rowBytes, pool.rowBytes);
-    inputs.push_back(std::move(pool));
-  }
-  for (const cellpack::TensorSpec *spec : *cell.outputs())
-    outputs.push_back(makePool(*spec, rows, poolRows, random));
+  if (!makeTaskPools(cell, reference, poolRows, random, inputs, outputs))
+    return {};
   auto runner = CpuTaskRunner::create(cell, plan, {}, nullptr);
   EXPECT_TRUE(runner.ok()) << runner.status().toString();
   if (!runner.ok())
