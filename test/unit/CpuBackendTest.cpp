@@ -7,7 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <random>
 
 namespace {
 
@@ -81,6 +84,33 @@ TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInChunksOfThatSize) {
             << "grain " << grain << " count " << count;
       }
     }
+}
+
+TEST(ThreadPoolTest, CopyRowsCopiesEveryRowOnceAndNothingElse) {
+  // Rows of 1-300 bytes to scattered places in one buffer (gaps between
+  // them left alone), split among three workers and on the caller alone.
+  std::mt19937 random(3);
+  cellrun::cpu::ThreadPool pool(3);
+  for (size_t minBytes : {size_t(0), size_t(1) << 30}) {
+    std::vector<uint8_t> source(1000 * 300), target(1000 * 320, 0xEE);
+    for (uint8_t &b : source)
+      b = static_cast<uint8_t>(random());
+    std::vector<cellrun::cpu::RowCopy> rows;
+    std::vector<size_t> at(1000);
+    for (size_t k = 0; k < 1000; ++k) {
+      size_t bytes = 1 + random() % 300;
+      at[k] = k * 320 + 7;
+      rows.push_back({source.data() + k * 300, target.data() + at[k], bytes});
+    }
+    std::shuffle(rows.begin(), rows.end(), random);
+    cellrun::cpu::copyRows(rows, &pool, minBytes);
+    std::vector<uint8_t> want(target.size(), 0xEE);
+    for (const cellrun::cpu::RowCopy &row : rows)
+      std::memcpy(want.data() +
+                      (static_cast<uint8_t *>(row.to) - target.data()),
+                  row.from, row.bytes);
+    EXPECT_TRUE(target == want) << "minBytes " << minBytes;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,

@@ -179,9 +179,11 @@ public:
     // their destinations now (this task's and those of the tasks before).
     while (!deliveries_.empty() && deliveries_.front().ticket <= ticket) {
       const Delivery &delivery = deliveries_.front();
+      copies_.clear();
       for (const DeliveredRow &row : delivery.rows)
-        std::memcpy(row.destination, delivery.bytes.data() + row.offset,
-                    row.bytes);
+        copies_.push_back(
+            {delivery.bytes.data() + row.offset, row.destination, row.bytes});
+      cpu::copyRows(copies_, threads_.get()); // the task's threads are idle
       deliveries_.pop_front();
     }
     return Status::ok();
@@ -203,6 +205,7 @@ private:
     std::vector<DeliveredRow> rows;
   };
   std::deque<Delivery> deliveries_;
+  std::vector<cpu::RowCopy> copies_;
   std::unique_ptr<cpu::ThreadPool> threads_;
   /// Weights packed for the CPU GEMM, shared by every plan.
   cpu::PackedWeightCache weights_;

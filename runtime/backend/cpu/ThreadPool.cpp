@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -104,4 +105,24 @@ void ThreadPool::parallelFor(int64_t count, const Chunk &chunk, int64_t grain) {
   runShare(0);
   while (pending_.load(std::memory_order_acquire) != 0)
     CELL_PAUSE();
+}
+
+void cellrun::cpu::copyRows(const std::vector<RowCopy> &rows, ThreadPool *pool,
+                            size_t minBytes) {
+  auto copy = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      std::memcpy(rows[k].to, rows[k].from, rows[k].bytes);
+  };
+  int64_t count = static_cast<int64_t>(rows.size());
+  size_t bytes = 0;
+  for (const RowCopy &row : rows)
+    bytes += row.bytes;
+  if (!pool || pool->size() == 1 || bytes < minBytes) {
+    copy(0, count);
+    return;
+  }
+  // Chunks taken in turn: a worker on a busier core takes fewer.
+  pool->parallelFor(
+      count, [&](unsigned, int64_t begin, int64_t end) { copy(begin, end); },
+      std::max<int64_t>(8, count / (4 * pool->size())));
 }

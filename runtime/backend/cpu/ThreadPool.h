@@ -63,6 +63,19 @@ private:
   bool stopping_ = false; // guarded by mutex_
 };
 
+/// One row to copy: `bytes` from `from` to `to`.
+struct RowCopy {
+  const void *from;
+  void *to;
+  size_t bytes;
+};
+
+/// Copies every row, split among `pool`'s workers when they come to at
+/// least `minBytes` in all (the rows a task reads back into the results: a
+/// hidden-1024 step's 4 KB a row), else on the calling thread.
+void copyRows(const std::vector<RowCopy> &rows, ThreadPool *pool,
+              size_t minBytes = 256 * 1024);
+
 } // namespace cellrun::cpu
 
 #endif // CELLRUN_BACKEND_CPU_THREADPOOL_H

@@ -64,6 +64,8 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   };
   backend->slotBytes_ = round(kTicketBytes + widest);
   backend->readBackBytes_ = round(widestReadBack);
+  if (options.copyThreads > 1)
+    backend->copyPool_ = std::make_unique<cpu::ThreadPool>(options.copyThreads);
   backend->slots_.resize(options.tasksInFlight);
   size_t slots = options.tasksInFlight;
   auto host = PinnedBuffer::allocate(backend->slotBytes_ * slots, false);
@@ -224,8 +226,7 @@ void CudaBackend::deliverFinished() {
   uint64_t finished = completed();
   for (; delivered_ < finished; ++delivered_) {
     Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
-    for (const Delivery &delivery : slot.deliveries)
-      std::memcpy(delivery.to, delivery.from, delivery.bytes);
+    cpu::copyRows(slot.deliveries, copyPool_.get());
     slot.deliveries.clear();
   }
 }

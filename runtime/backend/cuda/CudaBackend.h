@@ -25,6 +25,7 @@
 
 #include "CudaTaskRunner.h"
 
+#include "backend/cpu/ThreadPool.h"
 #include "cellrun/Device.h"
 
 #include <memory>
@@ -37,6 +38,9 @@ struct CudaBackendOptions {
   int device = 0;
   unsigned tasksInFlight = 4;
   size_t gemmWorkspaceBytes = 32u << 20;
+  /// Threads copying a finished task's rows out of its staging slot
+  /// (ExecutorOptions::copyThreads, resolved: at least 1).
+  unsigned copyThreads = 1;
 };
 
 /// Memory of one pool: `device` is what kernels use; `host` is non-null
@@ -110,11 +114,7 @@ public:
 private:
   /// A finished task's row on its way to the caller: `bytes` from `from`
   /// (the slot's pinned read-back area) to `to`.
-  struct Delivery {
-    const void *from;
-    void *to;
-    size_t bytes;
-  };
+  using Delivery = cpu::RowCopy;
   struct Slot {
     std::vector<Delivery> deliveries;
   };
@@ -150,6 +150,9 @@ private:
   PinnedBuffer counter_; // one uint64_t: the last finished ticket
   uint64_t nextTicket_ = 1;
   uint64_t delivered_ = 0; // the last ticket whose reads were copied
+  /// Splits a finished task's copies out of its staging slot (null: the
+  /// caller copies alone; CudaBackendOptions::copyThreads).
+  std::unique_ptr<cpu::ThreadPool> copyPool_;
   /// Set when the stream failed: every later wait and submit returns it.
   Status failure_;
   std::vector<DeviceBuffer> devicePools_;

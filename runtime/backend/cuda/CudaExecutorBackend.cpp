@@ -10,6 +10,9 @@
 
 #include "CudaBackend.h"
 
+#include <algorithm>
+#include <thread>
+
 using namespace cellrun;
 
 namespace {
@@ -88,6 +91,10 @@ cellrun::makeCudaBackend(std::shared_ptr<const LoadedArtifact> artifact,
   cuda::CudaBackendOptions cudaOptions;
   cudaOptions.device = options.cudaDevice;
   cudaOptions.tasksInFlight = options.tasksInFlight;
+  cudaOptions.copyThreads =
+      options.copyThreads
+          ? options.copyThreads
+          : std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 4));
   auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
   if (!backend.ok())
     return backend.status();

@@ -60,6 +60,11 @@ struct ExecutorOptions {
   /// for, as the cuda backend delivers them (EngineOptions::
   /// readsThroughTasks: the GPU's path on the CPU, tests).
   bool readsAtWait = false;
+  /// cuda: threads (the caller included) that copy a task's rows from its
+  /// staging slot into their destinations (the results) when they come to
+  /// 256 KB or more; 0: a quarter of the cores, at most 4 (1: the caller
+  /// alone). The cpu backend uses its task threads for it.
+  unsigned copyThreads = 0;
 };
 
 } // namespace cellrun
