@@ -14,11 +14,12 @@
 // task (up to maxTasksToSubmit steps each a round, as Algorithm 1 batches a
 // chain's next step behind its last); otherwise the slots are cut into
 // tasks of the largest batch size (earliest deadline first when some have
-// one, else taking turns across rounds). On a synchronous executor the
-// task copies the host's rows straight into the results; on an
-// asynchronous one they come back into the task's buffer and are copied
-// into the results when it completes. The same rows are read and written
-// as through the scheduler, so results keep their bits (batch invariance).
+// one, else taking turns across rounds). The executor copies the host's
+// rows straight into the results: a synchronous one as it runs the task,
+// an asynchronous one when the task is waited for (a request that ends
+// before then keeps its outputs until that round has completed). The same
+// rows are read and written as through the scheduler, so results keep
+// their bits (batch invariance).
 //
 //===----------------------------------------------------------------------===//
 #include "engine/EngineImpl.h"

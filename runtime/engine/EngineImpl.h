@@ -133,7 +133,8 @@ public:
   /// only once the round that last bound them has completed (round, outputs).
   std::vector<std::pair<uint64_t, std::vector<OutputTensor>>> keptOutputs_;
   /// New requests' chain results are placed for every step (the graph's
-  /// `directReads`): direct reads, or the chain batch copying them there.
+  /// `directReads`): direct reads, or the chain batch's executor writing
+  /// them there.
   bool placesResults() const { return directReads_ || chainBatch_; }
   /// Time in the executor's submit and wait calls during this round
   /// (EngineStats::executorSeconds).
@@ -238,8 +239,8 @@ private:
     std::vector<ReadSlot> reads;
     std::vector<uint32_t> firstRead;
     /// Not zeroed when resized: every byte a task reads back is written by
-    /// the executor before anything reads it (a GPU path's task reads 2 MB
-    /// at 512 rows of 4 KB: zeroing it each task cost a tenth of the host's
+    /// the executor before anything reads it (at 512 rows of 4 KB a task
+    /// reads 2 MB: zeroing it each task cost a tenth of the GPU path's host
     /// time).
     std::vector<uint8_t, UninitializedAllocator<uint8_t>> readBuffer;
     Clock::time_point submitted;
@@ -417,8 +418,8 @@ private:
   /// A bound task's row vectors finished and submitted (launch and
   /// launchChainTask).
   void submitBound(InFlight &flight, const CellRoles &roles);
-  /// Completing a batch task: reads through its buffer copied into the
-  /// results, then only its events' rows touch their graphs.
+  /// Completing a batch task (its rows are in the results already): only
+  /// its events' rows touch their graphs.
   void completeChainRows(InFlight &flight);
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.

@@ -9,6 +9,7 @@
 #include "../Backend.h"
 
 #include "CpuTaskRunner.h"
+#include "cellrun/Request.h"
 
 #include <algorithm>
 #include <cstring>
@@ -152,7 +153,12 @@ public:
     if (readsAtWait_) { // taken now, delivered at wait (as on cuda)
       delivery = &deliveries_.emplace_back();
       delivery->ticket = tickets_ + 1;
+      size_t bytes = 0; // sized first: the copies point into it
+      for (const Executor::RowRead &read : task.io->reads)
+        bytes += outputPools[read.output]->rowBytes();
+      delivery->bytes.resize(bytes);
     }
+    size_t taken = 0;
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
       const uint8_t *row =
@@ -163,10 +169,10 @@ public:
         copyRow(read.destination, row, source.rowBytes());
         continue;
       }
-      size_t at = delivery->bytes.size();
-      delivery->bytes.insert(delivery->bytes.end(), row,
-                             row + source.rowBytes());
-      delivery->rows.push_back({read.destination, at, source.rowBytes()});
+      uint8_t *kept = delivery->bytes.data() + taken;
+      std::memcpy(kept, row, source.rowBytes());
+      delivery->rows.push_back({kept, read.destination, source.rowBytes()});
+      taken += source.rowBytes();
     }
     return ++tickets_;
   }
@@ -178,12 +184,8 @@ public:
     // Every task ran when it was submitted; with readsAtWait its rows reach
     // their destinations now (this task's and those of the tasks before).
     while (!deliveries_.empty() && deliveries_.front().ticket <= ticket) {
-      const Delivery &delivery = deliveries_.front();
-      copies_.clear();
-      for (const DeliveredRow &row : delivery.rows)
-        copies_.push_back(
-            {delivery.bytes.data() + row.offset, row.destination, row.bytes});
-      cpu::copyRows(copies_, threads_.get()); // the task's threads are idle
+      // The task's threads are idle: they share the copies.
+      cpu::copyRows(deliveries_.front().rows, threads_.get());
       deliveries_.pop_front();
     }
     return Status::ok();
@@ -193,19 +195,15 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   unsigned threadCount_ = 1;
   bool nullTasks_ = false, readsAtWait_ = false;
-  /// With readsAtWait: a task's rows read back, taken at submit and copied
-  /// to their destinations when it (or a later task) is waited for.
-  struct DeliveredRow {
-    void *destination;
-    size_t offset, bytes;
-  };
+  /// With readsAtWait: a task's rows read back, taken into `bytes` at
+  /// submit and copied from there to their destinations when it (or a
+  /// later task) is waited for.
   struct Delivery {
     uint64_t ticket = 0;
-    std::vector<uint8_t> bytes;
-    std::vector<DeliveredRow> rows;
+    std::vector<uint8_t, UninitializedAllocator<uint8_t>> bytes;
+    std::vector<cpu::RowCopy> rows;
   };
   std::deque<Delivery> deliveries_;
-  std::vector<cpu::RowCopy> copies_;
   std::unique_ptr<cpu::ThreadPool> threads_;
   /// Weights packed for the CPU GEMM, shared by every plan.
   cpu::PackedWeightCache weights_;
