@@ -1,10 +1,10 @@
 //===- VectorMath.cpp - Sigmoid, tanh and exp over arrays ----------------===//
 //
 // Scalar, AVX2 and AVX-512 versions of the same arithmetic (see
-// VectorMath.h). The
-// library is built with -ffp-contract=off, and the AVX2 code is built for
-// AVX2 (or AVX-512 F) without FMA, so no multiply-add is ever fused behind
-// our back.
+// VectorMath.h). The library is built with -ffp-contract=off, so no
+// multiply-add is fused behind our back: each one named below (std::fma, the
+// fmadd intrinsics) is fused in every version, which rounds it once
+// whatever the instruction set, and nothing else is.
 //
 //===----------------------------------------------------------------------===//
 #include "VectorMath.h"
@@ -40,14 +40,14 @@ constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
 /// exp's range reduction and polynomial: y with exp(x) = y * 2^n, for an x
 /// already clamped to the range the caller handles.
 float expReduced(float x, float &n) {
-  n = std::floor(x * kLog2e + 0.5f);
-  x = x - n * kLn2High;
-  x = x - n * kLn2Low;
+  n = std::floor(std::fma(x, kLog2e, 0.5f));
+  x = std::fma(-n, kLn2High, x);
+  x = std::fma(-n, kLn2Low, x);
   float z = x * x;
   float y = kExpP0;
   for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = y * x + c;
-  y = y * z + x;
+    y = std::fma(y, x, c);
+  y = std::fma(y, z, x);
   return y + 1.0f;
 }
 
@@ -102,8 +102,8 @@ float cellrun::cpu::tanhScalar(float x) {
     float z = x * x;
     float y = kTanhP0;
     for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-      y = y * z + c;
-    result = y * z * x + x;
+      y = std::fma(y, z, c);
+    result = std::fma(y * z, x, x);
   } else {
     float e = expScalar(magnitude + magnitude);
     result = 1.0f - 2.0f / (e + 1.0f);
@@ -113,18 +113,18 @@ float cellrun::cpu::tanhScalar(float x) {
 
 #if defined(__x86_64__)
 namespace {
-__attribute__((target("avx2"))) inline __m256 expAvx2(__m256 x) {
+__attribute__((target("avx2,fma"))) inline __m256 expAvx2(__m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(kExpLow));
   x = _mm256_min_ps(x, _mm256_set1_ps(kExpHigh));
-  __m256 n = _mm256_floor_ps(_mm256_add_ps(
-      _mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _mm256_set1_ps(0.5f)));
-  x = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2High)));
-  x = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Low)));
+  __m256 n = _mm256_floor_ps(
+      _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), x);
   __m256 z = _mm256_mul_ps(x, x);
   __m256 y = _mm256_set1_ps(kExpP0);
   for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(c));
-  y = _mm256_add_ps(_mm256_mul_ps(y, z), x);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(c));
+  y = _mm256_fmadd_ps(y, z, x);
   y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
   __m256i bits = _mm256_slli_epi32(
       _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -132,24 +132,25 @@ __attribute__((target("avx2"))) inline __m256 expAvx2(__m256 x) {
 }
 
 /// NaN lanes of `x` pass through, as in the scalar versions.
-__attribute__((target("avx2"))) inline __m256 keepNan(__m256 x, __m256 result) {
+__attribute__((target("avx2,fma"))) inline __m256 keepNan(__m256 x,
+                                                          __m256 result) {
   return _mm256_blendv_ps(result, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
-__attribute__((target("avx2"))) inline __m256 sigmoidVector(__m256 x) {
+__attribute__((target("avx2,fma"))) inline __m256 sigmoidVector(__m256 x) {
   __m256 one = _mm256_set1_ps(1.0f);
   __m256 e = expAvx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
   return keepNan(x, _mm256_div_ps(one, _mm256_add_ps(one, e)));
 }
 
-__attribute__((target("avx2"))) inline __m256 tanhVector(__m256 x) {
+__attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
   __m256 signMask = _mm256_set1_ps(-0.0f);
   __m256 magnitude = _mm256_andnot_ps(signMask, x);
   __m256 z = _mm256_mul_ps(x, x);
   __m256 y = _mm256_set1_ps(kTanhP0);
   for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-    y = _mm256_add_ps(_mm256_mul_ps(y, z), _mm256_set1_ps(c));
-  __m256 small = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, z), x), x);
+    y = _mm256_fmadd_ps(y, z, _mm256_set1_ps(c));
+  __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(y, z), x, x);
   __m256 one = _mm256_set1_ps(1.0f);
   __m256 e = expAvx2(_mm256_add_ps(magnitude, magnitude));
   __m256 large = _mm256_sub_ps(
@@ -162,22 +163,21 @@ __attribute__((target("avx2"))) inline __m256 tanhVector(__m256 x) {
   return keepNan(x, result);
 }
 
-// The same operations sixteen lanes at a time (no fused multiply-add: the
-// bits of the AVX2 and portable versions).
+// The same operations sixteen lanes at a time (the same multiply-adds
+// fused: the bits of the AVX2 and portable versions).
 /// expReduced sixteen lanes at a time.
 __attribute__((target("avx512f"))) inline __m512 expReducedAvx512(__m512 x,
                                                                   __m512 &n) {
   n = _mm512_roundscale_ps(
-      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                    _mm512_set1_ps(0.5f)),
+      _mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)),
       _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2High)));
-  x = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(kLn2Low)));
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x);
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), x);
   __m512 z = _mm512_mul_ps(x, x);
   __m512 y = _mm512_set1_ps(kExpP0);
   for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(c));
-  y = _mm512_add_ps(_mm512_mul_ps(y, z), x);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(c));
+  y = _mm512_fmadd_ps(y, z, x);
   return _mm512_add_ps(y, _mm512_set1_ps(1.0f));
 }
 
@@ -186,9 +186,9 @@ __attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
   x = _mm512_min_ps(x, _mm512_set1_ps(kExpHigh));
   __m512 n;
   __m512 y = expReducedAvx512(x, n);
-  __m512i bits = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
+  // y * 2^n in one instruction: exact here (the clamped range keeps the
+  // result normal), so the same bits as the product by 2^n elsewhere.
+  return _mm512_scalef_ps(y, n);
 }
 
 __attribute__((target("avx512f"))) inline __m512 keepNan(__m512 x,
@@ -225,8 +225,8 @@ __attribute__((target("avx512f"))) inline __m512 tanhVector(__m512 x) {
   __m512 z = _mm512_mul_ps(x, x);
   __m512 y = _mm512_set1_ps(kTanhP0);
   for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-    y = _mm512_add_ps(_mm512_mul_ps(y, z), _mm512_set1_ps(c));
-  __m512 small = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(y, z), x), x);
+    y = _mm512_fmadd_ps(y, z, _mm512_set1_ps(c));
+  __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(y, z), x, x);
   __m512 one = _mm512_set1_ps(1.0f);
   __m512 e = expAvx512(_mm512_add_ps(magnitude, magnitude));
   __m512 large = _mm512_sub_ps(
@@ -239,31 +239,48 @@ __attribute__((target("avx512f"))) inline __m512 tanhVector(__m512 x) {
                            _mm512_and_si512(signMask, xBits));
   return keepNan(x, _mm512_castsi512_ps(result));
 }
+
+// A vector's first n < width lanes (the rest zero, computed and dropped):
+// the loops' tails in vector code, each lane's bits as in a whole vector.
+__attribute__((target("avx2,fma"))) inline __m256i firstLanesAvx2(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+__attribute__((target("avx2,fma"))) inline __m256
+loadTailAvx2(const float *from, int64_t n) {
+  return _mm256_maskload_ps(from, firstLanesAvx2(n));
+}
+__attribute__((target("avx2,fma"))) inline void
+storeTailAvx2(float *to, int64_t n, __m256 value) {
+  _mm256_maskstore_ps(to, firstLanesAvx2(n), value);
+}
+__attribute__((target("avx512f"))) inline __m512
+loadTailAvx512(const float *from, int64_t n) {
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), from);
+}
+__attribute__((target("avx512f"))) inline void
+storeTailAvx512(float *to, int64_t n, __m512 value) {
+  _mm512_mask_storeu_ps(to, static_cast<__mmask16>((1u << n) - 1), value);
+}
 } // namespace
 
-__attribute__((target("avx2"))) void
-cellrun::cpu::detail::sigmoidAvx2(const float *in, float *out, int64_t count) {
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8)
-    _mm256_storeu_ps(out + i, sigmoidVector(_mm256_loadu_ps(in + i)));
-  for (; i < count; ++i)
-    out[i] = sigmoidScalar(in[i]);
-}
-
-__attribute__((target("avx2"))) void
-cellrun::cpu::detail::tanhAvx2(const float *in, float *out, int64_t count) {
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8)
-    _mm256_storeu_ps(out + i, tanhVector(_mm256_loadu_ps(in + i)));
-  for (; i < count; ++i)
-    out[i] = tanhScalar(in[i]);
-}
+// f over an array, `width` lanes at a time, the tail in one masked vector.
+#define CELL_ARRAY_FUNCTION(name, isa, width, suffix, load, store, vector)     \
+  __attribute__((target(isa))) void cellrun::cpu::detail::name(                \
+      const float *in, float *out, int64_t count) {                            \
+    int64_t i = 0;                                                             \
+    for (; i + width <= count; i += width)                                     \
+      store(out + i, vector(load(in + i)));                                    \
+    if (i < count)                                                             \
+      storeTail##suffix(out + i, count - i,                                    \
+                        vector(loadTail##suffix(in + i, count - i)));          \
+  }
 
 // Rows wherever they lie (RegionInterpreter's views), into consecutive rows
 // of `out`: the loops above, row by row. Rows of exactly one vector (hidden
 // 16 on AVX-512) go two at a time, so that two dependency chains overlap as
 // they do over one long array (a quarter faster there).
-#define CELL_ROWS_FUNCTION(name, isa, width, load, store, vector, scalar)      \
+#define CELL_ROWS_FUNCTION(name, isa, width, suffix, load, store, vector)      \
   __attribute__((target(isa))) void cellrun::cpu::detail::name(                \
       const float *const *in, float *out, int64_t rows, int64_t count) {       \
     int64_t r = 0;                                                             \
@@ -280,49 +297,32 @@ cellrun::cpu::detail::tanhAvx2(const float *in, float *out, int64_t count) {
       int64_t i = 0;                                                           \
       for (; i + width <= count; i += width)                                   \
         store(to + i, vector(load(row + i)));                                  \
-      for (; i < count; ++i)                                                   \
-        to[i] = scalar(row[i]);                                                \
+      if (i < count)                                                           \
+        storeTail##suffix(to + i, count - i,                                   \
+                          vector(loadTail##suffix(row + i, count - i)));       \
     }                                                                          \
   }
 
-CELL_ROWS_FUNCTION(sigmoidRowsAvx2, "avx2", 8, _mm256_loadu_ps,
-                   _mm256_storeu_ps, sigmoidVector, sigmoidScalar)
-CELL_ROWS_FUNCTION(tanhRowsAvx2, "avx2", 8, _mm256_loadu_ps, _mm256_storeu_ps,
-                   tanhVector, tanhScalar)
-
-__attribute__((target("avx512f"))) void
-cellrun::cpu::detail::sigmoidAvx512(const float *in, float *out,
-                                    int64_t count) {
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    _mm512_storeu_ps(out + i, sigmoidVector(_mm512_loadu_ps(in + i)));
-  for (; i < count; ++i)
-    out[i] = sigmoidScalar(in[i]);
-}
-
-__attribute__((target("avx512f"))) void
-cellrun::cpu::detail::tanhAvx512(const float *in, float *out, int64_t count) {
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    _mm512_storeu_ps(out + i, tanhVector(_mm512_loadu_ps(in + i)));
-  for (; i < count; ++i)
-    out[i] = tanhScalar(in[i]);
-}
-
-CELL_ROWS_FUNCTION(sigmoidRowsAvx512, "avx512f", 16, _mm512_loadu_ps,
-                   _mm512_storeu_ps, sigmoidVector, sigmoidScalar)
-CELL_ROWS_FUNCTION(tanhRowsAvx512, "avx512f", 16, _mm512_loadu_ps,
-                   _mm512_storeu_ps, tanhVector, tanhScalar)
+CELL_ARRAY_FUNCTION(sigmoidAvx2, "avx2,fma", 8, Avx2, _mm256_loadu_ps,
+                    _mm256_storeu_ps, sigmoidVector)
+CELL_ARRAY_FUNCTION(tanhAvx2, "avx2,fma", 8, Avx2, _mm256_loadu_ps,
+                    _mm256_storeu_ps, tanhVector)
+CELL_ROWS_FUNCTION(sigmoidRowsAvx2, "avx2,fma", 8, Avx2, _mm256_loadu_ps,
+                   _mm256_storeu_ps, sigmoidVector)
+CELL_ROWS_FUNCTION(tanhRowsAvx2, "avx2,fma", 8, Avx2, _mm256_loadu_ps,
+                   _mm256_storeu_ps, tanhVector)
+CELL_ARRAY_FUNCTION(sigmoidAvx512, "avx512f", 16, Avx512, _mm512_loadu_ps,
+                    _mm512_storeu_ps, sigmoidVector)
+CELL_ARRAY_FUNCTION(tanhAvx512, "avx512f", 16, Avx512, _mm512_loadu_ps,
+                    _mm512_storeu_ps, tanhVector)
+CELL_ROWS_FUNCTION(sigmoidRowsAvx512, "avx512f", 16, Avx512, _mm512_loadu_ps,
+                   _mm512_storeu_ps, sigmoidVector)
+CELL_ROWS_FUNCTION(tanhRowsAvx512, "avx512f", 16, Avx512, _mm512_loadu_ps,
+                   _mm512_storeu_ps, tanhVector)
+CELL_ARRAY_FUNCTION(expAvx512, "avx512f", 16, Avx512, _mm512_loadu_ps,
+                    _mm512_storeu_ps, expWideAvx512)
 #undef CELL_ROWS_FUNCTION
-
-__attribute__((target("avx512f"))) void
-cellrun::cpu::detail::expAvx512(const float *in, float *out, int64_t count) {
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    _mm512_storeu_ps(out + i, expWideAvx512(_mm512_loadu_ps(in + i)));
-  for (; i < count; ++i)
-    out[i] = expWideScalar(in[i]);
-}
+#undef CELL_ARRAY_FUNCTION
 #else
 void cellrun::cpu::detail::expAvx512(const float *in, float *out,
                                      int64_t count) {
