@@ -245,7 +245,8 @@ fi
 # How the engine's host time and the GPU's busy time compare while
 # `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
 # (nvidia-smi's utilization sampled every 100 ms), then the same run
-# through the scheduler instead of the persistent chain batch.
+# through the scheduler instead of the persistent chain batch, and with
+# the delivery copy on one thread (--copy-threads 1).
 if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm 20000 "$work/wmt20k.jsonl" \
@@ -266,6 +267,13 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
     || fail "cellrun run --no-chain-batch (busy) failed"
   echo "-- the same with --no-chain-batch:"
   cat "$logs/busy-run-scheduler.txt"
+  # The delivery copy on the engine's thread alone (the default splits it
+  # among a quarter of the cores, at most 4): what the copy threads buy.
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --copy-threads 1 >"$logs/busy-run-copy1.txt" 2>&1 \
+    || fail "cellrun run --copy-threads 1 (busy) failed"
+  echo "-- the same with --copy-threads 1:"
+  cat "$logs/busy-run-copy1.txt"
 fi
 
 # The hidden-1024 seq2seq, attention seq2seq and TreeLSTM against their

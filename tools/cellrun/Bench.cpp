@@ -72,6 +72,9 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
                  "per core, shared among --workers)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1024u));
+  app.add_option("--copy-threads", args.copyThreads, kCopyThreadsHelp)
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 64u));
   app.add_option("--workers", args.workers,
                  "our workers, one per device, each with its own pools "
                  "(cuda: devices 0..N-1; cpu: each with --threads threads)")

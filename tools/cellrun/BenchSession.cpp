@@ -101,6 +101,7 @@ Status BenchSession::load(DeviceKind device) {
 
   base_.executor.device = device_;
   base_.executor.threads = args_.threads;
+  base_.executor.copyThreads = args_.copyThreads;
   base_.workers = args_.workers;
   base_.poolRows = args_.poolRows;
   if (args_.memoryBudget > 0) {

@@ -45,6 +45,13 @@ constexpr const char *kNoChainBatchHelp =
     "as other structures (by default they are slots "
     "of a persistent batch each task is bound from; the same results)";
 
+/// The help of --copy-threads (run, bench, serve): ExecutorOptions::
+/// copyThreads.
+constexpr const char *kCopyThreadsHelp =
+    "cuda: threads (the engine's own included) that copy a finished task's "
+    "rows into the results when they come to 256 KB or more (0: a quarter "
+    "of the cores, at most 4; 1: the engine's thread alone)";
+
 /// The help of --memory-budget (run, bench, serve).
 constexpr const char *kMemoryBudgetHelp =
     "state memory for requests on each worker, e.g. 2GB (overrides "

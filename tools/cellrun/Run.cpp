@@ -32,8 +32,8 @@ struct RunArgs {
   std::string model, input, output, taskLog;
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
-           fillRows = 32, threads = 0, workers = 1, resultBufferMb = 256,
-           maxSteps = RequestLimits().maxSteps;
+           fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
+           resultBufferMb = 256, maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0; // bytes; 0: poolRows
   bool quiet = false, allowNonFinite = false, noMove = false,
        noChainBatch = false;
@@ -79,6 +79,9 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "among --workers)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1024u));
+  app.add_option("--copy-threads", args.copyThreads, kCopyThreadsHelp)
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 64u));
   app.add_option("--workers", args.workers,
                  "workers, one per device (cuda: devices 0..N-1)")
       ->capture_default_str()
@@ -207,6 +210,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.policy = parsePolicy(args.policy).value();
   engineOptions.executor.device = kind.value();
   engineOptions.executor.threads = args.threads;
+  engineOptions.executor.copyThreads = args.copyThreads;
   engineOptions.workers = args.workers;
   engineOptions.poolRows = args.poolRows;
   engineOptions.maxQueue = args.maxQueue;

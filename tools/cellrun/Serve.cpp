@@ -30,7 +30,7 @@ struct ServeArgs {
   int httpPort = 8000, grpcPort = 8001, metricsPort = 8002;
   std::string device = "auto", policy = "cellular", logLevel = "info";
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
-           fillRows = EngineOptions().fillRows;
+           copyThreads = 0, fillRows = EngineOptions().fillRows;
   uint64_t memoryBudget = 0;
   bool noMove = false, noChainBatch = false;
   uint64_t maxBodyBytes = 64u << 20;
@@ -93,6 +93,9 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
                  "among --workers)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 256u));
+  app.add_option("--copy-threads", args.copyThreads, kCopyThreadsHelp)
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 64u));
 }
 
 /// The HTTP front end's body size, threads, connections and timeout.
@@ -188,6 +191,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.policy = parsePolicy(args.policy).value();
   options.executor.device = kind;
   options.executor.threads = args.threads;
+  options.executor.copyThreads = args.copyThreads;
   options.workers = args.workers;
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
