@@ -59,7 +59,7 @@ TEST(ElementLoopsTest, RowsWhereverTheyLieMatchTheExpression) {
   std::mt19937 random(13);
   for (CpuIsa isa : processorIsas())
     for (ElementOp op : kOps)
-      for (int64_t count : {1, 5, 16, 19, 64}) {
+      for (int64_t count : {1, 5, 8, 16, 19, 33, 64}) {
         int64_t rows = 7, stride = count + 3;
         std::vector<float> a = randomFloats(rows * stride, random);
         std::vector<float> b = randomFloats(rows * stride, random);
@@ -71,10 +71,25 @@ TEST(ElementLoopsTest, RowsWhereverTheyLieMatchTheExpression) {
           for (int64_t k = 0; k < count; ++k)
             want.push_back(apply(op, rowsOfA[r][k], rowsOfB[r][k]));
         }
-        std::vector<float> got(want.size());
+        // Floats after the last row keep theirs (masked tails).
+        std::vector<float> got(want.size() + 16, 42.0f);
         elementRows(op, rowsOfA.data(), rowsOfB.data(), got.data(), rows, count,
                     isa);
+        for (size_t k = want.size(); k < got.size(); ++k)
+          ASSERT_EQ(got[k], 42.0f)
+              << cpuIsaName(isa) << ": wrote past " << want.size() << " floats";
+        got.resize(want.size());
         expectSameBits(got, want, cpuIsaName(isa));
+        // In place: each result row overwrites its first operand's row.
+        std::vector<float> inPlace;
+        for (int64_t r = 0; r < rows; ++r)
+          inPlace.insert(inPlace.end(), rowsOfA[r], rowsOfA[r] + count);
+        std::vector<const float *> rowsInPlace;
+        for (int64_t r = 0; r < rows; ++r)
+          rowsInPlace.push_back(inPlace.data() + r * count);
+        elementRows(op, rowsInPlace.data(), rowsOfB.data(), inPlace.data(),
+                    rows, count, isa);
+        expectSameBits(inPlace, want, cpuIsaName(isa));
       }
 }
 

@@ -7,7 +7,8 @@
 // AVX2 and for AVX-512 F, and picked once by detectCpuIsa(). Each element is
 // one IEEE operation in every version (the library is built with
 // -ffp-contract=off), so the versions give the same bits; wider vectors only
-// do more elements an instruction.
+// do more elements an instruction. The loops over rows wherever they lie
+// are explicit vectors on AVX2 and AVX-512 (a row's tail one masked vector).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_ELEMENTLOOPS_H
