@@ -164,6 +164,12 @@ uint64_t cellrun::engineRowsInUse(const Engine &engine) {
     rows += worker->executor_->rowsInUse();
   return rows;
 }
+uint64_t cellrun::engineKeptOutputs(const Engine &engine) {
+  uint64_t kept = 0;
+  for (const auto &worker : engine.impl().workers)
+    kept += worker->keptOutputs_.size();
+  return kept;
+}
 const EngineOptions &Engine::options() const {
   return impl_->workers[0]->options_;
 }

@@ -65,10 +65,15 @@ void EngineWorker::completeAll(std::vector<InFlight> &flights) {
   // answered after that.
   endsHeld_ = true;
   heldEnds_.unreserve.resize(pools_.size());
+  // The round counts as completed once all its flights are: a request
+  // failing in one of them keeps its outputs while the round's later tasks
+  // may still write rows into them when they are waited for.
+  uint64_t round = completedRound_;
   for (InFlight &flight : flights) {
     complete(flight);
-    completedRound_ = std::max(completedRound_, flight.round);
+    round = std::max(round, flight.round);
   }
+  completedRound_ = round;
   endsHeld_ = false;
   releaseHeldEnds();
   // Outputs of ended requests no task in flight writes into any more.

@@ -26,6 +26,11 @@ const Executor &engineExecutor(const Engine &engine, uint32_t worker = 0);
 /// Pool rows in use on every worker (Executor::rowsInUse summed).
 uint64_t engineRowsInUse(const Engine &engine);
 
+/// Output sets of ended requests kept for tasks still in flight, on every
+/// worker (EngineWorker::keptOutputs_); from the workers' own threads only
+/// (e.g. EngineOptions::onTask) or with the workers stopped.
+uint64_t engineKeptOutputs(const Engine &engine);
+
 } // namespace cellrun
 
 #endif // CELLRUN_SCHED_ENGINETESTING_H

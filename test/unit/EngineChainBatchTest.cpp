@@ -6,7 +6,9 @@
 // (more than a task holds at once, so tasks of both shapes run) give the
 // same bits, every row comes back, and the batch's tasks are counted only
 // when it is on; also as on the GPU (rounds overlapped, the rows the host
-// reads written into the results as each task completes). With one task a
+// reads written into the results as each task completes; requests cancelled
+// with tasks in flight, or failing in the middle of a round, keep their
+// outputs until those tasks are done). With one task a
 // round and more requests than it holds, every request still gets its turn, no
 // task is larger than the largest batch, and requests with the earliest
 // deadlines run first.
@@ -225,4 +227,56 @@ TEST(ChainBatchGpuPathTest,
   }
   EXPECT_GT(cancelled, 20u) << "most cancelled requests were still running";
   EXPECT_EQ(engineRowsInUse(*engine), engineRowsInUse(*alone));
+}
+
+TEST(ChainBatchGpuPathTest, RequestsFailingMidRoundKeepTheirOutputsToItsEnd) {
+  // Requests of three steps fitting one task run a step in each of a
+  // round's three tasks. The second task's kernels fail (injected): its
+  // requests fail when it is waited for, while the third task, waited for
+  // after it, still writes their rows into their results. So their outputs
+  // are kept until the whole round has completed, not just its first task
+  // (under ASan, freeing them at the second task is a use after free).
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  EngineOptions options;
+  options.startWorker = false;
+  options.overlapRounds = EngineOptions::Overlap::On;
+  options.readsThroughTasks = true;
+  options.maxTasksToSubmit = 5;
+  const Engine *observed = nullptr;
+  std::vector<uint64_t> keptAtTask;
+  options.onTask = [&](const TaskRecord &) {
+    keptAtTask.push_back(engineKeptOutputs(*observed));
+  };
+  int kernels = 0;
+  auto engine = createEngineForTesting(
+      artifact, options, [&](FaultPoint point) -> Status {
+        if (point == FaultPoint::Kernel && ++kernels == 2)
+          return Status(StatusCode::Internal, "injected: the kernel failed");
+        return Status::ok();
+      });
+  ASSERT_TRUE(engine.ok()) << engine.status().toString();
+  observed = engine.value().get();
+  std::vector<std::future<RequestResult>> futures;
+  for (int i = 0; i < 6; ++i) {
+    auto request = (*engine)->parser().parse(
+        "{\"id\": \"r" + std::to_string(i) + "\", \"tokens\": [5, 6, 7]}",
+        "line");
+    ASSERT_TRUE(request.ok()) << request.status().toString();
+    futures.push_back((*engine)->submit(std::move(request).value()));
+  }
+  (*engine)->drain();
+  for (auto &future : futures) {
+    RequestResult result = future.get();
+    EXPECT_EQ(result.status.code(), StatusCode::Internal)
+        << result.id << ": " << result.status.toString();
+    EXPECT_TRUE(result.outputs.empty()) << result.id;
+  }
+  ASSERT_EQ(keptAtTask.size(), 3u) << "one round of three tasks";
+  EXPECT_EQ(keptAtTask[0], 0u);
+  EXPECT_EQ(keptAtTask[1], 6u) << "kept when the second task failed";
+  EXPECT_EQ(keptAtTask[2], 6u) << "kept while the third was completed";
+  EXPECT_EQ(engineKeptOutputs(**engine), 0u) << "freed after the round";
+  EXPECT_EQ(engineRowsInUse(**engine),
+            engineRowsInUse(*manualEngine(artifact, true)));
 }
