@@ -5,15 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ElementLoops.h"
-
-#if defined(__x86_64__)
-// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
-// "undefined" vector and then warn about it (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#endif
+#include "MaskedTails.h"
 
 using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
 
 #define CELL_INLINE inline __attribute__((always_inline))
 
@@ -194,27 +189,6 @@ void rowArraysGeneric(ElementOp op, const float *const *a,
       return rows##suffix<ElementOp::Div>(a, b, out, rows, count);             \
     }                                                                          \
   }
-
-__attribute__((target("avx2"))) inline __m256i firstLanesAvx2(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-__attribute__((target("avx2"))) inline __m256 loadTailAvx2(const float *from,
-                                                           int64_t n) {
-  return _mm256_maskload_ps(from, firstLanesAvx2(n));
-}
-__attribute__((target("avx2"))) inline void storeTailAvx2(float *to, int64_t n,
-                                                          __m256 value) {
-  _mm256_maskstore_ps(to, firstLanesAvx2(n), value);
-}
-__attribute__((target("avx512f"))) inline __m512
-loadTailAvx512(const float *from, int64_t n) {
-  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), from);
-}
-__attribute__((target("avx512f"))) inline void
-storeTailAvx512(float *to, int64_t n, __m512 value) {
-  _mm512_mask_storeu_ps(to, static_cast<__mmask16>((1u << n) - 1), value);
-}
 
 CELL_ROW_LOOPS(Avx2, "avx2", 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
                loadTailAvx2, storeTailAvx2, _mm256_add_ps, _mm256_sub_ps,

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "VectorMath.h"
+#include "MaskedTails.h"
 
 #include <cmath>
 #include <cstring>
@@ -21,6 +22,7 @@
 #endif
 
 using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
 
 namespace {
 constexpr float kExpHigh = 88.0f, kExpLow = -87.0f;
@@ -240,28 +242,6 @@ __attribute__((target("avx512f"))) inline __m512 tanhVector(__m512 x) {
   return keepNan(x, _mm512_castsi512_ps(result));
 }
 
-// A vector's first n < width lanes (the rest zero, computed and dropped):
-// the loops' tails in vector code, each lane's bits as in a whole vector.
-__attribute__((target("avx2,fma"))) inline __m256i firstLanesAvx2(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-__attribute__((target("avx2,fma"))) inline __m256
-loadTailAvx2(const float *from, int64_t n) {
-  return _mm256_maskload_ps(from, firstLanesAvx2(n));
-}
-__attribute__((target("avx2,fma"))) inline void
-storeTailAvx2(float *to, int64_t n, __m256 value) {
-  _mm256_maskstore_ps(to, firstLanesAvx2(n), value);
-}
-__attribute__((target("avx512f"))) inline __m512
-loadTailAvx512(const float *from, int64_t n) {
-  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), from);
-}
-__attribute__((target("avx512f"))) inline void
-storeTailAvx512(float *to, int64_t n, __m512 value) {
-  _mm512_mask_storeu_ps(to, static_cast<__mmask16>((1u << n) - 1), value);
-}
 } // namespace
 
 // f over an array, `width` lanes at a time, the tail in one masked vector.
