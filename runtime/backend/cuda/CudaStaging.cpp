@@ -164,9 +164,13 @@ CudaBackend::submit(const cellpack::CellType &cell,
                               outputPools, rowIndices, transfers);
   if (!status.isOk()) {
     // Part of the task may be on the stream and read the slot: let it
-    // drain before the slot is used again.
+    // drain before the slot is used again. A device lost meanwhile is what
+    // the caller hears (Unavailable: the executor stops), not the error
+    // that came first.
     slots_[ticket % slots_.size()].deliveries.clear();
-    (void)cudaStreamSynchronize(stream_);
+    cudaError_t drained = cudaStreamSynchronize(stream_);
+    if (drained != cudaSuccess && isStickyCudaError(drained))
+      return cudaFailure(drained, "cudaStreamSynchronize", __FILE__, __LINE__);
     return status;
   }
   nextTicket_ = ticket + 1;
