@@ -249,7 +249,9 @@ TEST(Bf16GemmTest, MatchesADoubleReferenceOfTheRoundedInputs) {
         int64_t ldd = shape.n + 3;
         std::vector<float> d(shape.m * ldd, 42.0f);
         packedGemmBf16(a.data(), shape.k, shape.m, packed, epilogue, d.data(),
-                       ldd, workers, avx512Bf16);
+                       ldd, workers,
+                       avx512Bf16 ? Bf16Kernels::Avx512Bf16
+                                  : Bf16Kernels::Portable);
         // fp32 sums of products of bf16 values, which are exact.
         expectReference(
             shape, a, w, bias, d, ldd,
@@ -270,7 +272,7 @@ TEST(Bf16GemmTest, SameBitsInEveryBatchAndOnBothKernels) {
   GemmEpilogue epilogue;
   std::vector<float> alone(kColumns);
   packedGemmBf16(a.data(), kDepth, 1, packed, epilogue, alone.data(), kColumns,
-                 nullptr, false);
+                 nullptr, Bf16Kernels::Portable);
   for (bool avx512Bf16 : {false, true}) {
     if (avx512Bf16 && !cpuHasAvx512Bf16())
       continue;
@@ -278,7 +280,9 @@ TEST(Bf16GemmTest, SameBitsInEveryBatchAndOnBothKernels) {
       for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
         std::vector<float> batch(rows * kColumns);
         packedGemmBf16(a.data(), kDepth, rows, packed, epilogue, batch.data(),
-                       kColumns, workers, avx512Bf16);
+                       kColumns, workers,
+                       avx512Bf16 ? Bf16Kernels::Avx512Bf16
+                                  : Bf16Kernels::Portable);
         ASSERT_EQ(
             std::memcmp(batch.data(), alone.data(), kColumns * sizeof(float)),
             0)

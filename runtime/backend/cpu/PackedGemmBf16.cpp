@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "PackedGemmBf16.h"
 
+#include "GemmAmx.h"
+
 #include "ThreadPool.h"
 
 #include <algorithm>
@@ -173,13 +175,28 @@ void gemmPanels(const uint32_t *packedA, int64_t m, const PackedMatrixBf16 &b,
 
 } // namespace
 
+Bf16Kernels cellrun::cpu::bestBf16Kernels(const PackedMatrixBf16 &b) {
+  if (amxTakes(b))
+    return Bf16Kernels::Amx;
+  return cpuHasAvx512Bf16() ? Bf16Kernels::Avx512Bf16 : Bf16Kernels::Portable;
+}
+
+void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
+                                  const PackedMatrixBf16 &b,
+                                  const GemmEpilogue &epilogue, float *d,
+                                  int64_t ldd, ThreadPool *pool) {
+  packedGemmBf16(a, lda, m, b, epilogue, d, ldd, pool, bestBf16Kernels(b));
+}
+
 void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
                                   const PackedMatrixBf16 &b,
                                   const GemmEpilogue &epilogue, float *d,
                                   int64_t ldd, ThreadPool *pool,
-                                  bool avx512Bf16) {
+                                  Bf16Kernels kernels) {
   if (m <= 0 || b.columns() == 0)
     return;
+  if (kernels == Bf16Kernels::Amx && amxTakes(b))
+    return amxGemmBf16(a, lda, m, b, epilogue, d, ldd, pool);
   if (m > kBf16KernelRows) {
     // A rounded to bf16, each pair of k swapped, times B widened: the fp32
     // kernel's fused multiply-adds of the same products in the same order.
@@ -195,7 +212,9 @@ void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
     packedGemm(swappedA.data(), width, m, b.widened(), epilogue, d, ldd, pool);
     return;
   }
-  Bf16Kernel kernel = avx512Bf16 ? bf16KernelAvx512() : nullptr;
+  Bf16Kernel kernel = kernels != Bf16Kernels::Portable && cpuHasAvx512Bf16()
+                          ? bf16KernelAvx512()
+                          : nullptr;
   if (!kernel)
     kernel = portableKernel;
   int64_t pairs = b.pairs(), depth = b.depth(), n = b.columns();

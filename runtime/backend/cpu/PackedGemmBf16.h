@@ -70,13 +70,25 @@ private:
 /// half the bytes of B); above, on the fp32 kernel over B widened.
 constexpr int64_t kBf16KernelRows = 8;
 
+/// Which kernels a bf16 product runs on: the portable ones, AVX512_BF16
+/// (up to kBf16KernelRows rows; the fp32 kernel above, the same bits), or
+/// AMX tiles for every row count (GemmAmx.h: bits of their own).
+enum class Bf16Kernels { Portable, Avx512Bf16, Amx };
+
+/// The fastest this processor runs for products by `b`: AMX where it takes
+/// `b`, else AVX512_BF16 where the processor has it, else the portable ones.
+Bf16Kernels bestBf16Kernels(const PackedMatrixBf16 &b);
+
 /// D[m, n] (row stride ldd) = epilogue(bf16(A[m, k]) * B) accumulated in
-/// fp32. `avx512Bf16` picks the AVX512_BF16 kernel (where the processor has
-/// it, by default) or the portable one.
+/// fp32 on `kernels` (Amx only where amxTakes(b)).
 void packedGemmBf16(const float *a, int64_t lda, int64_t m,
                     const PackedMatrixBf16 &b, const GemmEpilogue &epilogue,
-                    float *d, int64_t ldd, ThreadPool *pool = nullptr,
-                    bool avx512Bf16 = cpuHasAvx512Bf16());
+                    float *d, int64_t ldd, ThreadPool *pool,
+                    Bf16Kernels kernels);
+/// The same on bestBf16Kernels(b).
+void packedGemmBf16(const float *a, int64_t lda, int64_t m,
+                    const PackedMatrixBf16 &b, const GemmEpilogue &epilogue,
+                    float *d, int64_t ldd, ThreadPool *pool = nullptr);
 
 namespace detail {
 /// rows (1..6) x (panels x 16) of D += or = (first) A * B over `pairs`
