@@ -156,12 +156,13 @@ Status BenchSession::preparePeers() {
     peer.maxBatch = args_.peerMaxBatch ? args_.peerMaxBatch : largestBatch_;
     peer.reference = reference;
     // Our GEMMs' products in reduced precision: the check against the
-    // peer's fp32 allows for it (measured: bf16 at hidden 1024 up to 3x
-    // the fp32 tolerance).
+    // peer's fp32 allows for it (measured at hidden 1024 on WMT-like
+    // lengths: the bf16 LSTM up to 3x the fp32 tolerance, the bf16 GRU 1.4x
+    // of 3e-2,3e-3, with or without AMX).
     switch (model_.precision) {
     case ComputePrecision::BF16:
     case ComputePrecision::FP16:
-      peer.extra += " --tolerance 3e-2,3e-3";
+      peer.extra += " --tolerance 6e-2,6e-3";
       break;
     case ComputePrecision::TF32:
       peer.extra += " --tolerance 1e-2,1e-3";
