@@ -9,6 +9,8 @@
 #include "../Backend.h"
 
 #include "CpuTaskRunner.h"
+#include "GemmAmx.h"
+#include "PackedGemmBf16.h"
 #include "cellrun/Request.h"
 
 #include <algorithm>
@@ -73,8 +75,14 @@ public:
   }
 
   std::string describe() const override {
+    // The kernels this processor runs (CELLRUN_CPU_ISA, CELLRUN_CPU_AMX).
+    std::string kernels = cpu::cpuIsaName(cpu::detectCpuIsa());
+    if (cpu::cpuHasAmxBf16())
+      kernels += ", bf16 on amx";
+    else if (cpu::cpuHasAvx512Bf16())
+      kernels += ", bf16 on avx512bf16";
     return "cpu (" + std::to_string(threadCount_) +
-           (threadCount_ == 1 ? " thread)" : " threads)");
+           (threadCount_ == 1 ? " thread, " : " threads, ") + kernels + ")";
   }
   bool asynchronous() const override { return false; }
 
