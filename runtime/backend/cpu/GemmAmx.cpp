@@ -1,11 +1,13 @@
 //===- GemmAmx.cpp - bf16 products on AMX tiles ---------------------------===//
 //
 // A is rounded to bf16 (as toBf16) and packed in tiles: row tile t (16
-// rows, those past m zero) and k block kb (32 values) at (t * blocks + kb) *
-// 512 values, 16 rows of 64 bytes, so a tile load reads 1 KB in a row (rows
-// of A 2 KB apart fall in the same cache sets: a third of the speed). B's
-// panels are tiles already: pairs 16kb..16kb+15 of a panel are 16 rows of 16
-// words (PackedMatrixBf16). A call of the block kernel keeps a block of D
+// rows, those past m zero) and k block kb (32 values, those past k zero) at
+// (t * blocks + kb) * 512 values, 16 rows of 64 bytes, so a tile load reads
+// 1 KB in a row (rows of A 2 KB apart fall in the same cache sets: a third
+// of the speed). B's panels are tiles already: pairs 16kb..16kb+15 of a
+// panel are 16 rows of 16 words, zero past k (PackedMatrixBf16), so any
+// depth runs (the padding adds products of zeros). A call of the block
+// kernel keeps a block of D
 // of up to 2 x 2 tiles (32 x 32) in the tile registers over the whole
 // depth, k blocks in order; the workers take pairs of panels.
 //
@@ -74,12 +76,13 @@ struct TileConfig {
   uint8_t rows[16] = {};
 };
 
-/// Rows [0, m) of A, depth a multiple of 32, as bf16 tiles (file comment);
-/// the rows after m up to a whole tile are zero.
+/// Rows [0, m) of A (`depth` values each) as bf16 tiles of `blocks` k
+/// blocks (file comment); the rows after m up to a whole tile, and the
+/// values after depth, are zero.
 __attribute__((target("avx512f"))) void packTiles(const float *a, int64_t lda,
                                                   int64_t m, int64_t depth,
+                                                  int64_t blocks,
                                                   uint16_t *packed) {
-  int64_t blocks = depth / kTileDepth;
   int64_t rows = (m + kTileRows - 1) / kTileRows * kTileRows;
   const __m512i half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1),
                 quiet = _mm512_set1_epi32(0x40);
@@ -92,9 +95,11 @@ __attribute__((target("avx512f"))) void packTiles(const float *a, int64_t lda,
       continue;
     }
     const float *row = a + r * lda;
-    for (int64_t k = 0; k < depth; k += 16) {
+    for (int64_t k = 0; k < blocks * kTileDepth; k += 16) {
       // toBf16 sixteen at a time: nearest, ties to even; NaN stays quiet.
-      __m512 x = _mm512_loadu_ps(row + k);
+      int64_t valid = std::max<int64_t>(0, std::min<int64_t>(16, depth - k));
+      __m512 x = _mm512_maskz_loadu_ps(
+          static_cast<__mmask16>((1u << valid) - 1), row + k);
       __m512i bits = _mm512_castps_si512(x);
       __m512i rounded = _mm512_srli_epi32(
           _mm512_add_epi32(
@@ -164,7 +169,7 @@ panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
     config.bytesPerRow[t] = 64;
   }
   _tile_loadconfig(&config);
-  int64_t blocks = b.depth() / kTileDepth, n = b.columns();
+  int64_t blocks = b.paddedPairs() / kTileRows, n = b.columns();
   int64_t rowTiles = (m + kTileRows - 1) / kTileRows;
   alignas(64) float out[2 * kTileRows * kBlockColumns];
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -206,7 +211,7 @@ bool cellrun::cpu::cpuHasAmxBf16() {
 }
 
 bool cellrun::cpu::amxTakes(const PackedMatrixBf16 &b) {
-  return b.depth() > 0 && b.depth() % kTileDepth == 0 && cpuHasAmxBf16();
+  return b.depth() > 0 && cpuHasAmxBf16();
 }
 
 void cellrun::cpu::amxGemmBf16(const float *a, int64_t lda, int64_t m,
@@ -219,8 +224,9 @@ void cellrun::cpu::amxGemmBf16(const float *a, int64_t lda, int64_t m,
   int64_t depth = b.depth(), n = b.columns();
   int64_t rows = (m + kTileRows - 1) / kTileRows * kTileRows;
   static thread_local detail::AlignedScratch<uint16_t> scratch;
-  uint16_t *packedA = scratch.reserve(rows * depth);
-  packTiles(a, lda, m, depth, packedA);
+  int64_t blocks = b.paddedPairs() / kTileRows;
+  uint16_t *packedA = scratch.reserve(rows * blocks * kTileDepth);
+  packTiles(a, lda, m, depth, blocks, packedA);
   int64_t pairs = (b.panels() + 1) / 2;
   auto share = [&](int64_t begin, int64_t end) {
     panelPairs(packedA, m, b, d, ldd, begin, end);

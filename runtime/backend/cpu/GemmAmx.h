@@ -9,8 +9,8 @@
 // runs every product of that weight, of any row count, so that a row's
 // result still does not depend on its batch (each element of D comes from
 // its row of A and column of B over k blocks in order, whatever the rows
-// next to it or the split among threads). It takes weights whose depth is a
-// multiple of 32; others keep the AVX512_BF16 and fp32 kernels.
+// next to it or the split among threads). Any depth: k is padded with zeros
+// to whole tiles of 32.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_GEMMAMX_H
@@ -27,8 +27,8 @@ class PackedMatrixBf16;
 /// (detectCpuIsa). CELLRUN_CPU_AMX=off says no.
 bool cpuHasAmxBf16();
 
-/// Whether the AMX kernel takes products by `b` (its depth a multiple of
-/// 32) on this processor.
+/// Whether the AMX kernel takes products by `b` (any of depth one or more)
+/// on this processor.
 bool amxTakes(const PackedMatrixBf16 &b);
 
 /// D[m, n] (row stride ldd) = epilogue(bf16(A[m, k]) * B) on AMX tiles; B

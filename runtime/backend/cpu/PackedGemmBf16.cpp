@@ -61,8 +61,8 @@ void PackedMatrixBf16::Free::operator()(uint32_t *p) const { std::free(p); }
 PackedMatrixBf16::PackedMatrixBf16(const float *source, int64_t k, int64_t n,
                                    bool transposed)
     : k_(k), n_(n), panels_((n + kPanelColumns - 1) / kPanelColumns),
-      pairs_((k + 1) / 2),
-      data_(allocateWords(panels_ * pairs_ * kPanelColumns)) {
+      pairs_((k + 1) / 2), paddedPairs_((pairs_ + 15) / 16 * 16),
+      data_(allocateWords(panels_ * paddedPairs_ * kPanelColumns)) {
   auto at = [&](int64_t row, int64_t column) -> uint32_t {
     if (row >= k || column >= n)
       return 0;
@@ -70,8 +70,8 @@ PackedMatrixBf16::PackedMatrixBf16(const float *source, int64_t k, int64_t n,
                              : source[row * n + column]);
   };
   for (int64_t p = 0; p < panels_; ++p)
-    for (int64_t q = 0; q < pairs_; ++q) {
-      uint32_t *target = data_.get() + (p * pairs_ + q) * kPanelColumns;
+    for (int64_t q = 0; q < paddedPairs_; ++q) { // zeros past k
+      uint32_t *target = data_.get() + (p * paddedPairs_ + q) * kPanelColumns;
       for (int64_t c = 0; c < kPanelColumns; ++c) {
         int64_t column = p * kPanelColumns + c;
         target[c] = at(2 * q, column) | at(2 * q + 1, column) << 16;

@@ -34,6 +34,8 @@ bool cpuHasAvx512Bf16();
 /// B (logically [k, n]) as bf16 in panels of 16 columns: panel p holds, for
 /// each pair of rows (2q, 2q+1), 16 32-bit words, word c = b[2q][16p+c] in
 /// its low half and b[2q+1][16p+c] in its high half (zero past k and n).
+/// Each panel's pairs are padded with zeros to a multiple of 16, so that
+/// every 16 of them are an AMX tile (GemmAmx.h).
 class PackedMatrixBf16 {
 public:
   PackedMatrixBf16(const float *source, int64_t k, int64_t n, bool transposed);
@@ -42,17 +44,19 @@ public:
   int64_t columns() const { return n_; }
   int64_t panels() const { return panels_; }
   int64_t pairs() const { return pairs_; }
+  /// Pairs a panel holds, the zero padding included (a multiple of 16).
+  int64_t paddedPairs() const { return paddedPairs_; }
   /// Pair `pair` of panel `panel`: 16 words.
   const uint32_t *panel(int64_t panel, int64_t pair = 0) const {
-    return data_.get() + (panel * pairs_ + pair) * kPanelColumns;
+    return data_.get() + (panel * paddedPairs_ + pair) * kPanelColumns;
   }
   /// Words from one panel to the next.
-  int64_t panelStride() const { return pairs_ * kPanelColumns; }
+  int64_t panelStride() const { return paddedPairs_ * kPanelColumns; }
   /// B widened to fp32 with the rows of each pair swapped (2 * pairs rows:
   /// b[1], b[0], b[3], b[2], ...), for products of many rows.
   const PackedMatrix &widened() const { return *widened_; }
   size_t bytes() const {
-    return static_cast<size_t>(panels_ * pairs_ * kPanelColumns) *
+    return static_cast<size_t>(panels_ * paddedPairs_ * kPanelColumns) *
                sizeof(uint32_t) +
            widened_->bytes();
   }
@@ -61,7 +65,7 @@ private:
   struct Free {
     void operator()(uint32_t *p) const;
   };
-  int64_t k_, n_, panels_, pairs_;
+  int64_t k_, n_, panels_, pairs_, paddedPairs_;
   std::unique_ptr<uint32_t[], Free> data_;
   std::unique_ptr<PackedMatrix> widened_;
 };
