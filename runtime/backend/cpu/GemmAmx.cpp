@@ -118,6 +118,34 @@ __attribute__((target("avx512f"))) void packTiles(const float *a, int64_t lda,
   }
 }
 
+/// Columns [column, column + width) of D's row `row` from `sums` (the
+/// block's row, from its first column) through the epilogue as
+/// scaleRowsAddBias computes it (d = alpha * d, then + beta * bias), while
+/// they are in cache: one pass over D instead of two.
+__attribute__((target("avx512f"))) void finishRow(const GemmEpilogue &epilogue,
+                                                  int64_t row, int64_t column,
+                                                  int64_t width,
+                                                  const float *sums, float *d) {
+  d += column;
+  const float *bias = epilogue.bias
+                          ? epilogue.bias + row * epilogue.biasStride + column
+                          : nullptr;
+  const __m512 alpha = _mm512_set1_ps(epilogue.alpha),
+               beta = _mm512_set1_ps(epilogue.beta);
+  bool scaled = epilogue.alpha != 1.0f;
+  for (int64_t j = 0; j < width; j += 16) {
+    __mmask16 lanes = static_cast<__mmask16>(
+        width - j >= 16 ? 0xffff : (1u << (width - j)) - 1);
+    __m512 value = _mm512_maskz_loadu_ps(lanes, sums + j);
+    if (scaled)
+      value = _mm512_mul_ps(alpha, value);
+    if (bias)
+      value = _mm512_add_ps(
+          value, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(lanes, bias + j)));
+    _mm512_mask_storeu_ps(d + j, lanes, value);
+  }
+}
+
 /// A block of D of RowTiles x ColumnTiles tiles into `out` (32 x 32 floats,
 /// tile (i, j) at row 16i, column 16j) over `blocks` k blocks: A's row
 /// tiles from `a` (the next one `blocks` tiles on), B's panels `first` and
@@ -162,7 +190,8 @@ block(const uint16_t *a, int64_t blocks, const uint32_t *first,
 /// Pairs of panels [begin, end) of D for all of A's rows (packed tiles).
 __attribute__((target("amx-tile,amx-bf16"))) void
 panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
-           float *d, int64_t ldd, int64_t begin, int64_t end) {
+           const GemmEpilogue &epilogue, float *d, int64_t ldd, int64_t begin,
+           int64_t end) {
   TileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.rows[t] = kTileRows;
@@ -192,8 +221,8 @@ panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
         block<1, 1>(a, blocks, first, second, out);
       int64_t rows = std::min(m - t * kTileRows, (twoRows ? 2 : 1) * kTileRows);
       for (int64_t i = 0; i < rows; ++i)
-        std::memcpy(d + (t * kTileRows + i) * ldd + column,
-                    out + i * kBlockColumns, width * sizeof(float));
+        finishRow(epilogue, t * kTileRows + i, column, width,
+                  out + i * kBlockColumns, d + (t * kTileRows + i) * ldd);
     }
   }
   _tile_release();
@@ -229,9 +258,7 @@ void cellrun::cpu::amxGemmBf16(const float *a, int64_t lda, int64_t m,
   packTiles(a, lda, m, depth, blocks, packedA);
   int64_t pairs = (b.panels() + 1) / 2;
   auto share = [&](int64_t begin, int64_t end) {
-    panelPairs(packedA, m, b, d, ldd, begin, end);
-    detail::finishColumns(m, false, epilogue, d, ldd, begin * kBlockColumns,
-                          std::min(n, end * kBlockColumns));
+    panelPairs(packedA, m, b, epilogue, d, ldd, begin, end);
   };
   double flops = 2.0 * double(m) * double(n) * double(depth);
   // AMX does several times the multiply-adds of AVX-512 a second: a product
