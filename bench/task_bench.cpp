@@ -108,7 +108,7 @@ static const cellpack::CellType *chooseCell(const LoadedArtifact &artifact,
 /// Prints what is measured, the weight-read floor and the table's header.
 static void printPreamble(const cellpack::CellType &cell,
                           const Options &options, size_t weights, double read) {
-  const char *bf16 = cpu::cpuHasAmxBf16()      ? "amx"
+  const char *bf16 = cpu::cpuOffersAmxBf16()   ? "amx"
                      : cpu::cpuHasAvx512Bf16() ? "avx512bf16"
                                                : "portable";
   std::printf("cell %s of %s; CPU backend with %u thread(s), %s kernels (bf16 "

@@ -83,6 +83,40 @@ TEST(AmxGemmTest, MatchesADoubleReferenceOfTheRoundedInputs) {
   }
 }
 
+TEST(AmxGemmTest, PerRowBiasAndScaleOnly) {
+  // The epilogue's other forms as the rows leave the tiles: a bias row per
+  // row of D (biasStride n), and a scale without bias.
+  SKIP_WITHOUT_AMX();
+  constexpr int64_t kRows = 19, kDepth = 70, kColumns = 37;
+  std::mt19937 random(29);
+  std::vector<float> a = randomFloats(kRows * kDepth, random);
+  std::vector<float> w = randomFloats(kColumns * kDepth, random);
+  std::vector<float> bias = randomFloats(kRows * kColumns, random);
+  PackedMatrixBf16 packed(w.data(), kDepth, kColumns, true);
+  GemmEpilogue plain;
+  std::vector<float> sums(kRows * kColumns);
+  packedGemmBf16(a.data(), kDepth, kRows, packed, plain, sums.data(), kColumns,
+                 nullptr, Bf16Kernels::Amx);
+  GemmEpilogue perRow;
+  perRow.beta = 0.5f;
+  perRow.bias = bias.data();
+  perRow.biasStride = kColumns;
+  GemmEpilogue scaleOnly;
+  scaleOnly.alpha = 3.0f;
+  for (const GemmEpilogue *epilogue : {&perRow, &scaleOnly}) {
+    std::vector<float> d(kRows * kColumns);
+    packedGemmBf16(a.data(), kDepth, kRows, packed, *epilogue, d.data(),
+                   kColumns, nullptr, Bf16Kernels::Amx);
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t j = 0; j < kColumns; ++j) {
+        float sum = sums[i * kColumns + j];
+        float want =
+            epilogue->bias ? sum + 0.5f * bias[i * kColumns + j] : 3.0f * sum;
+        ASSERT_EQ(d[i * kColumns + j], want) << "(" << i << ", " << j << ")";
+      }
+  }
+}
+
 class AmxBatchTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(AmxBatchTest, EveryRowHasItsBitsInAnyBatchAndSplit) {

@@ -77,7 +77,7 @@ public:
   std::string describe() const override {
     // The kernels this processor runs (CELLRUN_CPU_ISA, CELLRUN_CPU_AMX).
     std::string kernels = cpu::cpuIsaName(cpu::detectCpuIsa());
-    if (cpu::cpuHasAmxBf16())
+    if (cpu::cpuOffersAmxBf16())
       kernels += ", bf16 on amx";
     else if (cpu::cpuHasAvx512Bf16())
       kernels += ", bf16 on avx512bf16";

@@ -42,7 +42,7 @@ constexpr int64_t kBlockColumns = 2 * kPanelColumns; // a pair of panels
 constexpr int64_t kPairsPerChunk = 4;
 
 #if defined(__x86_64__)
-bool detectAmx() {
+bool processorOffersAmx() {
   const char *setting = std::getenv("CELLRUN_CPU_AMX");
   if (setting && std::strcmp(setting, "off") == 0)
     return false;
@@ -59,8 +59,10 @@ bool detectAmx() {
   uint32_t low, high;
   asm volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
   constexpr uint32_t kTileState = 3u << 17; // XTILECFG, XTILEDATA
-  if ((low & kTileState) != kTileState)
-    return false;
+  return (low & kTileState) == kTileState;
+}
+
+bool tileStateGranted() {
   // Linux hands the tile data out per process on request (5.16 and later).
   constexpr long kRequestPermission = 0x1023; // ARCH_REQ_XCOMP_PERM
   constexpr long kTileData = 18;              // XFEATURE_XTILEDATA
@@ -151,7 +153,7 @@ __attribute__((target("avx512f"))) void finishRow(const GemmEpilogue &epilogue,
 /// tiles from `a` (the next one `blocks` tiles on), B's panels `first` and
 /// `second` (tiles of 16 pairs, 64 bytes a row).
 template <int RowTiles, int ColumnTiles>
-__attribute__((target("amx-tile,amx-bf16"))) void
+__attribute__((target("avx512f,amx-tile,amx-bf16"))) void
 block(const uint16_t *a, int64_t blocks, const uint32_t *first,
       const uint32_t *second, float *out) {
   constexpr int64_t kPanelTileWords = kTileRows * kPanelColumns;
@@ -188,10 +190,13 @@ block(const uint16_t *a, int64_t blocks, const uint32_t *first,
 }
 
 /// Pairs of panels [begin, end) of D for all of A's rows (packed tiles).
-__attribute__((target("amx-tile,amx-bf16"))) void
+__attribute__((target("avx512f,amx-tile,amx-bf16"))) void
 panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
            const GemmEpilogue &epilogue, float *d, int64_t ldd, int64_t begin,
            int64_t end) {
+  // GCC's tile loads are asm that does not say it reads memory: the packed
+  // A (and B) must be in memory before any of them.
+  asm volatile("" ::: "memory");
   TileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.rows[t] = kTileRows;
@@ -230,9 +235,18 @@ panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
 #endif
 } // namespace
 
+bool cellrun::cpu::cpuOffersAmxBf16() {
+#if defined(__x86_64__)
+  static const bool offers = processorOffersAmx();
+  return offers;
+#else
+  return false;
+#endif
+}
+
 bool cellrun::cpu::cpuHasAmxBf16() {
 #if defined(__x86_64__)
-  static const bool has = detectAmx();
+  static const bool has = cpuOffersAmxBf16() && tileStateGranted();
   return has;
 #else
   return false;
@@ -240,7 +254,7 @@ bool cellrun::cpu::cpuHasAmxBf16() {
 }
 
 bool cellrun::cpu::amxTakes(const PackedMatrixBf16 &b) {
-  return b.depth() > 0 && cpuHasAmxBf16();
+  return b.depth() > 0 && b.paddedPairs() % kTileRows == 0 && cpuHasAmxBf16();
 }
 
 void cellrun::cpu::amxGemmBf16(const float *a, int64_t lda, int64_t m,

@@ -21,10 +21,16 @@
 namespace cellrun::cpu {
 class PackedMatrixBf16;
 
-/// Whether this process can run AMX bf16 tiles: the processor has AMX-TILE
-/// and AMX-BF16, the OS saves their state, and Linux granted the process
-/// the tile data (arch_prctl, asked once), and the AVX-512 kernels run
-/// (detectCpuIsa). CELLRUN_CPU_AMX=off says no.
+/// Whether the processor has AMX-TILE and AMX-BF16, the OS saves their
+/// state and the AVX-512 kernels run (detectCpuIsa); CELLRUN_CPU_AMX=off
+/// says no. Asks nothing of the OS.
+bool cpuOffersAmxBf16();
+
+/// cpuOffersAmxBf16, and Linux granted this process the tile data
+/// (arch_prctl, asked at the first call: only when bf16 weights are packed).
+/// Once granted, Linux refuses an alternate signal stack smaller than the
+/// signal frame with the tile state: a program embedding the runtime sizes
+/// its sigaltstacks by sysconf(_SC_SIGSTKSZ), not the old SIGSTKSZ.
 bool cpuHasAmxBf16();
 
 /// Whether the AMX kernel takes products by `b` (any of depth one or more)

@@ -61,7 +61,8 @@ void PackedMatrixBf16::Free::operator()(uint32_t *p) const { std::free(p); }
 PackedMatrixBf16::PackedMatrixBf16(const float *source, int64_t k, int64_t n,
                                    bool transposed)
     : k_(k), n_(n), panels_((n + kPanelColumns - 1) / kPanelColumns),
-      pairs_((k + 1) / 2), paddedPairs_((pairs_ + 15) / 16 * 16),
+      pairs_((k + 1) / 2),
+      paddedPairs_(cpuHasAmxBf16() ? (pairs_ + 15) / 16 * 16 : pairs_),
       data_(allocateWords(panels_ * paddedPairs_ * kPanelColumns)) {
   auto at = [&](int64_t row, int64_t column) -> uint32_t {
     if (row >= k || column >= n)

@@ -34,8 +34,8 @@ bool cpuHasAvx512Bf16();
 /// B (logically [k, n]) as bf16 in panels of 16 columns: panel p holds, for
 /// each pair of rows (2q, 2q+1), 16 32-bit words, word c = b[2q][16p+c] in
 /// its low half and b[2q+1][16p+c] in its high half (zero past k and n).
-/// Each panel's pairs are padded with zeros to a multiple of 16, so that
-/// every 16 of them are an AMX tile (GemmAmx.h).
+/// Where AMX runs (cpuHasAmxBf16), each panel's pairs are padded with zeros
+/// to a multiple of 16, so that every 16 of them are a tile (GemmAmx.h).
 class PackedMatrixBf16 {
 public:
   PackedMatrixBf16(const float *source, int64_t k, int64_t n, bool transposed);
@@ -44,7 +44,8 @@ public:
   int64_t columns() const { return n_; }
   int64_t panels() const { return panels_; }
   int64_t pairs() const { return pairs_; }
-  /// Pairs a panel holds, the zero padding included (a multiple of 16).
+  /// Pairs a panel holds, the zero padding included (a multiple of 16 where
+  /// AMX runs).
   int64_t paddedPairs() const { return paddedPairs_; }
   /// Pair `pair` of panel `panel`: 16 words.
   const uint32_t *panel(int64_t panel, int64_t pair = 0) const {
