@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ProcessorIsas.h"
+#include "backend/cpu/GemmAmx.h"
 #include "backend/cpu/PackedGemm.h"
 #include "backend/cpu/PackedGemmBf16.h"
 #include "backend/cpu/ThreadPool.h"
@@ -238,8 +239,11 @@ TEST(Bf16GemmTest, MatchesADoubleReferenceOfTheRoundedInputs) {
     std::vector<float> w = randomFloats(shape.n * shape.k, random); // [n, k]
     std::vector<float> bias = randomFloats(shape.n, random);
     PackedMatrixBf16 packed(w.data(), shape.k, shape.n, true);
-    for (bool avx512Bf16 : {false, true}) {
-      if (avx512Bf16 && !cpuHasAvx512Bf16())
+    // AMX (GemmAmx.h) sums in its own order: within the same bound.
+    for (Bf16Kernels kernels :
+         {Bf16Kernels::Portable, Bf16Kernels::Avx512Bf16, Bf16Kernels::Amx}) {
+      if ((kernels == Bf16Kernels::Avx512Bf16 && !cpuHasAvx512Bf16()) ||
+          (kernels == Bf16Kernels::Amx && !amxTakes(packed)))
         continue;
       for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
         GemmEpilogue epilogue;
@@ -249,14 +253,12 @@ TEST(Bf16GemmTest, MatchesADoubleReferenceOfTheRoundedInputs) {
         int64_t ldd = shape.n + 3;
         std::vector<float> d(shape.m * ldd, 42.0f);
         packedGemmBf16(a.data(), shape.k, shape.m, packed, epilogue, d.data(),
-                       ldd, workers,
-                       avx512Bf16 ? Bf16Kernels::Avx512Bf16
-                                  : Bf16Kernels::Portable);
+                       ldd, workers, kernels);
         // fp32 sums of products of bf16 values, which are exact.
         expectReference(
             shape, a, w, bias, d, ldd,
             [](float x) { return fromBf16(toBf16(x)); },
-            "avx512bf16=" + std::to_string(avx512Bf16));
+            "bf16 kernels " + std::to_string(static_cast<int>(kernels)));
       }
     }
   }
