@@ -78,14 +78,30 @@ PackedMatrixBf16::PackedMatrixBf16(const float *source, int64_t k, int64_t n,
         target[c] = at(2 * q, column) | at(2 * q + 1, column) << 16;
       }
     }
+  if (!cpuHasAmxBf16()) // AMX takes every product: no fp32 copy needed
+    widened_ = widen();
+}
+
+std::unique_ptr<PackedMatrix> PackedMatrixBf16::widen() const {
   // [n, 2 * pairs] row-major: column j of row 2q + s is bf16(b[2q + 1 - s][j]).
-  std::vector<float> swapped(static_cast<size_t>(n * 2 * pairs_));
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t row = 0; row < 2 * pairs_; ++row)
-      swapped[j * 2 * pairs_ + row] =
-          fromBf16(static_cast<uint16_t>(at(row ^ 1, j)));
-  widened_ =
-      std::make_unique<PackedMatrix>(swapped.data(), 2 * pairs_, n, true);
+  std::vector<float> swapped(static_cast<size_t>(n_ * 2 * pairs_));
+  for (int64_t j = 0; j < n_; ++j) {
+    int64_t p = j / kPanelColumns, c = j % kPanelColumns;
+    for (int64_t q = 0; q < pairs_; ++q) {
+      uint32_t word = panel(p, q)[c];
+      swapped[j * 2 * pairs_ + 2 * q] = fromBf16(uint16_t(word >> 16));
+      swapped[j * 2 * pairs_ + 2 * q + 1] = fromBf16(uint16_t(word));
+    }
+  }
+  return std::make_unique<PackedMatrix>(swapped.data(), 2 * pairs_, n_, true);
+}
+
+const PackedMatrix &PackedMatrixBf16::widened() const {
+  std::call_once(widenOnce_, [this] {
+    if (!widened_)
+      widened_ = widen();
+  });
+  return *widened_;
 }
 
 int cellrun::cpu::detail::bf16PanelsPerCall(int rows) {

@@ -22,6 +22,8 @@
 
 #include "PackedGemm.h"
 
+#include <mutex>
+
 namespace cellrun::cpu {
 
 /// `x` rounded to bf16 (nearest, ties to even; NaN stays a NaN).
@@ -54,21 +56,28 @@ public:
   /// Words from one panel to the next.
   int64_t panelStride() const { return paddedPairs_ * kPanelColumns; }
   /// B widened to fp32 with the rows of each pair swapped (2 * pairs rows:
-  /// b[1], b[0], b[3], b[2], ...), for products of many rows.
-  const PackedMatrix &widened() const { return *widened_; }
+  /// b[1], b[0], b[3], b[2], ...), for products of many rows. Made with B
+  /// where AMX does not run; where it does (and takes every product), only
+  /// at the first call (tests asking for the other kernels).
+  const PackedMatrix &widened() const;
+  /// Bytes of the packed forms made so far.
   size_t bytes() const {
     return static_cast<size_t>(panels_ * paddedPairs_ * kPanelColumns) *
                sizeof(uint32_t) +
-           widened_->bytes();
+           (widened_ ? widened_->bytes() : 0);
   }
 
 private:
   struct Free {
     void operator()(uint32_t *p) const;
   };
+  /// widened() from the bf16 pairs.
+  std::unique_ptr<PackedMatrix> widen() const;
+
   int64_t k_, n_, panels_, pairs_, paddedPairs_;
   std::unique_ptr<uint32_t[], Free> data_;
-  std::unique_ptr<PackedMatrix> widened_;
+  mutable std::once_flag widenOnce_;
+  mutable std::unique_ptr<PackedMatrix> widened_;
 };
 
 /// Up to this many rows a bf16 product runs on the bf16 kernels (reading
