@@ -78,9 +78,9 @@ public:
     // The kernels this processor runs (CELLRUN_CPU_ISA, CELLRUN_CPU_AMX).
     std::string kernels = cpu::cpuIsaName(cpu::detectCpuIsa());
     if (cpu::cpuOffersAmxBf16())
-      kernels += ", bf16 on amx";
+      kernels += ", bf16 products on amx";
     else if (cpu::cpuHasAvx512Bf16())
-      kernels += ", bf16 on avx512bf16";
+      kernels += ", bf16 products on avx512bf16";
     return "cpu (" + std::to_string(threadCount_) +
            (threadCount_ == 1 ? " thread, " : " threads, ") + kernels + ")";
   }

@@ -7,9 +7,10 @@
 // of the speed). B's panels are tiles already: pairs 16kb..16kb+15 of a
 // panel are 16 rows of 16 words, zero past k (PackedMatrixBf16), so any
 // depth runs (the padding adds products of zeros). A call of the block
-// kernel keeps a block of D
-// of up to 2 x 2 tiles (32 x 32) in the tile registers over the whole
-// depth, k blocks in order; the workers take pairs of panels.
+// kernel keeps a block of D of up to 2 x 2 tiles (32 x 32) in the tile
+// registers over the whole depth, k blocks in order; the workers take pairs
+// of panels, and each block's rows go through the epilogue as they leave
+// the tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "GemmAmx.h"
