@@ -16,7 +16,6 @@
 #include "cellrun/Device.h"
 
 #include "backend/cpu/CpuTaskRunner.h"
-#include "backend/cpu/GemmAmx.h"
 #include "backend/cpu/PackedGemmBf16.h"
 
 #include <CLI/CLI.hpp>
@@ -108,13 +107,10 @@ static const cellpack::CellType *chooseCell(const LoadedArtifact &artifact,
 /// Prints what is measured, the weight-read floor and the table's header.
 static void printPreamble(const cellpack::CellType &cell,
                           const Options &options, size_t weights, double read) {
-  const char *bf16 = cpu::cpuOffersAmxBf16()   ? "amx"
-                     : cpu::cpuHasAvx512Bf16() ? "avx512bf16"
-                                               : "portable";
   std::printf("cell %s of %s; CPU backend with %u thread(s), %s kernels (bf16 "
               "products on %s); %s\n",
               cell.name()->c_str(), options.modelPath.c_str(), options.threads,
-              cpu::cpuIsaName(cpu::detectCpuIsa()), bf16,
+              cpu::cpuIsaName(cpu::detectCpuIsa()), cpu::bf16KernelsName(),
               openblas_get_config());
   // OpenBLAS picks its kernels when it loads; Debian's 0.3.21 takes recent
   // Intel processors for a Prescott (SSE3).

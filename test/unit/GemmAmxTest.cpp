@@ -32,7 +32,7 @@ TEST(AmxGemmTest, PerRowBiasAndScaleOnly) {
   // The epilogue's other forms as the rows leave the tiles: a bias row per
   // row of D (biasStride n), and a scale without bias.
   SKIP_WITHOUT_AMX();
-  constexpr int64_t kRows = 19, kDepth = 70, kColumns = 37;
+  constexpr int64_t kRows = 40, kDepth = 70, kColumns = 37; // two blocks
   std::mt19937 random(29);
   std::vector<float> a = randomFloats(random, kRows * kDepth);
   std::vector<float> w = randomFloats(random, kColumns * kDepth);

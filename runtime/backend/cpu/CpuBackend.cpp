@@ -9,7 +9,6 @@
 #include "../Backend.h"
 
 #include "CpuTaskRunner.h"
-#include "GemmAmx.h"
 #include "PackedGemmBf16.h"
 #include "cellrun/Request.h"
 
@@ -76,13 +75,10 @@ public:
 
   std::string describe() const override {
     // The kernels this processor runs (CELLRUN_CPU_ISA, CELLRUN_CPU_AMX).
-    std::string kernels = cpu::cpuIsaName(cpu::detectCpuIsa());
-    if (cpu::cpuOffersAmxBf16())
-      kernels += ", bf16 products on amx";
-    else if (cpu::cpuHasAvx512Bf16())
-      kernels += ", bf16 products on avx512bf16";
     return "cpu (" + std::to_string(threadCount_) +
-           (threadCount_ == 1 ? " thread, " : " threads, ") + kernels + ")";
+           (threadCount_ == 1 ? " thread, " : " threads, ") +
+           cpu::cpuIsaName(cpu::detectCpuIsa()) + ", bf16 products on " +
+           cpu::bf16KernelsName() + ")";
   }
   bool asynchronous() const override { return false; }
 

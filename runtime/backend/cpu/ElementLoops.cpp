@@ -1,11 +1,12 @@
 //===- ElementLoops.cpp - Element-wise loops for the CPU's vectors --------===//
 //
 // One body per loop (always inlined), wrapped three times with a target
-// attribute so the compiler vectorises it for that width (ElementLoops.h).
+// attribute so the compiler vectorises it for that width (ElementLoops.h);
+// the loops over rows wherever they lie in explicit vectors.
 //
 //===----------------------------------------------------------------------===//
 #include "ElementLoops.h"
-#include "MaskedTails.h"
+#include "MaskedTails.h" // and the vector intrinsics
 
 using namespace cellrun::cpu;
 using namespace cellrun::cpu::detail;

@@ -9,8 +9,8 @@
 // depth runs (the padding adds products of zeros). A call of the block
 // kernel keeps a block of D of up to 2 x 2 tiles (32 x 32) in the tile
 // registers over the whole depth, k blocks in order; the workers take pairs
-// of panels, and each block's rows go through the epilogue as they leave
-// the tiles.
+// of panels, and each block goes through the epilogue as it leaves the
+// tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "GemmAmx.h"
@@ -121,34 +121,6 @@ __attribute__((target("avx512f"))) void packTiles(const float *a, int64_t lda,
   }
 }
 
-/// Columns [column, column + width) of D's row `row` from `sums` (the
-/// block's row, from its first column) through the epilogue as
-/// scaleRowsAddBias computes it (d = alpha * d, then + beta * bias), while
-/// they are in cache: one pass over D instead of two.
-__attribute__((target("avx512f"))) void finishRow(const GemmEpilogue &epilogue,
-                                                  int64_t row, int64_t column,
-                                                  int64_t width,
-                                                  const float *sums, float *d) {
-  d += column;
-  const float *bias = epilogue.bias
-                          ? epilogue.bias + row * epilogue.biasStride + column
-                          : nullptr;
-  const __m512 alpha = _mm512_set1_ps(epilogue.alpha),
-               beta = _mm512_set1_ps(epilogue.beta);
-  bool scaled = epilogue.alpha != 1.0f;
-  for (int64_t j = 0; j < width; j += 16) {
-    __mmask16 lanes = static_cast<__mmask16>(
-        width - j >= 16 ? 0xffff : (1u << (width - j)) - 1);
-    __m512 value = _mm512_maskz_loadu_ps(lanes, sums + j);
-    if (scaled)
-      value = _mm512_mul_ps(alpha, value);
-    if (bias)
-      value = _mm512_add_ps(
-          value, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(lanes, bias + j)));
-    _mm512_mask_storeu_ps(d + j, lanes, value);
-  }
-}
-
 /// A block of D of RowTiles x ColumnTiles tiles into `out` (32 x 32 floats,
 /// tile (i, j) at row 16i, column 16j) over `blocks` k blocks: A's row
 /// tiles from `a` (the next one `blocks` tiles on), B's panels `first` and
@@ -225,10 +197,17 @@ panelPairs(const uint16_t *packedA, int64_t m, const PackedMatrixBf16 &b,
         block<1, 2>(a, blocks, first, second, out);
       else
         block<1, 1>(a, blocks, first, second, out);
-      int64_t rows = std::min(m - t * kTileRows, (twoRows ? 2 : 1) * kTileRows);
+      int64_t row = t * kTileRows;
+      int64_t rows = std::min(m - row, (twoRows ? 2 : 1) * kTileRows);
+      // The epilogue on the block while it is in cache (one pass over D, not
+      // two): its bias from this block's first row and column.
+      GemmEpilogue shifted = epilogue;
+      if (shifted.bias)
+        shifted.bias += row * shifted.biasStride + column;
+      detail::finishColumns(rows, false, shifted, out, kBlockColumns, 0, width);
       for (int64_t i = 0; i < rows; ++i)
-        finishRow(epilogue, t * kTileRows + i, column, width,
-                  out + i * kBlockColumns, d + (t * kTileRows + i) * ldd);
+        std::memcpy(d + (row + i) * ldd + column, out + i * kBlockColumns,
+                    width * sizeof(float));
     }
   }
   _tile_release();

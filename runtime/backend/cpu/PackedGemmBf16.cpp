@@ -198,6 +198,12 @@ Bf16Kernels cellrun::cpu::bestBf16Kernels(const PackedMatrixBf16 &b) {
   return cpuHasAvx512Bf16() ? Bf16Kernels::Avx512Bf16 : Bf16Kernels::Portable;
 }
 
+const char *cellrun::cpu::bf16KernelsName() {
+  return cpuOffersAmxBf16()   ? "amx"
+         : cpuHasAvx512Bf16() ? "avx512bf16"
+                              : "portable";
+}
+
 void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,
                                   const PackedMatrixBf16 &b,
                                   const GemmEpilogue &epilogue, float *d,

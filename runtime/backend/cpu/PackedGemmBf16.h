@@ -93,6 +93,10 @@ enum class Bf16Kernels { Portable, Avx512Bf16, Amx };
 /// `b`, else AVX512_BF16 where the processor has it, else the portable ones.
 Bf16Kernels bestBf16Kernels(const PackedMatrixBf16 &b);
 
+/// What bf16 products run on here, for descriptions: "amx", "avx512bf16" or
+/// "portable" (asks nothing of the OS: cpuOffersAmxBf16).
+const char *bf16KernelsName();
+
 /// D[m, n] (row stride ldd) = epilogue(bf16(A[m, k]) * B) accumulated in
 /// fp32 on `kernels` (Amx only where amxTakes(b)).
 void packedGemmBf16(const float *a, int64_t lda, int64_t m,

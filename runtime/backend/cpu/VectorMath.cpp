@@ -8,18 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "VectorMath.h"
-#include "MaskedTails.h"
+#include "MaskedTails.h" // and the vector intrinsics
 
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
-
-#if defined(__x86_64__)
-// GCC 12's AVX-512 headers start some intrinsics from a self-initialised
-// "undefined" vector and then warn about it (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#endif
 
 using namespace cellrun::cpu;
 using namespace cellrun::cpu::detail;
