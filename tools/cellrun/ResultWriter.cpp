@@ -2,6 +2,7 @@
 #include "ResultWriter.h"
 #include "RunReport.h"
 
+#include <algorithm>
 #include <iostream>
 
 namespace cellrun::tool {
@@ -59,28 +60,61 @@ bool ResultWriter::finish() {
 }
 
 void ResultWriter::writeAll() {
+  // Results are taken in runs of those already in, in order. While the
+  // engine serves, this thread formats them alone; once every result is
+  // in (serving is over), the machine's cores share the formatting.
+  constexpr size_t kRun = 256;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::unique_ptr<RequestResult>> run;
+  std::vector<std::string> lines;
   while (true) {
-    std::unique_ptr<RequestResult> result;
+    run.clear();
+    bool allArrived;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (written_ == waiting_.size())
         return;
       arrivedOne_.wait(lock, [&] { return waiting_[written_] != nullptr; });
-      result = std::move(waiting_[written_]);
+      for (size_t next = written_;
+           next < waiting_.size() && waiting_[next] && run.size() < kRun;
+           ++next)
+        run.push_back(std::move(waiting_[next]));
+      allArrived = arrived_ == waiting_.size();
     }
-    if (result->status.isOk())
-      latenciesMs.push_back((result->queueMicros + result->computeMicros) /
-                            1000);
-    else
-      ++failed;
-    if (out_)
-      *out_ << resultLine(*result) << '\n';
-    else if (!result->status.isOk())
-      std::cerr << "cellrun: " << result->status.message() << "\n";
-    size_t bytes = dataBytes(*result);
-    result.reset(); // forgotten before the next is taken
+    lines.resize(run.size());
+    if (out_) {
+      auto format = [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i)
+          lines[i] = resultLine(*run[i]);
+      };
+      size_t helpers =
+          allArrived ? std::min<size_t>(cores, run.size() / 16) : 0;
+      std::vector<std::thread> threads;
+      size_t share = helpers > 1 ? (run.size() + helpers - 1) / helpers : 0;
+      for (size_t h = 1; h < helpers; ++h)
+        threads.emplace_back(format, h * share,
+                             std::min(run.size(), (h + 1) * share));
+      format(0, helpers > 1 ? share : run.size());
+      for (std::thread &thread : threads)
+        thread.join();
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < run.size(); ++i) {
+      const RequestResult &result = *run[i];
+      if (result.status.isOk())
+        latenciesMs.push_back((result.queueMicros + result.computeMicros) /
+                              1000);
+      else
+        ++failed;
+      if (out_)
+        *out_ << lines[i] << '\n';
+      else if (!result.status.isOk())
+        std::cerr << "cellrun: " << result.status.message() << "\n";
+      bytes += dataBytes(result);
+      run[i].reset(); // forgotten once written
+    }
     std::lock_guard<std::mutex> lock(mutex_);
-    ++written_;
+    written_ += run.size();
     pendingBytes_ -= bytes;
     wroteSome_.notify_all();
   }

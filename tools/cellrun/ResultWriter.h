@@ -4,8 +4,9 @@
 // them as result lines in input order as soon as the ones before them are
 // in, and forgets each once written, so the whole result set is never held
 // at once: the caller waits for room (waitForRoom) before it submits more
-// when the results not yet written exceed a byte budget. Without an output
-// file, failed requests' messages go to stderr in input order. It keeps
+// when the results not yet written exceed a byte budget. Once every result
+// is in (serving is over), the lines are formatted on all cores. Without an
+// output file, failed requests' messages go to stderr in input order. It keeps
 // each successful request's latency for the summary.
 //
 //===----------------------------------------------------------------------===//
