@@ -38,7 +38,8 @@ endif()
 # The server (server/), the load generator (loadgen/) and the cellrun tool:
 # Debian's cpp-httplib (with OpenSSL, zlib and brotli, as Debian builds it),
 # gRPC, spdlog and fmt; Boost.Beast and Asio (header-only), zlib and brotli
-# for compressed request bodies; CLI11 (header-only) for command lines.
+# for compressed request bodies; CLI11 (header-only) for command lines;
+# simdjson to read request JSON fast (server/JsonReader.cpp).
 if(CELL_BUILD_SERVER)
   find_package(CLI11 REQUIRED CONFIG)
   find_package(spdlog REQUIRED CONFIG)
@@ -47,6 +48,7 @@ if(CELL_BUILD_SERVER)
   find_package(Boost 1.74 REQUIRED)
   find_package(ZLIB REQUIRED)
   find_library(CELL_BROTLI_DECODER brotlidec REQUIRED)
+  find_package(simdjson REQUIRED CONFIG)
 endif()
 if(CELL_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -14,7 +14,7 @@ PACKAGES=(
   python3-onnx python3-numpy python3-torch python3-yaml
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev protobuf-compiler-grpc python3-prometheus-client python3-venv
-  gnuplot-nox libmimalloc-dev libboost-dev zlib1g-dev libbrotli-dev
+  gnuplot-nox libmimalloc-dev libboost-dev zlib1g-dev libbrotli-dev libsimdjson-dev
   dpkg-dev file
   haproxy prometheus
 )

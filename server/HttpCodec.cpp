@@ -1,5 +1,6 @@
 //===- HttpCodec.cpp - KServe v2 REST bodies, JSON and binary -------------===//
 #include "HttpCodec.h"
+#include "JsonReader.h"
 #include "SessionRouting.h"
 
 #include "cellrun/RequestJson.h"
@@ -358,9 +359,9 @@ serve::decodeInferRequest(std::string_view body,
   }
   std::string_view header = body.substr(0, jsonLength);
   std::string_view binary = body.substr(jsonLength);
-  // The runtime's strict reading: duplicate members and deep nesting are
-  // refused, as for `cellrun run`.
-  auto parsed = parseRequestJson(header);
+  // The runtime's strict reading (duplicate members and deep nesting are
+  // refused, as for `cellrun run`), through simdjson.
+  auto parsed = readRequestJsonFast(header);
   if (!parsed.ok())
     return bad("the request is not valid JSON: " + parsed.status().message());
   json root = std::move(parsed).value();
