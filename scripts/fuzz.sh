@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer for SECONDS:
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer options...]
 # TARGET: request_parser, artifact, http_infer (the runtime and the server's
-# codecs), body_decoding (compressed request bodies), onnx_import, manifest
+# codecs), body_decoding (compressed request bodies), json_reader (the
+# server's simdjson reading against the runtime's), onnx_import, manifest
 # (the compiler's ONNX reader, importer, manifest parser and binder, against
 # Debian's libMLIR 16).
 # Builds the target with clang 16 in build-fuzz/, seeds it
@@ -15,11 +16,11 @@
 # ctest replays that directory without clang (fuzz.replay.TARGET).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-targets="request_parser, artifact, http_infer, onnx_import, manifest, body_decoding"
+targets="request_parser, artifact, http_infer, onnx_import, manifest, body_decoding, json_reader"
 target="${1:?usage: fuzz.sh TARGET SECONDS [libFuzzer options]; TARGET: $targets}"
 seconds="${2:?usage: fuzz.sh TARGET SECONDS}"
 shift 2
-case "$target" in request_parser | artifact | http_infer | onnx_import | manifest | body_decoding) ;; *)
+case "$target" in request_parser | artifact | http_infer | onnx_import | manifest | body_decoding | json_reader) ;; *)
   echo "fuzz.sh: unknown target '$target' ($targets)" >&2
   exit 2
   ;;

@@ -74,6 +74,9 @@ bool convert(simdjson::dom::element element, int depth, Json &out) {
 } // namespace
 
 Result<Json> serve::readRequestJsonFast(std::string_view text) {
+  // An empty view may have no data at all: simdjson would memcpy from null.
+  if (text.empty())
+    return parseRequestJson(text);
   thread_local simdjson::dom::parser parser;
   Json json;
   simdjson::dom::element root;

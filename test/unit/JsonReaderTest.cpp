@@ -127,6 +127,11 @@ TEST(JsonReaderTest, RefusedTextGetsTheRuntimesMessage) {
                   std::string(kMaxJsonDepth + 1, ']'));
   for (const std::string &text : texts)
     expectSameReading(text);
+  // No text at all (a view of no data, as an HTTP body with no JSON part).
+  auto none = serve::readRequestJsonFast(std::string_view());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            parseRequestJson(std::string_view()).status().message());
   EXPECT_FALSE(serve::readRequestJsonFast("{\"a\": 1, \"a\": 2}").ok());
   EXPECT_EQ(
       serve::readRequestJsonFast("{\"a\": 1, \"a\": 2}").status().message(),

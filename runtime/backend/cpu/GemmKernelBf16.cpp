@@ -18,6 +18,19 @@ using namespace cellrun::cpu;
 using namespace cellrun::cpu::detail;
 
 namespace {
+/// acc plus the products of the bf16 pairs of `a` and `b` (VDPBF16PS).
+/// clang 16 crashes selecting the intrinsic's bf16 vectors (any -O above
+/// 0): there it is the instruction itself.
+__attribute__((target("avx512f,avx512bf16"), always_inline)) inline __m512
+addPairProducts(__m512 acc, __m512i a, __m512i b) {
+#if defined(__clang__) && __clang_major__ < 17
+  asm("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+#else
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+#endif
+}
+
 #define CELL_ROW_PANELS(X, i)                                                  \
   X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
 #define CELL_PAIRS(X)                                                          \
@@ -43,21 +56,20 @@ bf16Block(int64_t pairs, const uint32_t *a, const uint32_t *b,
 #pragma GCC unroll 2
   for (int64_t p = 0; p < pairs; ++p) {
 #define CELL_LOAD(q)                                                           \
-  __m512bh weights##q = (__m512bh)_mm512_setzero_si512();                      \
+  __m512i weights##q = _mm512_setzero_si512();                                 \
   if constexpr (q < Panels) {                                                  \
     const uint32_t *panel##q = b + q * panelStride + p * kPanelColumns;        \
     _mm_prefetch(                                                              \
         reinterpret_cast<const char *>(panel##q + 24 * kPanelColumns),         \
         _MM_HINT_T0);                                                          \
-    weights##q = (__m512bh)_mm512_load_si512(panel##q);                        \
+    weights##q = _mm512_load_si512(panel##q);                                  \
   }
     CELL_PANELS(CELL_LOAD)
 #undef CELL_LOAD
 #define CELL_STEP(i, q)                                                        \
   if constexpr (i < Rows && q < Panels)                                        \
-    acc##i##q = _mm512_dpbf16_ps(                                              \
-        acc##i##q,                                                             \
-        (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * Rows + i])),        \
+    acc##i##q = addPairProducts(                                               \
+        acc##i##q, _mm512_set1_epi32(static_cast<int>(a[p * Rows + i])),       \
         weights##q);
     CELL_PAIRS(CELL_STEP)
 #undef CELL_STEP
