@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 
 using namespace cellrun;
@@ -12,13 +13,28 @@ using simdjson::dom::element_type;
 
 namespace {
 
-/// Documents larger than this do not keep their parser's buffers.
-constexpr size_t kKeptParserBytes = size_t(1) << 20;
+/// Documents larger than this do not keep their parser's buffers (about 15
+/// bytes a byte of text).
+constexpr size_t kKeptParserBytes = size_t(64) << 10;
+
+/// Whether `text` may hold the integer -0 (in a string or not): nlohmann
+/// keeps it signed, while simdjson gives the same 0 as for "0".
+bool mayHoldMinusZero(std::string_view text) {
+  for (size_t at = text.find("-0"); at != text.npos;
+       at = text.find("-0", at + 2)) {
+    char next = at + 2 < text.size() ? text[at + 2] : ' ';
+    if (next != '.' && next != 'e' && next != 'E')
+      return true;
+  }
+  return false;
+}
 
 /// `element` as nlohmann::json into `out`; false where the runtime's reading
 /// must decide: a duplicate member, or nesting near its limit (the runtime
-/// counts depth its own way; requests never come near it).
-bool convert(simdjson::dom::element element, int depth, Json &out) {
+/// counts depth its own way; requests never come near it). `sawZero` is set
+/// at an integer 0.
+bool convert(simdjson::dom::element element, int depth, Json &out,
+             bool &sawZero) {
   if (depth >= kMaxJsonDepth - 2)
     return false;
   switch (element.type()) {
@@ -28,7 +44,7 @@ bool convert(simdjson::dom::element element, int depth, Json &out) {
     auto &values = out.get_ref<Json::array_t &>();
     values.reserve(array.size()); // saturates at 2^24 - 1: a hint only
     for (simdjson::dom::element child : array)
-      if (!convert(child, depth + 1, values.emplace_back()))
+      if (!convert(child, depth + 1, values.emplace_back(), sawZero))
         return false;
     return true;
   }
@@ -38,14 +54,15 @@ bool convert(simdjson::dom::element element, int depth, Json &out) {
     simdjson::dom::object object = element.get_object().value_unsafe();
     for (simdjson::dom::key_value_pair field : object) {
       auto [at, inserted] = members.try_emplace(std::string(field.key));
-      if (!inserted || !convert(field.value, depth + 1, at->second))
+      if (!inserted || !convert(field.value, depth + 1, at->second, sawZero))
         return false;
     }
     return true;
   }
   case element_type::INT64: {
-    // nlohmann keeps a non-negative integer unsigned.
+    // nlohmann keeps a non-negative integer unsigned (but -0 signed).
     int64_t value = element.get_int64().value_unsafe();
+    sawZero |= value == 0;
     if (value >= 0)
       out = static_cast<uint64_t>(value);
     else
@@ -79,11 +96,18 @@ Result<Json> serve::readRequestJsonFast(std::string_view text) {
     return parseRequestJson(text);
   thread_local simdjson::dom::parser parser;
   Json json;
-  simdjson::dom::element root;
-  // Copied into the parser's padded buffer (realloc_if_needed).
-  bool converted = parser.parse(text.data(), text.size(), true).get(root) ==
-                       simdjson::SUCCESS &&
-                   convert(root, 0, json);
+  bool converted = false;
+  try {
+    simdjson::dom::element root;
+    bool sawZero = false;
+    // Copied into the parser's padded buffer (realloc_if_needed).
+    converted = parser.parse(text.data(), text.size(), true).get(root) ==
+                    simdjson::SUCCESS &&
+                convert(root, 0, json, sawZero) &&
+                !(sawZero && mayHoldMinusZero(text));
+  } catch (const std::exception &) {
+    converted = false; // out of memory, say: the runtime's reader reports it
+  }
   if (text.size() > kKeptParserBytes)
     parser = simdjson::dom::parser();
   if (converted)

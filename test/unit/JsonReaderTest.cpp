@@ -88,6 +88,11 @@ TEST(JsonReaderTest, EveryKindOfValueReadsAsTheRuntimeReadsIt) {
       R"({"s": "x\u00e9\n\t\"\\\/\b\f\r", "t": "\ud83d\ude00", "u": ""})",
       R"({"x": [true, false, null, [], {}, [[[]]], {"y": {"z": null}}]})",
       " \t\n[ 1 , 2 ]\r\n",
+      // -0 alone (signed in nlohmann), beside 0, in a string, as a float.
+      R"({"b": -0})",
+      "[0, -0, 0]",
+      R"({"id": "a-0", "n": 0})",
+      "[-0.0, -0e1, -0E1, 0]",
       "\"just a string\"",
       "42",
       "null",

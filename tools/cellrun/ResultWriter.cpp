@@ -64,6 +64,9 @@ void ResultWriter::writeAll() {
   // engine serves, this thread formats them alone; once every result is
   // in (serving is over), the machine's cores share the formatting.
   constexpr size_t kRun = 256;
+  // The data of a run's results, at most (their text is about 3x as much;
+  // --result-buffer-mb counts the results still waiting only).
+  constexpr size_t kRunBytes = size_t(16) << 20;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::unique_ptr<RequestResult>> run;
   std::vector<std::string> lines;
@@ -75,10 +78,13 @@ void ResultWriter::writeAll() {
       if (written_ == waiting_.size())
         return;
       arrivedOne_.wait(lock, [&] { return waiting_[written_] != nullptr; });
-      for (size_t next = written_;
-           next < waiting_.size() && waiting_[next] && run.size() < kRun;
-           ++next)
+      size_t runBytes = 0;
+      for (size_t next = written_; next < waiting_.size() && waiting_[next] &&
+                                   run.size() < kRun && runBytes < kRunBytes;
+           ++next) {
+        runBytes += dataBytes(*waiting_[next]);
         run.push_back(std::move(waiting_[next]));
+      }
       allArrived = arrived_ == waiting_.size();
     }
     lines.resize(run.size());
@@ -106,9 +112,10 @@ void ResultWriter::writeAll() {
                               1000);
       else
         ++failed;
-      if (out_)
+      if (out_) {
         *out_ << lines[i] << '\n';
-      else if (!result.status.isOk())
+        std::string().swap(lines[i]); // its memory too
+      } else if (!result.status.isOk())
         std::cerr << "cellrun: " << result.status.message() << "\n";
       bytes += dataBytes(result);
       run[i].reset(); // forgotten once written
