@@ -1,6 +1,7 @@
 //===- ResultWriter.cpp - `cellrun run`'s results, in input order ---------===//
 #include "ResultWriter.h"
 #include "RunReport.h"
+#include "Shares.h"
 
 #include <algorithm>
 #include <iostream>
@@ -93,16 +94,10 @@ void ResultWriter::writeAll() {
         for (size_t i = begin; i < end; ++i)
           lines[i] = resultLine(*run[i]);
       };
-      size_t helpers =
-          allArrived ? std::min<size_t>(cores, run.size() / 16) : 0;
-      std::vector<std::thread> threads;
-      size_t share = helpers > 1 ? (run.size() + helpers - 1) / helpers : 0;
-      for (size_t h = 1; h < helpers; ++h)
-        threads.emplace_back(format, h * share,
-                             std::min(run.size(), (h + 1) * share));
-      format(0, helpers > 1 ? share : run.size());
-      for (std::thread &thread : threads)
-        thread.join();
+      // A thread for every 16 lines at most.
+      runInShares(run.size(),
+                  allArrived ? std::min<size_t>(cores, run.size() / 16) : 1,
+                  format);
     }
     size_t bytes = 0;
     for (size_t i = 0; i < run.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "Run.h"
 #include "ResultWriter.h"
 #include "RunReport.h"
+#include "Shares.h"
 
 #include "JsonReader.h"
 
@@ -150,15 +151,7 @@ std::vector<InputLine> readRequests(std::istream &input,
         }
       }
     };
-    size_t threads = std::min<size_t>(cores, run.size());
-    size_t share = (run.size() + threads - 1) / std::max<size_t>(threads, 1);
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < threads; ++t)
-      helpers.emplace_back(parseLines, std::min(run.size(), t * share),
-                           std::min(run.size(), (t + 1) * share));
-    parseLines(0, std::min(run.size(), share));
-    for (std::thread &helper : helpers)
-      helper.join();
+    runInShares(run.size(), cores, parseLines);
     run.clear();
   };
   std::string line;

@@ -59,8 +59,8 @@ class Unfolder {
 public:
   virtual ~Unfolder() = default;
   /// InvalidArgument with a precise message when `request` is malformed.
-  /// Called from several threads at once (the server's, `cellrun run`'s
-  /// parsing): it must not change the unfolder.
+  /// May be called from several threads at once (a server's threads each
+  /// parsing a request): it must not change the unfolder.
   virtual Status check(const nlohmann::json &request) const = 0;
   /// At most how many nodes' outputs the request holds at once when its
   /// nodes run one at a time (the engine reserves rows for that many, and
