@@ -74,7 +74,13 @@ std::string RequestParser::decodeLimitText() const {
 
 Result<Request> RequestParser::parse(std::string_view text,
                                      const std::string &fallbackId) const {
-  auto json = parseRequestJson(text);
+  return parse(text, fallbackId, parseRequestJson);
+}
+
+Result<Request> RequestParser::parse(std::string_view text,
+                                     const std::string &fallbackId,
+                                     JsonReader read) const {
+  auto json = read(text);
   if (!json.ok())
     return bad("request " + fallbackId,
                "not valid JSON: " + json.status().message());

@@ -137,11 +137,7 @@ std::vector<InputLine> readRequests(std::istream &input,
       for (size_t i = begin; i < end; ++i) {
         auto &[text, number] = run[i];
         std::string fallback = "line " + std::to_string(number);
-        // Read fast; text that is not JSON again by the parser, for its
-        // message.
-        auto json = serve::readRequestJsonFast(text);
-        auto request = json.ok() ? parser.fromJson(json.value(), fallback)
-                                 : parser.parse(text, fallback);
+        auto request = parser.parse(text, fallback, serve::readRequestJsonFast);
         InputLine &parsed = lines[first + i];
         if (request.ok()) {
           parsed.request = std::move(request).value();

@@ -59,6 +59,12 @@ public:
   /// ...".
   Result<Request> parse(std::string_view text,
                         const std::string &fallbackId) const;
+  /// How JSON text is read: parseRequestJson, or a reader that gives the
+  /// same trees and errors (the server's simdjson one).
+  using JsonReader = Result<nlohmann::json> (*)(std::string_view text);
+  /// parse, with the text read by `read`.
+  Result<Request> parse(std::string_view text, const std::string &fallbackId,
+                        JsonReader read) const;
   /// The same from JSON already read (named apart from parse, since a
   /// string converts to either).
   Result<Request> fromJson(const nlohmann::json &json,
