@@ -16,13 +16,20 @@ static size_t dataBytes(const RequestResult &result) {
   return bytes;
 }
 
-ResultWriter::ResultWriter(std::ostream *out, size_t count, size_t budgetBytes)
-    : out_(out), budgetBytes_(budgetBytes), waiting_(count) {
-  latenciesMs.reserve(count);
+ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes)
+    : out_(out), budgetBytes_(budgetBytes) {
   thread_ = std::thread([this] { writeAll(); });
 }
 
-ResultWriter::~ResultWriter() { finish(); }
+ResultWriter::~ResultWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (total_ == SIZE_MAX)
+      abandoned_ = true; // the input never ended: write what is in order
+  }
+  arrivedOne_.notify_one();
+  finish();
+}
 
 void ResultWriter::put(size_t index, RequestResult result) {
   // With nothing to write, only the status and times are kept: the data
@@ -35,17 +42,29 @@ void ResultWriter::put(size_t index, RequestResult result) {
   auto owned = std::make_unique<RequestResult>(std::move(result));
   size_t bytes = dataBytes(*owned);
   std::lock_guard<std::mutex> lock(mutex_);
-  waiting_[index] = std::move(owned);
+  size_t slot = index - taken_;
+  if (slot >= waiting_.size())
+    waiting_.resize(slot + 1);
+  waiting_[slot] = std::move(owned);
   pendingBytes_ += bytes;
   ++arrived_;
-  if (index == written_)
+  if (slot == 0)
     arrivedOne_.notify_one();
+}
+
+void ResultWriter::expectTotal(size_t total) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    total_ = total;
+  }
+  arrivedOne_.notify_one();
+  wroteSome_.notify_all();
 }
 
 void ResultWriter::waitForRoom() {
   std::unique_lock<std::mutex> lock(mutex_);
   wroteSome_.wait(lock, [&] {
-    return pendingBytes_ <= budgetBytes_ || written_ == waiting_.size();
+    return pendingBytes_ <= budgetBytes_ || written_ == total_;
   });
 }
 
@@ -76,17 +95,19 @@ void ResultWriter::writeAll() {
     bool allArrived;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (written_ == waiting_.size())
-        return;
-      arrivedOne_.wait(lock, [&] { return waiting_[written_] != nullptr; });
+      auto nextIn = [&] { return !waiting_.empty() && waiting_.front(); };
+      arrivedOne_.wait(
+          lock, [&] { return nextIn() || taken_ == total_ || abandoned_; });
+      if (!nextIn())
+        return; // all written, or abandoned with the next not in
       size_t runBytes = 0;
-      for (size_t next = written_; next < waiting_.size() && waiting_[next] &&
-                                   run.size() < kRun && runBytes < kRunBytes;
-           ++next) {
-        runBytes += dataBytes(*waiting_[next]);
-        run.push_back(std::move(waiting_[next]));
+      while (nextIn() && run.size() < kRun && runBytes < kRunBytes) {
+        runBytes += dataBytes(*waiting_.front());
+        run.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
       }
-      allArrived = arrived_ == waiting_.size();
+      taken_ += run.size();
+      allArrived = arrived_ == total_;
     }
     lines.resize(run.size());
     if (out_) {

@@ -4,8 +4,9 @@
 // them as result lines in input order as soon as the ones before them are
 // in, and forgets each once written, so the whole result set is never held
 // at once: the caller waits for room (waitForRoom) before it submits more
-// when the results not yet written exceed a byte budget. Once every result
-// is in (serving is over), the lines are formatted on all cores. Without an
+// when the results not yet written exceed a byte budget. How many results
+// there are is told once the input has ended (expectTotal). Once every
+// result is in (serving is over), the lines are formatted on all cores. Without an
 // output file, failed requests' messages go to stderr in input order. It keeps
 // each successful request's latency for the summary.
 //
@@ -16,6 +17,8 @@
 #include "cellrun/Request.h"
 
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -26,14 +29,18 @@ namespace cellrun::tool {
 
 class ResultWriter {
 public:
-  /// `count` results, written to `out` (null: none are written);
-  /// `budgetBytes`: the output data that may wait to be written.
-  ResultWriter(std::ostream *out, size_t count, size_t budgetBytes);
-  /// Waits for the results still to come, then for the writing.
+  /// Results written to `out` (null: none are written); `budgetBytes`:
+  /// the output data that may wait to be written.
+  ResultWriter(std::ostream *out, size_t budgetBytes);
+  /// Waits for the results still to come (after expectTotal; without it,
+  /// those in order so far), then for the writing.
   ~ResultWriter();
 
   /// The result of input `index` (any thread, once per index; never waits).
   void put(size_t index, RequestResult result);
+  /// There are `total` results (inputs 0..total-1): the writing ends once
+  /// they are written.
+  void expectTotal(size_t total);
   /// Waits while the results not yet written hold more than the budget.
   void waitForRoom();
   /// Results put so far.
@@ -54,8 +61,11 @@ private:
   size_t budgetBytes_;
   mutable std::mutex mutex_;
   std::condition_variable arrivedOne_, wroteSome_;
-  std::vector<std::unique_ptr<RequestResult>> waiting_;
-  size_t arrived_ = 0, written_ = 0;
+  /// Results of inputs taken_, taken_ + 1, ... (null: not in yet).
+  std::deque<std::unique_ptr<RequestResult>> waiting_;
+  size_t arrived_ = 0, taken_ = 0, written_ = 0;
+  size_t total_ = SIZE_MAX; // unknown until expectTotal
+  bool abandoned_ = false;
   size_t pendingBytes_ = 0;
   std::thread thread_;
 };

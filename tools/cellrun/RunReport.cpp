@@ -109,8 +109,13 @@ void printSummary(const std::string &model, const std::string &policy,
     std::printf("workers: %s tasks, %llu requests moved between them\n",
                 perWorker.c_str(), (unsigned long long)stats.requestsMoved);
   }
-  std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving\n",
+  std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving",
               times.parse, times.serve, times.write);
+  if (times.parseWhileServing > 0)
+    std::printf(" (%.3f s of the parsing while serving: the input was "
+                "larger than --read-ahead)",
+                times.parseWhileServing);
+  std::printf("\n");
   uint64_t steps = stats.rowSteps();
   double host = stats.roundSeconds - stats.executorSeconds;
   auto nanos = [&](double part) { return steps ? part * 1e9 / steps : 0.0; };

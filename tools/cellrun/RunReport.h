@@ -21,11 +21,12 @@ namespace cellrun::tool {
 /// and the times.
 std::string resultLine(const RequestResult &result);
 
-/// Seconds a run spent reading and checking its requests, serving them
-/// (from the first submission to the last result), and writing results
-/// after the last one arrived.
+/// Seconds a run spent reading and checking its requests (in all, and the
+/// part of it after serving began), serving them (from the first
+/// submission to the last result), and writing results after the last one
+/// arrived.
 struct RunTimes {
-  double parse = 0, serve = 0, write = 0;
+  double parse = 0, parseWhileServing = 0, serve = 0, write = 0;
 };
 
 /// The summary after a run: throughput and latency percentiles (of the
