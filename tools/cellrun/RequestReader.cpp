@@ -73,9 +73,9 @@ void RequestReader::readUpTo(size_t budget) {
     linesRead_ += run.size();
     run.clear();
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   parseSeconds_ += seconds;
   if (taken_)
     parseSecondsAfterFirst_ += seconds;

@@ -6,9 +6,9 @@
 // at once: the caller waits for room (waitForRoom) before it submits more
 // when the results not yet written exceed a byte budget. How many results
 // there are is told once the input has ended (expectTotal). Once every
-// result is in (serving is over), the lines are formatted on all cores. Without an
-// output file, failed requests' messages go to stderr in input order. It keeps
-// each successful request's latency for the summary.
+// result is in (serving is over), the lines are formatted on all cores. Without
+// an output file, failed requests' messages go to stderr in input order. It
+// keeps each successful request's latency for the summary.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_RESULTWRITER_H
