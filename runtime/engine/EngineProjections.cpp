@@ -130,8 +130,9 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
       Executor::TaskIO io;
       for (uint32_t r = 0; r < rows.count(); ++r) {
         auto [e, s] = steps[first + r];
+        // Read where the request's row lies: not copied into the pool.
         io.writes.push_back(
-            {0, r, entries[e]->graph->request().steps.row(s, d)});
+            {0, r, entries[e]->graph->request().steps.row(s, d), true});
         io.reads.push_back({0, r, destinations[d][first + r]});
       }
       Clock::time_point before = Clock::now();
