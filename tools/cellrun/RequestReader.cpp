@@ -5,74 +5,119 @@
 #include "JsonReader.h"
 
 #include <chrono>
-#include <string>
-#include <thread>
 #include <vector>
 
 namespace cellrun::tool {
 
-RequestReader::RequestReader(std::istream &input, const RequestParser &parser,
-                             size_t readAheadBytes)
-    : input_(input), parser_(parser),
-      readAheadBytes_(std::max<size_t>(readAheadBytes, 1)) {}
+/// Lines parsed together while serving (all cores share a run).
+static constexpr size_t kRun = 1024;
 
-void RequestReader::fill() { readUpTo(readAheadBytes_); }
+RequestReader::RequestReader(std::istream &input, const RequestParser &parser,
+                             size_t readAheadBytes, bool fillFirst)
+    : input_(input), parser_(parser),
+      readAheadBytes_(std::max<size_t>(readAheadBytes, 1)),
+      fillFirst_(fillFirst) {
+  thread_ = std::thread([this] { readLines(); });
+}
+
+RequestReader::~RequestReader() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  tookSome_.notify_all();
+  // Only a thread still blocked reading a stream that never ends would
+  // keep this waiting; the caller takes every line before it gets here.
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void RequestReader::readLines() {
+  std::string text;
+  size_t lineNumber = 0;
+  while (true) {
+    {
+      // Room for a line: the text not yet parsed stays within the budget.
+      std::unique_lock<std::mutex> lock(mutex_);
+      tookSome_.wait(
+          lock, [&] { return stopping_ || unparsedBytes_ < readAheadBytes_; });
+      if (stopping_)
+        break;
+    }
+    if (!std::getline(input_, text))
+      break;
+    ++lineNumber;
+    if (text.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    unparsedBytes_ += text.size() + 1;
+    unparsed_.emplace_back(std::move(text), lineNumber);
+    readSome_.notify_one();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ended_ = true;
+  failed_ = input_.bad();
+  readSome_.notify_one();
+}
+
+void RequestReader::fill() {
+  if (!fillFirst_)
+    return;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    readSome_.wait(lock,
+                   [&] { return ended_ || unparsedBytes_ >= readAheadBytes_; });
+  }
+  parseAtHand(SIZE_MAX);
+}
 
 bool RequestReader::next(InputLine &line) {
-  if (!ended_ && bufferedBytes_ < readAheadBytes_ / 2)
-    fill();
-  if (buffered_.empty())
+  if (parsed_.empty())
+    parseAtHand(kRun);
+  if (parsed_.empty())
     return false;
-  line = std::move(buffered_.front().first);
-  bufferedBytes_ -= buffered_.front().second;
-  buffered_.pop_front();
+  line = std::move(parsed_.front());
+  parsed_.pop_front();
   taken_ = true;
+  ++linesTaken_;
   return true;
 }
 
-void RequestReader::readUpTo(size_t budget) {
-  // Lines are parsed in runs, each run on all cores.
-  constexpr size_t kRun = 1024;
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  auto start = std::chrono::steady_clock::now();
+void RequestReader::parseAtHand(size_t most) {
   std::vector<std::pair<std::string, size_t>> run; // (text, line number)
-  std::string text;
-  while (!ended_ && bufferedBytes_ < budget) {
-    size_t runBytes = 0;
-    while (run.size() < kRun && bufferedBytes_ + runBytes < budget) {
-      if (!std::getline(input_, text)) {
-        ended_ = true;
-        break;
-      }
-      ++lineNumber_;
-      if (text.find_first_not_of(" \t\r") == std::string::npos)
-        continue;
-      runBytes += text.size() + 1;
-      run.emplace_back(std::move(text), lineNumber_);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    readSome_.wait(lock, [&] { return ended_ || !unparsed_.empty(); });
+    while (!unparsed_.empty() && run.size() < most) {
+      unparsedBytes_ -= unparsed_.front().first.size() + 1;
+      run.push_back(std::move(unparsed_.front()));
+      unparsed_.pop_front();
     }
-    size_t first = buffered_.size();
-    buffered_.resize(first + run.size());
-    auto parseLines = [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        auto &[lineText, number] = run[i];
-        std::string fallback = "line " + std::to_string(number);
-        auto request =
-            parser_.parse(lineText, fallback, serve::readRequestJsonFast);
-        auto &[parsed, bytes] = buffered_[first + i];
-        bytes = lineText.size() + 1;
-        if (request.ok()) {
-          parsed.request = std::move(request).value();
-        } else {
-          parsed.refused.id = RequestParser::requestId(lineText, fallback);
-          parsed.refused.status = request.status();
-        }
-      }
-    };
-    runInShares(run.size(), cores, parseLines);
-    bufferedBytes_ += runBytes;
-    linesRead_ += run.size();
-    run.clear();
   }
+  tookSome_.notify_one();
+  if (run.empty())
+    return;
+  auto start = std::chrono::steady_clock::now();
+  size_t first = parsed_.size();
+  parsed_.resize(first + run.size());
+  auto parseLines = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      auto &[text, number] = run[i];
+      std::string fallback = "line " + std::to_string(number);
+      auto request = parser_.parse(text, fallback, serve::readRequestJsonFast);
+      InputLine &parsed = parsed_[first + i];
+      if (request.ok()) {
+        parsed.request = std::move(request).value();
+      } else {
+        parsed.refused.id = RequestParser::requestId(text, fallback);
+        parsed.refused.status = request.status();
+      }
+    }
+  };
+  // A thread for every 16 lines at most.
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  runInShares(run.size(), std::min<size_t>(cores, (run.size() + 15) / 16),
+              parseLines);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

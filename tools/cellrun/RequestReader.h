@@ -1,13 +1,16 @@
 //===- RequestReader.h - `cellrun run`'s requests, read ahead ---*- C++ -*-===//
 //
-// Reads request lines (one JSON object a line) ahead of the serving, at most
-// a budget of text at a time: runs of lines are parsed and checked against
-// the model on all cores, and handed out one by one in input order. The
-// first fill reads until the budget is full or the input ends, so a file
-// that fits is read whole before the first request is served (the serving's
-// own time stays apart); a larger one, or an endless stream, is read on as
-// the buffered text falls below half the budget. A line that is not a
-// request becomes the result that says why, with its line number.
+// Reads request lines (one JSON object a line) ahead of the serving on a
+// thread of its own, holding at most a budget of text not yet parsed; the
+// caller takes them one by one in input order, parsed and checked against
+// the model in runs of the lines at hand, each run on all cores. From a
+// file, the first fill reads until the budget is full or the file ends and
+// parses it all, so an input that fits is read whole before the first
+// request is served (the serving's own time stays apart), and a larger one
+// is read on as it is served. From a pipe (standard input), lines are
+// served as they come: a producer that writes slowly gets its results
+// without waiting for more input. A line that is not a request becomes the
+// result that says why, with its line number.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_REQUESTREADER_H
@@ -15,9 +18,13 @@
 
 #include "cellrun/Engine.h"
 
+#include <condition_variable>
 #include <deque>
 #include <istream>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
 
 namespace cellrun::tool {
 
@@ -29,40 +36,56 @@ struct InputLine {
 
 class RequestReader {
 public:
-  /// Reads `input` (owned by the caller) with `parser`, holding at most
-  /// about `readAheadBytes` of request text (at least one line) parsed
-  /// and not yet taken.
+  /// Reads `input` (owned by the caller, read only by the reader's thread
+  /// until it ends) with `parser`, holding at most about `readAheadBytes`
+  /// of request text (at least one line) read and not yet parsed. With
+  /// `fillFirst` (a file), fill() waits for that much or the end.
   RequestReader(std::istream &input, const RequestParser &parser,
-                size_t readAheadBytes);
+                size_t readAheadBytes, bool fillFirst);
+  /// Stops the reading (the caller has taken every line or gives up).
+  ~RequestReader();
 
-  /// Reads and parses until the budget is full or the input ends.
+  /// With fillFirst: waits until the budget is full or the input ended,
+  /// and parses all of it; else nothing.
   void fill();
-  /// The next line in input order (reading on first when the buffered text
-  /// is below half the budget); false once every line has been taken.
+  /// The next line in input order (waiting for one when none is at hand);
+  /// false once every line has been taken.
   bool next(InputLine &line);
 
-  /// Seconds spent reading and parsing so far, and how many of them after
-  /// the first line was taken (while serving).
+  /// Seconds spent parsing so far, and how many of them after the first
+  /// line was taken (while serving).
   double parseSeconds() const { return parseSeconds_; }
   double parseSecondsAfterFirst() const { return parseSecondsAfterFirst_; }
-  /// Request lines read so far (blank lines are not counted).
-  size_t linesRead() const { return linesRead_; }
-  /// True when reading stopped on an error of the stream, not at its end.
-  bool readFailed() const { return input_.bad(); }
+  /// Request lines taken so far (blank lines are not counted).
+  size_t linesTaken() const { return linesTaken_; }
+  /// After every line was taken: true when reading stopped on an error of
+  /// the stream, not at its end.
+  bool readFailed() const { return failed_; }
 
 private:
-  /// Reads runs of lines and parses each until `budget` bytes of text are
-  /// buffered or the input ends.
-  void readUpTo(size_t budget);
+  void readLines();
+  /// Parses the lines read so far (at most `most`; waiting for one when
+  /// none is there) into `parsed_`.
+  void parseAtHand(size_t most);
 
   std::istream &input_;
   const RequestParser &parser_;
   size_t readAheadBytes_;
-  bool ended_ = false, taken_ = false;
-  size_t lineNumber_ = 0, linesRead_ = 0, bufferedBytes_ = 0;
+  bool fillFirst_;
+
+  std::mutex mutex_;
+  std::condition_variable readSome_, tookSome_;
+  /// Lines read and not yet parsed (text, line number), and their bytes.
+  std::deque<std::pair<std::string, size_t>> unparsed_;
+  size_t unparsedBytes_ = 0;
+  bool ended_ = false, failed_ = false, stopping_ = false;
+  std::thread thread_;
+
+  // The caller's thread only.
+  std::deque<InputLine> parsed_;
+  bool taken_ = false;
+  size_t linesTaken_ = 0;
   double parseSeconds_ = 0, parseSecondsAfterFirst_ = 0;
-  /// Parsed lines not yet taken, with their text's size.
-  std::deque<std::pair<InputLine, size_t>> buffered_;
 };
 
 } // namespace cellrun::tool

@@ -136,10 +136,16 @@ void ResultWriter::writeAll() {
       bytes += dataBytes(result);
       run[i].reset(); // forgotten once written
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     written_ += run.size();
     pendingBytes_ -= bytes;
     wroteSome_.notify_all();
+    // Caught up with the serving: what is written reaches the file now (a
+    // reader of a pipe sees each result without waiting for the next).
+    if (out_ && (waiting_.empty() || !waiting_.front())) {
+      lock.unlock();
+      out_->flush();
+    }
   }
 }
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -55,9 +56,10 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "requests, one JSON object a line (-: standard input)")
       ->required();
   app.add_option("--read-ahead", args.readAhead,
-                 "request text read and checked ahead of the serving, at "
-                 "most (e.g. 1GB, the default): an input that fits is read "
-                 "whole before serving starts, a larger one as it is served")
+                 "request text read ahead of the serving, at most (e.g. 1GB, "
+                 "the default): a file that fits is read whole before "
+                 "serving starts, a larger one as it is served; a pipe is "
+                 "served as lines come")
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   app.add_option("--output", args.output, "results, one JSON object a line");
@@ -133,7 +135,7 @@ void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
     auto now = SteadyClock::now();
     if (progress &&
         (force || now - lastDraw > std::chrono::milliseconds(100))) {
-      drawProgress(writer.arrived(), reader.linesRead());
+      drawProgress(writer.arrived(), reader.linesTaken());
       lastDraw = now;
     }
   };
@@ -303,7 +305,12 @@ int runRun(const std::vector<std::string> &arguments) {
     return *exit;
 
   RunTimes times;
-  RequestReader reader(input, engine.parser(), args.readAhead);
+  // From a file, what fits the read-ahead is read before serving starts;
+  // from a pipe, requests are served as they come.
+  std::error_code notFile;
+  bool regularFile = std::filesystem::is_regular_file(
+      args.input == "-" ? "/dev/stdin" : args.input, notFile);
+  RequestReader reader(input, engine.parser(), args.readAhead, regularFile);
   reader.fill();
   times.parse = reader.parseSeconds();
   ResultWriter writer(args.output.empty() ? nullptr : &output,
@@ -317,7 +324,7 @@ int runRun(const std::vector<std::string> &arguments) {
   times.write = secondsSince(serving) - times.serve;
   if (reader.readFailed()) {
     std::cerr << "cellrun: error: reading " << args.input << " failed after "
-              << reader.linesRead() << " requests\n";
+              << reader.linesTaken() << " requests\n";
     return kExitFailure;
   }
   if (!written) {
@@ -328,7 +335,7 @@ int runRun(const std::vector<std::string> &arguments) {
   if (logging && !writeTaskLog(args.taskLog, taskLog, stats))
     return kExitFailure;
   printRunSummary(*artifact.value(), engine, engineOptions.policy,
-                  reader.linesRead(), writer, times, stats);
+                  reader.linesTaken(), writer, times, stats);
   return writer.failed ? kExitFailure : kExitOk;
 }
 

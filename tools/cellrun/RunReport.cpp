@@ -112,8 +112,7 @@ void printSummary(const std::string &model, const std::string &policy,
   std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving",
               times.parse, times.serve, times.write);
   if (times.parseWhileServing > 0)
-    std::printf(" (%.3f s of the parsing while serving: the input was "
-                "larger than --read-ahead)",
+    std::printf(" (%.3f s of the parsing while serving)",
                 times.parseWhileServing);
   std::printf("\n");
   uint64_t steps = stats.rowSteps();
