@@ -16,16 +16,20 @@ static size_t dataBytes(const RequestResult &result) {
   return bytes;
 }
 
-ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes)
-    : out_(out), budgetBytes_(budgetBytes) {
+ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes,
+                           bool flushWhenCaughtUp)
+    : out_(out), budgetBytes_(budgetBytes),
+      flushWhenCaughtUp_(flushWhenCaughtUp) {
   thread_ = std::thread([this] { writeAll(); });
 }
 
 ResultWriter::~ResultWriter() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Without expectTotal (serving stopped early), what is in order is
+    // written; the caller stops the engine first, so no result comes later.
     if (total_ == SIZE_MAX)
-      abandoned_ = true; // the input never ended: write what is in order
+      abandoned_ = true;
   }
   arrivedOne_.notify_one();
   finish();
@@ -140,12 +144,15 @@ void ResultWriter::writeAll() {
     written_ += run.size();
     pendingBytes_ -= bytes;
     wroteSome_.notify_all();
-    // Caught up with the serving: what is written reaches the file now (a
-    // reader of a pipe sees each result without waiting for the next).
-    if (out_ && (waiting_.empty() || !waiting_.front())) {
-      lock.unlock();
+    // Caught up with the serving: what is written reaches a pipe now (its
+    // reader sees each result without waiting for the next).
+    bool flush =
+        flushWhenCaughtUp_ && out_ && (waiting_.empty() || !waiting_.front());
+    lock.unlock();
+    if (flush)
       out_->flush();
-    }
+    if (out_ && !out_->good())
+      outputFailed_ = true;
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "cellrun/Request.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,8 +31,10 @@ namespace cellrun::tool {
 class ResultWriter {
 public:
   /// Results written to `out` (null: none are written); `budgetBytes`:
-  /// the output data that may wait to be written.
-  ResultWriter(std::ostream *out, size_t budgetBytes);
+  /// the output data that may wait to be written; `flushWhenCaughtUp`
+  /// (a pipe's reader waits for each result): the stream is flushed
+  /// whenever every result in is written.
+  ResultWriter(std::ostream *out, size_t budgetBytes, bool flushWhenCaughtUp);
   /// Waits for the results still to come (after expectTotal; without it,
   /// those in order so far), then for the writing.
   ~ResultWriter();
@@ -45,6 +48,8 @@ public:
   void waitForRoom();
   /// Results put so far.
   size_t arrived() const;
+  /// True once writing to the output failed (e.g. no room left on disk).
+  bool outputFailed() const { return outputFailed_.load(); }
   /// Waits until every result is written; true when the output stream
   /// stayed good.
   bool finish();
@@ -59,6 +64,8 @@ private:
 
   std::ostream *out_;
   size_t budgetBytes_;
+  bool flushWhenCaughtUp_;
+  std::atomic<bool> outputFailed_{false};
   mutable std::mutex mutex_;
   std::condition_variable arrivedOne_, wroteSome_;
   /// Results of inputs taken_, taken_ + 1, ... (null: not in yet).

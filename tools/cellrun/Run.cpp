@@ -18,12 +18,13 @@
 
 #include "cellrun/Engine.h"
 
+#include <ext/stdio_filebuf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -121,6 +122,15 @@ void addOptions(CLI::App &app, RunArgs &args) {
 
 using SteadyClock = std::chrono::steady_clock;
 
+/// Standard input as a stream with a buffer of its own.
+struct StandardInput {
+  StandardInput(int descriptor, std::ios::openmode mode)
+      : buffer(descriptor, mode),
+        stream(std::make_unique<std::istream>(&buffer)) {}
+  __gnu_cxx::stdio_filebuf<char> buffer;
+  std::unique_ptr<std::istream> stream;
+};
+
 double secondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
@@ -140,7 +150,8 @@ void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
     }
   };
   size_t index = 0;
-  for (InputLine line; reader.next(line); ++index) {
+  // Stops taking requests once the output cannot be written.
+  for (InputLine line; !writer.outputFailed() && reader.next(line); ++index) {
     if (!line.request) {
       writer.put(index, std::move(line.refused));
       continue;
@@ -210,13 +221,26 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
 }
 
 /// Opens --input (standard input for "-") and, when given, --output; an
-/// exit code (the message printed) when either cannot be.
-std::optional<int> openFiles(const RunArgs &args, std::ifstream &input,
-                             std::ofstream &output) {
-  // Standard input through its own file stream: std::cin, kept in step
-  // with C's stdio, reads a character at a time (4x slower).
-  input.open(args.input == "-" ? "/dev/stdin" : args.input);
-  if (!input) {
+/// exit code (the message printed) when either cannot be. `fromFile`: the
+/// input is a regular file (a redirected one too), not a pipe.
+std::optional<int> openFiles(const RunArgs &args, std::ifstream &inputFile,
+                             std::unique_ptr<StandardInput> &standardInput,
+                             std::istream *&input, std::ofstream &output,
+                             bool &fromFile) {
+  struct stat status {};
+  if (args.input == "-") {
+    // Its own buffer over descriptor 0 (std::cin, kept in step with C's
+    // stdio, reads a character at a time: 4x slower).
+    standardInput = std::make_unique<StandardInput>(0, std::ios::in);
+    input = standardInput->stream.get();
+    fromFile = fstat(0, &status) == 0 && S_ISREG(status.st_mode);
+  } else {
+    inputFile.open(args.input);
+    input = &inputFile;
+    fromFile =
+        stat(args.input.c_str(), &status) == 0 && S_ISREG(status.st_mode);
+  }
+  if (!*input) {
     std::cerr << "cellrun: error: cannot open " << args.input << "\n";
     return kExitFailure;
   }
@@ -299,22 +323,28 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
-  std::ifstream input;
+  std::ifstream inputFile;
+  std::unique_ptr<StandardInput> standardInput;
+  std::istream *input = nullptr;
   std::ofstream output;
-  if (auto exit = openFiles(args, input, output))
+  bool fromFile = false;
+  if (auto exit =
+          openFiles(args, inputFile, standardInput, input, output, fromFile))
     return *exit;
 
   RunTimes times;
   // From a file, what fits the read-ahead is read before serving starts;
   // from a pipe, requests are served as they come.
-  std::error_code notFile;
-  bool regularFile = std::filesystem::is_regular_file(
-      args.input == "-" ? "/dev/stdin" : args.input, notFile);
-  RequestReader reader(input, engine.parser(), args.readAhead, regularFile);
+  RequestReader reader(*input, engine.parser(), args.readAhead, fromFile);
   reader.fill();
   times.parse = reader.parseSeconds();
+  // A pipe's reader (not a file's) gets each result as it is written.
+  struct stat outputStatus {};
+  bool outputToFile =
+      args.output.empty() || (stat(args.output.c_str(), &outputStatus) == 0 &&
+                              S_ISREG(outputStatus.st_mode));
   ResultWriter writer(args.output.empty() ? nullptr : &output,
-                      size_t(args.resultBufferMb) << 20);
+                      size_t(args.resultBufferMb) << 20, !outputToFile);
   auto serving = SteadyClock::now();
   serveAll(engine, reader, writer, !args.quiet && isatty(STDERR_FILENO));
   times.serve = secondsSince(serving);
