@@ -97,10 +97,57 @@ void avx512MicroKernel(int rows, int64_t depth, const float *a, const float *b,
 }
 
 int panelsPerCallAvx512(int rows) { return rows <= 2 ? 8 : rows == 3 ? 6 : 4; }
+
+/// For 16 k of six rows (one register each), the 96 packed floats are six
+/// registers: lane l of register j is row (16j + l) % 6 at k (16j + l) / 6.
+/// Each register is made of three two-row permutes (rows 0-1, 2-3, 4-5)
+/// blended by which row each lane takes.
+struct SixRowTranspose {
+  int32_t index[6][3][16];
+  uint16_t fromMiddle[6], fromLast[6];
+  constexpr SixRowTranspose() : index(), fromMiddle(), fromLast() {
+    for (int j = 0; j < 6; ++j)
+      for (int lane = 0; lane < 16; ++lane) {
+        int t = 16 * j + lane, row = t % 6, k = t / 6;
+        index[j][row / 2][lane] = (row % 2) * 16 + k;
+        if (row / 2 == 1)
+          fromMiddle[j] |= uint16_t(1u << lane);
+        if (row / 2 == 2)
+          fromLast[j] |= uint16_t(1u << lane);
+      }
+  }
+};
+constexpr SixRowTranspose kSixRows;
+
+__attribute__((target("avx512f"))) void
+avx512PackSix(const float *const *rows, int64_t depth, float *packed) {
+  int64_t k = 0;
+  for (; k + 16 <= depth; k += 16) {
+    __m512 row[6];
+    for (int i = 0; i < 6; ++i)
+      row[i] = _mm512_loadu_ps(rows[i] + k);
+    float *target = packed + k * 6;
+    for (int j = 0; j < 6; ++j) {
+      __m512 pairs[3];
+      for (int p = 0; p < 3; ++p)
+        pairs[p] = _mm512_permutex2var_ps(
+            row[2 * p], _mm512_loadu_si512(kSixRows.index[j][p]),
+            row[2 * p + 1]);
+      __m512 out =
+          _mm512_mask_blend_ps(kSixRows.fromMiddle[j], pairs[0], pairs[1]);
+      out = _mm512_mask_blend_ps(kSixRows.fromLast[j], out, pairs[2]);
+      _mm512_storeu_ps(target + 16 * j, out);
+    }
+  }
+  for (; k < depth; ++k)
+    for (int i = 0; i < 6; ++i)
+      packed[k * 6 + i] = rows[i][k];
+}
 } // namespace
 
 GemmKernels cellrun::cpu::detail::gemmKernelsAvx512() {
-  return {avx512MicroKernel, avx512BlockKernel, panelsPerCallAvx512};
+  return {avx512MicroKernel, avx512BlockKernel, panelsPerCallAvx512,
+          avx512PackSix};
 }
 #else
 cellrun::cpu::detail::GemmKernels cellrun::cpu::detail::gemmKernelsAvx512() {

@@ -107,13 +107,17 @@ struct RowsOfA {
 /// groups of 6 rows: group g holds depth x min(6, rows - 6g) floats,
 /// k-major.
 void packRows(const RowsOfA &a, int64_t first, int64_t k0, int64_t rows,
-              int64_t depth, float *packed) {
+              int64_t depth, float *packed, PackSixRows packSix) {
   for (int64_t group = 0; group < rows; group += kGroupRows) {
     int64_t groupRows = std::min<int64_t>(kGroupRows, rows - group);
     float *target = packed + group * depth;
     const float *source[kGroupRows];
     for (int64_t i = 0; i < groupRows; ++i)
       source[i] = a.row(first + group + i) + k0;
+    if (packSix && groupRows == kGroupRows) {
+      packSix(source, depth, target);
+      continue;
+    }
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t i = 0; i < groupRows; ++i)
         target[k * groupRows + i] = source[i][k];
@@ -133,14 +137,14 @@ struct Blocking {
 /// Blocks [first, end) of A (numbered K block by K block, row blocks
 /// within) packed (Blocking), for every worker to read.
 void packA(const RowsOfA &a, int64_t m, int64_t depth, const Blocking &blocking,
-           float *packed, int64_t first, int64_t end) {
+           float *packed, int64_t first, int64_t end, PackSixRows packSix) {
   int64_t rowBlocks = (m + blocking.rowBlock - 1) / blocking.rowBlock;
   for (int64_t block = first; block < end; ++block) {
     int64_t k0 = block / rowBlocks * blocking.depthBlock;
     int64_t r0 = block % rowBlocks * blocking.rowBlock;
     int64_t kLength = std::min(blocking.depthBlock, depth - k0);
     packRows(a, r0, k0, std::min(blocking.rowBlock, m - r0), kLength,
-             packed + k0 * m + r0 * kLength);
+             packed + k0 * m + r0 * kLength, packSix);
   }
 }
 
@@ -260,7 +264,7 @@ void packedGemmOf(const RowsOfA &a, int64_t m, const PackedMatrix &b,
   double flops = 2.0 * double(m) * double(b.columns()) * double(b.depth());
   if (!pool || pool->size() == 1 || panels == 1 ||
       flops < kMinParallelGemmFlops) {
-    packA(a, m, depth, blocking, packedA, 0, blocks);
+    packA(a, m, depth, blocking, packedA, 0, blocks, kernels.packSix);
     gemmPanels(packedA, m, b, epilogue, d, ldd, 0, panels, kernels);
     return;
   }
@@ -269,7 +273,7 @@ void packedGemmOf(const RowsOfA &a, int64_t m, const PackedMatrix &b,
   pool->parallelFor(
       blocks,
       [&](unsigned, int64_t begin, int64_t end) {
-        packA(a, m, depth, blocking, packedA, begin, end);
+        packA(a, m, depth, blocking, packedA, begin, end, kernels.packSix);
       },
       1);
   // Chunks of panels taken in turn: the cores of a machine (or of a

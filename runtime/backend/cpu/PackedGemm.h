@@ -94,6 +94,11 @@ using BlockKernel = void (*)(int rows, int panels, int64_t depth,
                              const float *a, const float *b,
                              int64_t panelStride, float *c, int64_t ldc,
                              bool first);
+/// Packs six rows of A (row i's `depth` floats at rows[i]) as depth groups
+/// of six floats (k-major), what the micro-kernels read: a copy, so every
+/// version gives the same bits.
+using PackSixRows = void (*)(const float *const *rows, int64_t depth,
+                             float *packed);
 /// One instruction set's kernels.
 struct GemmKernels {
   MicroKernel micro;
@@ -101,6 +106,7 @@ struct GemmKernels {
   /// Panels a block call covers for a group of `rows` rows (1: the
   /// micro-kernel panel by panel).
   int (*panelsPerCall)(int rows);
+  PackSixRows packSix = nullptr; // null: the portable loop
 };
 GemmKernels gemmKernelsGeneric();
 GemmKernels gemmKernelsAvx2();
