@@ -15,7 +15,7 @@ import sys
 # (before and after the host-path work, so both names of a part appear).
 CATEGORIES = [
     ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|"
-                    r"bf16Block|gemmPanels|packA|finishColumns|PackedGemm|sgemm"),
+                    r"bf16Block|gemmPanels|packA|PackSix|finishColumns|PackedGemm|sgemm"),
     ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|"
                             r"RegionMath|executeOp|executeMoves|executeGather|loadRows|storeRows|"
      r"binaryFloats|CpuTaskRunner"),

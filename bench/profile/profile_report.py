@@ -13,7 +13,9 @@ import sys
 
 # First match wins; symbols as perf prints them for our Release build.
 CATEGORIES = [
-    ("GEMM (micro-kernels, packing)", r"avx2Tile|avx2Wide|gemmPanels|PackedGemm|sgemm|dgemm"),
+    ("GEMM (micro-kernels, packing)", r"avx2Tile|avx2Wide|avx2Block|avx512Block|"
+                                      r"avx512Micro|bf16Block|amx|packA|PackSix|"
+                                      r"finishColumns|gemmPanels|PackedGemm|sgemm|dgemm"),
     ("element-wise (interpreter, activations)",
      r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|RegionMath|executeOp"),
     ("row copies (memcpy, memmove)", r"memmove|memcpy"),
