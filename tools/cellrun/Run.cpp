@@ -63,7 +63,9 @@ void addOptions(CLI::App &app, RunArgs &args) {
                  "served as lines come")
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
-  app.add_option("--output", args.output, "results, one JSON object a line");
+  app.add_option("--output", args.output,
+                 "results, one JSON object a line (-: standard output, the "
+                 "summary then on standard error)");
   app.add_option("--policy", args.policy, "batching policy")
       ->capture_default_str()
       ->check(CLI::IsMember({"cellular", "padded", "graph"}));
@@ -122,13 +124,26 @@ void addOptions(CLI::App &app, RunArgs &args) {
 
 using SteadyClock = std::chrono::steady_clock;
 
-/// Standard input as a stream with a buffer of its own.
-struct StandardInput {
-  StandardInput(int descriptor, std::ios::openmode mode)
-      : buffer(descriptor, mode),
-        stream(std::make_unique<std::istream>(&buffer)) {}
+/// A stream over a file descriptor, with a buffer of its own (std::cin,
+/// kept in step with C's stdio, reads a character at a time: 4x slower).
+/// The descriptor is closed with it.
+struct DescriptorStream {
+  DescriptorStream(int descriptor, std::ios::openmode mode)
+      : buffer(descriptor, mode), stream(&buffer) {}
   __gnu_cxx::stdio_filebuf<char> buffer;
-  std::unique_ptr<std::istream> stream;
+  std::iostream stream;
+};
+
+/// Where `cellrun run` reads requests and writes results.
+struct RunFiles {
+  std::ifstream inputFile;
+  std::unique_ptr<DescriptorStream> standardInput;
+  std::istream *input = nullptr;
+  bool inputIsFile = false; // a regular file, not a pipe
+  std::ofstream outputFile;
+  std::unique_ptr<DescriptorStream> standardOutput;
+  std::ostream *output = nullptr; // null: no --output
+  bool outputIsFile = true;
 };
 
 double secondsSince(SteadyClock::time_point start) {
@@ -220,36 +235,53 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   return std::nullopt;
 }
 
-/// Opens --input (standard input for "-") and, when given, --output; an
-/// exit code (the message printed) when either cannot be. `fromFile`: the
-/// input is a regular file (a redirected one too), not a pipe.
-std::optional<int> openFiles(const RunArgs &args, std::ifstream &inputFile,
-                             std::unique_ptr<StandardInput> &standardInput,
-                             std::istream *&input, std::ofstream &output,
-                             bool &fromFile) {
-  struct stat status {};
+/// Opens --input and --output ("-": standard input and output; the
+/// summary then goes to standard error); an exit code (the message
+/// printed) when either cannot be.
+std::optional<int> openFiles(const RunArgs &args, RunFiles &files) {
+  auto isRegular = [](int descriptor) {
+    struct stat status {};
+    return fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode);
+  };
   if (args.input == "-") {
-    // Its own buffer over descriptor 0 (std::cin, kept in step with C's
-    // stdio, reads a character at a time: 4x slower).
-    standardInput = std::make_unique<StandardInput>(0, std::ios::in);
-    input = standardInput->stream.get();
-    fromFile = fstat(0, &status) == 0 && S_ISREG(status.st_mode);
+    files.standardInput = std::make_unique<DescriptorStream>(0, std::ios::in);
+    files.input = &files.standardInput->stream;
+    files.inputIsFile = isRegular(0);
   } else {
-    inputFile.open(args.input);
-    input = &inputFile;
-    fromFile =
+    files.inputFile.open(args.input);
+    files.input = &files.inputFile;
+    struct stat status {};
+    files.inputIsFile =
         stat(args.input.c_str(), &status) == 0 && S_ISREG(status.st_mode);
   }
-  if (!*input) {
+  if (!*files.input) {
     std::cerr << "cellrun: error: cannot open " << args.input << "\n";
     return kExitFailure;
   }
-  if (!args.output.empty()) {
-    output.open(args.output);
-    if (!output) {
+  if (args.output == "-") {
+    // The results keep standard output; everything else printed to it
+    // from here on (the summary) goes to standard error.
+    std::fflush(stdout);
+    std::cout.flush();
+    int results = dup(STDOUT_FILENO);
+    if (results < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      std::cerr << "cellrun: error: cannot write to standard output\n";
+      return kExitFailure;
+    }
+    files.standardOutput =
+        std::make_unique<DescriptorStream>(results, std::ios::out);
+    files.output = &files.standardOutput->stream;
+    files.outputIsFile = isRegular(results);
+  } else if (!args.output.empty()) {
+    files.outputFile.open(args.output);
+    if (!files.outputFile) {
       std::cerr << "cellrun: error: cannot write " << args.output << "\n";
       return kExitFailure;
     }
+    files.output = &files.outputFile;
+    struct stat status {};
+    files.outputIsFile =
+        stat(args.output.c_str(), &status) == 0 && S_ISREG(status.st_mode);
   }
   return std::nullopt;
 }
@@ -323,28 +355,20 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
-  std::ifstream inputFile;
-  std::unique_ptr<StandardInput> standardInput;
-  std::istream *input = nullptr;
-  std::ofstream output;
-  bool fromFile = false;
-  if (auto exit =
-          openFiles(args, inputFile, standardInput, input, output, fromFile))
+  RunFiles files;
+  if (auto exit = openFiles(args, files))
     return *exit;
 
   RunTimes times;
   // From a file, what fits the read-ahead is read before serving starts;
   // from a pipe, requests are served as they come.
-  RequestReader reader(*input, engine.parser(), args.readAhead, fromFile);
+  RequestReader reader(*files.input, engine.parser(), args.readAhead,
+                       files.inputIsFile);
   reader.fill();
   times.parse = reader.parseSeconds();
   // A pipe's reader (not a file's) gets each result as it is written.
-  struct stat outputStatus {};
-  bool outputToFile =
-      args.output.empty() || (stat(args.output.c_str(), &outputStatus) == 0 &&
-                              S_ISREG(outputStatus.st_mode));
-  ResultWriter writer(args.output.empty() ? nullptr : &output,
-                      size_t(args.resultBufferMb) << 20, !outputToFile);
+  ResultWriter writer(files.output, size_t(args.resultBufferMb) << 20,
+                      !files.outputIsFile);
   auto serving = SteadyClock::now();
   serveAll(engine, reader, writer, !args.quiet && isatty(STDERR_FILENO));
   times.serve = secondsSince(serving);
@@ -358,7 +382,9 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   if (!written) {
-    std::cerr << "cellrun: error: writing " << args.output << " failed\n";
+    std::cerr << "cellrun: error: writing "
+              << (args.output == "-" ? "standard output" : args.output)
+              << " failed\n";
     return kExitFailure;
   }
   EngineStats stats = engine.stats();
