@@ -35,6 +35,7 @@ namespace {
 
 struct RunArgs {
   std::string model, input, output, taskLog;
+  std::vector<std::string> outputs; // written; empty: all
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
@@ -66,6 +67,10 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_option("--output", args.output,
                  "results, one JSON object a line (-: standard output, the "
                  "summary then on standard error)");
+  app.add_option("--outputs", args.outputs,
+                 "only these outputs in the results, by name (e.g. "
+                 "final_h_next,final_c_next; default: all)")
+      ->delimiter(',');
   app.add_option("--policy", args.policy, "batching policy")
       ->capture_default_str()
       ->check(CLI::IsMember({"cellular", "padded", "graph"}));
@@ -286,6 +291,26 @@ std::optional<int> openFiles(const RunArgs &args, RunFiles &files) {
   return std::nullopt;
 }
 
+/// A usage error (the message printed) when `names` (--outputs) holds one
+/// that is not an output of the model.
+std::optional<int> checkOutputNames(const std::vector<std::string> &names,
+                                    const ModelSignature &signature) {
+  for (const std::string &name : names) {
+    bool known = std::any_of(
+        signature.outputs.begin(), signature.outputs.end(),
+        [&](const TensorDescription &output) { return output.name == name; });
+    if (known)
+      continue;
+    std::string all;
+    for (const TensorDescription &output : signature.outputs)
+      all += (all.empty() ? "" : ", ") + output.name;
+    std::cerr << "cellrun run: --outputs: the model has no output '" << name
+              << "' (it has " << all << ")\n";
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
 /// Writes the task log to `path`; false (the message printed) when it
 /// cannot be.
 bool writeTaskLog(const std::string &path, TaskLog &taskLog,
@@ -355,6 +380,8 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
+  if (auto exit = checkOutputNames(args.outputs, engine.parser().signature()))
+    return *exit;
   RunFiles files;
   if (auto exit = openFiles(args, files))
     return *exit;
@@ -369,6 +396,7 @@ int runRun(const std::vector<std::string> &arguments) {
   // A pipe's reader (not a file's) gets each result as it is written.
   ResultWriter writer(files.output, size_t(args.resultBufferMb) << 20,
                       !files.outputIsFile);
+  writer.keepOnly(args.outputs);
   auto serving = SteadyClock::now();
   serveAll(engine, reader, writer, !args.quiet && isatty(STDERR_FILENO));
   times.serve = secondsSince(serving);
