@@ -152,8 +152,11 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
         call.id.empty() ? "#" + std::to_string(++unnamed_) : call.id;
     request = engine_->parser().fromTensors(call.inputs, call.options);
     reply.status = request.status();
-    if (request.ok())
+    if (request.ok()) {
       request.value().cancel = std::move(call.cancel);
+      // A chain then never reads back the rows of outputs not asked for.
+      request.value().outputs = call.outputs;
+    }
   }
   if (!reply.status.isOk()) {
     finish(reply, done);

@@ -28,6 +28,7 @@ struct ChainSlots {
     initial.assign(states, {});
     data.assign(dataInputs, {});
     emittedAt.assign(emitted, {});
+    emittedFinalAt.assign(emitted, {});
     finalAt.assign(finalOnly, {});
   }
 
@@ -52,6 +53,7 @@ struct ChainSlots {
     grow(initial);
     grow(data);
     grow(emittedAt);
+    grow(emittedFinalAt);
     grow(finalAt);
     return size() - 1;
   }
@@ -82,6 +84,7 @@ struct ChainSlots {
     moveAll(initial);
     moveAll(data);
     moveAll(emittedAt);
+    moveAll(emittedFinalAt);
     moveAll(finalAt);
     return moved;
   }
@@ -113,10 +116,13 @@ struct ChainSlots {
   std::vector<std::vector<int32_t>> initial;
   /// Per data input: step 0's row of request data.
   std::vector<std::vector<const uint8_t *>> data;
-  /// Per emitted output: where step 0's row goes in the result.
+  /// Per emitted output: where step 0's row goes in the result (null: the
+  /// request did not ask for the rows), and where its last step's row goes
+  /// when only the final state was asked for (else null).
   std::vector<std::vector<uint8_t *>> emittedAt;
+  std::vector<std::vector<uint8_t *>> emittedFinalAt;
   /// Per state output that is not emitted: where the last step's row goes
-  /// (the request's final state).
+  /// (the request's final state; null: not asked for).
   std::vector<std::vector<uint8_t *>> finalAt;
 };
 

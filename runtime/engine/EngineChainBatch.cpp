@@ -121,9 +121,12 @@ Status EngineWorker::joinChainBatch(Entry &entry,
   slots.stride[slot] = graph.stepStride();
   for (size_t k = 0; k < chainData_.size(); ++k)
     slots.data[k][slot] = graph.stepRow(0, chainData_[k].index);
-  for (size_t e = 0; e < roles.emitted.size(); ++e)
-    slots.emittedAt[e][slot] =
-        static_cast<uint8_t *>(graph.readTarget(0, roles.emitted[e]));
+  for (size_t e = 0; e < roles.emitted.size(); ++e) {
+    uint32_t output = roles.emitted[e];
+    uint8_t *rows = graph.emittedRowsOf(output);
+    slots.emittedAt[e][slot] = rows;
+    slots.emittedFinalAt[e][slot] = rows ? nullptr : graph.finalRowOf(output);
+  }
   for (size_t k = 0; k < chainFinalOnly_.size(); ++k)
     slots.finalAt[k][slot] = static_cast<uint8_t *>(
         graph.readTarget(graph.steps() - 1, chainFinalOnly_[k]));
@@ -275,19 +278,30 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   // asynchronous one writes them as it finishes the task: a request that
   // ends before then keeps its outputs until that round has completed,
   // keptOutputs_); a last step's final states that are not emitted too.
+  // A request that did not ask for an output's rows reads none of them,
+  // only its last step's when it asked for the final state.
   std::vector<Executor::RowRead> &reads = flight.io.reads;
   reads.resize(capacity * roles.emitted.size());
+  size_t planned = 0;
   for (size_t e = 0; e < roles.emitted.size(); ++e) {
     uint32_t output = roles.emitted[e];
     size_t rowBytes = roles.outputRowBytes[output];
-    Executor::RowRead *read = reads.data() + e * capacity;
     uint8_t *const *at = slots.emittedAt[e].data();
+    uint8_t *const *finalAt = slots.emittedFinalAt[e].data();
     for (uint32_t r = 0; r < capacity; ++r) {
-      read[r].output = output;
-      read[r].row = r;
-      read[r].destination = at[order[r]] + size_t(steps[r]) * rowBytes;
+      uint32_t slot = order[r];
+      uint8_t *destination = at[slot] ? at[slot] + size_t(steps[r]) * rowBytes
+                             : steps[r] + 1 == slots.steps[slot] ? finalAt[slot]
+                                                                 : nullptr;
+      if (!destination)
+        continue;
+      Executor::RowRead &read = reads[planned++];
+      read.output = output;
+      read.row = r;
+      read.destination = destination;
     }
   }
+  reads.resize(planned);
   // Nothing is read into the flight's buffer.
   std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
   flight.nodes.resize(capacity);
@@ -309,6 +323,8 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       continue;
     flight.chainEvents.push_back(r);
     for (size_t k = 0; last && k < chainFinalOnly_.size(); ++k) {
+      if (!slots.finalAt[k][slot])
+        continue; // not asked for
       Executor::RowRead &read = reads.emplace_back();
       read.output = chainFinalOnly_[k];
       read.row = r;

@@ -336,6 +336,16 @@ void EngineWorker::deliver(uint64_t key) {
     return;
   CellGraph &graph = *entry->graph;
   RequestResult result = std::move(graph.result());
+  // Only the outputs asked for (a chain's graph made no others).
+  if (const std::vector<std::string> &wanted = graph.request().outputs;
+      !wanted.empty())
+    result.outputs.erase(
+        std::remove_if(result.outputs.begin(), result.outputs.end(),
+                       [&](const OutputTensor &tensor) {
+                         return std::find(wanted.begin(), wanted.end(),
+                                          tensor.name) == wanted.end();
+                       }),
+        result.outputs.end());
   Clock::time_point now = Clock::now();
   size_t running = entries_.size();
   Clock::time_point start = graph.started ? graph.firstStart : now;

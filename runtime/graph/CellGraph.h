@@ -226,6 +226,24 @@ public:
   /// storage is sized for every step when the graph starts), else null. A
   /// row copied there is not read again by nodeDone; the caller must copy
   /// it before nodeDone(node) and never after the request has ended.
+  /// A chain's result storage for output `output` (direct reads): its
+  /// emitted rows, step 0's first (null: not asked for), and its final
+  /// state's row (null: not asked for).
+  uint8_t *emittedRowsOf(uint32_t output) const {
+    return directTargets_ ? chainOutputs_[output].emittedRows : nullptr;
+  }
+  uint8_t *finalRowOf(uint32_t output) const {
+    return directTargets_ ? chainOutputs_[output].finalRow : nullptr;
+  }
+  /// True when the result does not want output `output` of `node` at
+  /// all (a chain request's `outputs` leave it out): nothing is read.
+  bool skipsRead(uint32_t node, uint32_t output) const {
+    if (!directTargets_ || !chain_)
+      return false;
+    const ChainOutput &chain = chainOutputs_[output];
+    return !chain.emittedRows && (node + 1 != steps_ || !chain.finalRow) &&
+           direct(output);
+  }
   void *readTarget(uint32_t node, uint32_t output) {
     if (!directTargets_) // not a chain, or no direct reads
       return nullptr;

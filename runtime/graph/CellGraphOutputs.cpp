@@ -72,7 +72,14 @@ void CellGraph::createChainOutputs() {
   }
   std::fill_n(chainOutputs_, roles.outputCount, ChainOutput());
   result_.outputs.reserve(roles.emitted.size() + roles.stateOutputs.size());
+  const std::vector<std::string> &wanted = request_.outputs;
+  auto isWanted = [&](const std::string &name) {
+    return wanted.empty() ||
+           std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+  };
   for (uint32_t output : roles.emitted) {
+    if (!isWanted(roles.outputNames[output]))
+      continue; // never read back
     chainOutputs_[output].emittedTensor =
         static_cast<int32_t>(result_.outputs.size());
     result_.outputs.push_back(newTensor(roles, output,
@@ -80,6 +87,8 @@ void CellGraph::createChainOutputs() {
                                         direct(output) ? steps : 0));
   }
   for (uint32_t output : roles.stateOutputs) {
+    if (!isWanted(roles.finalNames[output]))
+      continue;
     chainOutputs_[output].finalTensor =
         static_cast<int32_t>(result_.outputs.size());
     result_.outputs.push_back(newTensor(roles, output, roles.finalNames[output],
@@ -111,7 +120,7 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
   if (node + 1 != steps_ && allDirect_)
     return Status::ok(); // the task has put its rows in the result
   for (uint32_t output : roles.emitted)
-    if (!direct(output))
+    if (!direct(output) && chainOutputs_[output].emittedTensor >= 0)
       if (Status status =
               appendTo(result_.outputs[chainOutputs_[output].emittedTensor], 0,
                        output, node, read, true);
@@ -121,13 +130,16 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
     return Status::ok();
   for (uint32_t output : roles.stateOutputs) {
     const ChainOutput &chain = chainOutputs_[output];
+    if (chain.finalTensor < 0)
+      continue; // not wanted
     OutputTensor &last = result_.outputs[chain.finalTensor];
     if (!direct(output)) {
       if (Status status = appendTo(last, 0, output, node, read, false);
           !status.isOk())
         return status;
     } else if (chain.emittedTensor >= 0) {
-      // The task copied it once, into the emitted rows.
+      // The task copied it once, into the emitted rows (without them, the
+      // last step's row went straight to the final state: readTarget).
       std::memcpy(
           rowOf(last, roles, output, 0),
           rowOf(result_.outputs[chain.emittedTensor], roles, output, node),

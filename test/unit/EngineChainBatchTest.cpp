@@ -21,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <random>
 
 using namespace cellrun;
@@ -57,8 +59,10 @@ manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
 
 /// `texts` served by `engine`, arriving a few at a time between rounds
 /// (the same arrivals for the same seed).
+/// With `outputs`, request i asks for outputs(i) only.
 std::vector<RequestResult>
-serve(Engine &engine, const std::vector<std::string> &texts, unsigned seed) {
+serve(Engine &engine, const std::vector<std::string> &texts, unsigned seed,
+      std::function<std::vector<std::string>(size_t)> outputs = nullptr) {
   std::mt19937 random(seed);
   std::vector<std::future<RequestResult>> futures;
   size_t next = 0;
@@ -67,6 +71,8 @@ serve(Engine &engine, const std::vector<std::string> &texts, unsigned seed) {
     for (int a = 0; a < arrivals && next < texts.size(); ++a, ++next) {
       auto request = engine.parser().parse(texts[next], "line");
       EXPECT_TRUE(request.ok()) << request.status().toString();
+      if (outputs && request.ok())
+        request.value().outputs = outputs(next);
       futures.push_back(engine.submit(std::move(request).value()));
     }
     engine.runOnce();
@@ -185,6 +191,68 @@ TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {
 }
 
 } // namespace
+
+TEST_P(ChainBatchTest, RequestsAskingForSomeOutputsGetThoseAlone) {
+  // Request i asks for every output, the per-step rows only, the final
+  // states only, or one final state: on every path (the batch, as on the
+  // GPU, the scheduler) it gets exactly those, with the bits of the full
+  // result, and the rows it did not ask for are not read back (a final
+  // state whose per-step rows were left out comes from the last step).
+  std::string model = GetParam();
+  auto artifact = loadExample(model);
+  ASSERT_TRUE(artifact);
+  std::mt19937 random(17);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 120; ++i)
+    texts.push_back(randomRequest(model, i, random, 40));
+  auto full = manualEngine(artifact, false);
+  ASSERT_TRUE(full);
+  std::vector<std::string> steps, finals;
+  for (const TensorDescription &output : full->parser().signature().outputs)
+    (output.name.rfind("final_", 0) == 0 ? finals : steps)
+        .push_back(output.name);
+  ASSERT_FALSE(steps.empty() || finals.empty()) << model;
+  auto asked = [&](size_t i) -> std::vector<std::string> {
+    switch (i % 4) {
+    case 0:
+      return {};
+    case 1:
+      return steps;
+    case 2:
+      return finals;
+    default:
+      return {finals.back()};
+    }
+  };
+  std::vector<RequestResult> everything = serve(*full, texts, 9);
+  for (bool chainBatch : {true, false})
+    for (bool asOnTheGpu : {false, true}) {
+      auto engine = manualEngine(artifact, chainBatch, 5, nullptr, asOnTheGpu);
+      ASSERT_TRUE(engine);
+      uint64_t idleRows = engineRowsInUse(*engine);
+      std::vector<RequestResult> got = serve(*engine, texts, 9, asked);
+      ASSERT_EQ(got.size(), everything.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        RequestResult want = everything[i];
+        std::vector<std::string> names = asked(i);
+        if (!names.empty())
+          want.outputs.erase(
+              std::remove_if(want.outputs.begin(), want.outputs.end(),
+                             [&](const OutputTensor &tensor) {
+                               return std::find(names.begin(), names.end(),
+                                                tensor.name) == names.end();
+                             }),
+              want.outputs.end());
+        expectSameBits(got[i], want,
+                       model + " " + got[i].id +
+                           (chainBatch ? " batch" : " scheduler") +
+                           (asOnTheGpu ? " as on the GPU" : ""));
+        if (HasFailure())
+          return;
+      }
+      EXPECT_EQ(engineRowsInUse(*engine), idleRows);
+    }
+}
 
 TEST(ChainBatchGpuPathTest,
      RequestsCancelledWithTasksInFlightKeepTheirOutputs) {

@@ -41,17 +41,8 @@ void ResultWriter::put(size_t index, RequestResult result) {
   // memory (kept until its turn to be written, results held behind a long
   // request made the engine's thread fault in fresh pages: 11k a 20000-
   // request run).
-  if (!out_) {
+  if (!out_)
     result.outputs = std::vector<OutputTensor>();
-  } else if (!keep_.empty()) {
-    auto &outputs = result.outputs;
-    outputs.erase(std::remove_if(outputs.begin(), outputs.end(),
-                                 [&](const OutputTensor &tensor) {
-                                   return std::find(keep_.begin(), keep_.end(),
-                                                    tensor.name) == keep_.end();
-                                 }),
-                  outputs.end());
-  }
   auto owned = std::make_unique<RequestResult>(std::move(result));
   size_t bytes = dataBytes(*owned);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -36,9 +36,6 @@ public:
   /// (a pipe's reader waits for each result): the stream is flushed
   /// whenever every result in is written.
   ResultWriter(std::ostream *out, size_t budgetBytes, bool flushWhenCaughtUp);
-  /// Only these outputs are written (empty: all); the others are dropped
-  /// as results arrive. Before the first put.
-  void keepOnly(std::vector<std::string> names) { keep_ = std::move(names); }
   /// Waits for the results still to come (after expectTotal; without it,
   /// those in order so far), then for the writing.
   ~ResultWriter();
@@ -69,7 +66,6 @@ private:
   std::ostream *out_;
   size_t budgetBytes_;
   bool flushWhenCaughtUp_;
-  std::vector<std::string> keep_;
   std::atomic<bool> outputFailed_{false};
   mutable std::mutex mutex_;
   std::condition_variable arrivedOne_, wroteSome_;

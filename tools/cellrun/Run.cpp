@@ -159,7 +159,7 @@ double secondsSince(SteadyClock::time_point start) {
 /// the queue, and in the writer's budget, rather than failing) and waits
 /// for their results.
 void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
-              bool progress) {
+              const std::vector<std::string> &outputs, bool progress) {
   auto lastDraw = SteadyClock::now();
   auto redraw = [&](bool force) {
     auto now = SteadyClock::now();
@@ -184,6 +184,7 @@ void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     std::string id = line.request->id;
+    line.request->outputs = outputs; // the engine reads back only these
     Status status = engine.submit(std::move(*line.request),
                                   [&writer, index](RequestResult result) {
                                     writer.put(index, std::move(result));
@@ -396,9 +397,9 @@ int runRun(const std::vector<std::string> &arguments) {
   // A pipe's reader (not a file's) gets each result as it is written.
   ResultWriter writer(files.output, size_t(args.resultBufferMb) << 20,
                       !files.outputIsFile);
-  writer.keepOnly(args.outputs);
   auto serving = SteadyClock::now();
-  serveAll(engine, reader, writer, !args.quiet && isatty(STDERR_FILENO));
+  serveAll(engine, reader, writer, args.outputs,
+           !args.quiet && isatty(STDERR_FILENO));
   times.serve = secondsSince(serving);
   times.parse = reader.parseSeconds();
   times.parseWhileServing = reader.parseSecondsAfterFirst();
