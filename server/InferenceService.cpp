@@ -127,21 +127,11 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
     return;
   }
   reply.status = checkModel(call.modelName, call.modelVersion);
-  // Every requested output must exist.
+  // Every requested output must exist, once.
   std::vector<std::string> wanted = call.outputs;
-  for (size_t w = 0; reply.status.isOk() && w < wanted.size(); ++w) {
-    bool known = false;
-    for (const TensorDescription &output : signature_.outputs)
-      known |= output.name == wanted[w];
-    for (size_t v = 0; v < w; ++v)
-      known &= wanted[v] != wanted[w];
-    if (!known)
-      reply.status =
-          Status(StatusCode::InvalidArgument,
-                 "request " + call.id + ": output '" + wanted[w] +
-                     "' is unknown or asked for twice (the model has " +
-                     std::to_string(signature_.outputs.size()) + " outputs)");
-  }
+  if (reply.status.isOk())
+    reply.status =
+        engine_->parser().checkOutputNames(wanted, "request " + call.id);
   if (wanted.empty())
     for (const TensorDescription &output : signature_.outputs)
       wanted.push_back(output.name);

@@ -200,7 +200,7 @@ void EngineWorker::planReads(Entry &entry, uint32_t node, uint32_t row,
   const CellRoles &roles = graph.roles(node);
   size_t bytes = flight.readBuffer.size();
   for (uint32_t output : outputs) {
-    if (directReads_ && graph.skipsRead(node, output))
+    if (graph.skipsRead(node, output))
       continue; // the request did not ask for it
     if (void *target =
             directReads_ ? graph.readTarget(node, output) : nullptr) {

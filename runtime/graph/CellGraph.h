@@ -221,11 +221,6 @@ public:
   /// The outputs of `node` the host reads when it has run (so a backend
   /// can copy them back with the task); a custom unfolder may read others.
   Span<const uint32_t> hostReads(uint32_t node) const;
-  /// Where output `output` of `node` goes in the result, when the task may
-  /// copy it there itself (a chain's fp32 and int64 outputs: the result's
-  /// storage is sized for every step when the graph starts), else null. A
-  /// row copied there is not read again by nodeDone; the caller must copy
-  /// it before nodeDone(node) and never after the request has ended.
   /// A chain's result storage for output `output` (direct reads): its
   /// emitted rows, step 0's first (null: not asked for), and its final
   /// state's row (null: not asked for).
@@ -235,15 +230,20 @@ public:
   uint8_t *finalRowOf(uint32_t output) const {
     return directTargets_ ? chainOutputs_[output].finalRow : nullptr;
   }
-  /// True when the result does not want output `output` of `node` at
-  /// all (a chain request's `outputs` leave it out): nothing is read.
+  /// True when a chain's result has no place for output `output` of
+  /// `node` (its request's `outputs` leave it out): nothing is read.
   bool skipsRead(uint32_t node, uint32_t output) const {
-    if (!directTargets_ || !chain_)
+    if (!directTargets_) // not a chain, or no direct reads
       return false;
     const ChainOutput &chain = chainOutputs_[output];
-    return !chain.emittedRows && (node + 1 != steps_ || !chain.finalRow) &&
-           direct(output);
+    return chain.emittedTensor < 0 &&
+           (node + 1 != steps_ || chain.finalTensor < 0);
   }
+  /// Where output `output` of `node` goes in the result, when the task may
+  /// copy it there itself (a chain's fp32 and int64 outputs: the result's
+  /// storage is sized for every step when the graph starts), else null. A
+  /// row copied there is not read again by nodeDone; the caller must copy
+  /// it before nodeDone(node) and never after the request has ended.
   void *readTarget(uint32_t node, uint32_t output) {
     if (!directTargets_) // not a chain, or no direct reads
       return nullptr;

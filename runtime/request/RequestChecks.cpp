@@ -12,6 +12,7 @@
 
 #include "artifact/ElementIO.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -286,8 +287,31 @@ Status RequestParser::checkTree(const Request &request) const {
   return checkReachable(request.tree, parent, root, where);
 }
 
+Status RequestParser::checkOutputNames(const std::vector<std::string> &names,
+                                       const std::string &where) const {
+  const std::vector<TensorDescription> &outputs = signature_.outputs;
+  for (size_t n = 0; n < names.size(); ++n) {
+    bool known = std::any_of(outputs.begin(), outputs.end(),
+                             [&](const TensorDescription &output) {
+                               return output.name == names[n];
+                             });
+    if (known && std::find(names.begin(), names.begin() + n, names[n]) ==
+                     names.begin() + n)
+      continue;
+    std::string all;
+    for (const TensorDescription &output : outputs)
+      all += (all.empty() ? "" : ", ") + output.name;
+    return bad(where, "output '" + names[n] +
+                          "' is unknown or asked for twice (the model has " +
+                          all + ")");
+  }
+  return Status::ok();
+}
+
 Status RequestParser::check(const Request &request) const {
   std::string where = "request " + request.id;
+  if (Status named = checkOutputNames(request.outputs, where); !named.isOk())
+    return named;
   // A day at most: a latency goal, and a time the clock can hold.
   constexpr double kMaxDeadlineMicros = 86400e6;
   if (!(std::isfinite(request.deadlineMicros) && request.deadlineMicros >= 0 &&

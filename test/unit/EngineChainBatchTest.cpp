@@ -224,6 +224,17 @@ TEST_P(ChainBatchTest, RequestsAskingForSomeOutputsGetThoseAlone) {
       return {finals.back()};
     }
   };
+  // A name the model lacks, or one asked for twice, is refused.
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"nope"}, {finals[0], finals[0]}}) {
+    Request request = full->parser().parse(texts[0], "line").value();
+    request.outputs = bad;
+    Status refused = full->submit(std::move(request), [](RequestResult) {});
+    EXPECT_EQ(refused.code(), StatusCode::InvalidArgument) << bad[0];
+    EXPECT_NE(refused.message().find("is unknown or asked for twice"),
+              std::string::npos)
+        << refused.message();
+  }
   std::vector<RequestResult> everything = serve(*full, texts, 9);
   for (bool chainBatch : {true, false})
     for (bool asOnTheGpu : {false, true}) {

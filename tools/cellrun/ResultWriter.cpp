@@ -62,14 +62,11 @@ void ResultWriter::expectTotal(size_t total) {
     total_ = total;
   }
   arrivedOne_.notify_one();
-  wroteSome_.notify_all();
 }
 
 void ResultWriter::waitForRoom() {
   std::unique_lock<std::mutex> lock(mutex_);
-  wroteSome_.wait(lock, [&] {
-    return pendingBytes_ <= budgetBytes_ || written_ == total_;
-  });
+  wroteSome_.wait(lock, [&] { return pendingBytes_ <= budgetBytes_; });
 }
 
 size_t ResultWriter::arrived() const {
@@ -141,7 +138,6 @@ void ResultWriter::writeAll() {
       run[i].reset(); // forgotten once written
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    written_ += run.size();
     pendingBytes_ -= bytes;
     wroteSome_.notify_all();
     // Caught up with the serving: what is written reaches a pipe now (its

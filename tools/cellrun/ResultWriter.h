@@ -71,7 +71,7 @@ private:
   std::condition_variable arrivedOne_, wroteSome_;
   /// Results of inputs taken_, taken_ + 1, ... (null: not in yet).
   std::deque<std::unique_ptr<RequestResult>> waiting_;
-  size_t arrived_ = 0, taken_ = 0, written_ = 0;
+  size_t arrived_ = 0, taken_ = 0;
   size_t total_ = SIZE_MAX; // unknown until expectTotal
   bool abandoned_ = false;
   size_t pendingBytes_ = 0;

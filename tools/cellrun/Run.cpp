@@ -19,6 +19,7 @@
 #include "cellrun/Engine.h"
 
 #include <ext/stdio_filebuf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,13 +142,9 @@ struct DescriptorStream {
 
 /// Where `cellrun run` reads requests and writes results.
 struct RunFiles {
-  std::ifstream inputFile;
-  std::unique_ptr<DescriptorStream> standardInput;
-  std::istream *input = nullptr;
-  bool inputIsFile = false; // a regular file, not a pipe
-  std::ofstream outputFile;
-  std::unique_ptr<DescriptorStream> standardOutput;
-  std::ostream *output = nullptr; // null: no --output
+  std::unique_ptr<DescriptorStream> input;
+  std::unique_ptr<DescriptorStream> output; // null: no --output
+  bool inputIsFile = false;                 // a regular file, not a pipe
   bool outputIsFile = true;
 };
 
@@ -242,72 +239,45 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
 }
 
 /// Opens --input and --output ("-": standard input and output; the
-/// summary then goes to standard error); an exit code (the message
-/// printed) when either cannot be.
+/// summary then goes to standard error), each through a buffer of its own
+/// over its descriptor; an exit code (the message printed) when either
+/// cannot be.
 std::optional<int> openFiles(const RunArgs &args, RunFiles &files) {
   auto isRegular = [](int descriptor) {
     struct stat status {};
     return fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode);
   };
-  if (args.input == "-") {
-    files.standardInput = std::make_unique<DescriptorStream>(0, std::ios::in);
-    files.input = &files.standardInput->stream;
-    files.inputIsFile = isRegular(0);
-  } else {
-    files.inputFile.open(args.input);
-    files.input = &files.inputFile;
-    struct stat status {};
-    files.inputIsFile =
-        stat(args.input.c_str(), &status) == 0 && S_ISREG(status.st_mode);
-  }
-  if (!*files.input) {
+  int input = args.input == "-"
+                  ? STDIN_FILENO
+                  : open(args.input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (input < 0) {
     std::cerr << "cellrun: error: cannot open " << args.input << "\n";
     return kExitFailure;
   }
+  files.input = std::make_unique<DescriptorStream>(input, std::ios::in);
+  files.inputIsFile = isRegular(input);
+  int output = -1;
   if (args.output == "-") {
     // The results keep standard output; everything else printed to it
     // from here on (the summary) goes to standard error.
     std::fflush(stdout);
     std::cout.flush();
-    int results = dup(STDOUT_FILENO);
-    if (results < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    output = dup(STDOUT_FILENO);
+    if (output < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
       std::cerr << "cellrun: error: cannot write to standard output\n";
       return kExitFailure;
     }
-    files.standardOutput =
-        std::make_unique<DescriptorStream>(results, std::ios::out);
-    files.output = &files.standardOutput->stream;
-    files.outputIsFile = isRegular(results);
   } else if (!args.output.empty()) {
-    files.outputFile.open(args.output);
-    if (!files.outputFile) {
+    output = open(args.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0666);
+    if (output < 0) {
       std::cerr << "cellrun: error: cannot write " << args.output << "\n";
       return kExitFailure;
     }
-    files.output = &files.outputFile;
-    struct stat status {};
-    files.outputIsFile =
-        stat(args.output.c_str(), &status) == 0 && S_ISREG(status.st_mode);
   }
-  return std::nullopt;
-}
-
-/// A usage error (the message printed) when `names` (--outputs) holds one
-/// that is not an output of the model.
-std::optional<int> checkOutputNames(const std::vector<std::string> &names,
-                                    const ModelSignature &signature) {
-  for (const std::string &name : names) {
-    bool known = std::any_of(
-        signature.outputs.begin(), signature.outputs.end(),
-        [&](const TensorDescription &output) { return output.name == name; });
-    if (known)
-      continue;
-    std::string all;
-    for (const TensorDescription &output : signature.outputs)
-      all += (all.empty() ? "" : ", ") + output.name;
-    std::cerr << "cellrun run: --outputs: the model has no output '" << name
-              << "' (it has " << all << ")\n";
-    return kExitUsage;
+  if (output >= 0) {
+    files.output = std::make_unique<DescriptorStream>(output, std::ios::out);
+    files.outputIsFile = isRegular(output);
   }
   return std::nullopt;
 }
@@ -381,8 +351,12 @@ int runRun(const std::vector<std::string> &arguments) {
     return kExitFailure;
   }
   Engine &engine = *created.value();
-  if (auto exit = checkOutputNames(args.outputs, engine.parser().signature()))
-    return *exit;
+  if (Status named =
+          engine.parser().checkOutputNames(args.outputs, "--outputs");
+      !named.isOk()) {
+    std::cerr << "cellrun run: " << named.message() << "\n";
+    return kExitUsage;
+  }
   RunFiles files;
   if (auto exit = openFiles(args, files))
     return *exit;
@@ -390,13 +364,13 @@ int runRun(const std::vector<std::string> &arguments) {
   RunTimes times;
   // From a file, what fits the read-ahead is read before serving starts;
   // from a pipe, requests are served as they come.
-  RequestReader reader(*files.input, engine.parser(), args.readAhead,
+  RequestReader reader(files.input->stream, engine.parser(), args.readAhead,
                        files.inputIsFile);
   reader.fill();
   times.parse = reader.parseSeconds();
   // A pipe's reader (not a file's) gets each result as it is written.
-  ResultWriter writer(files.output, size_t(args.resultBufferMb) << 20,
-                      !files.outputIsFile);
+  ResultWriter writer(files.output ? &files.output->stream : nullptr,
+                      size_t(args.resultBufferMb) << 20, !files.outputIsFile);
   auto serving = SteadyClock::now();
   serveAll(engine, reader, writer, args.outputs,
            !args.quiet && isatty(STDERR_FILENO));

@@ -147,9 +147,10 @@ struct Request {
   SessionChunk session;
   /// Set to be able to cancel the request (Engine::cancel); may be null.
   std::shared_ptr<CancelToken> cancel;
-  /// The outputs its result holds, by name (empty: all). A chain's outputs
-  /// left out are never read back (no per-step copy of an emitted row the
-  /// caller does not want); other structures drop them at the end.
+  /// The outputs its result holds, by name (empty: all; a name the model
+  /// lacks, or one given twice, is refused). A chain's outputs left out are
+  /// never read back (no per-step copy of an emitted row the caller does not
+  /// want); other structures drop them at the end.
   std::vector<std::string> outputs;
 };
 

@@ -74,8 +74,12 @@ public:
   /// not a JSON object: what names a refused request.
   static std::string requestId(std::string_view text,
                                const std::string &fallbackId);
-  /// The checks of parse for a request built in C++.
+  /// The checks of parse for a request built in C++ (its `outputs` too).
   Status check(const Request &request) const;
+  /// InvalidArgument, naming `where` and the model's outputs, when a name
+  /// in `names` is not an output of the model or comes twice.
+  Status checkOutputNames(const std::vector<std::string> &names,
+                          const std::string &where) const;
 
   /// The model's inputs and outputs as named tensors (Tensors.h); empty
   /// for custom models, whose requests are JSON only.
