@@ -19,7 +19,8 @@ set_target_properties(CellRuntime PROPERTIES EXPORT_NAME runtime)
 add_library(cellrun::runtime ALIAS CellRuntime)
 # The same as one shared library, libcellrun.so (cellrun::runtime_shared):
 # the objects of every runtime library, with OpenBLAS and (CELL_ENABLE_CUDA)
-# the CUDA runtime; it then needs cuBLASLt from the CUDA toolkit at run time.
+# the CUDA runtime; a CUDA backend opens cuBLASLt from the CUDA toolkit when
+# it is made (nothing else needs it).
 add_library(CellRuntimeShared SHARED ${CELL_SOURCE_DIR}/runtime/RuntimeLibrary.cpp)
 foreach(library ${CELL_RUNTIME_LIBRARIES})
   target_sources(CellRuntimeShared PRIVATE $<TARGET_OBJECTS:${library}>)
@@ -28,7 +29,7 @@ target_link_libraries(CellRuntimeShared PRIVATE ${CELL_OPENBLAS_STATIC}
   Threads::Threads)
 if(CELL_ENABLE_CUDA)
   target_link_libraries(CellRuntimeShared PRIVATE CUDA::cudart_static
-    CUDA::cublasLt)
+    ${CMAKE_DL_LIBS})
 endif()
 # OpenBLAS and the CUDA runtime stay private to the library: an application
 # with its own BLAS or libcudart keeps its own, and so does the runtime.

@@ -147,8 +147,17 @@ chmod +x "$work/python"
 } | tee "$logs/device.txt"
 
 # Preflight: every program finds its libraries (cuBLAS from the toolkit, or
-# from PyTorch's wheels), before any minute goes to a step.
-if ldd "$build/test/cuda-backend-tests" | grep -q "libcublasLt.* not found"; then
+# from PyTorch's wheels), before any minute goes to a step. The runtime opens
+# cuBLASLt with dlopen (ldd does not show it): look where the loader would.
+cublas_on_path() {
+  ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.[0-9]* ' && return 0
+  local dir
+  for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+    compgen -G "$dir/libcublasLt.so.[0-9]*" >/dev/null && return 0
+  done
+  return 1
+}
+if ! cublas_on_path; then
   extra="$("$python" -c 'import glob, os, nvidia; print(":".join(sorted({os.path.dirname(p)
 for d in nvidia.__path__ for p in glob.glob(d + "/**/libcublasLt.so*", recursive=True)})))' 2>/dev/null)"
   [ -n "$extra" ] && export LD_LIBRARY_PATH="$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -160,6 +169,10 @@ for program in test/cuda-backend-tests test/backend-examples-cuda-tests test/eng
   missing="$(LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$build/$program" | grep "not found")"
   [ -z "$missing" ] || { fail "$program cannot start: $missing"; exit 1; }
 done
+# A device the runtime can use: the GPU, and cuBLASLt opened (the reason
+# when not, e.g. cuBLASLt missing).
+"$build/tools/cellrun/cellrun" devices --device cuda 2>&1 | tee -a "$logs/device.txt" ||
+  { fail "cellrun finds no usable CUDA device"; exit 1; }
 
 for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests; do
   wanted tests || break

@@ -6,18 +6,19 @@
 # it, never as a dependency of the binary itself.
 #   lean-binary.sh BINARY...
 # With --front-end, checks a front end (cellrun, which links HTTP/gRPC
-# libraries) instead: none of LLVM, MLIR, ONNX, a BLAS or the driver stub.
+# libraries, or libcellrun.so) instead: none of LLVM, MLIR, ONNX, a BLAS,
+# the driver stub or cuBLASLt (the runtime opens it when it finds a GPU).
 #   lean-binary.sh --front-end BINARY...
 set -euo pipefail
 if [ "${1:-}" = "--front-end" ]; then
   shift
   status=0
   for binary in "$@"; do
-    if ldd "$binary" | grep -E 'libLLVM|libMLIR|libonnx|libopenblas|libblas|libcuda\.so' >&2; then
+    if ldd "$binary" | grep -E 'libLLVM|libMLIR|libonnx|libopenblas|libblas|libcuda\.so|libcublas' >&2; then
       echo "lean-binary: $binary depends on the libraries above" >&2
       status=1
     else
-      echo "lean-binary: $(basename "$binary") links no compiler, ONNX, BLAS or driver library"
+      echo "lean-binary: $(basename "$binary") links no compiler, ONNX, BLAS, driver or cuBLAS library"
     fi
   done
   exit "$status"

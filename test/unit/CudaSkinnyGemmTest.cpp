@@ -144,8 +144,9 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
 
   if (shape.forceSkinny)
     setenv("CELL_CUDA_GEMM", "skinny", 1);
+  ASSERT_TRUE(loadCublasLt().ok()) << loadCublasLt().status().toString();
   cublasLtHandle_t handle = nullptr;
-  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(lt().cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   GemmOperands operands =
@@ -183,7 +184,7 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
     }
   }
   cudaStreamDestroy(stream);
-  cublasLtDestroy(handle);
+  lt().cublasLtDestroy(handle);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaSkinnyGemmTest,

@@ -27,7 +27,8 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   CELL_CUDA_TRY(cudaSetDevice(options.device));
   CELL_CUDA_TRY(
       cudaStreamCreateWithFlags(&backend->stream_, cudaStreamNonBlocking));
-  CELL_CUBLAS_TRY(cublasLtCreate(&backend->blas_));
+  // The probe has opened cuBLASLt (no device counts without it).
+  CELL_CUBLAS_TRY(lt().cublasLtCreate(&backend->blas_));
   auto workspace = DeviceBuffer::allocate(options.gemmWorkspaceBytes);
   if (!workspace.ok())
     return workspace.status();
@@ -111,7 +112,7 @@ CudaBackend::~CudaBackend() {
   runners_.clear();
   cells_.clear();
   if (blas_)
-    cublasLtDestroy(blas_);
+    lt().cublasLtDestroy(blas_);
   if (stream_)
     cudaStreamDestroy(stream_);
 }

@@ -8,9 +8,9 @@
 #ifndef CELLRUN_BACKEND_CUDA_CUDACHECK_H
 #define CELLRUN_BACKEND_CUDA_CUDACHECK_H
 
+#include "CublasLtLibrary.h"
 #include "cellrun/Status.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -73,9 +73,12 @@ inline Status cublasFailure(cublasStatus_t error, const char *call,
       error == CUBLAS_STATUS_NOT_SUPPORTED  ? StatusCode::Unsupported
       : error == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::ResourceExhausted
                                             : StatusCode::Internal;
-  return Status(code, std::string(call) +
-                          " failed: " + cublasLtGetStatusName(error) + " (" +
-                          cublasLtGetStatusString(error) + ") at " + where);
+  std::string name = call;
+  if (name.rfind("lt().", 0) == 0)
+    name = name.substr(5); // called through the loaded table
+  return Status(code, name + " failed: " + lt().cublasLtGetStatusName(error) +
+                          " (" + lt().cublasLtGetStatusString(error) + ") at " +
+                          where);
 }
 
 } // namespace cellrun::cuda

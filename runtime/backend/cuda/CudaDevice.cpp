@@ -1,9 +1,11 @@
 //===- CudaDevice.cpp - Probing for a CUDA device ------------------------===//
 //
 // probeCudaDevice through the CUDA runtime (the rest of Device.h is
-// backend/Device.cpp).
+// backend/Device.cpp). A device counts once cuBLASLt, which every CUDA
+// backend needs, has been opened too (CublasLtLibrary.h).
 //
 //===----------------------------------------------------------------------===//
+#include "CublasLtLibrary.h"
 #include "cellrun/Device.h"
 
 #include <cuda_runtime_api.h>
@@ -34,5 +36,10 @@ Result<CudaDeviceInfo> cellrun::probeCudaDevice(int index) {
   info.computeCapability = properties.major * 10 + properties.minor;
   info.memoryBytes = properties.totalGlobalMem;
   info.multiprocessors = properties.multiProcessorCount;
+  // Without cuBLASLt no backend can be made on it: auto takes the CPU.
+  if (auto loaded = cuda::loadCublasLt(); !loaded.ok())
+    return Status(StatusCode::Unavailable,
+                  "no CUDA device: " + info.describe() + " is present, but " +
+                      loaded.status().message());
   return info;
 }

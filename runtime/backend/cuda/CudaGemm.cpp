@@ -80,23 +80,25 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
 
 Status CudaGemm::createDescriptors(const cellpack::GemmStep &step) {
   int64_t m = m_, n = n_, k = k_;
-  CELL_CUBLAS_TRY(cublasLtMatmulDescCreate(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescCreate(
       &operation_, computeType(step.precision()), CUDA_R_32F));
   // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's first operand is our B.
   cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescSetAttribute(
       operation_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescSetAttribute(
       operation_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+  CELL_CUBLAS_TRY(lt().cublasLtMatrixLayoutCreate(
       &layoutA_, CUDA_R_32F, step.trans_b() ? k : n, step.trans_b() ? n : k,
       step.trans_b() ? k : n));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(
+  CELL_CUBLAS_TRY(lt().cublasLtMatrixLayoutCreate(
       &layoutB_, CUDA_R_32F, step.trans_a() ? m : k, step.trans_a() ? k : m,
       step.trans_a() ? m : k));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&layoutD_, CUDA_R_32F, n, m, n));
-  CELL_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&layoutC_, CUDA_R_32F, n, m, n));
+  CELL_CUBLAS_TRY(
+      lt().cublasLtMatrixLayoutCreate(&layoutD_, CUDA_R_32F, n, m, n));
+  CELL_CUBLAS_TRY(
+      lt().cublasLtMatrixLayoutCreate(&layoutC_, CUDA_R_32F, n, m, n));
   return Status::ok();
 }
 
@@ -143,12 +145,12 @@ Status CudaGemm::attachBias(const cellpack::GemmStep &step,
   skinnyBias_ = operands.c; // the kernel scales it by beta
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
   cudaDataType_t biasType = CUDA_R_32F;
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescSetAttribute(
       operation_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescSetAttribute(
       operation_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
       sizeof biasType));
-  CELL_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulDescSetAttribute(
       operation_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   return Status::ok();
 }
@@ -187,13 +189,13 @@ Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
 
 Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
   cublasLtMatmulPreference_t preference = nullptr;
-  CELL_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&preference));
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulPreferenceCreate(&preference));
   struct Release {
     cublasLtMatmulPreference_t preference;
-    ~Release() { cublasLtMatmulPreferenceDestroy(preference); }
+    ~Release() { lt().cublasLtMatmulPreferenceDestroy(preference); }
   } release{preference};
   uint64_t bytes = workspaceBytes_;
-  CELL_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
       sizeof bytes));
   const std::pair<cublasLtMatmulPreferenceAttributes_t, const void *>
@@ -203,12 +205,12 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
                       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d_}};
   for (const auto &[attribute, pointer] : alignments) {
     uint32_t alignment = alignmentOf(pointer);
-    CELL_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+    CELL_CUBLAS_TRY(lt().cublasLtMatmulPreferenceSetAttribute(
         preference, attribute, &alignment, sizeof alignment));
   }
   std::vector<cublasLtMatmulHeuristicResult_t> proposed(candidates);
   int returned = 0;
-  CELL_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(
+  CELL_CUBLAS_TRY(lt().cublasLtMatmulAlgoGetHeuristic(
       handle_, operation_, layoutA_, layoutB_, layoutC_, layoutD_, preference,
       candidates, proposed.data(), &returned));
   if (returned == 0)
@@ -249,17 +251,17 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
 Status CudaGemm::enqueue(cudaStream_t stream) const {
   if (useSkinny_)
     return enqueueSkinny(stream);
-  CELL_CUBLAS_TRY(cublasLtMatmul(handle_, operation_, &alpha_, b_, layoutA_, a_,
-                                 layoutB_, &beta_, c_, layoutC_, d_, layoutD_,
-                                 &algorithm_, workspace_, workspaceBytes_,
-                                 stream));
+  CELL_CUBLAS_TRY(lt().cublasLtMatmul(handle_, operation_, &alpha_, b_,
+                                      layoutA_, a_, layoutB_, &beta_, c_,
+                                      layoutC_, d_, layoutD_, &algorithm_,
+                                      workspace_, workspaceBytes_, stream));
   return Status::ok();
 }
 
 CudaGemm::~CudaGemm() {
   for (cublasLtMatrixLayout_t layout : {layoutA_, layoutB_, layoutC_, layoutD_})
     if (layout)
-      cublasLtMatrixLayoutDestroy(layout);
+      lt().cublasLtMatrixLayoutDestroy(layout);
   if (operation_)
-    cublasLtMatmulDescDestroy(operation_);
+    lt().cublasLtMatmulDescDestroy(operation_);
 }
