@@ -151,8 +151,8 @@ chmod +x "$work/python"
 # cuBLASLt with dlopen (ldd does not show it): look where the loader would.
 cublas_on_path() {
   ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.[0-9]* ' && return 0
-  local dir
-  for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  local dir path="${LD_LIBRARY_PATH:-}"
+  for dir in ${path//:/ } /usr/local/cuda/lib64 /usr/local/cuda/lib; do
     compgen -G "$dir/libcublasLt.so.[0-9]*" >/dev/null && return 0
   done
   return 1
