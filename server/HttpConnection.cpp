@@ -139,6 +139,10 @@ void HttpConnection::dispatch() {
     request.sequenceIdHeader = std::string(session->value());
   request.received = received_;
   request.cancel = cancel_ = std::make_shared<CancelToken>();
+  request.onConnection = [self =
+                              shared_from_this()](std::function<void()> work) {
+    net::post(self->stream_.get_executor(), std::move(work));
+  };
   beast::string_view encoding = message[http::field::content_encoding];
   if (encoding.empty()) {
     request.body = std::move(message.body());

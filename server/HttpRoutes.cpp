@@ -176,9 +176,11 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
   inputs.cancel = request.cancel;
   inputs.modelName = model;
   inputs.modelVersion = version;
-  service.infer(std::move(inputs), [&service, call, session,
-                                    respond = std::move(respond),
-                                    observeRefusal](InferReply reply) {
+  // The reply is encoded on the connection's thread: the engine's thread,
+  // which answers, only hands it over (JSON of a hidden-1024 LSTM's outputs
+  // takes about a millisecond to write).
+  auto answer = [&service, call, session, respond = std::move(respond),
+                 observeRefusal](InferReply reply) {
     bool refused =
         reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
                                 reply.outcome == Outcome::Unavailable);
@@ -191,7 +193,16 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
     respond(std::move(response));
     if (refused)
       observeRefusal();
-  });
+  };
+  service.infer(std::move(inputs),
+                [answer = std::move(answer),
+                 onConnection = request.onConnection](InferReply reply) {
+                  if (!onConnection)
+                    return answer(std::move(reply));
+                  // std::function copies what it holds: the reply is shared.
+                  auto held = std::make_shared<InferReply>(std::move(reply));
+                  onConnection([answer, held] { answer(std::move(*held)); });
+                });
 }
 
 void MetricsRoutes::handle(HttpRequest request, Respond respond) {

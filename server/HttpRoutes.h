@@ -34,6 +34,10 @@ struct HttpRequest {
   /// Cancels the request's work when its client goes away (HttpRoutes::
   /// cancel).
   std::shared_ptr<CancelToken> cancel;
+  /// Runs work on the connection's own thread: an inference answer is
+  /// encoded there, not on the engine's thread that produced it. Empty: the
+  /// work runs at once, on the caller's thread.
+  std::function<void(std::function<void()>)> onConnection;
 };
 
 struct HttpResponse {

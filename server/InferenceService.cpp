@@ -163,10 +163,15 @@ void InferenceService::infer(InferCall call, ReplyCallback done) {
         answer.stopReason = result.stopReason;
         answer.queueMicros = result.queueMicros;
         answer.computeMicros = result.computeMicros;
+        // Moved, not copied: this runs on the engine's thread. Each name is
+        // wanted once (checkOutputNames).
         if (result.status.isOk())
           for (const std::string &name : wanted)
-            if (const OutputTensor *tensor = result.find(name))
-              answer.outputs.push_back(*tensor);
+            for (OutputTensor &tensor : result.outputs)
+              if (tensor.name == name) {
+                answer.outputs.push_back(std::move(tensor));
+                break;
+              }
         finish(answer, *callback);
         leave();
       });
