@@ -22,8 +22,10 @@ namespace cellrun {
 class SlotPool {
 public:
   /// `capacity` rows of `rowBytes` bytes each (zeroed), in host memory aligned
-  /// to 64 bytes (each row starts 16-byte aligned when rowBytes is a multiple
-  /// of 16, which the vectorised kernels rely on).
+  /// to a page (each row starts 16-byte aligned when rowBytes is a multiple
+  /// of 16, which the vectorised kernels rely on). Memory is backed as rows
+  /// are first written. When it cannot be had, the pool has no rows and
+  /// allocated() is false.
   SlotPool(size_t rowBytes, uint32_t capacity);
   /// The same over memory owned elsewhere (device memory of the CUDA
   /// backend): `memory` is the address tasks use, `hostMemory` the host's
@@ -68,6 +70,8 @@ public:
   void *row(uint32_t row) {
     return base_ + static_cast<size_t>(row) * rowBytes_;
   }
+  /// False when the host memory of the first constructor could not be had.
+  bool allocated() const { return base_ != nullptr; }
   size_t rowBytes() const { return rowBytes_; }
   uint32_t capacity() const { return capacity_; }
   uint32_t available() const { return static_cast<uint32_t>(free_.size()); }
@@ -75,7 +79,14 @@ public:
 private:
   size_t rowBytes_;
   uint32_t capacity_;
-  std::unique_ptr<uint8_t[]> storage_;
+  struct UnmapMemory {
+    UnmapMemory() noexcept : bytes(0) {}
+    explicit UnmapMemory(size_t mapped) noexcept : bytes(mapped) {}
+    void operator()(uint8_t *memory) const;
+    size_t bytes; // 0: from calloc (AddressSanitizer builds)
+  };
+  std::unique_ptr<uint8_t, UnmapMemory> storage_; // mmap'ed
+
   uint8_t *base_ = nullptr;
   uint8_t *hostBase_ = nullptr;
   std::vector<uint32_t> free_; // stack of free rows

@@ -84,7 +84,12 @@ public:
 
   Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
                                                bool) override {
-    return std::make_unique<SlotPool>(rowBytes, rows);
+    auto pool = std::make_unique<SlotPool>(rowBytes, rows);
+    if (!pool->allocated())
+      return Status(StatusCode::ResourceExhausted,
+                    "no memory for a pool of " + std::to_string(rows) +
+                        " rows of " + std::to_string(rowBytes) + " bytes");
+    return pool;
   }
   // Every pool is host memory: the executor copies its rows itself.
   Status copyIn(void *pool, const void *host, size_t bytes) override {
