@@ -9,6 +9,7 @@
 #ifndef CELLRUN_SLOTPOOL_H
 #define CELLRUN_SLOTPOOL_H
 
+#include "base/ZeroPages.h"
 #include "cellrun/Status.h"
 
 #include <cstddef>
@@ -79,13 +80,7 @@ public:
 private:
   size_t rowBytes_;
   uint32_t capacity_;
-  struct UnmapMemory {
-    UnmapMemory() noexcept : bytes(0) {}
-    explicit UnmapMemory(size_t mapped) noexcept : bytes(mapped) {}
-    void operator()(uint8_t *memory) const;
-    size_t bytes; // 0: from calloc (AddressSanitizer builds)
-  };
-  std::unique_ptr<uint8_t, UnmapMemory> storage_; // mmap'ed
+  ZeroPages storage_; // the first constructor's rows
 
   uint8_t *base_ = nullptr;
   uint8_t *hostBase_ = nullptr;

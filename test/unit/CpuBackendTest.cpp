@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
+#include "backend/cpu/PackedWeights.h"
 
 #include <algorithm>
 #include <atomic>
@@ -120,3 +121,33 @@ INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                                            "rwkv", "slstm", "gru_hoisted"));
 
 } // namespace
+
+// Every worker's backend over one artifact packs its weights once: the
+// cache is shared while someone holds it, and made anew for another
+// artifact or once the last holder is gone.
+TEST(PackedWeightCacheTest, OneCacheAnArtifactWhileItIsHeld) {
+  std::vector<float> weights(64 * 48);
+  std::mt19937 random(3);
+  std::uniform_real_distribution<float> value(-1, 1);
+  for (float &w : weights)
+    w = value(random);
+  int artifactA = 0, artifactB = 0; // their addresses name them
+  auto first = cellrun::cpu::PackedWeightCache::forArtifact(&artifactA);
+  auto second = cellrun::cpu::PackedWeightCache::forArtifact(&artifactA);
+  auto other = cellrun::cpu::PackedWeightCache::forArtifact(&artifactB);
+  ASSERT_TRUE(first && other);
+  EXPECT_EQ(first, second);
+  EXPECT_NE(first, other);
+  // Packed through one holder, found through the other: the same matrix.
+  const cellrun::cpu::PackedMatrix &packed =
+      first->get(weights.data(), 64, 48, false);
+  EXPECT_EQ(&second->get(weights.data(), 64, 48, false), &packed);
+  EXPECT_EQ(second->bytes(), packed.bytes());
+  EXPECT_EQ(other->bytes(), 0u);
+  EXPECT_EQ(packed.panel(0)[1], weights[1]); // row 0, column 1
+  // Gone with its last holder: the next one starts empty.
+  first.reset();
+  second.reset();
+  auto again = cellrun::cpu::PackedWeightCache::forArtifact(&artifactA);
+  EXPECT_EQ(again->bytes(), 0u);
+}

@@ -48,7 +48,8 @@ public:
   CpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
              bool nullTasks, bool readsAtWait)
       : artifact_(std::move(artifact)), threadCount_(threads),
-        nullTasks_(nullTasks), readsAtWait_(readsAtWait) {
+        nullTasks_(nullTasks), readsAtWait_(readsAtWait),
+        weights_(cpu::PackedWeightCache::forArtifact(artifact_.get())) {
     if (threadCount_ > 1)
       threads_ = std::make_unique<cpu::ThreadPool>(threadCount_);
   }
@@ -59,8 +60,8 @@ public:
       if (!cell->plans())
         continue;
       for (const cellpack::BatchPlan *plan : *cell->plans()) {
-        auto created = cpu::CpuTaskRunner::create(*cell, *plan, {},
-                                                  threads_.get(), &weights_);
+        auto created = cpu::CpuTaskRunner::create(
+            *cell, *plan, {}, threads_.get(), weights_.get());
         if (!created.ok())
           return Status(created.status().code(),
                         artifact_->displayName() + ": cell '" +
@@ -214,8 +215,9 @@ private:
   };
   std::deque<Delivery> deliveries_;
   std::unique_ptr<cpu::ThreadPool> threads_;
-  /// Weights packed for the CPU GEMM, shared by every plan.
-  cpu::PackedWeightCache weights_;
+  /// Weights packed for the CPU GEMM, shared by every plan and by the
+  /// other workers' backends over the same artifact.
+  std::shared_ptr<cpu::PackedWeightCache> weights_;
   std::unordered_map<const cellpack::BatchPlan *,
                      std::unique_ptr<cpu::CpuTaskRunner>>
       runners_;

@@ -13,6 +13,7 @@
 #include "PackedWeights.h"
 #include "RegionInterpreter.h"
 #include "ThreadPool.h"
+#include "base/ZeroPages.h"
 
 #include <functional>
 
@@ -108,7 +109,7 @@ private:
   PackedWeightCache *weights_ = nullptr;
   /// Per step, the packed B of a GEMM step (none otherwise).
   std::vector<PackedB> packedGemms_;
-  std::vector<uint8_t> workspaceStorage_;
+  ZeroPages workspaceStorage_;
   uint8_t *workspace_ = nullptr;
   /// Per step, one interpreter per worker, or a single one for a region
   /// with a GEMM (empty for GEMM steps).

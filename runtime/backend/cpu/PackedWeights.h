@@ -1,9 +1,10 @@
 //===- PackedWeights.h - Weights packed once for the CPU GEMM --*- C++ -*-===//
 //
 // A cell's weight matrices packed into GEMM panels (PackedGemm.h, or as bf16
-// for bf16 GEMMs, PackedGemmBf16.h) once per executor, shared by every
-// batch-size plan and every kernel that reads them: the memory a plan adds is
-// only its workspace.
+// for bf16 GEMMs, PackedGemmBf16.h) once per loaded artifact, shared by every
+// batch-size plan, every kernel that reads them and every worker's backend:
+// the memory a plan adds is only its workspace, and a second worker adds no
+// weights.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_PACKEDWEIGHTS_H
@@ -13,6 +14,7 @@
 #include "PackedGemmBf16.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -20,6 +22,13 @@ namespace cellrun::cpu {
 
 class PackedWeightCache {
 public:
+  /// The cache of the artifact whose weights live at `artifact` (any
+  /// address that identifies it while it is loaded), made on the first
+  /// call and shared by every caller holding it; freed with the last
+  /// holder. A holder must keep the artifact loaded (the cache points into
+  /// its weights). Thread-safe.
+  static std::shared_ptr<PackedWeightCache> forArtifact(const void *artifact);
+
   /// `source` packed as PackedMatrix(source, k, n, transposed); the result
   /// lives as long as the cache. Thread-safe.
   const PackedMatrix &get(const float *source, int64_t k, int64_t n,
