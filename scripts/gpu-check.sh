@@ -148,18 +148,12 @@ chmod +x "$work/python"
 
 # Preflight: every program finds its libraries (cuBLAS from the toolkit, or
 # from PyTorch's wheels), before any minute goes to a step. The runtime opens
-# cuBLASLt with dlopen (ldd does not show it): look where the loader would.
-cublas_on_path() {
-  ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.[0-9]* ' && return 0
-  local dir path="${LD_LIBRARY_PATH:-}"
-  for dir in ${path//:/ } /usr/local/cuda/lib64 /usr/local/cuda/lib; do
-    compgen -G "$dir/libcublasLt.so.[0-9]*" >/dev/null && return 0
-  done
-  return 1
-}
-if ! cublas_on_path; then
+# cuBLASLt with dlopen (ldd does not show it): cellrun says whether it could
+# (the exact version it was built for); cuda_task_bench links cuBLAS.
+usable() { "$build/tools/cellrun/cellrun" devices --device cuda >/dev/null 2>&1; }
+if ! usable || ldd "$build/bench/cuda_task_bench" 2>/dev/null | grep -q "libcublas.* not found"; then
   extra="$("$python" -c 'import glob, os, nvidia; print(":".join(sorted({os.path.dirname(p)
-for d in nvidia.__path__ for p in glob.glob(d + "/**/libcublasLt.so*", recursive=True)})))' 2>/dev/null)"
+for d in nvidia.__path__ for p in glob.glob(d + "/**/libcublas*.so*", recursive=True)})))' 2>/dev/null)"
   [ -n "$extra" ] && export LD_LIBRARY_PATH="$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "cuBLAS from PyTorch's wheels: $extra"
 fi

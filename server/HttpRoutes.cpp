@@ -54,11 +54,11 @@ HttpResponse jsonResponse(int status, const json &body) {
   return response;
 }
 
-HttpResponse fromReply(const HttpReply &reply) {
+HttpResponse fromReply(HttpReply &&reply) {
   HttpResponse response;
   response.status = reply.status;
-  response.contentType = reply.contentType;
-  response.body = reply.body;
+  response.contentType = std::move(reply.contentType);
+  response.body = std::move(reply.body); // an answer's body, not copied
   if (reply.headerLength)
     response.headers.emplace_back("Inference-Header-Content-Length",
                                   std::to_string(*reply.headerLength));

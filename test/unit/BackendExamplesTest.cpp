@@ -21,6 +21,8 @@
 
 #include "artifact/ElementIO.h"
 
+#include "CudaProbe.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -203,8 +205,7 @@ protected:
     std::string device = CELL_TEST_DEVICE;
     if (device == "cuda") {
       auto probe = probeCudaDevice();
-      if (!probe.ok())
-        GTEST_SKIP() << "cuda backend not tested: " << probe.status().message();
+      CELL_SKIP_WITHOUT_CUDA(probe, "cuda backend");
       options_.device = DeviceKind::Cuda;
     }
   }

@@ -56,7 +56,7 @@ TEST(CublasLtLibraryTest, AMissingFileIsNamedInTheError) {
       openCublasLt({"/nonexistent/libcublasLt.so.99", "libcublasLt.so.0"});
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), StatusCode::Unavailable);
-  const std::string &message = opened.status().message();
+  std::string message = opened.status().message();
   EXPECT_NE(message.find("could not be loaded"), std::string::npos) << message;
   EXPECT_NE(message.find("/nonexistent/libcublasLt.so.99"), std::string::npos)
       << message;
@@ -67,7 +67,7 @@ TEST(CublasLtLibraryTest, ALibraryWithoutTheFunctionsIsRefused) {
   // The C library opens, but has none of cuBLASLt's functions.
   Result<CublasLt> opened = openCublasLt({"libc.so.6"});
   ASSERT_FALSE(opened.ok());
-  const std::string &message = opened.status().message();
+  std::string message = opened.status().message();
   EXPECT_NE(message.find("libc.so.6 lacks cublasLtCreate"), std::string::npos)
       << message;
   EXPECT_NE(message.find("cublasLtMatrixLayoutDestroy"), std::string::npos)

@@ -16,6 +16,8 @@
 
 #include "RandomFloats.h"
 
+#include "CudaProbe.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -113,8 +115,7 @@ GemmOperands gemmOperands(const DeviceBuffer &a, const DeviceBuffer &b,
 
 TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   auto probe = probeCudaDevice();
-  if (!probe.ok())
-    GTEST_SKIP() << "skinny GEMM not tested: " << probe.status().message();
+  CELL_SKIP_WITHOUT_CUDA(probe, "skinny GEMM");
   const Shape &shape = GetParam();
   auto artifact = loadArtifact(examplesDir() + "/lstm/model.cellpack");
   ASSERT_TRUE(artifact.ok()) << artifact.status().toString();

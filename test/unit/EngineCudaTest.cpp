@@ -17,6 +17,8 @@
 #include "cellrun/Engine.h"
 #include "engine/EngineTesting.h"
 
+#include "CudaProbe.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,8 +44,7 @@ class EngineCudaTest : public ::testing::TestWithParam<const char *> {
 protected:
   void SetUp() override {
     auto probe = probeCudaDevice();
-    if (!probe.ok())
-      GTEST_SKIP() << "cuda engine not tested: " << probe.status().message();
+    CELL_SKIP_WITHOUT_CUDA(probe, "cuda engine");
   }
 };
 

@@ -55,8 +55,11 @@ cellrun::cuda::openCublasLt(const std::vector<std::string> &files) {
 
 namespace {
 const Result<CublasLt> &processCublasLt() {
-  static const Result<CublasLt> loaded = openCublasLt(cublasLtCandidates());
-  return loaded;
+  // Never destroyed: a backend torn down during the program's exit (an
+  // engine held by a static) still calls cublasLtDestroy through it.
+  static const Result<CublasLt> *loaded =
+      new Result<CublasLt>(openCublasLt(cublasLtCandidates()));
+  return *loaded;
 }
 } // namespace
 

@@ -49,9 +49,10 @@ struct CublasLt {
 };
 
 /// The files tried, in order: the soname of the toolkit the runtime was
-/// built with (found the usual way: LD_LIBRARY_PATH, the loader's cache,
-/// the program's run path), then that soname in the build's CUDA library
-/// directory and in /usr/local/cuda/lib64.
+/// built with, found the loader's way (LD_LIBRARY_PATH, the run path of the
+/// object that calls dlopen: cellrun, or libcellrun.so; the loader's cache),
+/// then that soname in the build's CUDA library directory and in
+/// /usr/local/cuda/lib64.
 std::vector<std::string> cublasLtCandidates();
 
 /// Opens the first of `files` that loads and has every function. The error
