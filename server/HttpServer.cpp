@@ -88,8 +88,9 @@ private:
   uint32_t maxConnections_;
 };
 
-HttpServer::HttpServer(InferenceService &service)
-    : service_(service), api_(service), metrics_(service) {}
+HttpServer::HttpServer(InferenceService &service, HttpRoutes *api)
+    : service_(service), api_(service), apiRoutes_(api ? api : &api_),
+      metrics_(service) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -130,8 +131,8 @@ Status HttpServer::start(const HttpOptions &options) {
     loops_.push_back(std::make_unique<net::io_context>(1));
   started_ = true;
   if (options.port > 0) {
-    if (Status status = listen(options.host, options.port, api_, apiCount_,
-                               options.maxConnections, "HTTP");
+    if (Status status = listen(options.host, options.port, *apiRoutes_,
+                               apiCount_, options.maxConnections, "HTTP");
         !status.isOk())
       return status;
     boundPort_ = options.port;

@@ -50,7 +50,9 @@ struct HttpOptions {
 
 class HttpServer {
 public:
-  explicit HttpServer(InferenceService &service);
+  /// `api`: the routes of the REST port, when not the KServe routes over
+  /// `service` (tests wrap those to see what a connection hands them).
+  explicit HttpServer(InferenceService &service, HttpRoutes *api = nullptr);
   ~HttpServer();
 
   /// Binds the ports and starts serving on threads of its own.
@@ -82,6 +84,7 @@ private:
   std::vector<std::thread> threads_;
   std::vector<std::shared_ptr<Listener>> listeners_;
   KServeRoutes api_;
+  HttpRoutes *apiRoutes_; // api_, or the routes given
   MetricsRoutes metrics_;
   HttpLimits limits_;
   ConnectionCount apiCount_, metricsCount_;

@@ -2,19 +2,26 @@
 //
 // An inference answer is encoded on the connection's thread, not on the
 // engine's thread that produced it: KServeRoutes hands the reply to the
-// request's onConnection hook, and only the work run there responds. The
-// answer's values are the engine's own (the same request through the
-// Engine API), bit for bit.
+// request's onConnection hook, and only the work run there responds; the
+// HTTP server's connections give every request that hook. The answer's
+// values are the engine's own (the same request through the Engine API),
+// bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "HttpRoutes.h"
+#include "HttpServer.h"
 #include "InferenceService.h"
 
 #include "ExampleArtifacts.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -161,6 +168,66 @@ TEST_F(HttpRoutesTest, WithoutAConnectionHookTheAnswerComesAtOnce) {
   HttpResponse response = future.get();
   EXPECT_EQ(response.status, 200) << response.body.substr(0, 300);
   expectAnswerHolds(response.body, direct());
+}
+
+/// A loopback port nothing listens on now.
+int freePort() {
+  int socket = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (socket < 0 ||
+      bind(socket, reinterpret_cast<sockaddr *>(&address), length) != 0 ||
+      getsockname(socket, reinterpret_cast<sockaddr *>(&address), &length) !=
+          0) {
+    if (socket >= 0)
+      close(socket);
+    return 0;
+  }
+  close(socket);
+  return ntohs(address.sin_port);
+}
+
+/// The KServe routes, counting the requests a connection hands them with
+/// and without the hook.
+class HookCountingRoutes final : public HttpRoutes {
+public:
+  explicit HookCountingRoutes(InferenceService &service) : inner_(service) {}
+  void handle(HttpRequest request, Respond respond) override {
+    ++(request.onConnection ? withHook : withoutHook);
+    inner_.handle(std::move(request), std::move(respond));
+  }
+  void cancel(const std::shared_ptr<CancelToken> &token) override {
+    inner_.cancel(token);
+  }
+  std::atomic<int> withHook{0}, withoutHook{0};
+
+private:
+  KServeRoutes inner_;
+};
+
+TEST_F(HttpRoutesTest, TheServersConnectionsGiveEveryRequestTheHook) {
+  HookCountingRoutes routes(*service_);
+  HttpServer http(*service_, &routes);
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = freePort();
+  options.metricsPort = 0;
+  options.threads = 2;
+  ASSERT_GT(options.port, 0);
+  Status started = http.start(options);
+  ASSERT_TRUE(started.isOk()) << started.toString();
+  HttpRequest request = inferRequest();
+  httplib::Client client("127.0.0.1", options.port);
+  client.set_read_timeout(30, 0);
+  auto answer = client.Post(request.path, request.body, "application/json");
+  ASSERT_TRUE(answer) << httplib::to_string(answer.error());
+  EXPECT_EQ(answer->status, 200) << answer->body.substr(0, 300);
+  expectAnswerHolds(answer->body, direct());
+  EXPECT_EQ(routes.withHook.load(), 1);
+  EXPECT_EQ(routes.withoutHook.load(), 0);
+  http.stop();
 }
 
 } // namespace
