@@ -179,30 +179,33 @@ void KServeRoutes::infer(HttpRequest &request, const std::string &model,
   // The reply is encoded on the connection's thread: the engine's thread,
   // which answers, only hands it over (JSON of a hidden-1024 LSTM's outputs
   // takes about a millisecond to write).
-  auto answer = [&service, call, session, respond = std::move(respond),
-                 observeRefusal](InferReply reply) {
-    bool refused =
-        reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
-                                reply.outcome == Outcome::Unavailable);
-    HttpResponse response = fromReply(
-        encodeInferReply(std::move(reply), *call, service.signature(),
-                         service.modelName(), service.modelVersion()));
-    // The session's id where a proxy sees it, as the request may have sent.
-    if (session != 0)
-      response.headers.emplace_back(kSequenceIdHeader, std::to_string(session));
-    respond(std::move(response));
-    if (refused)
-      observeRefusal();
-  };
-  service.infer(std::move(inputs),
-                [answer = std::move(answer),
-                 onConnection = request.onConnection](InferReply reply) {
-                  if (!onConnection)
-                    return answer(std::move(reply));
-                  // std::function copies what it holds: the reply is shared.
-                  auto held = std::make_shared<InferReply>(std::move(reply));
-                  onConnection([answer, held] { answer(std::move(*held)); });
-                });
+  // Held once: the engine's thread hands over pointers, copies nothing.
+  auto answer = std::make_shared<std::function<void(InferReply)>>(
+      [&service, call, session, respond = std::move(respond),
+       observeRefusal](InferReply reply) {
+        bool refused =
+            reply.refusedAtOnce && (reply.outcome == Outcome::Overload ||
+                                    reply.outcome == Outcome::Unavailable);
+        HttpResponse response = fromReply(
+            encodeInferReply(std::move(reply), *call, service.signature(),
+                             service.modelName(), service.modelVersion()));
+        // The session's id where a proxy sees it, as the request may have sent.
+        if (session != 0)
+          response.headers.emplace_back(kSequenceIdHeader,
+                                        std::to_string(session));
+        respond(std::move(response));
+        if (refused)
+          observeRefusal();
+      });
+  service.infer(
+      std::move(inputs),
+      [answer, onConnection = request.onConnection](InferReply reply) {
+        if (!onConnection)
+          return (*answer)(std::move(reply));
+        // std::function copies what it holds: the reply is shared.
+        auto held = std::make_shared<InferReply>(std::move(reply));
+        onConnection([answer, held] { (*answer)(std::move(*held)); });
+      });
 }
 
 void MetricsRoutes::handle(HttpRequest request, Respond respond) {
