@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs the hidden-1024 benchmark artifacts that do not fit beside the rest
+# Packs the hidden-1024 benchmark artifacts (fp32, and the LSTM's tf32) that do not fit beside the rest
 # of a device call's carry (LSTM 34 MB, seq2seq 72 MB, attention seq2seq 85
 # MB, TreeLSTM 56 MB against the device tool's 64 MiB a call, the checkout
 # and gpu-pack/'s 27 MB of binaries and examples included) into
@@ -46,6 +46,9 @@ for model in "${models[@]}"; do
   }
   mkdir -p "$stage/examples/$model"
   cp "$artifact" "$stage/examples/$model/"
+  # The tf32 artifact where the model has one (the LSTM's kernel table).
+  tf32="$build/examples/$model/bench-tf32.cellpack"
+  [ ! -f "$tf32" ] || cp "$tf32" "$stage/examples/$model/"
   # model, digest, weight file: one line per weight file.
   /usr/bin/python3 "$root/examples/common/weights_digest.py" "${weights[@]}" |
     while read -r digest file; do echo "$model $digest $file"; done >>"$digests"
