@@ -25,9 +25,12 @@
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
 # GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
-# runs serve kernels bench busy models cpu ncu sanitizer; e.g.
+# runs serve kernels bench busy models cells cpu ncu sanitizer; e.g.
 # GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
-# GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000).
+# GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
+# GPU_CHECK_POLICIES its policies (default cellular,graph; the peer runs
+# beside them). GPU_CHECK_TEST_FILTER: a gtest filter for the tests step.
+# GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000).
 # GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
 # seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
 # the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
@@ -172,7 +175,8 @@ for test in cuda-backend-tests backend-examples-cuda-tests engine-cuda-tests; do
   wanted tests || break
   enough 30 "$test" || continue
   step "$test"
-  timeout "$(limit 200)" "$build/test/$test" --gtest_output="xml:$logs/$test.xml" >"$logs/$test.log" 2>&1
+  timeout "$(limit 200)" "$build/test/$test" --gtest_output="xml:$logs/$test.xml" \
+    ${GPU_CHECK_TEST_FILTER:+--gtest_filter="$GPU_CHECK_TEST_FILTER"} >"$logs/$test.log" 2>&1
   code=$?
   grep -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test" "$logs/$test.log" | head -n 20
   [ "$code" -eq 0 ] || fail "$test exited with $code (log: $test.log)"
@@ -243,7 +247,7 @@ if wanted bench && [ -f "$lstm1024" ] && enough 120 "cellrun bench --device cuda
   fi
   timeout "$(limit 240)" "$cellrun" bench "$lstm1024" \
     --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
-    --duration 5 --offline 4000 --policy cellular,graph "${peer[@]}" \
+    --duration 5 --offline 4000 --policy "${GPU_CHECK_POLICIES:-cellular,graph}" "${peer[@]}" \
     --out "$logs/bench-lstm1024" --quiet >"$logs/bench-lstm1024.txt" 2>&1 ||
     fail "cellrun bench --device cuda failed"
   cat "$logs/bench-lstm1024.txt"
@@ -256,7 +260,7 @@ fi
 # the delivery copy on one thread (--copy-threads 1).
 if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
-  "$python" "$root/examples/common/make_requests.py" lstm 20000 "$work/wmt20k.jsonl" \
+  "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
     --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
     >"$logs/busy-utilization.csv" 2>/dev/null &
@@ -313,6 +317,35 @@ if wanted models && [ -n "$models_manifest" ] && enough 90 "the hidden-1024 mode
       fail "cellrun bench --device cuda of $model at hidden 1024 failed"
     rm -f "$logs/bench-$model-1024/"{trace-,peer-,reference}*.jsonl
     cat "$logs/bench-$model-1024.txt"
+  done
+fi
+
+# Where the hidden-1024 models' time goes: each cell's task and step at
+# every batch size against cuBLAS (cuda_task_bench --cell), then `cellrun
+# run` of 4000 requests (WMT-like pairs, or random trees) with the engine's
+# host time a row-step.
+if wanted cells && [ -n "$models_manifest" ] && enough 60 "the hidden-1024 cells"; then
+  step "hidden-1024 cells: cuda_task_bench per cell and cellrun run"
+  for model in $(awk '$1 == "models" {$1 = ""; print}' "$models_manifest"); do
+    case "$model" in
+    lstm) continue ;; # the kernels and busy steps
+    treelstm) cells="leaf internal" kind=treelstm lengths=() ;;
+    *) cells="encoder decoder" kind=seq2seq lengths=(--lengths "$root/bench/workloads/wmt15-pairs-max50.csv") ;;
+    esac
+    artifact="$build/examples/$model/bench-fp32.cellpack"
+    for cell in $cells; do
+      enough 20 "cuda_task_bench $model $cell" || break
+      timeout "$(limit 60)" "$build/bench/cuda_task_bench" "$artifact" --cell "$cell" \
+        --csv "$logs/cuda-$model-$cell.csv" >"$logs/cuda-$model-$cell.txt" 2>&1 ||
+        fail "cuda_task_bench $model --cell $cell failed"
+      cat "$logs/cuda-$model-$cell.txt"
+    done
+    enough 20 "cellrun run $model at hidden 1024" || break
+    "$python" "$root/examples/common/make_requests.py" "$kind" 4000 "$work/$model-4k.jsonl" \
+      "${lengths[@]}" >/dev/null 2>&1 || fail "make_requests.py $kind failed"
+    timeout "$(limit 60)" "$cellrun" run "$artifact" --device cuda --input "$work/$model-4k.jsonl" \
+      --quiet >"$logs/run-$model-1024.txt" 2>&1 || fail "cellrun run $model at hidden 1024 failed"
+    cat "$logs/run-$model-1024.txt"
   done
 fi
 

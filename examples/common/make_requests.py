@@ -6,8 +6,11 @@
 MODEL is lstm, gru, seq2seq or treelstm (the small examples): token
 sequences of 1..40 steps, 64-feature steps for gru, source sentences with a
 decode limit for seq2seq, random binary trees of 1..16 leaves for treelstm.
-With --lengths (lstm only), sequence lengths are drawn from the `length`
-column of a benchmark workload (bench/workloads/wmt15.csv: WMT-like).
+With --lengths, lstm sequence lengths are drawn from the `length` column of
+a benchmark workload (bench/workloads/wmt15.csv: WMT-like), and seq2seq
+source lengths and decode limits from the `source` and `decode` columns of
+a pairs workload (bench/workloads/wmt15-pairs-max50.csv; also right for the
+attention models, whose vocabularies are larger).
 """
 import csv
 import argparse
@@ -34,15 +37,23 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--lengths", metavar="CSV",
-                        help="lstm: draw each length from this workload's "
-                             "'length' column")
+                        help="lstm: draw each length from this workload's 'length' "
+                             "column; seq2seq: each source length and decode limit "
+                             "from its 'source' and 'decode' columns")
     args = parser.parse_args()
-    if args.lengths and args.model != "lstm":
-        parser.error("--lengths is for the lstm model")
+    if args.lengths and args.model not in ("lstm", "seq2seq"):
+        parser.error("--lengths is for the lstm and seq2seq models")
     lengths = None
     if args.lengths:
         with open(args.lengths) as f:
-            lengths = [int(row["length"]) for row in csv.DictReader(f)]
+            rows = list(csv.DictReader(f))
+        column = "length" if args.model == "lstm" else "source"
+        if not rows or column not in rows[0] or (
+                args.model == "seq2seq" and "decode" not in rows[0]):
+            parser.error(f"{args.lengths} lacks the columns --lengths needs for "
+                         f"{args.model} ({column}" +
+                         (", decode)" if args.model == "seq2seq" else ")"))
+        lengths = [(int(row[column]), int(row.get("decode") or 0)) for row in rows]
     rng = random.Random(args.seed)
     with open(args.out, "w") as out:
         for i in range(args.count):
@@ -56,10 +67,10 @@ def main():
                     for _ in range(steps)]
             else:
                 vocab = 500 if args.model == "seq2seq" else 1000
-                length = rng.choice(lengths) if lengths else rng.randint(1, 40)
+                length, decode = rng.choice(lengths) if lengths else (rng.randint(1, 40), 0)
                 request["tokens"] = [rng.randrange(3, vocab) for _ in range(length)]
                 if args.model == "seq2seq":
-                    request["max_decode_length"] = rng.randint(4, 40)
+                    request["max_decode_length"] = decode or rng.randint(4, 40)
             out.write(json.dumps(request) + "\n")
 
 

@@ -82,6 +82,21 @@ std::string artifactPath(const ExampleArtifact &example) {
   return examplesDir() + "/" + example.model + "/" + file;
 }
 
+/// The t of |got - want| <= t |want| + t/10 for the example: 1e-5 in fp32,
+/// 5e-3 in reduced precision, except for the sLSTM. Its two GroupNorms make
+/// the errors relative to each head's scale, not to the element, and its
+/// exponential gates pass them on: PyTorch itself, in fp32, needs up to
+/// 8.1e-6 against float64, and with tf32 products 1.8e-2
+/// (examples/slstm/precision_error.py). On an H200 (2026-11-29) our fp32
+/// needed 1.05e-5 against PyTorch's fp32 and our tf32 about 1e-2.
+float toleranceFor(const ExampleArtifact &example,
+                   const LoadedArtifact &artifact) {
+  bool fp32 = artifact.model().precision() == cellpack::Precision::FP32;
+  if (std::string(example.model) == "slstm")
+    return fp32 ? 3e-5f : 3e-2f;
+  return fp32 ? 1e-5f : 5e-3f;
+}
+
 /// Reported mismatching elements per output tensor, at most.
 constexpr int kMaxMismatches = 5;
 
@@ -323,9 +338,7 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   auto created = Executor::create(artifact, kPoolRows, options_);
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Executor &executor = *created.value();
-  float tolerance = artifact->model().precision() == cellpack::Precision::FP32
-                        ? 1e-5f
-                        : 5e-3f;
+  float tolerance = toleranceFor(example, *artifact);
   std::printf("%s (%s) on %s\n", example.model, example.precision,
               executor.describe().c_str());
   std::mt19937 random(4321);
@@ -389,9 +402,7 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
   auto created = Executor::create(artifact, kPoolRows, options);
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Executor &executor = *created.value();
-  float tolerance = artifact->model().precision() == cellpack::Precision::FP32
-                        ? 1e-5f
-                        : 5e-3f;
+  float tolerance = toleranceFor(example, *artifact);
   const cellpack::CellType &cell = *artifact->cells().front();
   std::vector<RefCase> cases;
   std::string error;
