@@ -64,6 +64,7 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
   BindUndo undo;
   undo.dataBefore = flight.dataRows.size();
   undo.writesBefore = flight.io.writes.size();
+  undo.placesBefore = flight.io.places.size();
   Status error;
   for (uint32_t i = 0; i < sources.size(); ++i) {
     int32_t bound = -1;
@@ -80,6 +81,9 @@ Status EngineWorker::bindNode(Entry &entry, uint32_t node, uint32_t row,
     outputRows[o] = taken;
     flight.outputRows[o][row] = taken;
   }
+  if (graph.fillsMemories(node) &&
+      !placeInMemories(entry, node, flight, undo, error))
+    return undoBind(entry, node, flight, undo, std::move(error));
   if (releaseAtBind_)
     releaseReadRows(entry, node);
   return Status::ok();
@@ -119,6 +123,14 @@ bool EngineWorker::bindInput(Entry &entry, uint32_t node, uint32_t input,
     if (entry.heldRows.size() < graph.heldRowCount())
       entry.heldRows.resize(graph.heldRowCount(), {0, -1});
     auto &[heldPool, heldRow] = entry.heldRows.at(source.output);
+    if (heldRow < 0 && !source.bytes) {
+      // A memory the encoder's steps fill: they were bound first.
+      error = Status(StatusCode::Internal,
+                     "request " + graph.request().id + ": node " +
+                         std::to_string(node) +
+                         " reads a memory no encoder step has filled");
+      return false;
+    }
     if (heldRow < 0) {
       // The first reader writes it with its task; later ones read it.
       int32_t taken = acquireFor(entry, pool, &error);
@@ -150,6 +162,57 @@ bool EngineWorker::bindInput(Entry &entry, uint32_t node, uint32_t input,
   return false;
 }
 
+bool EngineWorker::placeInMemories(Entry &entry, uint32_t node,
+                                   InFlight &flight, BindUndo &undo,
+                                   Status &error) {
+  CellGraph &graph = *entry.graph;
+  const ModelStructure &structure = parser_->structure();
+  if (entry.heldRows.size() < graph.heldRowCount())
+    entry.heldRows.resize(graph.heldRowCount(), {0, -1});
+  Span<int32_t> outputRows = graph.outputRows(node);
+  for (size_t m = 0; m < structure.memories.size(); ++m) {
+    const ModelStructure::Memory &memory = structure.memories[m];
+    uint32_t pool = partPools_[1].inputs[memory.input];
+    SlotPool &memoryPool = *pools_[pool].pool;
+    auto &[heldPool, heldRow] = entry.heldRows[m];
+    if (heldRow < 0) {
+      int32_t taken = acquireFor(entry, pool, &error);
+      if (taken < 0)
+        return false;
+      heldPool = pool;
+      heldRow = taken;
+      if (undo.heldTakenCount < 8)
+        undo.heldTaken[undo.heldTakenCount++] = static_cast<uint32_t>(m);
+      else
+        undo.moreHeldTaken.push_back(static_cast<uint32_t>(m));
+      // Zeros past the source (a pool row keeps what it last held).
+      Executor::RowPlace &zeros = flight.io.places.emplace_back();
+      zeros.to = &memoryPool;
+      zeros.toRow = taken;
+      zeros.bytes = static_cast<uint32_t>(memoryPool.rowBytes());
+    }
+    // Encoder nodes are the first nodes, one a source step.
+    size_t offset = static_cast<size_t>(node) * memory.positionBytes;
+    SlotPool &outputPool =
+        *pools_[partPools_[0].outputs[memory.encoderOutput]].pool;
+    if (offset + outputPool.rowBytes() > memoryPool.rowBytes() ||
+        outputPool.rowBytes() != memory.positionBytes) {
+      error = Status(StatusCode::Internal,
+                     "request " + graph.request().id + ": source step " +
+                         std::to_string(node) + " lies outside its memory");
+      return false;
+    }
+    Executor::RowPlace &step = flight.io.places.emplace_back();
+    step.from = &outputPool;
+    step.fromRow = outputRows[memory.encoderOutput];
+    step.to = &memoryPool;
+    step.toRow = heldRow;
+    step.offset = static_cast<uint32_t>(offset);
+    step.bytes = static_cast<uint32_t>(memory.positionBytes);
+  }
+  return true;
+}
+
 Status EngineWorker::undoBind(Entry &entry, uint32_t node, InFlight &flight,
                               const BindUndo &undo, Status status) {
   auto &dataRows = flight.dataRows;
@@ -165,6 +228,7 @@ Status EngineWorker::undoBind(Entry &entry, uint32_t node, InFlight &flight,
     giveBack(slot);
   dataRows.resize(undo.dataBefore);
   flight.io.writes.resize(undo.writesBefore);
+  flight.io.places.resize(undo.placesBefore);
   releaseOutputs(entry, node);
   return status;
 }

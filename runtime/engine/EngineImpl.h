@@ -334,7 +334,7 @@ private:
   Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
   /// The rows binding one node has taken so far, given back if it fails.
   struct BindUndo {
-    size_t dataBefore = 0, writesBefore = 0;
+    size_t dataBefore = 0, writesBefore = 0, placesBefore = 0;
     uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
     std::vector<uint32_t> moreHeldTaken;       // past eight (rare)
   };
@@ -344,6 +344,12 @@ private:
   bool bindInput(Entry &entry, uint32_t node, uint32_t input, uint32_t row,
                  const NodeSource &source, uint32_t pool, InFlight &flight,
                  BindUndo &undo, int32_t &bound, Status &error);
+  /// A seq2seq encoder step (`node`, bound): its outputs placed in the
+  /// request's memories on the device (Executor::RowPlace) at the step's
+  /// position, the memory row taken and zeroed with the first step bound.
+  /// False with `error` set when a row cannot be taken.
+  bool placeInMemories(Entry &entry, uint32_t node, InFlight &flight,
+                       BindUndo &undo, Status &error);
   /// Gives back what `undo` recorded and the node's outputs; returns
   /// `status`.
   Status undoBind(Entry &entry, uint32_t node, InFlight &flight,

@@ -131,6 +131,7 @@ void EngineWorker::recycle(InFlight &&flight) {
   flight.dataRows.clear();
   flight.io.writes.clear();
   flight.io.reads.clear();
+  flight.io.places.clear();
   flight.reads.clear();
   flight.firstRead.clear();
   flight.readBuffer.clear();

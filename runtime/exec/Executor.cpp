@@ -184,7 +184,7 @@ Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
     outside |=
         (read.output >= outputs) | (read.row >= rows) | !read.destination;
   if (!outside)
-    return Status::ok();
+    return checkPlaces(io.places);
   for (const RowWrite &write : io.writes)
     if (write.input >= inputs || write.row >= rows || !write.bytes)
       return Status(StatusCode::InvalidArgument,
@@ -197,6 +197,35 @@ Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
                     "a row read names output " + std::to_string(read.output) +
                         " of row " + std::to_string(read.row) +
                         ", outside the task");
+  return Status::ok();
+}
+
+Status Executor::checkPlaces(const std::vector<RowPlace> &places) const {
+  auto mine = [&](const SlotPool *pool) {
+    for (const auto &[key, owned] : pools_)
+      if (owned.get() == pool)
+        return true;
+    return false;
+  };
+  auto inside = [](const SlotPool &pool, int32_t row) {
+    return row >= 0 && static_cast<uint32_t>(row) < pool.capacity();
+  };
+  for (const RowPlace &place : places) {
+    bool fits = place.to && mine(place.to) && inside(*place.to, place.toRow) &&
+                place.bytes > 0 &&
+                static_cast<size_t>(place.offset) + place.bytes <=
+                    place.to->rowBytes();
+    if (fits && place.from)
+      fits = mine(place.from) && inside(*place.from, place.fromRow) &&
+             place.bytes == place.from->rowBytes();
+    if (!fits)
+      return Status(StatusCode::InvalidArgument,
+                    "a row place of " + std::to_string(place.bytes) +
+                        " bytes at offset " + std::to_string(place.offset) +
+                        " of row " + std::to_string(place.toRow) +
+                        " is not a whole row of this executor's pools placed "
+                        "inside another");
+  }
   return Status::ok();
 }
 

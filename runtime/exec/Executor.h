@@ -102,12 +102,29 @@ public:
     uint32_t row;
     void *destination;
   };
+  /// Bytes moved between pool rows where the pools are (on the device, for
+  /// cuda), after the task's kernels and before its reads: `bytes` of row
+  /// `fromRow` of `from` (its whole row: `bytes` must be its row size) to
+  /// row `toRow` of `to`, from byte `offset` on; with `from` null, zeros.
+  /// All zeroing places of a task run before its copying ones, and copies
+  /// of one task must not overlap. A seq2seq encoder's step places its
+  /// output in the decoder's memory this way, so the memory never goes
+  /// through the host.
+  struct RowPlace {
+    SlotPool *from = nullptr;
+    int32_t fromRow = 0;
+    SlotPool *to = nullptr;
+    int32_t toRow = 0;
+    uint32_t offset = 0;
+    uint32_t bytes = 0;
+  };
   /// The small host inputs and results of a task, moved with it: on cuda
   /// the writes go in the task's one host-to-device copy and the reads come
   /// back gathered in one device-to-host copy.
   struct TaskIO {
     std::vector<RowWrite> writes;
     std::vector<RowRead> reads;
+    std::vector<RowPlace> places;
   };
 
   /// Runs one task of `cell` for `rows` rows: inputRows[i][r] is the pool
@@ -149,6 +166,7 @@ private:
   Status checkRows(const cellpack::CellType &cell, uint32_t rows,
                    const std::vector<std::vector<int32_t>> &taskRows,
                    bool isOutput);
+  Status checkPlaces(const std::vector<RowPlace> &places) const;
   Status checkIO(const cellpack::CellType &cell, uint32_t rows,
                  const TaskIO &io);
   /// Runs (cpu) or enqueues (cuda) a checked task.

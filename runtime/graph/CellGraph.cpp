@@ -256,9 +256,10 @@ Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
   case cellpack::Structure::Chain:
     return node + 1 == steps_ ? roles.emittedAndStates : roles.emitted;
   case cellpack::Structure::Seq2Seq:
-    // The decoder's token; an encoder step's outputs that fill the memories.
-    return nodes_[node].part == 1 ? structure_.tokenOutputs
-                                  : structure_.memoryOutputs;
+    // The decoder's token; an encoder step's outputs fill the memories on
+    // the device (EngineWorker::placeInMemories).
+    return nodes_[node].part == 1 ? Span<const uint32_t>(structure_.tokenOutputs)
+                                  : Span<const uint32_t>();
   case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) == request_.root)
       return roles.allOutputs;
@@ -294,15 +295,8 @@ Status CellGraph::nodeDone(uint32_t node, const RowReader &read,
   case cellpack::Structure::Seq2Seq:
     if (part == 1)
       return decoderDone(node, read, ready);
-    // Encoder nodes are the first nodes, one a source step.
-    for (size_t m = 0; m < structure_.memories.size(); ++m) {
-      const ModelStructure::Memory &memory = structure_.memories[m];
-      if (Status status =
-              read(node, memory.encoderOutput,
-                   heldRows_[m].data() + node * memory.positionBytes);
-          !status.isOk())
-        return status;
-    }
+    // Encoder nodes are the first nodes, one a source step; their outputs
+    // went into the memories on the device.
     if (node != lastEncoder_)
       return Status::ok();
     return handOver(startDecoder(node), ready);

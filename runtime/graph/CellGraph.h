@@ -288,9 +288,19 @@ public:
               std::vector<uint8_t> &row) override;
   void finish() override { finished_ = true; }
 
-  /// Rows of request data held from their first reader to the request's
-  /// end (NodeSource::Kind::Held; the slot is the index).
+  /// Rows held from their first use to the request's end
+  /// (NodeSource::Kind::Held; the slot is the index): a seq2seq decoder's
+  /// memories first (slot m: memory m, filled on the device by the encoder's
+  /// steps, no host bytes), then its memory mask (request data).
   size_t heldRowCount() const { return heldRows_.size(); }
+  /// True when `node` is a seq2seq encoder step whose outputs fill the
+  /// decoder's memories (the engine places them there as it binds the
+  /// step: EngineWorker::placeInMemories).
+  bool fillsMemories(uint32_t node) const {
+    return !structure_.memories.empty() && !chain_ &&
+           structure_.kind == cellpack::Structure::Seq2Seq &&
+           nodes_[node].part == 0;
+  }
 
   /// The request's deadline in steady-clock microseconds, or UINT64_MAX.
   uint64_t deadline() const;

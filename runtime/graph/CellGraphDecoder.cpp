@@ -1,8 +1,9 @@
 //===- CellGraphDecoder.cpp - The seq2seq decoder's steps -----------------===//
 //
-// A seq2seq request's decoder: the memories it attends over, held from the
-// encoder's steps to the request's end, and its chain of steps, a window
-// ahead of the host, grown one step per token read until EOS or the limit.
+// A seq2seq request's decoder: the memories it attends over (pool rows the
+// engine has the encoder's steps fill on the device) and its mask, held to
+// the request's end, and its chain of steps, a window ahead of the host,
+// grown one step per token read until EOS or the limit.
 //
 //===----------------------------------------------------------------------===//
 #include "graph/CellGraph.h"
@@ -15,10 +16,9 @@
 using namespace cellrun;
 
 void CellGraph::createHeldRows() {
-  // The memories start as zeros (the positions past the source) and the
-  // mask as 1 for each source step.
-  for (const ModelStructure::Memory &memory : structure_.memories)
-    heldRows_.emplace_back(structure_.memoryPositions * memory.positionBytes);
+  // The memories live in pool rows the encoder's steps fill on the device
+  // (no host bytes); the mask is 1 for each source step.
+  heldRows_.resize(structure_.memories.size());
   if (structure_.memoryMaskInput >= 0) {
     std::vector<float> mask(structure_.memoryPositions, 0.0f);
     std::fill_n(mask.begin(),
@@ -40,8 +40,7 @@ void CellGraph::attachMemories(uint32_t node) {
   Span<NodeSource> in = inputs(node);
   for (size_t m = 0; m < structure_.memories.size(); ++m)
     in[structure_.memories[m].input] = {NodeSource::Kind::Held, 0,
-                                        static_cast<uint32_t>(m),
-                                        heldRows_[m].data()};
+                                        static_cast<uint32_t>(m), nullptr};
   if (structure_.memoryMaskInput >= 0)
     in[structure_.memoryMaskInput] = {
         NodeSource::Kind::Held, 0,

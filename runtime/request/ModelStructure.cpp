@@ -107,11 +107,6 @@ void finishRoles(ModelStructure &structure) {
                     output) == roles.emittedAndStates.end())
         roles.emittedAndStates.push_back(output);
   }
-  for (const ModelStructure::Memory &memory : structure.memories)
-    if (std::find(structure.memoryOutputs.begin(),
-                  structure.memoryOutputs.end(),
-                  memory.encoderOutput) == structure.memoryOutputs.end())
-      structure.memoryOutputs.push_back(memory.encoderOutput);
   structure.tokenOutputs = {structure.decoderTokenOutput};
 }
 

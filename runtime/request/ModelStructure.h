@@ -86,7 +86,7 @@ struct ModelStructure {
   std::vector<int32_t> initialFromEncoder;
   /// Decoder inputs of role memory: one row a request, `positions` rows of
   /// the encoder output `encoderOutput` laid end to end (a source step
-  /// each, zeros past the source), held from the first decoder step to the
+  /// each, zeros past the source), held from the first encoder step to the
   /// request's end.
   struct Memory {
     uint32_t input = 0;
@@ -99,9 +99,9 @@ struct ModelStructure {
   /// The decoder input of role memory_mask (1.0 where a source step is,
   /// 0.0 past it), or -1.
   int32_t memoryMaskInput = -1;
-  /// The encoder outputs the memories are filled from (each once), and the
-  /// decoder's token output alone: what the host reads after such steps.
-  std::vector<uint32_t> memoryOutputs, tokenOutputs;
+  /// The decoder's token output alone: what the host reads after its
+  /// steps (the encoder's outputs fill the memories on the device).
+  std::vector<uint32_t> tokenOutputs;
   // tree
   int32_t arity = 0;
   // custom: every cell is a part, in the artifact's order

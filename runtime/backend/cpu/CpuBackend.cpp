@@ -159,6 +159,7 @@ public:
       if (Status status = runner.run(task.rows, inputs_, outputs_);
           !status.isOk())
         return status;
+    placeRows(task.io->places);
     Delivery *delivery = nullptr;
     if (readsAtWait_) { // taken now, delivered at wait (as on cuda)
       delivery = &deliveries_.emplace_back();
@@ -185,6 +186,24 @@ public:
       taken += source.rowBytes();
     }
     return ++tickets_;
+  }
+
+  /// The task's places: zeros first, then the copies.
+  static void placeRows(const std::vector<Executor::RowPlace> &places) {
+    auto target = [](const Executor::RowPlace &place) {
+      return static_cast<uint8_t *>(place.to->hostData()) +
+             static_cast<size_t>(place.toRow) * place.to->rowBytes() +
+             place.offset;
+    };
+    for (const Executor::RowPlace &place : places)
+      if (!place.from)
+        std::memset(target(place), 0, place.bytes);
+    for (const Executor::RowPlace &place : places)
+      if (place.from)
+        std::memcpy(target(place),
+                    static_cast<const uint8_t *>(place.from->hostData()) +
+                        static_cast<size_t>(place.fromRow) * place.bytes,
+                    place.bytes);
   }
 
   Status wait(uint64_t ticket) override {

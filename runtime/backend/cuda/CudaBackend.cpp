@@ -36,7 +36,7 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
 
   // A slot holds what the widest task of any cell may move: its row
   // indices, a data row for every input row, and a read-back row (with
-  // its index) for every output row.
+  // its index) and a place (two indices) for every output row.
   size_t widest = 0, widestReadBack = 0;
   for (const cellpack::CellType *cell : backend->artifact_->cells()) {
     uint32_t batch = 0;
@@ -54,8 +54,10 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
           bytes += batch * sizeof(int32_t) + align16(batch * sizeof(int32_t));
           if (specs == cell->inputs())
             bytes += align16(batch * rowBytes);
-          else
+          else {
             readBack += align16(batch * rowBytes);
+            bytes += 2 * align16(batch * sizeof(int32_t));
+          }
         }
     widest = std::max(widest, bytes);
     widestReadBack = std::max(widestReadBack, readBack);

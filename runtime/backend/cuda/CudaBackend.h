@@ -62,6 +62,19 @@ struct TaskTransfers {
   };
   std::vector<Row> writes; // before the task's kernels
   std::vector<Row> reads;  // after them
+  /// Bytes moved between pools on the device after the kernels, before
+  /// the reads (Executor::RowPlace): `bytes` of row `fromRow` of `from`
+  /// (null: zeros) to row `toRow` of `to` (rows of `toRowBytes`) from byte
+  /// `offset` on. Zeros first, then the copies.
+  struct Place {
+    const void *from = nullptr;
+    int32_t fromRow = 0;
+    void *to = nullptr;
+    size_t toRowBytes = 0;
+    int32_t toRow = 0;
+    uint32_t offset = 0, bytes = 0;
+  };
+  std::vector<Place> places;
 };
 
 class CudaBackend {
@@ -131,6 +144,33 @@ private:
               const std::vector<void *> &outputPools,
               const std::vector<const std::vector<int32_t> *> &rowIndices,
               const TaskTransfers &transfers);
+  /// A task's places as the staging slot holds them: copies grouped by
+  /// pools and size, each group's row indices at an offset of the slot
+  /// (CudaStaging.cpp).
+  struct PlaceGroup {
+    const void *from = nullptr;
+    void *to = nullptr;
+    uint32_t bytes = 0;
+    uint32_t count = 0;
+    size_t fromRows = 0, toRows = 0; // offsets in the slot
+  };
+  struct PlaceLayout {
+    std::vector<const TaskTransfers::Place *> zeros;
+    /// Copies whose target is not a whole number of their size into
+    /// its row: one copy each.
+    std::vector<const TaskTransfers::Place *> loose;
+    std::vector<PlaceGroup> groups;
+  };
+  /// Lays the places out from slot offset `at` on (returned past them),
+  /// their indices written into the slot's host area `host` when they end
+  /// within `limit`.
+  static size_t layOutPlaces(const std::vector<TaskTransfers::Place> &places,
+                             uint8_t *host, size_t at, size_t limit,
+                             PlaceLayout &layout);
+  /// Enqueues the places of `layout`, whose indices are in the slot's
+  /// device area `device`.
+  Status enqueuePlaces(const cellpack::CellType &cell,
+                       const PlaceLayout &layout, const uint8_t *device);
   Status copyRows(const cellpack::CellType &cell, const void *from,
                   const int32_t *fromRows, void *to, const int32_t *toRows,
                   size_t rowBytes, uint32_t count);

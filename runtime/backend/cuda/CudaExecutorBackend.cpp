@@ -71,6 +71,16 @@ public:
       transfers.reads.push_back(row(*(*task.outputPools)[read.output],
                                     outputRows[read.output][read.row],
                                     read.destination));
+    for (const Executor::RowPlace &place : task.io->places) {
+      cuda::TaskTransfers::Place &moved = transfers.places.emplace_back();
+      moved.from = place.from ? place.from->data() : nullptr;
+      moved.fromRow = place.fromRow;
+      moved.to = place.to->data();
+      moved.toRowBytes = place.to->rowBytes();
+      moved.toRow = place.toRow;
+      moved.offset = place.offset;
+      moved.bytes = place.bytes;
+    }
     return cuda_->submit(*task.cell, *task.plan, task.rows, inputs_, outputs_,
                          rowIndices_, transfers);
   }

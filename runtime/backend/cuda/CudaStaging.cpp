@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdint>
 
 using namespace cellrun;
 using namespace cellrun::cuda;
@@ -108,6 +109,83 @@ void writeTaskData(uint8_t *host, uint64_t ticket,
     }
 }
 } // namespace
+
+size_t CudaBackend::layOutPlaces(
+    const std::vector<TaskTransfers::Place> &places, uint8_t *host, size_t at,
+    size_t limit, PlaceLayout &layout) {
+  // A copy whose size divides its target row and offset is row
+  // `toRow * (toRowBytes / bytes) + offset / bytes` of `to` cut into rows
+  // of its size: the row-copy kernel moves a whole group at once.
+  std::vector<std::vector<const TaskTransfers::Place *>> members;
+  for (const TaskTransfers::Place &place : places) {
+    if (!place.from) {
+      layout.zeros.push_back(&place);
+      continue;
+    }
+    uint64_t perRow = place.toRowBytes / place.bytes;
+    if (place.toRowBytes % place.bytes != 0 || place.offset % place.bytes != 0 ||
+        (static_cast<uint64_t>(place.toRow) + 1) * perRow > INT32_MAX) {
+      layout.loose.push_back(&place);
+      continue;
+    }
+    size_t g = 0;
+    while (g < layout.groups.size() &&
+           !(layout.groups[g].from == place.from &&
+             layout.groups[g].to == place.to &&
+             layout.groups[g].bytes == place.bytes))
+      ++g;
+    if (g == layout.groups.size()) {
+      layout.groups.push_back({place.from, place.to, place.bytes, 0, 0, 0});
+      members.emplace_back();
+    }
+    ++layout.groups[g].count;
+    members[g].push_back(&place);
+  }
+  for (PlaceGroup &group : layout.groups) {
+    group.fromRows = at;
+    group.toRows = align16(at + group.count * sizeof(int32_t));
+    at = align16(group.toRows + group.count * sizeof(int32_t));
+  }
+  if (at > limit)
+    return at; // not written: the caller fails the task
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const PlaceGroup &group = layout.groups[g];
+    auto *fromRows = reinterpret_cast<int32_t *>(host + group.fromRows);
+    auto *toRows = reinterpret_cast<int32_t *>(host + group.toRows);
+    for (size_t k = 0; k < members[g].size(); ++k) {
+      const TaskTransfers::Place &place = *members[g][k];
+      fromRows[k] = place.fromRow;
+      toRows[k] = static_cast<int32_t>(
+          static_cast<uint64_t>(place.toRow) * (place.toRowBytes / place.bytes) +
+          place.offset / place.bytes);
+    }
+  }
+  return at;
+}
+
+Status CudaBackend::enqueuePlaces(const cellpack::CellType &cell,
+                                  const PlaceLayout &layout,
+                                  const uint8_t *device) {
+  auto target = [](const TaskTransfers::Place &place) {
+    return static_cast<uint8_t *>(place.to) +
+           static_cast<size_t>(place.toRow) * place.toRowBytes + place.offset;
+  };
+  for (const TaskTransfers::Place *place : layout.zeros)
+    CELL_CUDA_TRY(cudaMemsetAsync(target(*place), 0, place->bytes, stream_));
+  for (const PlaceGroup &group : layout.groups)
+    CELL_TRY(copyRows(cell, group.from,
+                      reinterpret_cast<const int32_t *>(device + group.fromRows),
+                      group.to,
+                      reinterpret_cast<const int32_t *>(device + group.toRows),
+                      group.bytes, group.count));
+  for (const TaskTransfers::Place *place : layout.loose)
+    CELL_CUDA_TRY(cudaMemcpyAsync(
+        target(*place),
+        static_cast<const uint8_t *>(place->from) +
+            static_cast<size_t>(place->fromRow) * place->bytes,
+        place->bytes, cudaMemcpyDeviceToDevice, stream_));
+  return Status::ok();
+}
 
 Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
                              const int32_t *fromRows, void *to,
@@ -202,6 +280,13 @@ Status CudaBackend::enqueueTask(
                   "a task moves more rows than its cell has inputs and "
                   "outputs");
 
+  // The places' row indices after the rest.
+  PlaceLayout placed;
+  at = layOutPlaces(transfers.places, host, at, slotBytes_, placed);
+  if (at > slotBytes_)
+    return Status(StatusCode::InvalidArgument,
+                  "a task places more rows than its staging slot holds");
+
   // Fill it; rows of mapped pools are written in place.
   writeTaskData(host, ticket, rowIndices, rows, batch, writes);
   for (const PoolGroup &group : reads)
@@ -227,6 +312,7 @@ Status CudaBackend::enqueueTask(
   views.inputRows = deviceRows;
   views.outputRows = deviceRows + inputPools.size() * batch;
   CELL_TRY(runner.enqueue(rows, views, stream_));
+  CELL_TRY(enqueuePlaces(cell, placed, device));
   for (const PoolGroup &group : reads)
     CELL_TRY(copyRows(cell, group.pool,
                       reinterpret_cast<const int32_t *>(device + group.indices),
