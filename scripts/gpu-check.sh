@@ -30,7 +30,9 @@
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
 # GPU_CHECK_POLICIES its policies (default cellular,graph; the peer runs
 # beside them). GPU_CHECK_TEST_FILTER: a gtest filter for the tests step.
-# GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000).
+# GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000);
+# GPU_CHECK_BUSY_LENGTHS their lengths' workload (default
+# bench/workloads/wmt15.csv; fixed24.csv for the fixed-length goal).
 # GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
 # seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
 # the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
@@ -261,7 +263,8 @@ fi
 if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
-    --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
+    --lengths "${GPU_CHECK_BUSY_LENGTHS:-$root/bench/workloads/wmt15.csv}" >/dev/null 2>&1 ||
+    fail "make_requests.py failed"
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
     >"$logs/busy-utilization.csv" 2>/dev/null &
   sampler=$!

@@ -183,7 +183,7 @@ Status CudaBackend::enqueuePlaces(const cellpack::CellType &cell,
         target(*place),
         static_cast<const uint8_t *>(place->from) +
             static_cast<size_t>(place->fromRow) * place->bytes,
-        place->bytes, cudaMemcpyDeviceToDevice, stream_));
+        place->bytes, cudaMemcpyDefault, stream_));
   return Status::ok();
 }
 
