@@ -384,8 +384,8 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
   };
   int64_t m = matmul.getM(), k = matmul.getK(), n = matmul.getN();
   bool transLhs = matmul.getTransLhs(), transRhs = matmul.getTransRhs();
-  std::optional<std::string> a =
-      operand(matmul.getLhs(), transLhs ? "kk * kM + i" : "(size_t)i * kK + kk");
+  std::optional<std::string> a = operand(
+      matmul.getLhs(), transLhs ? "kk * kM + i" : "(size_t)i * kK + kk");
   std::optional<std::string> b =
       operand(matmul.getRhs(),
               transRhs ? "(size_t)j * kK + kk" : "(size_t)kk * kN + j");
@@ -401,9 +401,13 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
      << ";\n"
      << "  const int r = blockIdx.x;\n"
      << "  if (r >= n)\n    return;\n";
-  // Which operand is read along k with unit stride, and is it the larger?
+  // Which operand is read along k with unit stride, and is the larger one
+  // in memory (a splat constant is not) read so?
   bool lhsAlongK = !transLhs || m == 1, rhsAlongK = transRhs || n == 1;
-  bool largerAlongK = m >= n ? lhsAlongK : rhsAlongK;
+  bool lhsInMemory = matmul.getLhs().isa<BlockArgument>(),
+       rhsInMemory = matmul.getRhs().isa<BlockArgument>();
+  bool lhsLarger = lhsInMemory && (!rhsInMemory || m >= n);
+  bool largerAlongK = lhsLarger ? lhsAlongK : rhsAlongK;
   if (k >= 32 && largerAlongK) {
     info.usesBarrier = true;
     os << "  __shared__ float partial[256];\n"

@@ -43,8 +43,9 @@ struct KernelInfo {
   int64_t rowWidth = 0;     // Elementwise: threads a row; RowReduction:
                             // columns reduced
   unsigned blockSize = 256; // threads per block
-  /// The block's threads meet at __syncthreads (a tree reduction); a row
-  /// matmul's threads never do.
+  /// The block's threads meet at __syncthreads (a tree reduction, or a row
+  /// matmul a warp an output); the runtime launches such kernels with
+  /// blocks of a multiple of 32 threads up to 256.
   bool usesBarrier = false;
   std::vector<KernelParam> params;
   std::vector<std::string> paramTypes; // C type of each parameter

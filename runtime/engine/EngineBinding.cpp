@@ -122,7 +122,7 @@ bool EngineWorker::bindInput(Entry &entry, uint32_t node, uint32_t input,
     CellGraph &graph = *entry.graph;
     if (entry.heldRows.size() < graph.heldRowCount())
       entry.heldRows.resize(graph.heldRowCount(), {0, -1});
-    auto &[heldPool, heldRow] = entry.heldRows.at(source.output);
+    int32_t &heldRow = entry.heldRows.at(source.output).second;
     if (heldRow < 0 && !source.bytes) {
       // A memory the encoder's steps fill: they were bound first.
       error = Status(StatusCode::Internal,
@@ -133,15 +133,8 @@ bool EngineWorker::bindInput(Entry &entry, uint32_t node, uint32_t input,
     }
     if (heldRow < 0) {
       // The first reader writes it with its task; later ones read it.
-      int32_t taken = acquireFor(entry, pool, &error);
-      if (taken < 0)
+      if (!takeHeldRow(entry, source.output, pool, undo, error))
         return false;
-      heldPool = pool;
-      heldRow = taken;
-      if (undo.heldTakenCount < 8)
-        undo.heldTaken[undo.heldTakenCount++] = source.output;
-      else
-        undo.moreHeldTaken.push_back(source.output);
       flight.io.writes.push_back({input, row, source.bytes});
     }
     bound = heldRow;
@@ -162,6 +155,19 @@ bool EngineWorker::bindInput(Entry &entry, uint32_t node, uint32_t input,
   return false;
 }
 
+bool EngineWorker::takeHeldRow(Entry &entry, uint32_t slot, uint32_t pool,
+                               BindUndo &undo, Status &error) {
+  int32_t taken = acquireFor(entry, pool, &error);
+  if (taken < 0)
+    return false;
+  entry.heldRows[slot] = {pool, taken};
+  if (undo.heldTakenCount < 8)
+    undo.heldTaken[undo.heldTakenCount++] = slot;
+  else
+    undo.moreHeldTaken.push_back(slot);
+  return true;
+}
+
 bool EngineWorker::placeInMemories(Entry &entry, uint32_t node,
                                    InFlight &flight, BindUndo &undo,
                                    Status &error) {
@@ -174,21 +180,14 @@ bool EngineWorker::placeInMemories(Entry &entry, uint32_t node,
     const ModelStructure::Memory &memory = structure.memories[m];
     uint32_t pool = partPools_[1].inputs[memory.input];
     SlotPool &memoryPool = *pools_[pool].pool;
-    auto &[heldPool, heldRow] = entry.heldRows[m];
+    int32_t &heldRow = entry.heldRows[m].second;
     if (heldRow < 0) {
-      int32_t taken = acquireFor(entry, pool, &error);
-      if (taken < 0)
+      if (!takeHeldRow(entry, static_cast<uint32_t>(m), pool, undo, error))
         return false;
-      heldPool = pool;
-      heldRow = taken;
-      if (undo.heldTakenCount < 8)
-        undo.heldTaken[undo.heldTakenCount++] = static_cast<uint32_t>(m);
-      else
-        undo.moreHeldTaken.push_back(static_cast<uint32_t>(m));
       // Zeros past the source (a pool row keeps what it last held).
       Executor::RowPlace &zeros = flight.io.places.emplace_back();
       zeros.to = &memoryPool;
-      zeros.toRow = taken;
+      zeros.toRow = heldRow;
       zeros.bytes = static_cast<uint32_t>(memoryPool.rowBytes());
     }
     // Encoder nodes are the first nodes, one a source step.

@@ -68,7 +68,8 @@ public:
     /// graph->deadline(), found at submission (the queue's order).
     uint64_t deadline = UINT64_MAX;
     /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
-    /// row its first reader took, or row -1 before that.
+    /// row its first reader took (a memory's: its first encoder step), or
+    /// row -1 before that.
     std::vector<std::pair<uint32_t, int32_t>> heldRows;
     /// Engine::cancelAll reached it while it waited (under the admission
     /// mutex): it ends as soon as it is admitted, with `cancelReason`.
@@ -344,6 +345,10 @@ private:
   bool bindInput(Entry &entry, uint32_t node, uint32_t input, uint32_t row,
                  const NodeSource &source, uint32_t pool, InFlight &flight,
                  BindUndo &undo, int32_t &bound, Status &error);
+  /// Takes a row of `pool` for held slot `slot` of the request (recorded
+  /// in `undo`); false with `error` set when it cannot.
+  bool takeHeldRow(Entry &entry, uint32_t slot, uint32_t pool, BindUndo &undo,
+                   Status &error);
   /// A seq2seq encoder step (`node`, bound): its outputs placed in the
   /// request's memories on the device (Executor::RowPlace) at the step's
   /// position, the memory row taken and zeroed with the first step bound.

@@ -211,10 +211,10 @@ Status Executor::checkPlaces(const std::vector<RowPlace> &places) const {
     return row >= 0 && static_cast<uint32_t>(row) < pool.capacity();
   };
   for (const RowPlace &place : places) {
-    bool fits = place.to && mine(place.to) && inside(*place.to, place.toRow) &&
-                place.bytes > 0 &&
-                static_cast<size_t>(place.offset) + place.bytes <=
-                    place.to->rowBytes();
+    bool fits =
+        place.to && mine(place.to) && inside(*place.to, place.toRow) &&
+        place.bytes > 0 &&
+        static_cast<size_t>(place.offset) + place.bytes <= place.to->rowBytes();
     if (fits && place.from)
       fits = mine(place.from) && inside(*place.from, place.fromRow) &&
              place.bytes == place.from->rowBytes();

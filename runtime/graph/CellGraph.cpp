@@ -258,8 +258,9 @@ Span<const uint32_t> CellGraph::hostReads(uint32_t node) const {
   case cellpack::Structure::Seq2Seq:
     // The decoder's token; an encoder step's outputs fill the memories on
     // the device (EngineWorker::placeInMemories).
-    return nodes_[node].part == 1 ? Span<const uint32_t>(structure_.tokenOutputs)
-                                  : Span<const uint32_t>();
+    return nodes_[node].part == 1
+               ? Span<const uint32_t>(structure_.tokenOutputs)
+               : Span<const uint32_t>();
   case cellpack::Structure::Tree:
     if (static_cast<int32_t>(node) == request_.root)
       return roles.allOutputs;

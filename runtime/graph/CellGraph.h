@@ -36,9 +36,10 @@ namespace cellrun {
 
 struct NodeSource {
   /// Pinned: a pool row the request did not produce (a session's state).
-  /// Held: a row of request data written once, with the first node that
-  /// reads it, and read by later nodes until the request ends (a decoder's
-  /// memory and memory mask).
+  /// Held: a row read by nodes until the request ends: request data
+  /// written once with the first node that reads it (a decoder's memory
+  /// mask), or, with no bytes, a row the encoder's steps fill on the device
+  /// (a decoder's memory: EngineWorker::placeInMemories).
   enum class Kind : uint8_t { Zero, Data, Output, Pinned, Held };
   Kind kind = Kind::Zero;
   uint32_t node = 0;   // Output: the producing node

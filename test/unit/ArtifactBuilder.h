@@ -29,6 +29,8 @@ struct Spec {
   std::vector<std::string> cubinArchs = {"sm_80"};
   std::string ptxArch = "compute_80"; // "" for no PTX
   std::string kernelName;             // "" for lstm_b<B>_k0 (listed)
+  cellpack::KernelShape kernelShape = cellpack::KernelShape::Elementwise;
+  uint32_t kernelBlockSize = 128;
   uint32_t gemmWeightIndex = 0;
   int64_t gemmOffsetFromEnd = -1; // >= 0: d at workspace_bytes - this
   int64_t gemmK = 4;

@@ -156,6 +156,18 @@ TEST(Artifact, SemanticErrorsNameCellAndBatchSize) {
       {[](Spec &s) { s.gatheredInputAccess = Access::Dense; },
        plan1 + "1 (kernel 'lstm_b1_k0'): param 2 (InputRows of input 1): "
                "the input is Dense, not Gather"},
+      {[](Spec &s) {
+         s.kernelShape = KernelShape::RowReduction;
+         s.kernelBlockSize = 48;
+       },
+       plan1 + "1 (kernel 'lstm_b1_k0'): a row kernel's block_size 48 is not "
+               "a multiple of 32 up to 256"},
+      {[](Spec &s) {
+         s.kernelShape = KernelShape::RowReduction;
+         s.kernelBlockSize = 512;
+       },
+       plan1 + "1 (kernel 'lstm_b1_k0'): a row kernel's block_size 512 is not "
+               "a multiple of 32 up to 256"},
       {[](Spec &s) { s.regionOperand = 4; },
        plan1 + "1 (kernel 'lstm_b1_k0'): region: op 0 (Add) operand 1 is "
                "value 4, out of range (the region has 4 values)"},

@@ -112,7 +112,8 @@ Offset<BatchPlan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
   auto region =
       CreatePortableRegionDirect(fbb, &values, 2, &ops, &regionResults);
   auto kernel = CreateKernelStepDirect(fbb, kernelNameFor(spec, batch).c_str(),
-                                       KernelShape::Elementwise, kHidden, 128,
+                                       spec.kernelShape, kHidden,
+                                       spec.kernelBlockSize,
                                        &params, &inputs, &inputAccess, &outputs,
                                        &outputAccess, region);
 

@@ -49,8 +49,8 @@ protected:
   Status runTask(const std::vector<Executor::RowPlace> &places) {
     Executor::TaskIO io;
     io.places = places;
-    auto ticket = executor_->submit(*cell_, 1, {{0}, {4}, {5}}, {{6}, {7}},
-                                    nullptr, io);
+    auto ticket =
+        executor_->submit(*cell_, 1, {{0}, {4}, {5}}, {{6}, {7}}, nullptr, io);
     if (!ticket.ok())
       return ticket.status();
     return executor_->wait(ticket.value());
@@ -72,7 +72,8 @@ TEST_F(RowPlacesTest, ZerosAndCopiesLandAfterTheKernels) {
   std::vector<uint8_t> pattern(256, 0xAB);
   ASSERT_TRUE(executor_->writeRow(states, 4, small.data()).isOk());
   ASSERT_TRUE(executor_->writeRow(states, 5, small.data()).isOk());
-  for (int32_t row : {8, 9, 10})
+  // Row 6, the task's h, too: the place must copy what the task wrote.
+  for (int32_t row : {6, 8, 9, 10})
     ASSERT_TRUE(executor_->writeRow(states, row, pattern.data()).isOk());
 
   std::vector<Executor::RowPlace> places;
@@ -81,7 +82,7 @@ TEST_F(RowPlacesTest, ZerosAndCopiesLandAfterTheKernels) {
   places.push_back({&tokens, 1, &states, 8, 24, 8});
   places.push_back({nullptr, 0, &states, 8, 0, 256});
   places.push_back({&tokens, 2, &states, 9, 0, 8});
-  places.push_back({&tokens, 3, &states, 9, 36, 8}); // not a multiple of 8
+  places.push_back({&tokens, 3, &states, 9, 36, 8});   // not a multiple of 8
   places.push_back({&states, 6, &states, 10, 0, 256}); // this task's h
   Status status = runTask(places);
   ASSERT_TRUE(status.isOk()) << status.toString();

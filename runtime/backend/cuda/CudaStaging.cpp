@@ -17,8 +17,8 @@
 #include "RowCopyKernel.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 
 using namespace cellrun;
 using namespace cellrun::cuda;
@@ -110,9 +110,10 @@ void writeTaskData(uint8_t *host, uint64_t ticket,
 }
 } // namespace
 
-size_t CudaBackend::layOutPlaces(
-    const std::vector<TaskTransfers::Place> &places, uint8_t *host, size_t at,
-    size_t limit, PlaceLayout &layout) {
+size_t
+CudaBackend::layOutPlaces(const std::vector<TaskTransfers::Place> &places,
+                          uint8_t *host, size_t at, size_t limit,
+                          PlaceLayout &layout) {
   // A copy whose size divides its target row and offset is row
   // `toRow * (toRowBytes / bytes) + offset / bytes` of `to` cut into rows
   // of its size: the row-copy kernel moves a whole group at once.
@@ -123,16 +124,16 @@ size_t CudaBackend::layOutPlaces(
       continue;
     }
     uint64_t perRow = place.toRowBytes / place.bytes;
-    if (place.toRowBytes % place.bytes != 0 || place.offset % place.bytes != 0 ||
+    if (place.toRowBytes % place.bytes != 0 ||
+        place.offset % place.bytes != 0 ||
         (static_cast<uint64_t>(place.toRow) + 1) * perRow > INT32_MAX) {
       layout.loose.push_back(&place);
       continue;
     }
     size_t g = 0;
-    while (g < layout.groups.size() &&
-           !(layout.groups[g].from == place.from &&
-             layout.groups[g].to == place.to &&
-             layout.groups[g].bytes == place.bytes))
+    while (g < layout.groups.size() && !(layout.groups[g].from == place.from &&
+                                         layout.groups[g].to == place.to &&
+                                         layout.groups[g].bytes == place.bytes))
       ++g;
     if (g == layout.groups.size()) {
       layout.groups.push_back({place.from, place.to, place.bytes, 0, 0, 0});
@@ -155,9 +156,9 @@ size_t CudaBackend::layOutPlaces(
     for (size_t k = 0; k < members[g].size(); ++k) {
       const TaskTransfers::Place &place = *members[g][k];
       fromRows[k] = place.fromRow;
-      toRows[k] = static_cast<int32_t>(
-          static_cast<uint64_t>(place.toRow) * (place.toRowBytes / place.bytes) +
-          place.offset / place.bytes);
+      toRows[k] = static_cast<int32_t>(static_cast<uint64_t>(place.toRow) *
+                                           (place.toRowBytes / place.bytes) +
+                                       place.offset / place.bytes);
     }
   }
   return at;
@@ -173,17 +174,17 @@ Status CudaBackend::enqueuePlaces(const cellpack::CellType &cell,
   for (const TaskTransfers::Place *place : layout.zeros)
     CELL_CUDA_TRY(cudaMemsetAsync(target(*place), 0, place->bytes, stream_));
   for (const PlaceGroup &group : layout.groups)
-    CELL_TRY(copyRows(cell, group.from,
-                      reinterpret_cast<const int32_t *>(device + group.fromRows),
-                      group.to,
-                      reinterpret_cast<const int32_t *>(device + group.toRows),
-                      group.bytes, group.count));
+    CELL_TRY(copyRows(
+        cell, group.from,
+        reinterpret_cast<const int32_t *>(device + group.fromRows), group.to,
+        reinterpret_cast<const int32_t *>(device + group.toRows), group.bytes,
+        group.count));
   for (const TaskTransfers::Place *place : layout.loose)
-    CELL_CUDA_TRY(cudaMemcpyAsync(
-        target(*place),
-        static_cast<const uint8_t *>(place->from) +
-            static_cast<size_t>(place->fromRow) * place->bytes,
-        place->bytes, cudaMemcpyDefault, stream_));
+    CELL_CUDA_TRY(
+        cudaMemcpyAsync(target(*place),
+                        static_cast<const uint8_t *>(place->from) +
+                            static_cast<size_t>(place->fromRow) * place->bytes,
+                        place->bytes, cudaMemcpyDefault, stream_));
   return Status::ok();
 }
 
