@@ -111,11 +111,10 @@ Offset<BatchPlan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
   std::vector<uint32_t> regionResults = {3, 3};
   auto region =
       CreatePortableRegionDirect(fbb, &values, 2, &ops, &regionResults);
-  auto kernel = CreateKernelStepDirect(fbb, kernelNameFor(spec, batch).c_str(),
-                                       spec.kernelShape, kHidden,
-                                       spec.kernelBlockSize,
-                                       &params, &inputs, &inputAccess, &outputs,
-                                       &outputAccess, region);
+  auto kernel = CreateKernelStepDirect(
+      fbb, kernelNameFor(spec, batch).c_str(), spec.kernelShape, kHidden,
+      spec.kernelBlockSize, &params, &inputs, &inputAccess, &outputs,
+      &outputAccess, region);
 
   std::vector<Offset<TaskStep>> steps = {
       CreateTaskStep(
