@@ -52,6 +52,8 @@ public:
   virtual Result<uint64_t> submit(const BackendTask &task) = 0;
   /// Waits for `ticket` and every ticket before it.
   virtual Status wait(uint64_t ticket) = 0;
+  /// Executor::times.
+  virtual Executor::Times times() const = 0;
 };
 
 /// The cpu backend for every plan of `artifact`, with `threads` workers a

@@ -405,6 +405,8 @@ EngineStats Engine::stats() const {
     total.requestsMoved += stats.requestsMoved;
     total.roundSeconds += stats.roundSeconds;
     total.executorSeconds += stats.executorSeconds;
+    total.executorBlockedSeconds += stats.executorBlockedSeconds;
+    total.executorDeliverSeconds += stats.executorDeliverSeconds;
     total.workerTasks.push_back(tasks);
   }
   return total;

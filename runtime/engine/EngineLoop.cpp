@@ -55,6 +55,9 @@ bool EngineWorker::runOnce() {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.roundSeconds += Seconds(round).count();
     stats_.executorSeconds += Seconds(executorTime_).count();
+    Executor::Times times = executor_->times();
+    stats_.executorBlockedSeconds = times.blockedSeconds;
+    stats_.executorDeliverSeconds = times.deliverSeconds;
   }
   return worked;
 }

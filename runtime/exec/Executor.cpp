@@ -78,6 +78,8 @@ std::string Executor::describe() const { return backend_->describe(); }
 
 bool Executor::asynchronous() const { return backend_->asynchronous(); }
 
+Executor::Times Executor::times() const { return backend_->times(); }
+
 SlotPool &Executor::pool(const cellpack::CellType &cell, bool isOutput,
                          uint32_t index) {
   const auto *specs = isOutput ? cell.outputs() : cell.inputs();

@@ -147,6 +147,15 @@ public:
   /// True when tasks run after submit returns (cuda), so the caller can
   /// submit more before waiting.
   bool asynchronous() const;
+  /// Where an asynchronous backend's submit and wait calls spent their
+  /// time, since the executor was made: blocked until the device had
+  /// finished the tasks waited for (or freed a staging slot), and copying
+  /// finished tasks' rows out to their destinations. The cpu backend counts
+  /// its deliveries at wait (ExecutorOptions::readsAtWait) and never blocks.
+  struct Times {
+    double blockedSeconds = 0, deliverSeconds = 0;
+  };
+  Times times() const;
   /// Ok while the executor can run tasks; once its device is lost (a sticky
   /// CUDA error such as an illegal address, or an injected Device fault),
   /// the error that lost it: every later submit and wait returns it, and

@@ -269,3 +269,34 @@ TEST(EngineRoundsTest, OverlappedRoundsWithSmallPoolsWaitNeverFail) {
 }
 
 } // namespace
+
+namespace {
+
+/// The engine's time split: with the cpu backend delivering reads at wait
+/// (as the cuda backend does), the delivery time is counted, within the
+/// executor's time; the cpu backend never blocks on a device.
+TEST(EngineRoundsTest, ExecutorTimeSplitsIntoBlockedAndDelivering) {
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("lstm"));
+  ASSERT_TRUE(artifact);
+  for (bool readsAtWait : {false, true}) {
+    EngineOptions options;
+    options.executor.readsAtWait = readsAtWait;
+    RecordingEngine engine(artifact, options);
+    for (int i = 0; i < 40; ++i)
+      engine->submit(engine->parser()
+                         .parse("{\"tokens\": [3, 9, 4, 7, 1, 2]}", "r")
+                         .value());
+    engine.drain();
+    EngineStats stats = engine->stats();
+    EXPECT_GT(stats.executorSeconds, 0.0);
+    EXPECT_EQ(stats.executorBlockedSeconds, 0.0);
+    if (readsAtWait) {
+      EXPECT_GT(stats.executorDeliverSeconds, 0.0);
+      EXPECT_LE(stats.executorDeliverSeconds, stats.executorSeconds);
+    } else {
+      EXPECT_EQ(stats.executorDeliverSeconds, 0.0);
+    }
+  }
+}
+
+} // namespace

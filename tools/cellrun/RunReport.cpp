@@ -124,6 +124,14 @@ void printSummary(const std::string &model, const std::string &policy,
               nanos(stats.roundSeconds), nanos(stats.executorSeconds),
               nanos(host), tasks ? host * 1e6 / tasks : 0.0,
               allocatorName().c_str());
+  // On a GPU: how the tasks' time splits (the rest is submitting them).
+  if (stats.executorBlockedSeconds > 0 || stats.executorDeliverSeconds > 0)
+    std::printf("tasks a row-step: %.0f ns blocked on the device, %.0f ns "
+                "copying results out, %.0f ns submitting\n",
+                nanos(stats.executorBlockedSeconds),
+                nanos(stats.executorDeliverSeconds),
+                nanos(stats.executorSeconds - stats.executorBlockedSeconds -
+                      stats.executorDeliverSeconds));
 }
 
 void drawProgress(size_t done, size_t total) {

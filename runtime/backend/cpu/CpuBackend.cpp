@@ -13,6 +13,7 @@
 #include "cellrun/Request.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -82,6 +83,7 @@ public:
            cpu::bf16KernelsName() + ")";
   }
   bool asynchronous() const override { return false; }
+  Executor::Times times() const override { return times_; }
 
   Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
                                                bool) override {
@@ -212,11 +214,18 @@ public:
                     "ticket " + std::to_string(ticket) + " was never issued");
     // Every task ran when it was submitted; with readsAtWait its rows reach
     // their destinations now (this task's and those of the tasks before).
+    auto start = std::chrono::steady_clock::now();
+    bool delivered = false;
     while (!deliveries_.empty() && deliveries_.front().ticket <= ticket) {
+      delivered = true;
       // The task's threads are idle: they share the copies.
       cpu::copyRows(deliveries_.front().rows, threads_.get());
       deliveries_.pop_front();
     }
+    if (delivered)
+      times_.deliverSeconds += std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
     return Status::ok();
   }
 
@@ -224,6 +233,7 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   unsigned threadCount_ = 1;
   bool nullTasks_ = false, readsAtWait_ = false;
+  Executor::Times times_;
   /// With readsAtWait: a task's rows read back, taken into `bytes` at
   /// submit and copied from there to their destinations when it (or a
   /// later task) is waited for.

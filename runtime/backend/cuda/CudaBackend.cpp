@@ -4,6 +4,7 @@
 #include "CudaCheck.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -191,7 +192,10 @@ Status CudaBackend::wait(uint64_t ticket) {
   if (ticket >= nextTicket_)
     return Status(StatusCode::InvalidArgument,
                   "ticket " + std::to_string(ticket) + " was never issued");
+  auto start = std::chrono::steady_clock::now();
+  bool blocked = false;
   while (completed() < ticket) {
+    blocked = true;
     // Spin on the counter a while before asking the stream for errors.
     for (int spin = 0; spin < 4096 && completed() < ticket; ++spin)
       __builtin_ia32_pause();
@@ -221,17 +225,27 @@ Status CudaBackend::wait(uint64_t ticket) {
       slot.deliveries.clear();
     return failure_;
   }
+  if (blocked)
+    times_.blockedSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
   deliverFinished();
   return Status::ok();
 }
 
 void CudaBackend::deliverFinished() {
   uint64_t finished = completed();
+  if (delivered_ >= finished)
+    return;
+  auto start = std::chrono::steady_clock::now();
   for (; delivered_ < finished; ++delivered_) {
     Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
     cpu::copyRows(slot.deliveries, copyPool_.get());
     slot.deliveries.clear();
   }
+  times_.deliverSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 }
 
 Status CudaBackend::waitForSlot(uint64_t ticket) {

@@ -145,6 +145,10 @@ struct EngineStats {
   /// the tasks' computation; on cuda, submitting and waiting for the
   /// device). The rest is the host path.
   double roundSeconds = 0, executorSeconds = 0;
+  /// Of executorSeconds on an asynchronous device (cuda): the seconds
+  /// blocked until the device had finished what was waited for, and those
+  /// copying finished tasks' rows out to the results.
+  double executorBlockedSeconds = 0, executorDeliverSeconds = 0;
   uint64_t rowSteps() const {
     uint64_t nodes = 0;
     for (const CellTypeStats &cell : cells)
