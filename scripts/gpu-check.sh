@@ -16,9 +16,11 @@
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
 # was built from); the host path against the GPU's busy time; the
-# hidden-1024 seq2seq, attention and TreeLSTM against their peers; the CPU
-# backend's microbenchmark on the same machine; with the time left,
-# compute-sanitizer memcheck and racecheck. Without GPU_CHECK_MODELS the
+# hidden-1024 seq2seq, attention and TreeLSTM against their peers, and each
+# of their cells' task time (cells); the CPU backend's microbenchmark on the
+# same machine; Nsight Compute on the skinny GEMM and on the hidden-1024
+# attention decoder's kernels; with the time left, compute-sanitizer
+# memcheck and racecheck. Without GPU_CHECK_MODELS the
 # hidden-1024 steps are skipped (with a failure that says so).
 # OUTDIR gets two files (the device tool brings back 8 at most):
 # gpu-check.txt (what was printed) and gpu-check-logs.tgz (every log, XML and
@@ -374,6 +376,22 @@ if wanted ncu && [ -n "$ncu" ] && enough 60 "ncu"; then
     /DRAM Throughput/ {rec = rec " dram%=" $NF}
     /Grid Size/ {rec = rec " grid=" $NF}
     END {if (rec != "") print rec}' "$logs/ncu-skinny.txt" | sort | uniq -c | head -n 30
+fi
+# Nsight Compute on the hidden-1024 attention decoder's kernels at batch 128
+# (each of its kernels once: which of them keep the step at 4-5x its GEMMs).
+attention1024="$build/examples/attention/bench-fp32.cellpack"
+if wanted ncu && [ -n "$ncu" ] && [ -f "$attention1024" ] && enough 60 "ncu of the decoder"; then
+  step "ncu: the hidden-1024 attention decoder's kernels at batch 128"
+  timeout "$(limit 120)" "$ncu" --kernel-name regex:decoder_b128_k --launch-count 16 \
+    --section SpeedOfLight --section LaunchStats \
+    "$build/bench/cuda_task_bench" "$attention1024" --cell decoder \
+    >"$logs/ncu-decoder.txt" 2>&1 || echo "(ncu exited with $?: see ncu-decoder.txt)"
+  awk '/decoder_b128_k[0-9]+/ {if (rec != "") print rec; match($0, /decoder_b128_k[0-9]+/);
+      rec = substr($0, RSTART, RLENGTH)}
+    /^ +Duration/ {rec = rec " " $(NF-1) "=" $NF}
+    /DRAM Throughput/ {rec = rec " dram%=" $NF}
+    /Grid Size/ {rec = rec " grid=" $NF}
+    END {if (rec != "") print rec}' "$logs/ncu-decoder.txt" | head -n 20
 fi
 # With what time is left: compute-sanitizer's memcheck and racecheck on the
 # CUDA backend's tests (the skinny GEMM at its small shape only) and one
