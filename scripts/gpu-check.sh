@@ -261,7 +261,7 @@ fi
 # `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
 # (nvidia-smi's utilization sampled every 100 ms), then the same run
 # through the scheduler instead of the persistent chain batch, and with
-# the delivery copy on one thread (--copy-threads 1).
+# the delivery copy on one thread (--copy-threads 1) and on eight.
 if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
@@ -290,6 +290,13 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
     || fail "cellrun run --copy-threads 1 (busy) failed"
   echo "-- the same with --copy-threads 1:"
   cat "$logs/busy-run-copy1.txt"
+  # And with twice the default's cap (on the H200's 16 cores, 4): whether
+  # more copy threads would take more of the engine's time off it.
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --copy-threads 8 >"$logs/busy-run-copy8.txt" 2>&1 \
+    || fail "cellrun run --copy-threads 8 (busy) failed"
+  echo "-- the same with --copy-threads 8:"
+  cat "$logs/busy-run-copy8.txt"
 fi
 
 # The hidden-1024 seq2seq, attention seq2seq and TreeLSTM against their
