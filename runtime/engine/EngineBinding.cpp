@@ -190,23 +190,15 @@ bool EngineWorker::placeInMemories(Entry &entry, uint32_t node,
       zeros.toRow = heldRow;
       zeros.bytes = static_cast<uint32_t>(memoryPool.rowBytes());
     }
-    // Encoder nodes are the first nodes, one a source step.
-    size_t offset = static_cast<size_t>(node) * memory.positionBytes;
-    SlotPool &outputPool =
-        *pools_[partPools_[0].outputs[memory.encoderOutput]].pool;
-    if (offset + outputPool.rowBytes() > memoryPool.rowBytes() ||
-        outputPool.rowBytes() != memory.positionBytes) {
-      error = Status(StatusCode::Internal,
-                     "request " + graph.request().id + ": source step " +
-                         std::to_string(node) + " lies outside its memory");
-      return false;
-    }
+    // Encoder nodes are the first nodes, one a source step. The structure
+    // checked that an output row is a position of the memory, and the
+    // request checks that its source fits the positions.
     Executor::RowPlace &step = flight.io.places.emplace_back();
-    step.from = &outputPool;
+    step.from = pools_[partPools_[0].outputs[memory.encoderOutput]].pool;
     step.fromRow = outputRows[memory.encoderOutput];
     step.to = &memoryPool;
     step.toRow = heldRow;
-    step.offset = static_cast<uint32_t>(offset);
+    step.offset = static_cast<uint32_t>(node * memory.positionBytes);
     step.bytes = static_cast<uint32_t>(memory.positionBytes);
   }
   return true;

@@ -27,6 +27,7 @@
 
 #include "backend/cpu/ThreadPool.h"
 #include "cellrun/Device.h"
+#include "exec/Executor.h"
 
 #include <memory>
 #include <unordered_map>
@@ -117,10 +118,7 @@ public:
   uint64_t completed() const;
   /// Seconds blocked in wait (and waitForSlot) until tasks finished, and
   /// seconds copying finished tasks' rows out of their slots.
-  struct Times {
-    double blockedSeconds = 0, deliverSeconds = 0;
-  };
-  Times times() const { return times_; }
+  Executor::Times times() const { return times_; }
   /// Waits until `ticket` has finished, or the stream reports an error
   /// (which every later call then returns); the reads of every finished
   /// task are then in their destinations.
@@ -196,7 +194,7 @@ private:
   PinnedBuffer counter_; // one uint64_t: the last finished ticket
   uint64_t nextTicket_ = 1;
   uint64_t delivered_ = 0; // the last ticket whose reads were copied
-  Times times_;
+  Executor::Times times_;
   /// Splits a finished task's copies out of its staging slot (null: the
   /// caller copies alone; CudaBackendOptions::copyThreads).
   std::unique_ptr<cpu::ThreadPool> copyPool_;

@@ -24,10 +24,7 @@ public:
 
   std::string describe() const override { return cuda_->device().describe(); }
   bool asynchronous() const override { return true; }
-  Executor::Times times() const override {
-    cuda::CudaBackend::Times times = cuda_->times();
-    return {times.blockedSeconds, times.deliverSeconds};
-  }
+  Executor::Times times() const override { return cuda_->times(); }
 
   Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
                                                bool hostVisible) override {

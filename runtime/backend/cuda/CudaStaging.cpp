@@ -117,30 +117,30 @@ CudaBackend::layOutPlaces(const std::vector<TaskTransfers::Place> &places,
   // A copy whose size divides its target row and offset is row
   // `toRow * (toRowBytes / bytes) + offset / bytes` of `to` cut into rows
   // of its size: the row-copy kernel moves a whole group at once.
-  std::vector<std::vector<const TaskTransfers::Place *>> members;
-  for (const TaskTransfers::Place &place : places) {
-    if (!place.from) {
-      layout.zeros.push_back(&place);
-      continue;
-    }
-    uint64_t perRow = place.toRowBytes / place.bytes;
-    if (place.toRowBytes % place.bytes != 0 ||
-        place.offset % place.bytes != 0 ||
-        (static_cast<uint64_t>(place.toRow) + 1) * perRow > INT32_MAX) {
-      layout.loose.push_back(&place);
-      continue;
-    }
+  auto grouped = [](const TaskTransfers::Place &place) {
+    return place.toRowBytes % place.bytes == 0 &&
+           place.offset % place.bytes == 0 &&
+           (static_cast<uint64_t>(place.toRow) + 1) *
+                   (place.toRowBytes / place.bytes) <=
+               INT32_MAX;
+  };
+  auto groupOf = [&](const TaskTransfers::Place &place) {
     size_t g = 0;
     while (g < layout.groups.size() && !(layout.groups[g].from == place.from &&
                                          layout.groups[g].to == place.to &&
                                          layout.groups[g].bytes == place.bytes))
       ++g;
-    if (g == layout.groups.size()) {
-      layout.groups.push_back({place.from, place.to, place.bytes, 0, 0, 0});
-      members.emplace_back();
-    }
-    ++layout.groups[g].count;
-    members[g].push_back(&place);
+    return g;
+  };
+  for (const TaskTransfers::Place &place : places) {
+    if (!place.from)
+      layout.zeros.push_back(&place);
+    else if (!grouped(place))
+      layout.loose.push_back(&place);
+    else if (size_t g = groupOf(place); g < layout.groups.size())
+      ++layout.groups[g].count;
+    else
+      layout.groups.push_back({place.from, place.to, place.bytes, 1, 0, 0});
   }
   for (PlaceGroup &group : layout.groups) {
     group.fromRows = at;
@@ -149,17 +149,18 @@ CudaBackend::layOutPlaces(const std::vector<TaskTransfers::Place> &places,
   }
   if (at > limit)
     return at; // not written: the caller fails the task
-  for (size_t g = 0; g < layout.groups.size(); ++g) {
+  // The indices, each group's in the order of its places.
+  std::vector<uint32_t> filled(layout.groups.size(), 0);
+  for (const TaskTransfers::Place &place : places) {
+    if (!place.from || !grouped(place))
+      continue;
+    size_t g = groupOf(place);
     const PlaceGroup &group = layout.groups[g];
-    auto *fromRows = reinterpret_cast<int32_t *>(host + group.fromRows);
-    auto *toRows = reinterpret_cast<int32_t *>(host + group.toRows);
-    for (size_t k = 0; k < members[g].size(); ++k) {
-      const TaskTransfers::Place &place = *members[g][k];
-      fromRows[k] = place.fromRow;
-      toRows[k] = static_cast<int32_t>(static_cast<uint64_t>(place.toRow) *
-                                           (place.toRowBytes / place.bytes) +
-                                       place.offset / place.bytes);
-    }
+    uint32_t k = filled[g]++;
+    reinterpret_cast<int32_t *>(host + group.fromRows)[k] = place.fromRow;
+    reinterpret_cast<int32_t *>(host + group.toRows)[k] = static_cast<int32_t>(
+        static_cast<uint64_t>(place.toRow) * (place.toRowBytes / place.bytes) +
+        place.offset / place.bytes);
   }
   return at;
 }
