@@ -263,7 +263,8 @@ fi
 # `cellrun run` serves 20000 WMT-length requests on the hidden-1024 LSTM
 # (nvidia-smi's utilization sampled every 100 ms), then the same run
 # through the scheduler instead of the persistent chain batch, and with
-# the delivery copy on one thread (--copy-threads 1) and on eight.
+# the delivery copy on one thread (--copy-threads 1) and on eight, and
+# with only the final states asked for.
 if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
@@ -299,6 +300,13 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
     || fail "cellrun run --copy-threads 8 (busy) failed"
   echo "-- the same with --copy-threads 8:"
   cat "$logs/busy-run-copy8.txt"
+  # Only the final states asked for: no per-step row leaves the device, so
+  # what is left is the engine and the executor without the results' copy.
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --outputs final_h_next,final_c_next >"$logs/busy-run-final.txt" 2>&1 \
+    || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
+  echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"
+  cat "$logs/busy-run-final.txt"
 fi
 
 # The hidden-1024 seq2seq, attention seq2seq and TreeLSTM against their

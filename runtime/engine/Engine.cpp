@@ -127,6 +127,9 @@ cellrun::createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
                                 FaultInjector injectFault) {
   if (options.workers == 0)
     return Status(StatusCode::InvalidArgument, "an engine needs a worker");
+  if (options.workersPerDevice == 0)
+    return Status(StatusCode::InvalidArgument,
+                  "a device needs at least one worker (workersPerDevice)");
   auto impl = std::make_unique<Engine::Impl>();
   impl->admission.limit = options.maxQueue;
   impl->admission.arriving.resize(options.workers); // before any thread

@@ -86,7 +86,8 @@ public:
     int32_t chainSlot = -1;
   };
 
-  /// `index` picks the CUDA device (options.executor.cudaDevice + index);
+  /// `index` picks the CUDA device (options.executor.cudaDevice +
+  /// index / options.workersPerDevice);
   /// requests come from `admission`, shared by every worker.
   Status initialise(std::shared_ptr<const LoadedArtifact> artifact,
                     const EngineOptions &options, uint32_t index,

@@ -73,7 +73,8 @@ Status EngineWorker::createExecutor(FaultInjector injectFault) {
               options.executor.device == DeviceKind::Cuda);
   nodesInFlight_ = perRound * (overlap_ ? 2 : 1);
   ExecutorOptions executorOptions = options.executor;
-  executorOptions.cudaDevice += static_cast<int>(index_);
+  executorOptions.cudaDevice +=
+      static_cast<int>(index_ / std::max(1u, options.workersPerDevice));
   // The GPU's path on the CPU: reads delivered when a task is waited for.
   executorOptions.readsAtWait |= options.readsThroughTasks;
   // cpu workers share the cores unless told otherwise.

@@ -9,7 +9,8 @@
 // other batch sizes sum in other orders, over up to 24 steps); decoded
 // tokens identical for all but a few requests (a near tie between two
 // logits may break the other way on another device, and the rest of that
-// decode follows it); every row back in its pool afterwards.
+// decode follows it); every row back in its pool afterwards. The same with
+// two workers (threads, streams, pools) sharing the device.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -110,6 +111,69 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   std::printf("%s: %d of %d decodes differ from the cpu's\n", model.c_str(),
               tokenMismatches, kRequests);
 }
+
+class EngineCudaWorkersTest : public EngineCudaTest {};
+
+TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
+  // Two engine threads on one GPU (EngineOptions::workersPerDevice), each
+  // with its own stream and pools, requests admitted by the less loaded
+  // and moved between them: the same results as the cpu's.
+  std::string model = GetParam();
+  auto loaded = loadArtifact(exampleArtifactPath(model));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
+  auto cpu = manual(artifact, DeviceKind::Cpu);
+  ASSERT_TRUE(cpu);
+  EngineOptions options;
+  options.executor.device = DeviceKind::Cuda;
+  options.workers = 2;
+  options.workersPerDevice = 2;
+  auto created = Engine::create(artifact, options);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  Engine &gpu = *created.value();
+  EXPECT_EQ(gpu.deviceDescription(0), gpu.deviceDescription(1));
+
+  std::mt19937 random(77);
+  constexpr int kRequests = 300;
+  std::vector<std::string> texts;
+  std::vector<std::future<RequestResult>> futures;
+  for (int i = 0; i < kRequests; ++i) {
+    texts.push_back(randomRequest(model, i, random));
+    futures.push_back(gpu.submit(gpu.parser().parse(texts[i], "r").value()));
+  }
+  gpu.drain();
+  int tokenMismatches = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    auto future = cpu->submit(cpu->parser().parse(texts[i], "r").value());
+    cpu->drain();
+    RequestResult want = future.get(), got = futures[i].get();
+    ASSERT_TRUE(want.status.isOk()) << want.status.toString();
+    ASSERT_TRUE(got.status.isOk()) << got.status.toString();
+    for (const OutputTensor &expected : want.outputs) {
+      const OutputTensor *have = got.find(expected.name);
+      ASSERT_NE(have, nullptr) << expected.name;
+      if (!expected.integers.empty()) {
+        tokenMismatches += have->integers != expected.integers;
+        continue;
+      }
+      ASSERT_EQ(have->floats.size(), expected.floats.size());
+      for (size_t e = 0; e < expected.floats.size(); ++e)
+        ASSERT_LE(std::fabs(have->floats[e] - expected.floats[e]),
+                  1e-4f * std::fabs(expected.floats[e]) + 1e-5f)
+            << "request " << i << " " << expected.name << "[" << e << "]";
+    }
+  }
+  EXPECT_LE(tokenMismatches, kRequests / 50);
+  EngineStats stats = gpu.stats();
+  EXPECT_EQ(stats.completed, uint64_t(kRequests));
+  ASSERT_EQ(stats.workerTasks.size(), 2u);
+  std::printf("%s on two workers of one device: %llu and %llu tasks\n",
+              model.c_str(), (unsigned long long)stats.workerTasks[0],
+              (unsigned long long)stats.workerTasks[1]);
+}
+
+INSTANTIATE_TEST_SUITE_P(ChainAndMemories, EngineCudaWorkersTest,
+                         ::testing::Values("lstm", "attention"));
 
 INSTANTIATE_TEST_SUITE_P(Examples, EngineCudaTest,
                          ::testing::Values("lstm", "gru", "seq2seq",

@@ -226,6 +226,21 @@ TEST(EngineWorkersTest, TwoWorkersShareRequestsAndAgreeWithOne) {
   EXPECT_EQ(stats.completed, texts.size());
 }
 
+TEST(EngineWorkersTest, ADeviceWithoutWorkersIsRefused) {
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  EngineOptions options;
+  options.workers = 2;
+  options.workersPerDevice = 0;
+  options.startWorker = false;
+  auto engine = Engine::create(artifact, options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(engine.status().message().find("workersPerDevice"),
+            std::string::npos)
+      << engine.status().message();
+}
+
 TEST(EngineStartTest, AnOfflineBatchSubmittedBeforeTheWorkersStartRunsInFull) {
   // Graph batching's first batch is what was admitted before its first
   // round: with the workers started after all 40 requests, that is all of

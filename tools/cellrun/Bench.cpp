@@ -77,7 +77,12 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
       ->check(CLI::Range(0u, 64u));
   app.add_option("--workers", args.workers,
                  "our workers, one per device, each with its own pools "
-                 "(cuda: devices 0..N-1; cpu: each with --threads threads)")
+                 "(cuda: devices 0..N-1 unless --workers-per-device says "
+                 "otherwise; cpu: each with --threads threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--workers-per-device", args.workersPerDevice,
+                 kWorkersPerDeviceHelp)
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   app.add_option("--pool-rows", args.poolRows, "rows of every state pool")

@@ -52,6 +52,14 @@ constexpr const char *kCopyThreadsHelp =
     "rows into the results when they come to 256 KB or more (0: a quarter "
     "of the cores, at most 4; 1: the engine's thread alone)";
 
+/// The help of --workers-per-device (run, bench, serve):
+/// EngineOptions::workersPerDevice.
+constexpr const char *kWorkersPerDeviceHelp =
+    "cuda: workers sharing each device, each with its own thread, stream "
+    "and pools (--workers 4 --workers-per-device 2: two on device 0, two "
+    "on device 1); more engine threads for one GPU when one cannot keep it "
+    "busy";
+
 /// The help of --memory-budget (run, bench, serve).
 constexpr const char *kMemoryBudgetHelp =
     "state memory for requests on each worker, e.g. 2GB (overrides "

@@ -40,6 +40,7 @@ struct RunArgs {
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
+           workersPerDevice = 1,
            resultBufferMb = 256, maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0;              // bytes; 0: poolRows
   uint64_t readAhead = uint64_t(1) << 30; // bytes of request text
@@ -105,9 +106,14 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 64u));
   app.add_option("--workers", args.workers,
-                 "workers, one per device (cuda: devices 0..N-1)")
+                 "workers, one per device unless --workers-per-device says "
+                 "otherwise (cuda: devices 0..N-1)")
       ->capture_default_str()
       ->check(positive);
+  app.add_option("--workers-per-device", args.workersPerDevice,
+                 kWorkersPerDeviceHelp)
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);
   app.add_flag("--no-chain-batch", args.noChainBatch, kNoChainBatchHelp);
   app.add_option("--task-log", args.taskLog,
@@ -226,6 +232,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.executor.threads = args.threads;
   engineOptions.executor.copyThreads = args.copyThreads;
   engineOptions.workers = args.workers;
+  engineOptions.workersPerDevice = args.workersPerDevice;
   engineOptions.poolRows = args.poolRows;
   engineOptions.maxQueue = args.maxQueue;
   engineOptions.batchRequests = args.batchRequests;

@@ -30,7 +30,8 @@ struct ServeArgs {
   int httpPort = 8000, grpcPort = 8001, metricsPort = 8002;
   std::string device = "auto", policy = "cellular", logLevel = "info";
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
-           copyThreads = 0, fillRows = EngineOptions().fillRows;
+           copyThreads = 0, fillRows = EngineOptions().fillRows,
+           workersPerDevice = 1;
   uint64_t memoryBudget = 0;
   bool noMove = false, noChainBatch = false;
   uint64_t maxBodyBytes = 64u << 20;
@@ -83,7 +84,13 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
-  app.add_option("--workers", args.workers, "workers, one per device")
+  app.add_option("--workers", args.workers,
+                 "workers, one per device unless --workers-per-device says "
+                 "otherwise")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--workers-per-device", args.workersPerDevice,
+                 kWorkersPerDeviceHelp)
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);
@@ -193,6 +200,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.executor.threads = args.threads;
   options.executor.copyThreads = args.copyThreads;
   options.workers = args.workers;
+  options.workersPerDevice = args.workersPerDevice;
   options.maxQueue = args.maxQueue;
   options.poolRows = args.poolRows;
   options.fillRows = args.fillRows;

@@ -67,10 +67,16 @@ struct EngineOptions {
   uint32_t bucketWidth = 8;   // padded: lengths per bucket
   uint32_t batchRequests = 0; // padded, graph: 0 = the largest batch size
   RequestLimits limits;
-  /// Workers, one per device: cuda devices executor.cudaDevice + 0, 1, ...;
-  /// on the cpu backend each worker has its own pools and threads. A
-  /// request is admitted by the least loaded worker.
+  /// Workers, each with its own thread, executor and pools: on cuda,
+  /// `workersPerDevice` of them share each device (worker w runs on device
+  /// executor.cudaDevice + w / workersPerDevice, on a stream of its own);
+  /// on the cpu backend each worker has its own threads. A request is
+  /// admitted by the least loaded worker.
   uint32_t workers = 1;
+  /// cuda: workers sharing one device (at least 1). Several engine threads
+  /// feed one GPU when one thread's host work a step is longer than the
+  /// device's work (short steps, large emitted rows).
+  uint32_t workersPerDevice = 1;
   /// Cellular batching on several workers: a worker that holds at least
   /// twice as many requests as another (plus 2) moves half the difference
   /// of its requests with no node running, most nodes left first, to that
