@@ -12,11 +12,11 @@
 # Steps: the CUDA backend, example and engine tests (logs and XML);
 # `cellrun run` of every example on the GPU against the CPU backend;
 # `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
-# CUDA microbenchmark of the hidden-1024 LSTM; `cellrun bench --device cuda`
+# CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16); `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
-# was built from); the host path against the GPU's busy time; the
-# hidden-1024 seq2seq, attention and TreeLSTM against their peers, and each
+# was built from); the host path against the GPU's busy time; one to three
+# engine threads (workers) sharing the GPU (workers); the hidden-1024 seq2seq, attention and TreeLSTM against their peers, and each
 # of their cells' task time (cells); the CPU backend's microbenchmark on the
 # same machine; Nsight Compute on the skinny GEMM and on the hidden-1024
 # attention decoder's kernels; with the time left, compute-sanitizer
@@ -27,7 +27,7 @@
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
 # GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
-# runs serve kernels bench busy models cells cpu ncu sanitizer; e.g.
+# runs serve kernels bench busy workers models cells cpu ncu sanitizer; e.g.
 # GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
 # GPU_CHECK_POLICIES its policies (default cellular,graph; the peer runs
@@ -35,6 +35,9 @@
 # GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000);
 # GPU_CHECK_BUSY_LENGTHS their lengths' workload (default
 # bench/workloads/wmt15.csv; fixed24.csv for the fixed-length goal).
+# GPU_CHECK_WORKERS and GPU_CHECK_WORKERS_POOL_ROWS: the workers step's
+# workers on the device (default "1 2 3") and pool rows (default
+# "4096 6144").
 # GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
 # seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
 # the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
@@ -223,7 +226,7 @@ for model in lstm seq2seq treelstm attention; do
   head -n 1 "$logs/serve-$model-cuda.txt"
 done
 
-for precision in fp32 tf32; do
+for precision in fp32 tf32 bf16; do
   wanted kernels || break
   artifact="$build/examples/lstm/bench-$precision.cellpack"
   [ -f "$artifact" ] || { echo "(no $artifact: skipped)"; continue; }
@@ -307,6 +310,39 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
     || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
   echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"
   cat "$logs/busy-run-final.txt"
+fi
+
+# Engine threads sharing the GPU (--workers-per-device): `cellrun run` of
+# 100000 fixed-length-24 requests and of 100000 WMT-like ones on the
+# hidden-1024 LSTM with one, two and three workers on the device, at the
+# default 4096 pool rows a worker (682 running requests: tasks of 512 and
+# 170 rows) and at 6144 (1024: two full tasks of 512), each with
+# nvidia-smi's utilization.
+if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
+  step "cellrun run --device cuda with 1-3 workers on the device (hidden-1024 LSTM)"
+  "$python" "$root/examples/common/make_requests.py" lstm 100000 "$work/fixed24.jsonl" \
+    --lengths "$root/bench/workloads/fixed24.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
+  "$python" "$root/examples/common/make_requests.py" lstm 100000 "$work/wmt100k.jsonl" \
+    --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
+  for trace in fixed24 wmt100k; do
+    for rows in ${GPU_CHECK_WORKERS_POOL_ROWS:-4096 6144}; do
+      for workers in ${GPU_CHECK_WORKERS:-1 2 3}; do
+        enough 15 "workers $trace $rows $workers" || break
+        name="workers-$trace-rows$rows-w$workers"
+        nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+          >"$logs/$name-utilization.csv" 2>/dev/null &
+        sampler=$!
+        timeout "$(limit 60)" "$cellrun" run "$lstm1024" --device cuda --input "$work/$trace.jsonl" \
+          --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" \
+          >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
+        kill "$sampler" 2>/dev/null
+        echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
+        grep -E "^requests:|^cell |^engine:|^tasks a row-step|^workers:" "$logs/$name.txt"
+        awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
+          "$logs/$name-utilization.csv"
+      done
+    done
+  done
 fi
 
 # The hidden-1024 seq2seq, attention seq2seq and TreeLSTM against their

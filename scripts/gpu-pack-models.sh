@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs the hidden-1024 benchmark artifacts (fp32, and the LSTM's tf32) that do not fit beside the rest
+# Packs the hidden-1024 benchmark artifacts (fp32, and the LSTM's tf32 and bf16) that do not fit beside the rest
 # of a device call's carry (LSTM 34 MB, seq2seq 72 MB, attention seq2seq 85
 # MB, TreeLSTM 56 MB against the device tool's 64 MiB a call, the checkout
 # and gpu-pack/'s 27 MB of binaries and examples included) into
@@ -46,9 +46,12 @@ for model in "${models[@]}"; do
   }
   mkdir -p "$stage/examples/$model"
   cp "$artifact" "$stage/examples/$model/"
-  # The tf32 artifact where the model has one (the LSTM's kernel table).
-  tf32="$build/examples/$model/bench-tf32.cellpack"
-  [ ! -f "$tf32" ] || cp "$tf32" "$stage/examples/$model/"
+  # The tf32 and bf16 artifacts where the model has them (the LSTM's
+  # kernel tables).
+  for precision in tf32 bf16; do
+    other="$build/examples/$model/bench-$precision.cellpack"
+    [ ! -f "$other" ] || cp "$other" "$stage/examples/$model/"
+  done
   # model, digest, weight file: one line per weight file.
   /usr/bin/python3 "$root/examples/common/weights_digest.py" "${weights[@]}" |
     while read -r digest file; do echo "$model $digest $file"; done >>"$digests"
