@@ -10,8 +10,9 @@
 //    timed with events: what the GPU spends on the step itself, without
 //    the host's launch costs;
 // and, in the same run, two floors:
-//  - a bare cuBLAS SGEMM of the plan's largest GEMM shape (TF32 tensor-op
-//    math when the artifact's precision is tf32), timed with events;
+//  - a bare cuBLAS GEMM of the plan's largest GEMM shape on fp32 data, its
+//    products in the artifact's precision (fp32, or tf32/bf16/fp16 tensor
+//    cores: cublasGemmEx's compute type), timed with events;
 //  - the time to read the cell's weights once at the device bandwidth
 //    measured here (a device-to-device copy: bytes read + written / time).
 // Only weights read whole count (GEMM operands, not embedding tables).
@@ -79,13 +80,30 @@ double deviceBandwidth() {
   return 2.0 * bytes / (ms * 1e-3);
 }
 
-/// Microseconds of cublasSgemm for row-major [m,k] x [k,n].
-double cublasMicroseconds(int64_t m, int64_t n, int64_t k, bool tf32) {
+/// The cuBLAS compute type of an artifact's precision: its products on
+/// fp32 data, as the CUDA backend's GEMMs compute them (CudaGemm.cpp).
+cublasComputeType_t computeTypeOf(cellpack::Precision precision) {
+  switch (precision) {
+  case cellpack::Precision::TF32:
+    return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case cellpack::Precision::BF16:
+    return CUBLAS_COMPUTE_32F_FAST_16BF;
+  case cellpack::Precision::FP16:
+    return CUBLAS_COMPUTE_32F_FAST_16F;
+  case cellpack::Precision::FP32:
+    break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+/// Microseconds of a cuBLAS GEMM on fp32 data for row-major [m,k] x [k,n],
+/// its products in the artifact's precision.
+double cublasMicroseconds(int64_t m, int64_t n, int64_t k,
+                          cellpack::Precision precision) {
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
     return -1;
-  cublasSetMathMode(handle,
-                    tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  cublasComputeType_t compute = computeTypeOf(precision);
   void *a, *b, *c;
   cudaMalloc(&a, m * k * sizeof(float));
   cudaMalloc(&b, k * n * sizeof(float));
@@ -95,9 +113,9 @@ double cublasMicroseconds(int64_t m, int64_t n, int64_t k, bool tf32) {
   float alpha = 1, beta = 0;
   float ms = eventMilliseconds(nullptr, 100, [&] {
     // Column-major C^T = B^T A^T.
-    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
-                static_cast<float *>(b), n, static_cast<float *>(a), k, &beta,
-                static_cast<float *>(c), n);
+    cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                 CUDA_R_32F, n, a, CUDA_R_32F, k, &beta, c, CUDA_R_32F, n,
+                 compute, CUBLAS_GEMM_DEFAULT);
   });
   cudaFree(a);
   cudaFree(b);
@@ -179,7 +197,7 @@ struct CellBench {
   cuda::CudaBackend &backend;
   const cellpack::CellType &cell;
   double bandwidth;
-  bool tf32;
+  cellpack::Precision precision;
   std::ofstream &csv;
   std::vector<std::string> &algorithms; // the GEMM choices, per batch size
 };
@@ -342,7 +360,7 @@ bool timeBatch(CellBench &bench, const cellpack::BatchPlan &plan) {
     return false;
   int64_t m, n, k;
   largestGemm(plan, m, n, k);
-  double gemm = cublasMicroseconds(m, n, k, bench.tf32);
+  double gemm = cublasMicroseconds(m, n, k, bench.precision);
   double weightFloor = bench.bandwidth > 0 ? weightReadBytes(bench.cell, plan) /
                                                  bench.bandwidth * 1e6
                                            : 0;
@@ -383,7 +401,7 @@ int main(int argc, char **argv) {
   cuda::CudaBackend &backend = *created.value();
 
   double bandwidth = deviceBandwidth();
-  bool tf32 = artifact->model().precision() == cellpack::Precision::TF32;
+  cellpack::Precision precision = artifact->model().precision();
   std::printf("cell %s of %s on %s; precision %s; device bandwidth %.0f GB/s "
               "(device-to-device copy)\n",
               cell->name()->c_str(), options.modelPath.c_str(),
@@ -400,7 +418,7 @@ int main(int argc, char **argv) {
            "floor_us,ratio,plan_ratio\n";
   }
   std::vector<std::string> algorithms;
-  CellBench bench{backend, *cell, bandwidth, tf32, csv, algorithms};
+  CellBench bench{backend, *cell, bandwidth, precision, csv, algorithms};
   for (const cellpack::BatchPlan *plan : *cell->plans())
     if (!timeBatch(bench, *plan))
       return 1;

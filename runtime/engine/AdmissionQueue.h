@@ -31,7 +31,8 @@ struct SessionState {
 
 /// Requests waiting for admission, shared by the workers: earliest
 /// deadline first, then arrival order. Among the workers the first fits,
-/// the one with the most room admits it, or any that is idle (late
+/// one with the most room (give or take EngineOptions::admissionSlack, so
+/// that requests start in bunches) admits it, or any that is idle (late
 /// binding: a request is placed on a device only when it can start there),
 /// so no request waits behind a busy device while another has room. The
 /// mutex also guards every worker's reservations. Workers sleep on `wake`.

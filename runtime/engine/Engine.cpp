@@ -127,6 +127,9 @@ cellrun::createEngineForTesting(std::shared_ptr<const LoadedArtifact> artifact,
                                 FaultInjector injectFault) {
   if (options.workers == 0)
     return Status(StatusCode::InvalidArgument, "an engine needs a worker");
+  if (!(options.admissionSlack >= 0 && options.admissionSlack <= 1))
+    return Status(StatusCode::InvalidArgument,
+                  "admissionSlack is a share of a worker's pools: 0 to 1");
   if (options.workersPerDevice == 0)
     return Status(StatusCode::InvalidArgument,
                   "a device needs at least one worker (workersPerDevice)");
@@ -329,6 +332,9 @@ std::future<RequestResult> Engine::submit(Request request) {
 }
 
 bool Engine::runOnce() {
+  // Once the worker threads run, the loop is theirs alone.
+  if (!impl_->workers.empty() && impl_->workers[0]->worker_.joinable())
+    return false;
   bool ran = false;
   for (auto &worker : impl_->workers)
     ran |= worker->runOnce();
@@ -341,6 +347,8 @@ void Engine::startWorkers() {
 }
 
 void Engine::drain() {
+  if (!impl_->workers.empty() && impl_->workers[0]->worker_.joinable())
+    return; // the worker threads serve; drain is for manual mode
   // Round-robin: a session's chunk waits for its worker, which may wait for
   // rows another worker frees. Once every worker is idle, the head of the
   // queue is taken or refused, so each pass makes progress.

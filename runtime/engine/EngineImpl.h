@@ -295,7 +295,8 @@ private:
   bool fits(const Entry &entry) const;
   double room() const; // the free share of the tightest pool
   /// This worker takes the head of the queue: it fits here and no other
-  /// running worker it fits has more room (an idle worker takes it;
+  /// running worker it fits has more room by over
+  /// EngineOptions::admissionSlack (an idle worker takes it;
   /// `holdsRequests`: this worker has admitted some, or is admitting).
   bool takesHead(const Entry &head, bool holdsRequests) const;
   /// The first waiting request this worker may take: chunks of sessions

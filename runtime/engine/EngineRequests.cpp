@@ -73,7 +73,11 @@ bool EngineWorker::takesHead(const Entry &head, bool holdsRequests) const {
     return false;
   if (!holdsRequests)
     return true; // idle: nothing to wait for here
-  double mine = room();
+  // A worker admitting goes on while it has no less room than the others
+  // less the slack (a share of its pools): requests start in bunches that
+  // fill its tasks, not one each in turn (with two workers on one device
+  // and no slack, a task had 5 rows on average where one worker had 340).
+  double mine = room() + options_.admissionSlack;
   for (const EngineWorker *other : admission_->workers) {
     if (other == this || other->exited_ || !other->fits(head.need))
       continue;

@@ -102,6 +102,7 @@ struct MoveScenario {
   std::unique_ptr<Engine> pair(bool move) {
     EngineOptions options;
     options.workers = 2;
+    options.admissionSlack = 0; // strict turns: the spread the cases build
     options.startWorker = false;
     options.moveRequests = move;
     auto engine = Engine::create(artifact, options);
@@ -248,6 +249,7 @@ TEST(EngineMoveThreadsTest, WorkerThreadsMoveRequestsAndAnswerEveryOne) {
 
   EngineOptions options;
   options.workers = 2;
+  options.admissionSlack = 0; // strict turns: the spread the cases build
   options.executor.threads = 1;
   auto engine = Engine::create(artifact, options).value();
   std::vector<std::future<RequestResult>> futures;

@@ -35,6 +35,8 @@ std::unique_ptr<Engine> makeEngine(std::shared_ptr<const LoadedArtifact> model,
                                    uint32_t poolRows = 0) {
   EngineOptions options;
   options.workers = workers;
+  // Strict turns: each worker gets some of a few requests (asserted).
+  options.admissionSlack = 0;
   options.startWorker = threads;
   options.executor.threads = 1;
   if (poolRows)

@@ -44,9 +44,8 @@ struct BenchArgs {
   uint64_t seed = 2018;
   uint64_t memoryBudget = 0; // bytes; 0: poolRows
   uint32_t workers = 1, workersPerDevice = 1, threads = 0, copyThreads = 0,
-           poolRows = 4096,
-           maxQueue = 0, bucketWidth = 10, fillRows = 32, peerBuckets = 0,
-           peerMaxBatch = 0, offline = 0, repeat = 1;
+           poolRows = 4096, maxQueue = 0, bucketWidth = 10, fillRows = 32,
+           peerBuckets = 0, peerMaxBatch = 0, offline = 0, repeat = 1;
   std::string server, serverModel;
   uint32_t connections = 64;
   std::string peerWeights, python = defaultPeerPython(),

@@ -40,8 +40,8 @@ struct RunArgs {
   std::string policy = "cellular", device = "auto";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
-           workersPerDevice = 1,
-           resultBufferMb = 256, maxSteps = RequestLimits().maxSteps;
+           workersPerDevice = 1, resultBufferMb = 256,
+           maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0;              // bytes; 0: poolRows
   uint64_t readAhead = uint64_t(1) << 30; // bytes of request text
   bool quiet = false, allowNonFinite = false, noMove = false,

@@ -73,6 +73,13 @@ struct EngineOptions {
   /// on the cpu backend each worker has its own threads. A request is
   /// admitted by the least loaded worker.
   uint32_t workers = 1;
+  /// Several workers: the worker admitting the head of the queue goes on
+  /// admitting while no other it fits has more room (the free share of
+  /// its tightest pool) by more than this (0..1). 0: strict turns, most
+  /// room first, which spreads a few requests over every worker but
+  /// leaves each worker's tasks a few rows when they keep up with
+  /// arrivals; the default lets requests start in bunches that fill tasks.
+  double admissionSlack = 0.25;
   /// cuda: workers sharing one device (at least 1). Several engine threads
   /// feed one GPU when one thread's host work a step is longer than the
   /// device's work (short steps, large emitted rows).
@@ -216,9 +223,11 @@ public:
   void cancelAll(const std::string &reason);
 
   /// Manual mode: one round of the loop on every worker (admission, one
-  /// call to the policy, its tasks run). False when there was nothing to do.
+  /// call to the policy, its tasks run). False when there was nothing to do,
+  /// and always once the worker threads run (they alone run the loop).
   bool runOnce();
-  /// Manual mode: rounds until every submitted request is done.
+  /// Manual mode: rounds until every submitted request is done. Returns at
+  /// once when the worker threads run: wait for the answers instead.
   void drain();
   /// Manual mode: starts the worker threads, which serve from here on as
   /// if startWorker had been true (runOnce and drain are not called any
