@@ -30,6 +30,8 @@
 # runs serve kernels bench busy workers models cells cpu ncu sanitizer; e.g.
 # GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
+# GPU_CHECK_BENCH_PRECISIONS its LSTM artifacts (default fp32; e.g.
+# "fp32 tf32 bf16": the peer then computes in the same precision);
 # GPU_CHECK_POLICIES its policies (default cellular,graph; the peer runs
 # beside them). GPU_CHECK_TEST_FILTER: a gtest filter for the tests step.
 # GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000);
@@ -37,7 +39,11 @@
 # bench/workloads/wmt15.csv; fixed24.csv for the fixed-length goal).
 # GPU_CHECK_WORKERS and GPU_CHECK_WORKERS_POOL_ROWS: the workers step's
 # workers on the device (default "1 2 3") and pool rows (default
-# "4096 6144").
+# "4096 6144"); GPU_CHECK_WORKERS_REQUESTS its requests a trace (default
+# 100000), GPU_CHECK_WORKERS_TRACES its traces (default "fixed24 wmt100k"),
+# GPU_CHECK_WORKERS_FLAGS more `cellrun run` flags (e.g. --copy-threads 3).
+# GPU_CHECK_MODELS_FLAGS: more `cellrun bench` flags for our side in the
+# models step (e.g. --workers 2 --workers-per-device 2).
 # GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
 # seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
 # the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
@@ -254,12 +260,22 @@ if wanted bench && [ -f "$lstm1024" ] && enough 120 "cellrun bench --device cuda
     fail "the regenerated weights differ from the artifact's ($have, not $weights_digest): bench without the peer"
     peer=()
   fi
-  timeout "$(limit 240)" "$cellrun" bench "$lstm1024" \
-    --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
-    --duration 5 --offline 4000 --policy "${GPU_CHECK_POLICIES:-cellular,graph}" "${peer[@]}" \
-    --out "$logs/bench-lstm1024" --quiet >"$logs/bench-lstm1024.txt" 2>&1 ||
-    fail "cellrun bench --device cuda failed"
-  cat "$logs/bench-lstm1024.txt"
+  # fp32, then any other precision asked for (the peer computes in the
+  # artifact's precision: TF32 in cuDNN, or the model in bfloat16).
+  for precision in ${GPU_CHECK_BENCH_PRECISIONS:-fp32}; do
+    artifact="$build/examples/lstm/bench-$precision.cellpack"
+    name=bench-lstm1024
+    [ "$precision" = fp32 ] || name="bench-lstm1024-$precision"
+    [ -f "$artifact" ] || { fail "no $artifact: its bench is skipped"; continue; }
+    enough 60 "cellrun bench --device cuda ($precision)" || break
+    echo "-- $precision"
+    timeout "$(limit 240)" "$cellrun" bench "$artifact" \
+      --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
+      --duration 5 --offline 4000 --policy "${GPU_CHECK_POLICIES:-cellular,graph}" "${peer[@]}" \
+      --out "$logs/$name" --quiet >"$logs/$name.txt" 2>&1 ||
+      fail "cellrun bench --device cuda ($precision) failed"
+    cat "$logs/$name.txt"
+  done
 fi
 
 # How the engine's host time and the GPU's busy time compare while
@@ -320,11 +336,11 @@ fi
 # nvidia-smi's utilization.
 if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
   step "cellrun run --device cuda with 1-3 workers on the device (hidden-1024 LSTM)"
-  "$python" "$root/examples/common/make_requests.py" lstm 100000 "$work/fixed24.jsonl" \
+  "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_WORKERS_REQUESTS:-100000}" "$work/fixed24.jsonl" \
     --lengths "$root/bench/workloads/fixed24.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
-  "$python" "$root/examples/common/make_requests.py" lstm 100000 "$work/wmt100k.jsonl" \
+  "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_WORKERS_REQUESTS:-100000}" "$work/wmt100k.jsonl" \
     --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
-  for trace in fixed24 wmt100k; do
+  for trace in ${GPU_CHECK_WORKERS_TRACES:-fixed24 wmt100k}; do
     for rows in ${GPU_CHECK_WORKERS_POOL_ROWS:-4096 6144}; do
       for workers in ${GPU_CHECK_WORKERS:-1 2 3}; do
         enough 15 "workers $trace $rows $workers" || break
@@ -333,7 +349,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
           >"$logs/$name-utilization.csv" 2>/dev/null &
         sampler=$!
         timeout "$(limit 60)" "$cellrun" run "$lstm1024" --device cuda --input "$work/$trace.jsonl" \
-          --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" \
+          --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" ${GPU_CHECK_WORKERS_FLAGS:-} \
           >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
         kill "$sampler" 2>/dev/null
         echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
@@ -370,7 +386,7 @@ if wanted models && [ -n "$models_manifest" ] && enough 90 "the hidden-1024 mode
     fi
     timeout "$(limit 150)" "$cellrun" bench "$build/examples/$model/bench-fp32.cellpack" \
       --device cuda --workload "$root/bench/workloads/$workload" --sweep "$rates" \
-      --duration 4 --offline "$offline" --policy cellular "${peer[@]}" \
+      --duration 4 --offline "$offline" --policy cellular ${GPU_CHECK_MODELS_FLAGS:-} "${peer[@]}" \
       --out "$logs/bench-$model-1024" --quiet >"$logs/bench-$model-1024.txt" 2>&1 ||
       fail "cellrun bench --device cuda of $model at hidden 1024 failed"
     rm -f "$logs/bench-$model-1024/"{trace-,peer-,reference}*.jsonl

@@ -26,6 +26,13 @@ import torch
 # Where the models and each batch's tensors live (--device); the peers'
 # run() functions put what they build here.
 DEVICE = torch.device("cpu")
+# --precision: "fp32", "tf32" or "bf16" (cuda).
+PRECISION = "fp32"
+
+
+def compute_dtype():
+    """The dtype the model's floating-point inputs take (--precision)."""
+    return torch.bfloat16 if PRECISION == "bf16" else torch.float32
 
 
 def parse_args(description):
@@ -48,12 +55,20 @@ def parse_args(description):
                              "ours (looser for artifacts of bf16/fp16/tf32 products)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where the model runs (cuda: the first GPU)")
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
+                        help="cuda: fp32 (no TF32 anywhere); tf32 (cuDNN's and cuBLAS's "
+                             "products on TF32 tensor cores, as PyTorch does by default "
+                             "in cuDNN); bf16 (the model in bfloat16, weights and "
+                             "activations, as a PyTorch user runs bf16)")
     return parser.parse_args()
 
 
 def to_device(model):
-    """`model` (a module, or tuples and dicts of them) moved to DEVICE."""
+    """`model` (a module, or tuples and dicts of them) moved to DEVICE, its
+    floating-point weights in bfloat16 with --precision bf16."""
     if isinstance(model, torch.nn.Module):
+        if PRECISION == "bf16":
+            return model.to(DEVICE, dtype=torch.bfloat16)
         return model.to(DEVICE)
     if isinstance(model, tuple):
         return tuple(to_device(part) for part in model)
@@ -233,7 +248,8 @@ def torch_summary():
                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "detected")}
     if DEVICE.type == "cuda":
         summary.update(gpu=torch.cuda.get_device_name(DEVICE),
-                       cudnn=torch.backends.cudnn.version(), tf32=False)
+                       cudnn=torch.backends.cudnn.version(), tf32=PRECISION == "tf32",
+                       precision=PRECISION)
     return summary
 
 
@@ -241,8 +257,11 @@ def main(description, load, item, run, compare, describe, identify=torch_summary
     """Runs a peer: `load(weights, threads)` or `load(weights)`, then the check,
     a warm-up and the timed schedule; prints `identify()` (what the peer is)
     with the mode, model and check as the last line, JSON."""
-    global DEVICE, TOLERANCE
+    global DEVICE, TOLERANCE, PRECISION
     args = parse_args(description)
+    if args.precision != "fp32" and args.device != "cuda":
+        sys.exit(f"--precision {args.precision}: the peers run reduced precision on cuda only")
+    PRECISION = args.precision
     TOLERANCE = tuple(float(part) for part in args.tolerance.split(","))
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -250,11 +269,12 @@ def main(description, load, item, run, compare, describe, identify=torch_summary
         sys.exit(f"--device cuda: torch {torch.__version__} sees no CUDA device")
     DEVICE = torch.device(args.device)
     if DEVICE.type == "cuda":
-        # fp32 as ours: no TF32 in cuDNN's RNNs or in cuBLAS (both on by
-        # default for cuDNN), else the check against ours fails and the
-        # timing compares TF32 with fp32.
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        # The precision of ours: no TF32 in cuDNN's RNNs or in cuBLAS for
+        # fp32 (cuDNN allows it by default), else the check against ours
+        # fails and the timing compares TF32 with fp32; both for tf32.
+        tf32 = PRECISION == "tf32"
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     takes_threads = len(inspect.signature(load).parameters) > 1
     model = to_device(load(args.weights, args.threads) if takes_threads
                       else load(args.weights))

@@ -5,7 +5,7 @@ instead of cellrun, on the same trace and the same weights.
     pytorch_chain.py --weights CELL.pt|DIR --trace TRACE.jsonl --out RESULTS.jsonl
                      [--mode online|sorted] [--bucket-width 10] [--max-batch 512]
                      [--threads N] [--reference OURS.jsonl] [--check 8]
-                     [--device cpu|cuda]
+                     [--device cpu|cuda] [--precision fp32|tf32|bf16]
 
 CELL.pt is the generator's state_dict (examples/<model>/generate.py writes it
 beside the ONNX file; a directory holding one .pt file also does): an
@@ -93,6 +93,7 @@ def run(model, batch):
     lengths = torch.tensor([r["length"] for r in batch])
     padded = nn.utils.rnn.pad_sequence([r["data"] for r in batch]).to(peer_common.DEVICE)
     inputs = embedding(padded) if embedding is not None else padded
+    inputs = inputs.to(peer_common.compute_dtype())
     output, final = rnn(pack_padded_sequence(inputs, lengths, enforce_sorted=False))
     steps, _ = pad_packed_sequence(output)
     h_n, c_n = final if isinstance(final, tuple) else (final, None)
