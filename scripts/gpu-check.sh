@@ -455,7 +455,9 @@ if wanted ncu && [ -n "$ncu" ] && [ -f "$attention1024" ] && enough 60 "ncu of t
     --section SpeedOfLight --section LaunchStats \
     "$build/bench/cuda_task_bench" "$attention1024" --cell decoder \
     >"$logs/ncu-decoder.txt" 2>&1 || echo "(ncu exited with $?: see ncu-decoder.txt)"
-  awk '/decoder_b128_k[0-9]+/ {if (rec != "") print rec; match($0, /decoder_b128_k[0-9]+/);
+  # One line a profiled kernel (its report's header line, not ncu's
+  # "Profiling" progress lines): name, duration, DRAM share, grid.
+  awk '/^ +decoder_b128_k[0-9]+ \(/ {if (rec != "") print rec; match($0, /decoder_b128_k[0-9]+/);
       rec = substr($0, RSTART, RLENGTH)}
     /^ +Duration/ {rec = rec " " $(NF-1) "=" $NF}
     /DRAM Throughput/ {rec = rec " dram%=" $NF}

@@ -67,9 +67,16 @@ def to_device(model):
     """`model` (a module, or tuples and dicts of them) moved to DEVICE, its
     floating-point weights in bfloat16 with --precision bf16."""
     if isinstance(model, torch.nn.Module):
-        if PRECISION == "bf16":
-            return model.to(DEVICE, dtype=torch.bfloat16)
-        return model.to(DEVICE)
+        if PRECISION != "bf16":
+            return model.to(DEVICE)
+        model = model.to(DEVICE, dtype=torch.bfloat16)
+        # The cast leaves an RNN's weights outside cuDNN's one flat buffer,
+        # which PyTorch would then compact at every call (it warns): put
+        # them back, as a PyTorch user who casts a model does.
+        for module in model.modules():
+            if isinstance(module, torch.nn.RNNBase):
+                module.flatten_parameters()
+        return model
     if isinstance(model, tuple):
         return tuple(to_device(part) for part in model)
     if isinstance(model, dict):

@@ -162,13 +162,13 @@ Status BenchSession::preparePeers() {
     // of 3e-2,3e-3, with or without AMX).
     // On cuda the peer computes in the same precision: TF32 in cuDNN and
     // cuBLAS for tf32; for bf16 the model in bfloat16 (weights and
-    // activations, what a PyTorch user runs), so the check allows
-    // bfloat16's rounding of every step's state on top.
+    // activations, what a PyTorch user runs; on an H200 the hidden-1024
+    // LSTM's worst difference was 0.099 of 1e-1,3e-2, so within this).
     bool cuda = device_ == DeviceKind::Cuda;
     switch (model_.precision) {
     case ComputePrecision::BF16:
-      peer.extra += cuda ? " --precision bf16 --tolerance 1e-1,3e-2"
-                         : " --tolerance 6e-2,6e-3";
+      peer.extra += cuda ? " --precision bf16" : "";
+      peer.extra += " --tolerance 6e-2,6e-3";
       break;
     case ComputePrecision::FP16:
       peer.extra += " --tolerance 6e-2,6e-3";
