@@ -2,10 +2,11 @@
 //
 // Force-included (-include) when the CUDA source cellc generates is compiled
 // as C++ for tests: it supplies what the kernels use from CUDA (thread and
-// block indices, __shared__, __syncthreads, a few intrinsics) so that every
-// thread of a launch runs on the CPU. Kernels without barriers run their
-// threads one after another; kernels with barriers get one std::thread per
-// CUDA thread of a block. Blocks run one after another, which is why
+// block indices, __shared__, __syncthreads, warp shuffles, a few
+// intrinsics) so that every thread of a launch runs on the CPU. Kernels
+// without barriers run their threads one after another; kernels with
+// barriers or shuffles get one std::thread per CUDA thread of a block. Blocks
+// run one after another, which is why
 // __shared__ can be a plain static.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstring>
 #include <math.h>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -88,6 +90,22 @@ private:
 inline CellEmulationBarrier *cellEmulationBarrier = nullptr;
 inline void __syncthreads() { cellEmulationBarrier->wait(); }
 
+/// Warp shuffles: the calling thread's warp (its own barrier) exchanges
+/// values through one slot a thread of the block. Every lane of the warp
+/// must call it, as the full mask the kernels pass says.
+inline thread_local CellEmulationBarrier *cellEmulationWarpBarrier = nullptr;
+inline float *cellEmulationShuffleSlots = nullptr;
+inline float __shfl_xor_sync(unsigned, float value, int laneMask) {
+  unsigned thread = threadIdx.x;
+  cellEmulationShuffleSlots[thread] = value;
+  cellEmulationWarpBarrier->wait();
+  float other =
+      cellEmulationShuffleSlots[(thread & ~31u) |
+                                ((thread & 31u) ^ unsigned(laneMask))];
+  cellEmulationWarpBarrier->wait();
+  return other;
+}
+
 /// Runs `kernel` (a call of the kernel with its arguments) for every thread
 /// of `grid` blocks of `block` threads.
 template <typename Kernel>
@@ -106,11 +124,18 @@ void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
     }
     CellEmulationBarrier barrier(block);
     cellEmulationBarrier = &barrier;
+    std::vector<std::unique_ptr<CellEmulationBarrier>> warps;
+    for (unsigned first = 0; first < block; first += 32)
+      warps.push_back(std::make_unique<CellEmulationBarrier>(
+          block - first < 32 ? block - first : 32));
+    std::vector<float> slots(block);
+    cellEmulationShuffleSlots = slots.data();
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < block; ++t)
       threads.emplace_back([&, t] {
         blockIdx.x = b;
         threadIdx.x = t;
+        cellEmulationWarpBarrier = warps[t / 32].get();
         kernel();
       });
     for (std::thread &thread : threads)
