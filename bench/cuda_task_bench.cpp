@@ -25,6 +25,7 @@
 #include "BenchCommon.h"
 
 #include "backend/cuda/CudaBackend.h"
+#include "backend/cuda/CudaGemm.h"
 
 #include <CLI/CLI.hpp>
 
@@ -80,22 +81,6 @@ double deviceBandwidth() {
   return 2.0 * bytes / (ms * 1e-3);
 }
 
-/// The cuBLAS compute type of an artifact's precision: its products on
-/// fp32 data, as the CUDA backend's GEMMs compute them (CudaGemm.cpp).
-cublasComputeType_t computeTypeOf(cellpack::Precision precision) {
-  switch (precision) {
-  case cellpack::Precision::TF32:
-    return CUBLAS_COMPUTE_32F_FAST_TF32;
-  case cellpack::Precision::BF16:
-    return CUBLAS_COMPUTE_32F_FAST_16BF;
-  case cellpack::Precision::FP16:
-    return CUBLAS_COMPUTE_32F_FAST_16F;
-  case cellpack::Precision::FP32:
-    break;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
 /// Microseconds of a cuBLAS GEMM on fp32 data for row-major [m,k] x [k,n],
 /// its products in the artifact's precision.
 double cublasMicroseconds(int64_t m, int64_t n, int64_t k,
@@ -103,7 +88,7 @@ double cublasMicroseconds(int64_t m, int64_t n, int64_t k,
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
     return -1;
-  cublasComputeType_t compute = computeTypeOf(precision);
+  cublasComputeType_t compute = cuda::gemmComputeType(precision);
   void *a, *b, *c;
   cudaMalloc(&a, m * k * sizeof(float));
   cudaMalloc(&b, k * n * sizeof(float));

@@ -41,6 +41,28 @@ std::unique_ptr<Engine> manual(std::shared_ptr<const LoadedArtifact> artifact,
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
+/// `got` against the cpu's `want` of request `i`: floats within 1e-4
+/// relative + 1e-5 absolute; a decode's tokens counted in `tokenMismatches`
+/// when they differ.
+void expectNearTheCpu(const RequestResult &got, const RequestResult &want,
+                      int i, int &tokenMismatches) {
+  ASSERT_TRUE(got.status.isOk()) << got.status.toString();
+  ASSERT_EQ(got.outputs.size(), want.outputs.size());
+  for (const OutputTensor &expected : want.outputs) {
+    const OutputTensor *have = got.find(expected.name);
+    ASSERT_NE(have, nullptr) << expected.name;
+    if (!expected.integers.empty()) {
+      tokenMismatches += have->integers != expected.integers;
+      continue;
+    }
+    ASSERT_EQ(have->floats.size(), expected.floats.size());
+    for (size_t e = 0; e < expected.floats.size(); ++e)
+      ASSERT_LE(std::fabs(have->floats[e] - expected.floats[e]),
+                1e-4f * std::fabs(expected.floats[e]) + 1e-5f)
+          << "request " << i << " " << expected.name << "[" << e << "]";
+  }
+}
+
 class EngineCudaTest : public ::testing::TestWithParam<const char *> {
 protected:
   void SetUp() override {
@@ -84,23 +106,9 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
 
   int tokenMismatches = 0;
   for (int i = 0; i < kRequests; ++i) {
-    RequestResult got = futures[i].get();
-    ASSERT_TRUE(got.status.isOk()) << got.status.toString();
-    const RequestResult &want = alone[i];
-    ASSERT_EQ(got.outputs.size(), want.outputs.size());
-    for (const OutputTensor &expected : want.outputs) {
-      const OutputTensor *have = got.find(expected.name);
-      ASSERT_NE(have, nullptr) << expected.name;
-      if (!expected.integers.empty()) {
-        tokenMismatches += have->integers != expected.integers;
-        continue;
-      }
-      ASSERT_EQ(have->floats.size(), expected.floats.size());
-      for (size_t e = 0; e < expected.floats.size(); ++e)
-        ASSERT_LE(std::fabs(have->floats[e] - expected.floats[e]),
-                  1e-4f * std::fabs(expected.floats[e]) + 1e-5f)
-            << "request " << i << " " << expected.name << "[" << e << "]";
-    }
+    expectNearTheCpu(futures[i].get(), alone[i], i, tokenMismatches);
+    if (HasFatalFailure())
+      return;
   }
   EXPECT_LE(tokenMismatches, kRequests / 50)
       << "decoded tokens differ from the cpu's in " << tokenMismatches
@@ -145,22 +153,11 @@ TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   for (int i = 0; i < kRequests; ++i) {
     auto future = cpu->submit(cpu->parser().parse(texts[i], "r").value());
     cpu->drain();
-    RequestResult want = future.get(), got = futures[i].get();
+    RequestResult want = future.get();
     ASSERT_TRUE(want.status.isOk()) << want.status.toString();
-    ASSERT_TRUE(got.status.isOk()) << got.status.toString();
-    for (const OutputTensor &expected : want.outputs) {
-      const OutputTensor *have = got.find(expected.name);
-      ASSERT_NE(have, nullptr) << expected.name;
-      if (!expected.integers.empty()) {
-        tokenMismatches += have->integers != expected.integers;
-        continue;
-      }
-      ASSERT_EQ(have->floats.size(), expected.floats.size());
-      for (size_t e = 0; e < expected.floats.size(); ++e)
-        ASSERT_LE(std::fabs(have->floats[e] - expected.floats[e]),
-                  1e-4f * std::fabs(expected.floats[e]) + 1e-5f)
-            << "request " << i << " " << expected.name << "[" << e << "]";
-    }
+    expectNearTheCpu(futures[i].get(), want, i, tokenMismatches);
+    if (HasFatalFailure())
+      return;
   }
   EXPECT_LE(tokenMismatches, kRequests / 50);
   EngineStats stats = gpu.stats();

@@ -11,7 +11,8 @@
 using namespace cellrun;
 using namespace cellrun::cuda;
 
-static cublasComputeType_t computeType(cellpack::Precision precision) {
+cublasComputeType_t
+cellrun::cuda::gemmComputeType(cellpack::Precision precision) {
   switch (precision) {
   case cellpack::Precision::TF32:
     return CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -81,7 +82,7 @@ CudaGemm::create(cublasLtHandle_t handle, const cellpack::GemmStep &step,
 Status CudaGemm::createDescriptors(const cellpack::GemmStep &step) {
   int64_t m = m_, n = n_, k = k_;
   CELL_CUBLAS_TRY(lt().cublasLtMatmulDescCreate(
-      &operation_, computeType(step.precision()), CUDA_R_32F));
+      &operation_, gemmComputeType(step.precision()), CUDA_R_32F));
   // Column-major D^T = op(B)^T op(A)^T: cuBLASLt's first operand is our B.
   cublasOperation_t opFirst = step.trans_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opSecond = step.trans_a() ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -30,6 +30,10 @@
 
 namespace cellrun::cuda {
 
+/// The cuBLAS compute type of a GEMM step's precision: fp32 data, products
+/// in fp32 or on TF32/BF16/FP16 tensor cores.
+cublasComputeType_t gemmComputeType(cellpack::Precision precision);
+
 /// Device addresses of a GEMM's operands (c may be null).
 struct GemmOperands {
   const void *a = nullptr;
