@@ -132,6 +132,14 @@ void printSummary(const std::string &model, const std::string &policy,
                 nanos(stats.executorDeliverSeconds),
                 nanos(stats.executorSeconds - stats.executorBlockedSeconds -
                       stats.executorDeliverSeconds));
+  // The engine's threads hardly waited for the device: it could take more.
+  if ((stats.executorBlockedSeconds > 0 || stats.executorDeliverSeconds > 0) &&
+      stats.roundSeconds > 0.1 &&
+      stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)
+    std::printf("the engine's threads waited for the device %.0f%% of their "
+                "time: more of them (--workers N --workers-per-device N) may "
+                "serve more on it\n",
+                100 * stats.executorBlockedSeconds / stats.roundSeconds);
 }
 
 void drawProgress(size_t done, size_t total) {
