@@ -96,12 +96,16 @@ double cublasMicroseconds(int64_t m, int64_t n, int64_t k,
   cudaMemset(a, 0, m * k * sizeof(float));
   cudaMemset(b, 0, k * n * sizeof(float));
   float alpha = 1, beta = 0;
-  float ms = eventMilliseconds(nullptr, 100, [&] {
-    // Column-major C^T = B^T A^T.
-    cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
-                 CUDA_R_32F, n, a, CUDA_R_32F, k, &beta, c, CUDA_R_32F, n,
-                 compute, CUBLAS_GEMM_DEFAULT);
-  });
+  // Column-major C^T = B^T A^T.
+  auto gemm = [&] {
+    return cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                        CUDA_R_32F, n, a, CUDA_R_32F, k, &beta, c, CUDA_R_32F,
+                        n, compute, CUBLAS_GEMM_DEFAULT);
+  };
+  // A compute type this cuBLAS refuses would time calls that do nothing.
+  float ms = gemm() == CUBLAS_STATUS_SUCCESS
+                 ? eventMilliseconds(nullptr, 100, [&] { gemm(); })
+                 : -1e-3f;
   cudaFree(a);
   cudaFree(b);
   cudaFree(c);

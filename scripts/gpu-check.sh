@@ -15,7 +15,7 @@
 # CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16); `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
-# was built from); the host path against the GPU's busy time; one to three
+# was built from); the host path against the GPU's busy time; one to four
 # engine threads (workers) sharing the GPU (workers); the hidden-1024 seq2seq, attention and TreeLSTM against their peers, and each
 # of their cells' task time (cells); the CPU backend's microbenchmark on the
 # same machine; Nsight Compute on the skinny GEMM and on the hidden-1024
@@ -40,8 +40,9 @@
 # GPU_CHECK_WORKERS and GPU_CHECK_WORKERS_POOL_ROWS: the workers step's
 # workers on the device (default "1 2 3 4") and pool rows (default 6144:
 # two full batch-512 tasks a worker); GPU_CHECK_WORKERS_REQUESTS its
-# requests a trace (default 200000: 100000 ramp up and down for a tenth of
-# the run), GPU_CHECK_WORKERS_TRACES its traces (default "fixed24 wmt100k"),
+# requests a trace (default 200000: with 100000 the ramp up and down is a
+# larger share of the run), GPU_CHECK_WORKERS_TRACES its traces (default
+# "fixed24 wmt": every request 24 steps, or WMT-like lengths),
 # GPU_CHECK_WORKERS_FLAGS more `cellrun run` flags (e.g. --copy-threads 3).
 # GPU_CHECK_MODELS_FLAGS: more `cellrun bench` flags for our side in the
 # models step (e.g. --workers 2 --workers-per-device 2).
@@ -296,6 +297,7 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
   timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
   kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
   cat "$logs/busy-run.txt"
   awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
     "$logs/busy-utilization.csv"
@@ -338,14 +340,19 @@ fi
 # batch-512 task's.
 if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
   step "cellrun run --device cuda with 1-4 workers on the device (hidden-1024 LSTM)"
-  "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_WORKERS_REQUESTS:-200000}" "$work/fixed24.jsonl" \
-    --lengths "$root/bench/workloads/fixed24.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
-  "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_WORKERS_REQUESTS:-200000}" "$work/wmt100k.jsonl" \
-    --lengths "$root/bench/workloads/wmt15.csv" >/dev/null 2>&1 || fail "make_requests.py failed"
-  for trace in ${GPU_CHECK_WORKERS_TRACES:-fixed24 wmt100k}; do
+  # The traces by name: fixed24 (every request 24 steps), wmt (WMT-like).
+  for trace in ${GPU_CHECK_WORKERS_TRACES:-fixed24 wmt}; do
+    case "$trace" in
+    fixed24) lengths=fixed24.csv ;;
+    wmt) lengths=wmt15.csv ;;
+    *) fail "workers step: no trace '$trace' (fixed24 or wmt)"; continue ;;
+    esac
+    "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_WORKERS_REQUESTS:-200000}" \
+      "$work/$trace.jsonl" --lengths "$root/bench/workloads/$lengths" >/dev/null 2>&1 ||
+      { fail "make_requests.py failed (trace $trace)"; continue; }
     for rows in ${GPU_CHECK_WORKERS_POOL_ROWS:-6144}; do
       for workers in ${GPU_CHECK_WORKERS:-1 2 3 4}; do
-        enough 15 "workers $trace $rows $workers" || break
+        enough 15 "workers $trace $rows $workers" || break 3
         name="workers-$trace-rows$rows-w$workers"
         nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
           >"$logs/$name-utilization.csv" 2>/dev/null &
@@ -354,6 +361,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
           --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" ${GPU_CHECK_WORKERS_FLAGS:-} \
           >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
         kill "$sampler" 2>/dev/null
+        wait "$sampler" 2>/dev/null
         echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
         grep -E "^requests:|^cell |^engine:|^tasks a row-step|^workers:" "$logs/$name.txt"
         # Against the ideal of the batch-512 task when the kernels step

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <functional>
 
 using namespace mlir;
@@ -359,7 +360,8 @@ static std::string flatElement(FusedOp fused, unsigned i,
 /// one block per row. When the larger operand is read along k (the scores
 /// of attention: memory [m, k] times a query), a warp computes each output
 /// element on its own: its lanes read consecutive k, so the reads coalesce,
-/// four independent partial sums a lane keep four loads in flight, and the
+/// up to four independent partial sums a lane keep as many loads in flight
+/// (two at the examples' k of 64), and the
 /// lanes' sums meet through warp shuffles (no block barrier). Otherwise (the
 /// context: weights [1, m] times memory [m, n]) a thread computes each
 /// output element, and neighbouring threads read neighbouring columns. On
@@ -424,21 +426,28 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
     // whole warp); the emulation gives a warp's threads a barrier of their
     // own for them.
     info.usesBarrier = true;
+    // Up to four partial sums a lane (fewer when k is short, so that the
+    // examples' small memories run the same loop in the emulation tests).
+    int64_t sums = std::clamp<int64_t>(k / 32, 1, 4);
     os << "  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;\n"
        << "  for (int o = (int)threadIdx.x / 32; o < kM * kN; o += warps) {\n"
        << "    const int i = o / kN, j = o % kN;\n"
-       << "    (void)i;\n    (void)j;\n"
-       << "    float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;\n"
-       << "    int kk = lane;\n"
-       << "    for (; kk + 96 < kK; kk += 128) {\n"
-       << "      acc0 += " << *product("kk") << ";\n"
-       << "      acc1 += " << *product("(kk + 32)") << ";\n"
-       << "      acc2 += " << *product("(kk + 64)") << ";\n"
-       << "      acc3 += " << *product("(kk + 96)") << ";\n"
-       << "    }\n"
+       << "    (void)i;\n    (void)j;\n    float";
+    for (int64_t s = 0; s < sums; ++s)
+      os << (s ? ", " : " ") << "acc" << s << " = 0.0f";
+    os << ";\n    int kk = lane;\n"
+       << "    for (; kk + " << 32 * (sums - 1) << " < kK; kk += " << 32 * sums
+       << ") {\n";
+    for (int64_t s = 0; s < sums; ++s)
+      os << "      acc" << s << " += "
+         << *product(s ? "(kk + " + std::to_string(32 * s) + ")" : "kk")
+         << ";\n";
+    const char *total[] = {"acc0", "acc0 + acc1", "(acc0 + acc1) + acc2",
+                           "(acc0 + acc1) + (acc2 + acc3)"};
+    os << "    }\n"
        << "    for (; kk < kK; kk += 32)\n"
        << "      acc0 += " << *product("kk") << ";\n"
-       << "    float acc = (acc0 + acc1) + (acc2 + acc3);\n"
+       << "    float acc = " << total[sums - 1] << ";\n"
        << "    for (int offset = 16; offset > 0; offset /= 2)\n"
        << "      acc += __shfl_xor_sync(0xffffffffu, acc, offset);\n"
        << "    if (lane == 0)\n"

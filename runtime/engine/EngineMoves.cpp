@@ -5,14 +5,15 @@
 // admitted by the worker with the most room, but they end at different
 // times, so one worker may be left with many long requests while another
 // has few or none. At the start of each round a worker that holds at least
-// twice as many requests as the least loaded one (plus 2) moves half the
-// difference to it: requests with no node running, those with the most
-// nodes left first. A move copies every row the request holds (its nodes'
-// outputs that are still to be read, a chain's two generations, a decoder's
-// memories) out of this worker's pools, takes its subgraphs out of this
-// worker's policy and hands the request, with its reservation, to the
-// other worker, which writes the rows into its own pools and hands the
-// subgraphs to its policy. Results are the same bits wherever a node runs.
+// twice as many requests as the least loaded one (plus 2), and has less room
+// than it by more than the admission slack, moves half the difference to it:
+// requests with no node running, those with the most nodes left first. A move
+// copies every row the request holds (its nodes' outputs that are still to be
+// read, a chain's two generations, a decoder's memories) out of this worker's
+// pools, takes its subgraphs out of this worker's policy and hands the request,
+// with its reservation, to the other worker, which writes the rows into its own
+// pools and hands the subgraphs to its policy. Results are the same bits
+// wherever a node runs.
 //
 // Not moved: session chunks (their state is parked on their worker) and
 // custom unfolders' requests (an unfolder may read any finished node).
@@ -83,6 +84,14 @@ void EngineWorker::moveRequests() {
   }
   if (!target || mine < 2 * theirs + 2)
     return;
+  // Not what admission would undo: the other must have more room than this
+  // one by more than the slack a worker admitting keeps (a bunch just
+  // admitted here stays to fill this worker's tasks).
+  if (options_.admissionSlack > 0) {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    if (target->room() <= room() + options_.admissionSlack)
+      return;
+  }
   uint32_t wanted = (mine - theirs) / 2;
   // The requests with the most nodes left first: they are what keeps this
   // worker busy after the other has run dry.

@@ -32,6 +32,8 @@ std::unique_ptr<Engine> makeEngine(const std::string &model, double timeout = 0,
                                    uint32_t maxQueue = 0) {
   EngineOptions options;
   options.workers = workers;
+  // Strict turns: sessions spread over every worker (asserted).
+  options.admissionSlack = 0;
   if (maxQueue)
     options.maxQueue = maxQueue;
   if (poolRows)

@@ -71,7 +71,7 @@ struct EngineOptions {
   /// `workersPerDevice` of them share each device (worker w runs on device
   /// executor.cudaDevice + w / workersPerDevice, on a stream of its own);
   /// on the cpu backend each worker has its own threads. A request is
-  /// admitted by the least loaded worker.
+  /// admitted by a least loaded worker (give or take admissionSlack).
   uint32_t workers = 1;
   /// Several workers: the worker admitting the head of the queue goes on
   /// admitting while no other it fits has more room (the free share of
@@ -85,7 +85,8 @@ struct EngineOptions {
   /// device's work (short steps, large emitted rows).
   uint32_t workersPerDevice = 1;
   /// Cellular batching on several workers: a worker that holds at least
-  /// twice as many requests as another (plus 2) moves half the difference
+  /// twice as many requests as another (plus 2), and has less room than it
+  /// by more than admissionSlack, moves half the difference
   /// of its requests with no node running, most nodes left first, to that
   /// worker; the rows they hold are copied there (Algorithm 1: a subgraph
   /// with no node running is not pinned). Session chunks and custom
