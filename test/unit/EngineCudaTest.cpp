@@ -136,6 +136,9 @@ TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   options.executor.device = DeviceKind::Cuda;
   options.workers = 2;
   options.workersPerDevice = 2;
+  // Strict turns: once one worker holds requests the other, with more
+  // room, must take the next, so both run some (asserted).
+  options.admissionSlack = 0;
   auto created = Engine::create(artifact, options);
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Engine &gpu = *created.value();
@@ -163,6 +166,8 @@ TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   EngineStats stats = gpu.stats();
   EXPECT_EQ(stats.completed, uint64_t(kRequests));
   ASSERT_EQ(stats.workerTasks.size(), 2u);
+  EXPECT_GT(stats.workerTasks[0], 0u);
+  EXPECT_GT(stats.workerTasks[1], 0u);
   std::printf("%s on two workers of one device: %llu and %llu tasks\n",
               model.c_str(), (unsigned long long)stats.workerTasks[0],
               (unsigned long long)stats.workerTasks[1]);

@@ -243,6 +243,9 @@ TEST(EngineWorkersTest, TwoWorkerThreadsOnTheGpuPathAgreeWithOne) {
     EngineOptions options;
     options.workers = 2;
     options.workersPerDevice = 2;
+    // Strict turns: once one worker holds requests the other, with more
+    // room, must take the next, so both run some (asserted).
+    options.admissionSlack = 0;
     options.readsThroughTasks = true;
     options.overlapRounds = EngineOptions::Overlap::On;
     auto pair = Engine::create(artifact, options);
@@ -261,7 +264,11 @@ TEST(EngineWorkersTest, TwoWorkerThreadsOnTheGpuPathAgreeWithOne) {
     for (size_t i = 0; i < texts.size(); ++i)
       expectSameResult(shared[i].get(), alone[i].get(),
                        std::string(model) + " request " + std::to_string(i));
-    EXPECT_EQ(pair.value()->stats().completed, texts.size());
+    EngineStats stats = pair.value()->stats();
+    EXPECT_EQ(stats.completed, texts.size());
+    ASSERT_EQ(stats.workerTasks.size(), 2u);
+    EXPECT_GT(stats.workerTasks[0], 0u) << model;
+    EXPECT_GT(stats.workerTasks[1], 0u) << model;
   }
 }
 
