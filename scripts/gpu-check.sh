@@ -32,6 +32,8 @@
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
 # GPU_CHECK_BENCH_PRECISIONS its LSTM artifacts (default fp32; e.g.
 # "fp32 tf32 bf16": the peer then computes in the same precision);
+# GPU_CHECK_BENCH_FLAGS more `cellrun bench` flags for our side there (e.g.
+# --workers 3 --workers-per-device 3: online with several engine threads);
 # GPU_CHECK_POLICIES its policies (default cellular,graph; the peer runs
 # beside them). GPU_CHECK_TEST_FILTER: a gtest filter for the tests step.
 # GPU_CHECK_BUSY_REQUESTS: the busy step's requests (default 20000);
@@ -273,7 +275,8 @@ if wanted bench && [ -f "$lstm1024" ] && enough 120 "cellrun bench --device cuda
     echo "-- $precision"
     timeout "$(limit 240)" "$cellrun" bench "$artifact" \
       --device cuda --workload "$root/bench/workloads/wmt15.csv" --sweep "${GPU_CHECK_SWEEP:-1000,8000}" \
-      --duration 5 --offline 4000 --policy "${GPU_CHECK_POLICIES:-cellular,graph}" "${peer[@]}" \
+      --duration 5 --offline 4000 --policy "${GPU_CHECK_POLICIES:-cellular,graph}" \
+      ${GPU_CHECK_BENCH_FLAGS:-} "${peer[@]}" \
       --out "$logs/$name" --quiet >"$logs/$name.txt" 2>&1 ||
       fail "cellrun bench --device cuda ($precision) failed"
     cat "$logs/$name.txt"
