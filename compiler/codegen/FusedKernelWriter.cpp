@@ -401,9 +401,9 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
       return std::nullopt;
     return *a + " * " + *b;
   };
-  std::optional<std::string> a = product("kk");
+  std::optional<std::string> atKk = product("kk");
   if (yield.getNumOperands() != 1 ||
-      yield.getOperand(0) != matmul.getResult() || !a ||
+      yield.getOperand(0) != matmul.getResult() || !atKk ||
       !tensorOf(matmul.getLhs()).getElementType().isF32())
     return fused.emitError(
         "code generation supports an fp32 row matmul of kernel inputs as the "
@@ -440,13 +440,13 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
        << ") {\n";
     for (int64_t s = 0; s < sums; ++s)
       os << "      acc" << s << " += "
-         << *product(s ? "(kk + " + std::to_string(32 * s) + ")" : "kk")
+         << (s ? *product("(kk + " + std::to_string(32 * s) + ")") : *atKk)
          << ";\n";
     const char *total[] = {"acc0", "acc0 + acc1", "(acc0 + acc1) + acc2",
                            "(acc0 + acc1) + (acc2 + acc3)"};
     os << "    }\n"
        << "    for (; kk < kK; kk += 32)\n"
-       << "      acc0 += " << *product("kk") << ";\n"
+       << "      acc0 += " << *atKk << ";\n"
        << "    float acc = " << total[sums - 1] << ";\n"
        << "    for (int offset = 16; offset > 0; offset /= 2)\n"
        << "      acc += __shfl_xor_sync(0xffffffffu, acc, offset);\n"
@@ -458,7 +458,7 @@ static LogicalResult writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
      << "    const int i = o / kN, j = o % kN;\n"
      << "    float acc = 0.0f;\n"
      << "    for (int kk = 0; kk < kK; ++kk)\n"
-     << "      acc += " << *a << ";\n"
+     << "      acc += " << *atKk << ";\n"
      << "    " << destination(fused, 0, "r", "o") << " = acc;\n  }\n";
   return success();
 }

@@ -98,6 +98,10 @@ class Engine::Impl {
 public:
   AdmissionQueue admission;
   std::vector<std::unique_ptr<EngineWorker>> workers;
+  /// The worker threads serve (else the caller drives runOnce and drain).
+  bool threadsRun() const {
+    return !workers.empty() && workers[0]->worker_.joinable();
+  }
 };
 
 } // namespace cellrun

@@ -109,7 +109,7 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() {
   if (!impl_)
     return;
-  if (!impl_->workers.empty() && !impl_->workers[0]->worker_.joinable())
+  if (!impl_->threadsRun())
     drain(); // no worker threads: answer what is waiting first
   for (auto &worker : impl_->workers)
     worker->stop();
@@ -332,9 +332,8 @@ std::future<RequestResult> Engine::submit(Request request) {
 }
 
 bool Engine::runOnce() {
-  // Once the worker threads run, the loop is theirs alone.
-  if (!impl_->workers.empty() && impl_->workers[0]->worker_.joinable())
-    return false;
+  if (impl_->threadsRun())
+    return false; // the loop is theirs alone
   bool ran = false;
   for (auto &worker : impl_->workers)
     ran |= worker->runOnce();
@@ -347,8 +346,8 @@ void Engine::startWorkers() {
 }
 
 void Engine::drain() {
-  if (!impl_->workers.empty() && impl_->workers[0]->worker_.joinable())
-    return; // the worker threads serve; drain is for manual mode
+  if (impl_->threadsRun())
+    return; // drain is for manual mode
   // Round-robin: a session's chunk waits for its worker, which may wait for
   // rows another worker frees. Once every worker is idle, the head of the
   // queue is taken or refused, so each pass makes progress.

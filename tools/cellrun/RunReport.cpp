@@ -125,7 +125,9 @@ void printSummary(const std::string &model, const std::string &policy,
               nanos(host), tasks ? host * 1e6 / tasks : 0.0,
               allocatorName().c_str());
   // On a GPU: how the tasks' time splits (the rest is submitting them).
-  if (stats.executorBlockedSeconds > 0 || stats.executorDeliverSeconds > 0)
+  bool onDevice =
+      stats.executorBlockedSeconds > 0 || stats.executorDeliverSeconds > 0;
+  if (onDevice)
     std::printf("tasks a row-step: %.0f ns blocked on the device, %.0f ns "
                 "copying results out, %.0f ns submitting\n",
                 nanos(stats.executorBlockedSeconds),
@@ -133,8 +135,7 @@ void printSummary(const std::string &model, const std::string &policy,
                 nanos(stats.executorSeconds - stats.executorBlockedSeconds -
                       stats.executorDeliverSeconds));
   // The engine's threads hardly waited for the device: it could take more.
-  if ((stats.executorBlockedSeconds > 0 || stats.executorDeliverSeconds > 0) &&
-      stats.roundSeconds > 0.1 &&
+  if (onDevice && stats.roundSeconds > 0.1 &&
       stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)
     std::printf("the engine's threads waited for the device %.0f%% of their "
                 "time: more of them (--workers N --workers-per-device N) may "
