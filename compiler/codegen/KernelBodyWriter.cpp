@@ -134,6 +134,8 @@ std::string KernelBodyWriter::vectorComponent(const std::string &address,
 
 FailureOr<std::string> KernelBodyWriter::element(Value value,
                                                  const Index &index) {
+  if (auto found = defined_.find(value); found != defined_.end())
+    return found->second;
   std::string key;
   if (!ids_.count(value))
     ids_[value] = ids_.size();

@@ -66,9 +66,20 @@ public:
     os_ << indent() << "if (" << condition << ") {\n";
     scopes_.emplace_back();
   }
+  /// Opens `header {` (a loop): what is computed inside stays inside.
+  void beginLoop(const std::string &header) {
+    os_ << indent() << header << " {\n";
+    scopes_.emplace_back();
+  }
+  /// Closes a guard or a loop.
   void endGuard() {
     scopes_.pop_back();
     os_ << indent() << "}\n";
+  }
+  /// Makes `value` the expression `expression` at every index (a row's
+  /// reduction, computed by the kernel before it is read).
+  void define(mlir::Value value, const std::string &expression) {
+    defined_[value] = expression;
   }
 
   bool hasBatch(mlir::Value value) const {
@@ -116,6 +127,7 @@ private:
   llvm::DenseSet<mlir::Value> batchValues_;
   std::vector<llvm::StringMap<std::string>> scopes_;
   llvm::DenseMap<mlir::Value, unsigned> ids_;
+  llvm::DenseMap<mlir::Value, std::string> defined_;
   unsigned counter_ = 0;
 };
 

@@ -1,10 +1,11 @@
 //===- FuseElementwise.cpp - cell-fuse-elementwise -----------------------===//
 //
 // Groups the ops between GEMMs into `cell.fused` ops. An op's level is the
-// number of GEMMs (and row reductions) on the longest path from the cell's
-// arguments to it, raised to its earliest user's where all its users are
-// fusible; ops of one level that are connected by def-use edges form one
-// group, and a row reduction is a group of its own. Levels only
+// number of GEMMs (and per-row matrix products) on the longest path from the
+// cell's arguments to it, raised to its earliest user's where all its users
+// are fusible; ops of one level that are connected by def-use edges form one
+// group (reductions over a row's columns included: their kernel runs a block
+// a row), and a per-row matrix product is a group of its own. Levels only
 // grow along edges and grow across every GEMM, so no path leaves a group
 // through a GEMM and comes back: every group can run as one kernel.
 //
@@ -32,12 +33,27 @@ static bool isFusible(Operation *op) {
   return !isa<GemmOp, MatMulOp, ConstantOp, ReturnOp, FusedOp>(op);
 }
 
-/// Reductions over a row (ReduceMean, ReduceSum, ReduceMax) and products of
-/// per-row matrices (RowMatMul) run as kernels of their own, one block per
-/// row: like a GEMM, they end a level, so their users (which need the whole
-/// row reduced) are in a later kernel.
+static bool hasBatch(Type type);
+
+/// A reduction over the columns of a [batch, columns] value (ReduceMean,
+/// ReduceSum, ReduceMax over axis 1): it joins the element-wise ops around it,
+/// and their kernel runs a block per row in phases (softmax's max, exps and
+/// sum, a layer norm's mean and variance: one kernel instead of five).
+static bool isRowLocalReduction(Operation *op) {
+  if (!isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op))
+    return false;
+  auto input = op->getOperand(0).getType().cast<RankedTensorType>();
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  return input.getRank() == 2 && hasBatch(input) && axes && axes.size() == 1 &&
+         axes[0] == 1;
+}
+
+/// Other reductions and products of per-row matrices (RowMatMul) run as
+/// kernels of their own, one block per row: like a GEMM, they end a level,
+/// so their users (which need the whole row reduced) are in a later kernel.
 static bool isRowReduction(Operation *op) {
-  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, RowMatMulOp>(op);
+  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, RowMatMulOp>(op) &&
+         !isRowLocalReduction(op);
 }
 
 /// Constants a kernel body holds itself: inline splats (one literal);

@@ -59,6 +59,14 @@ static std::optional<StepShape> matchStep(CellOp cell) {
   for (unsigned i = 0; i < shape.epilogue.getNumResults(); ++i)
     if (accessOf(shape.epilogue.getResultAccess(), i) != Access::Scatter)
       return std::nullopt;
+  // A reduction in the epilogue would compute the GEMM's dot products once
+  // per pass over the row: such steps keep their GEMMs.
+  bool reduces = false;
+  shape.epilogue.getBody().walk([&](Operation *op) {
+    reduces |= isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op);
+  });
+  if (reduces)
+    return std::nullopt;
   // Prologue results feed GEMMs only; GEMM results feed the epilogue only.
   for (FusedOp prologue : shape.prologues)
     for (Operation *user : prologue->getUsers())

@@ -110,26 +110,22 @@ cell.cell @outputs(%x: tensor<?x2xf32>, %h: tensor<?x2xf32>) -> (tensor<?x2xf32>
 
 // -----
 
-// A row reduction (layer norm's means) is a kernel of its own and, like a
-// GEMM, ends a level: x - mean and its square are one kernel, the variance
-// another, and the normalisation, which needs both means, a third.
+// A reduction over a row's columns joins the element-wise ops around it:
+// layer norm's two means, the centring, the square root and the division
+// are one kernel (a block a row runs it in phases).
 // CHECK-LABEL: cell.cell @layer_norm
-// CHECK: %[[M:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]}
+// CHECK: %[[Y:.*]] = fused(%arg0) {operand_access = [#cell.access<gather>], result_access = [#cell.access<scatter>]}
 // CHECK-NEXT: ^bb0(%[[X0:.*]]: tensor<?x4xf32>):
-// CHECK-NEXT: %[[R0:.*]] = reduce_mean %[[X0]]
-// CHECK-NEXT: yield %[[R0]]
-// CHECK: %[[D:.*]]:2 = fused(%arg0, %[[M]]) {operand_access = [#cell.access<gather>, #cell.access<dense>], result_access = [#cell.access<dense>, #cell.access<dense>]}
-// CHECK: sub
-// CHECK-NEXT: mul
-// CHECK-NOT: reduce_mean
-// CHECK: yield
-// CHECK: %[[V:.*]] = fused(%[[D]]#1) {operand_access = [#cell.access<dense>], result_access = [#cell.access<dense>]}
-// CHECK-NEXT: ^bb0(%[[S0:.*]]: tensor<?x4xf32>):
-// CHECK-NEXT: %[[R1:.*]] = reduce_mean %[[S0]]
-// CHECK-NEXT: yield %[[R1]]
-// CHECK: %[[Y:.*]] = fused(%[[V]], %[[D]]#0) {operand_access = [#cell.access<dense>, #cell.access<dense>], result_access = [#cell.access<scatter>]}
-// CHECK: sqrt
-// CHECK-NEXT: div
+// CHECK-NEXT: constant
+// CHECK-NEXT: %[[M:.*]] = reduce_mean %[[X0]]
+// CHECK-NEXT: %[[D:.*]] = sub %[[X0]], %[[M]]
+// CHECK-NEXT: %[[S:.*]] = mul %[[D]], %[[D]]
+// CHECK-NEXT: %[[V:.*]] = reduce_mean %[[S]]
+// CHECK-NEXT: add %[[V]]
+// CHECK-NEXT: sqrt
+// CHECK-NEXT: div %[[D]]
+// CHECK-NEXT: yield
+// CHECK-NOT: fused
 // CHECK: return %[[Y]]
 cell.cell @layer_norm(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %eps = cell.constant dense<1.0e-5> : tensor<f32>
@@ -141,4 +137,44 @@ cell.cell @layer_norm(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %dev = cell.sqrt %shifted : tensor<?x1xf32>
   %y = cell.div %d, %dev : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
   cell.return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Attention's softmax between two per-row matrix products: each product is
+// a kernel of its own and ends a level; the mask, the max, the exps, their
+// sum and the division between them are one kernel.
+// CHECK-LABEL: cell.cell @softmax_between_row_matmuls
+// CHECK: %[[SCORES:.*]] = fused(%arg0, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: row_matmul
+// CHECK-NEXT: yield
+// CHECK: %[[WEIGHTS:.*]] = fused(%arg2, %[[SCORES]])
+// CHECK-NEXT: ^bb0
+// CHECK: equal
+// CHECK-NEXT: where
+// CHECK-NEXT: reduce_max
+// CHECK-NEXT: sub
+// CHECK-NEXT: exp
+// CHECK-NEXT: reduce_sum
+// CHECK-NEXT: div
+// CHECK-NEXT: yield
+// CHECK: %[[CONTEXT:.*]] = fused(%[[WEIGHTS]], %arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: row_matmul
+// CHECK-NEXT: yield
+// CHECK: return %[[CONTEXT]]
+cell.cell @softmax_between_row_matmuls(%memory: tensor<?x3x4xf32>, %query: tensor<?x4xf32>, %mask: tensor<?x3xf32>) -> tensor<?x4xf32> {
+  %zero = cell.constant dense<0.0> : tensor<f32>
+  %least = cell.constant dense<0xFF800000> : tensor<f32>
+  %scores = cell.row_matmul %memory, %query {m = 3 : i64, k = 4 : i64, n = 1 : i64, trans_lhs = false, trans_rhs = false} : (tensor<?x3x4xf32>, tensor<?x4xf32>) -> tensor<?x3xf32>
+  %off = cell.equal %mask, %zero : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x3xi1>
+  %masked = cell.where %off, %least, %scores : (tensor<?x3xi1>, tensor<f32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %max = cell.reduce_max %masked {axes = array<i64: 1>} : (tensor<?x3xf32>) -> tensor<?x1xf32>
+  %shifted = cell.sub %masked, %max : (tensor<?x3xf32>, tensor<?x1xf32>) -> tensor<?x3xf32>
+  %exps = cell.exp %shifted : tensor<?x3xf32>
+  %sum = cell.reduce_sum %exps {axes = array<i64: 1>} : (tensor<?x3xf32>) -> tensor<?x1xf32>
+  %weights = cell.div %exps, %sum : (tensor<?x3xf32>, tensor<?x1xf32>) -> tensor<?x3xf32>
+  %context = cell.row_matmul %weights, %memory {m = 1 : i64, k = 3 : i64, n = 4 : i64, trans_lhs = false, trans_rhs = false} : (tensor<?x3xf32>, tensor<?x3x4xf32>) -> tensor<?x4xf32>
+  cell.return %context : tensor<?x4xf32>
 }

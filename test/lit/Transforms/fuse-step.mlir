@@ -112,3 +112,28 @@ cell.cell @small_weights_b4(%x: tensor<4x2xf32>) -> tensor<4x2xf32> attributes {
   }
   cell.return %e : tensor<4x2xf32>
 }
+
+// -----
+
+// An epilogue that reduces its rows (a layer norm after the GEMM) would
+// compute the GEMM's dot products once per pass over the row: the step keeps
+// its GEMM.
+// CHECK-LABEL: cell.cell @norm_b2
+// CHECK: gemm
+// CHECK: fused
+// CHECK: reduce_mean
+cell.cell @norm_b2(%x: tensor<2x3xf32>) -> tensor<2x2xf32> attributes {cell.batch_size = 2 : i64} {
+  %w = cell.constant dense<1.0> : tensor<3x2xf32>
+  %p = cell.fused (%x) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]} : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    cell.yield %a : tensor<2x3xf32>
+  }
+  %g = cell.gemm %p, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %e = cell.fused (%g) {operand_access = [#cell.access<dense>], result_access = [#cell.access<scatter>]} : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>):
+    %m = cell.reduce_mean %a {axes = array<i64: 1>} : (tensor<2x2xf32>) -> tensor<2x1xf32>
+    %d = cell.sub %a, %m : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+    cell.yield %d : tensor<2x2xf32>
+  }
+  cell.return %e : tensor<2x2xf32>
+}

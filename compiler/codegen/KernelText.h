@@ -1,0 +1,46 @@
+//===- KernelText.h - Pieces shared by the fused-kernel writers -*- C++ -*-===//
+//
+// What FusedKernelWriter.cpp (parameters, element-wise kernels, dispatch)
+// and RowKernelWriter.cpp (kernels of a block a row: argmax, reductions
+// among element-wise ops, per-row matrix products) both need: how results
+// are stored and where, and the row kernels' writers themselves.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLC_CODEGEN_KERNELTEXT_H
+#define CELLC_CODEGEN_KERNELTEXT_H
+
+#include "compiler/codegen/KernelEmitter.h"
+
+#include "cell/IR/CellOps.h"
+
+#include <string>
+
+namespace cellc::codegen {
+
+/// `value` (computed in computeType) converted for storing as `element`.
+std::string storeCast(mlir::Type element, const std::string &value);
+/// "gather", "dense", "broadcast" or "scatter": how operand (or result)
+/// `index` of `fused` is laid out.
+std::string accessOf(mlir::cell::FusedOp fused, bool result, unsigned index);
+/// Where result `i` of row `row` (column `col`, empty for [B] results) goes.
+std::string destination(mlir::cell::FusedOp fused, unsigned i,
+                        const std::string &row, const std::string &col);
+
+/// An argmax over a row's columns, alone in its kernel: a block a row.
+mlir::LogicalResult writeArgMax(mlir::cell::FusedOp fused,
+                                mlir::cell::ArgMaxOp argmax,
+                                llvm::raw_ostream &os, KernelInfo &info);
+/// Reductions over a row's columns (`reductions`, in body order) among
+/// element-wise ops: a block a row runs them in turn, then writes the
+/// results.
+mlir::LogicalResult writeRowPhases(mlir::cell::FusedOp fused,
+                                   llvm::ArrayRef<mlir::Operation *> reductions,
+                                   llvm::raw_ostream &os, KernelInfo &info);
+/// A product of per-row matrices, alone in its kernel: a block a row.
+mlir::LogicalResult writeRowMatMul(mlir::cell::FusedOp fused,
+                                   mlir::cell::RowMatMulOp matmul,
+                                   llvm::raw_ostream &os, KernelInfo &info);
+
+} // namespace cellc::codegen
+
+#endif // CELLC_CODEGEN_KERNELTEXT_H
