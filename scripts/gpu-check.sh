@@ -16,7 +16,7 @@
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
 # was built from); the host path against the GPU's busy time; one to four
-# engine threads (workers) sharing the GPU (workers); the hidden-1024 seq2seq, attention and TreeLSTM against their peers, and each
+# engine threads (workers) sharing the GPU (workers); the hidden-1024 seq2seq, attention, TreeLSTM and GRU against their peers, and each
 # of their cells' task time (cells); the CPU backend's microbenchmark on the
 # same machine; Nsight Compute on the skinny GEMM and on the hidden-1024
 # attention decoder's kernels; with the time left, compute-sanitizer
@@ -49,11 +49,13 @@
 # GPU_CHECK_MODELS_FLAGS: more `cellrun bench` flags for our side in the
 # models step (e.g. --workers 2 --workers-per-device 2).
 # GPU_CHECK_MODELS: the parts of scripts/gpu-pack-models.sh (the hidden-1024
-# seq2seq, attention and TreeLSTM artifacts, carried in earlier calls) for
-# the models step; GPU_CHECK_SEQ2SEQ_SWEEP and GPU_CHECK_TREE_SWEEP its
-# rates (default 4000,8000 and 1000,4000: PyTorch served the attention
-# model 14.5k/s offline on an H200 and kept up at 4000/s, the TreeLSTM
-# saturated near 2.5k/s; each pair brackets half its peak and the peak).
+# seq2seq, attention, TreeLSTM and GRU artifacts, carried in earlier calls)
+# for the models step; GPU_CHECK_SEQ2SEQ_SWEEP, GPU_CHECK_TREE_SWEEP and
+# GPU_CHECK_GRU_SWEEP its rates (default 4000,8000, 1000,4000 and 1000,8000:
+# PyTorch served the attention model 14.5k/s offline on an H200 and kept up
+# at 4000/s, the TreeLSTM saturated near 2.5k/s; each pair brackets half its
+# peak and the peak; the GRU's peer has never run on a GPU, and the LSTM's
+# saturated near 13.5k/s).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:?usage: gpu-check.sh OUTDIR [BUILD_DIR | --pack PACK_DIR]}"
@@ -387,11 +389,12 @@ fi
 # PyTorch peers on cuDNN (from GPU_CHECK_MODELS); each model's peer weights
 # are regenerated here and checked against the digests of the artifact's.
 if wanted models && [ -n "$models_manifest" ] && enough 90 "the hidden-1024 models"; then
-  step "hidden-1024 seq2seq, attention and TreeLSTM against PyTorch"
+  step "hidden-1024 seq2seq, attention, TreeLSTM and GRU against PyTorch"
   for model in $(awk '$1 == "models" {$1 = ""; print}' "$models_manifest"); do
     case "$model" in
     lstm) continue ;; # the bench step
     treelstm) workload=treebank.csv offline=4000 rates="${GPU_CHECK_TREE_SWEEP:-1000,4000}" ;;
+    gru) workload=wmt15.csv offline=4000 rates="${GPU_CHECK_GRU_SWEEP:-1000,8000}" ;;
     *) workload=wmt15-pairs-max50.csv offline=2000 rates="${GPU_CHECK_SEQ2SEQ_SWEEP:-4000,8000}" ;;
     esac
     enough 60 "$model at hidden 1024" || break
@@ -418,15 +421,18 @@ fi
 
 # Where the hidden-1024 models' time goes: each cell's task and step at
 # every batch size against cuBLAS (cuda_task_bench --cell), then `cellrun
-# run` of 4000 requests (WMT-like pairs, or random trees) with the engine's
-# host time a row-step.
+# run` of 4000 requests (WMT-like pairs, or random trees; for the GRU 1000
+# WMT-like ones of 1024 features a step) with the engine's host time a
+# row-step.
 if wanted cells && [ -n "$models_manifest" ] && enough 60 "the hidden-1024 cells"; then
   step "hidden-1024 cells: cuda_task_bench per cell and cellrun run"
   for model in $(awk '$1 == "models" {$1 = ""; print}' "$models_manifest"); do
     case "$model" in
     lstm) continue ;; # the kernels and busy steps
-    treelstm) cells="leaf internal" kind=treelstm lengths=() ;;
-    *) cells="encoder decoder" kind=seq2seq lengths=(--lengths "$root/bench/workloads/wmt15-pairs-max50.csv") ;;
+    treelstm) cells="leaf internal" kind=treelstm lengths=() count=4000 ;;
+    # 1024 features a step: 1000 requests are about 250 MB of JSON.
+    gru) cells="gru" kind=gru lengths=(--lengths "$root/bench/workloads/wmt15.csv" --features 1024) count=1000 ;;
+    *) cells="encoder decoder" kind=seq2seq lengths=(--lengths "$root/bench/workloads/wmt15-pairs-max50.csv") count=4000 ;;
     esac
     artifact="$build/examples/$model/bench-fp32.cellpack"
     for cell in $cells; do
@@ -437,7 +443,7 @@ if wanted cells && [ -n "$models_manifest" ] && enough 60 "the hidden-1024 cells
       cat "$logs/cuda-$model-$cell.txt"
     done
     enough 20 "cellrun run $model at hidden 1024" || break
-    "$python" "$root/examples/common/make_requests.py" "$kind" 4000 "$work/$model-4k.jsonl" \
+    "$python" "$root/examples/common/make_requests.py" "$kind" "$count" "$work/$model-4k.jsonl" \
       "${lengths[@]}" >/dev/null 2>&1 || fail "make_requests.py $kind failed"
     timeout "$(limit 60)" "$cellrun" run "$artifact" --device cuda --input "$work/$model-4k.jsonl" \
       --quiet >"$logs/run-$model-1024.txt" 2>&1 || fail "cellrun run $model at hidden 1024 failed"

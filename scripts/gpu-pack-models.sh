@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs the hidden-1024 benchmark artifacts (fp32, and the LSTM's tf32 and bf16) that do not fit beside the rest
 # of a device call's carry (LSTM 34 MB, seq2seq 72 MB, attention seq2seq 85
-# MB, TreeLSTM 56 MB against the device tool's 64 MiB a call, the checkout
+# MB, TreeLSTM 56 MB, GRU 25 MB against the device tool's 64 MiB a call, the checkout
 # and gpu-pack/'s 27 MB of binaries and examples included) into
 # parts that each do: one uncompressed tar of the artifacts (random weights
 # do not compress), cut into OUT_DIR/part-1, part-2, ... Each part carries
@@ -18,7 +18,7 @@
 # machine given back between the calls loses them: gpu-check.sh then says
 # which part is missing and skips the hidden-1024 steps.
 #   scripts/gpu-pack-models.sh [OUT_DIR] [MODEL ...]   (default gpu-models,
-#                                       lstm seq2seq attention treelstm; after
+#                                       lstm seq2seq attention treelstm gru; after
 #                                       ninja -C build bench-artifacts)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +26,7 @@ build="${BUILD_DIR:-$root/build}"
 out="${1:-$root/gpu-models}"
 shift || true
 models=("$@")
-[ "${#models[@]}" -gt 0 ] || models=(lstm seq2seq attention treelstm)
+[ "${#models[@]}" -gt 0 ] || models=(lstm seq2seq attention treelstm gru)
 # What a call may carry beside the checkout (as gpu-pack.sh counts it).
 tree_bytes=$(git -C "$root" ls-files -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f1)
 part_bytes=$((63 * 1048576 - tree_bytes - 1048576))

@@ -2,12 +2,14 @@
 """Writes example request files for `cellrun run` (one JSON object a line).
 
     make_requests.py MODEL COUNT OUT.jsonl [--seed S] [--lengths CSV]
+                     [--features N]
 
 MODEL is lstm, gru, seq2seq or treelstm (the small examples): token
-sequences of 1..40 steps, 64-feature steps for gru, source sentences with a
+sequences of 1..40 steps, sequences of 1..20 steps of 64 features (or
+--features N: 1024 for the benchmarks' GRU) for gru, source sentences with a
 decode limit for seq2seq, random binary trees of 1..16 leaves for treelstm.
-With --lengths, lstm sequence lengths are drawn from the `length` column of
-a benchmark workload (bench/workloads/wmt15.csv: WMT-like), and seq2seq
+With --lengths, lstm and gru sequence lengths are drawn from the `length`
+column of a benchmark workload (bench/workloads/wmt15.csv: WMT-like), and seq2seq
 source lengths and decode limits from the `source` and `decode` columns of
 a pairs workload (bench/workloads/wmt15-pairs-max50.csv; also right for the
 attention models, whose vocabularies are larger).
@@ -37,17 +39,21 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--lengths", metavar="CSV",
-                        help="lstm: draw each length from this workload's 'length' "
+                        help="lstm, gru: draw each length from this workload's 'length' "
                              "column; seq2seq: each source length and decode limit "
                              "from its 'source' and 'decode' columns")
+    parser.add_argument("--features", type=int, default=64,
+                        help="gru: the features a step (default 64, the small example)")
     args = parser.parse_args()
-    if args.lengths and args.model not in ("lstm", "seq2seq"):
-        parser.error("--lengths is for the lstm and seq2seq models")
+    if args.lengths and args.model not in ("lstm", "gru", "seq2seq"):
+        parser.error("--lengths is for the lstm, gru and seq2seq models")
+    if args.features < 1:
+        parser.error("--features must be positive")
     lengths = None
     if args.lengths:
         with open(args.lengths) as f:
             rows = list(csv.DictReader(f))
-        column = "length" if args.model == "lstm" else "source"
+        column = "source" if args.model == "seq2seq" else "length"
         if not rows or column not in rows[0] or (
                 args.model == "seq2seq" and "decode" not in rows[0]):
             parser.error(f"{args.lengths} lacks the columns --lengths needs for "
@@ -61,9 +67,9 @@ def main():
             if args.model == "treelstm":
                 request.update(tree(rng, 1000))
             elif args.model == "gru":
-                steps = rng.randint(1, 20)
+                steps = rng.choice(lengths)[0] if lengths else rng.randint(1, 20)
                 request["steps"] = [
-                    {"x": [round(rng.uniform(-1, 1), 4) for _ in range(64)]}
+                    {"x": [round(rng.uniform(-1, 1), 4) for _ in range(args.features)]}
                     for _ in range(steps)]
             else:
                 vocab = 500 if args.model == "seq2seq" else 1000
