@@ -12,7 +12,9 @@
 # Steps: the CUDA backend, example and engine tests (logs and XML);
 # `cellrun run` of every example on the GPU against the CPU backend;
 # `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
-# CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16); `cellrun bench --device cuda`
+# CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16); the tests
+# and the fp32 microbenchmark again with programmatic dependent launch (pdl);
+# `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
 # was built from); the host path against the GPU's busy time; one to four
@@ -27,7 +29,7 @@
 # CSV). The whole run stops taking new steps after GPU_CHECK_SECONDS
 # (default 480); exits non-zero when a step failed or was cut.
 # GPU_CHECK_STEPS picks steps by name (default: all, in this order): tests
-# runs serve kernels bench busy workers models cells cpu ncu sanitizer; e.g.
+# runs serve kernels pdl bench busy workers models cells cpu ncu sanitizer; e.g.
 # GPU_CHECK_STEPS="tests kernels" for a quick look at the kernels.
 # GPU_CHECK_SWEEP: the offered rates of the bench step (default 1000,8000);
 # GPU_CHECK_BENCH_PRECISIONS its LSTM artifacts (default fp32; e.g.
@@ -250,6 +252,27 @@ for precision in fp32 tf32 bf16; do
     fail "cuda_task_bench $precision failed"
   cat "$logs/cuda-lstm1024-$precision.txt"
 done
+
+# Programmatic dependent launch (CELLRUN_CUDA_PDL=1; runtime/schema/GridDependency.h):
+# the example cells against PyTorch and the engine with it, then the fp32
+# kernel table with it, beside the kernels step's without it.
+if wanted pdl && enough 60 "programmatic dependent launch"; then
+  step "programmatic dependent launch (CELLRUN_CUDA_PDL=1)"
+  for test in backend-examples-cuda-tests engine-cuda-tests; do
+    enough 30 "$test with PDL" || break
+    CELLRUN_CUDA_PDL=1 timeout "$(limit 200)" "$build/test/$test" \
+      --gtest_output="xml:$logs/$test-pdl.xml" >"$logs/$test-pdl.log" 2>&1
+    code=$?
+    grep -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test" "$logs/$test-pdl.log" | head -n 20
+    [ "$code" -eq 0 ] || fail "$test with CELLRUN_CUDA_PDL=1 exited with $code (log: $test-pdl.log)"
+  done
+  if [ -f "$lstm1024" ] && enough 30 "cuda_task_bench fp32 with PDL"; then
+    CELLRUN_CUDA_PDL=1 timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$lstm1024" \
+      --csv "$logs/cuda-lstm1024-fp32-pdl.csv" >"$logs/cuda-lstm1024-fp32-pdl.txt" 2>&1 ||
+      fail "cuda_task_bench fp32 with CELLRUN_CUDA_PDL=1 failed"
+    cat "$logs/cuda-lstm1024-fp32-pdl.txt"
+  fi
+fi
 
 # The system against PyTorch on cuDNN, same trace and weights.
 if wanted bench && [ -f "$lstm1024" ] && enough 120 "cellrun bench --device cuda"; then

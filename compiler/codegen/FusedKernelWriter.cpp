@@ -255,7 +255,9 @@ LogicalResult cellc::codegen::writeFusedKernel(FusedOp fused, StringRef name,
   body << "extern \"C\" __global__ void __launch_bounds__(256)\n"
        << name << "(";
   writeParams(fused, body, info);
-  body << " {\n  constexpr int kBatch = " << batch << ";\n  (void)kBatch;\n";
+  // First the wait for the grids before it (GridDependency.h).
+  body << " {\n  cellrun_grid_dependency();\n  constexpr int kBatch = " << batch
+       << ";\n  (void)kBatch;\n";
   if (failed(argmax ? writeArgMax(fused, argmax, body, info)
              : !reductions.empty()
                  ? writeRowPhases(fused, reductions, body, info)

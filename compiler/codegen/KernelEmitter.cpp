@@ -4,6 +4,7 @@
 
 #include "cell/IR/CellOps.h"
 
+#include "GridDependency.h"
 #include "RowCopyKernel.h"
 #include "SkinnyGemmKernel.h"
 
@@ -62,6 +63,8 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
     os << "#include <cuda_fp16.h>\n";
   if (usesType(module, [](Type t) { return t.isBF16(); }))
     os << "#include <cuda_bf16.h>\n";
+  os << cellpack::kGridDependencySource;
+  program.supportKernels.push_back(cellpack::kGridDependencyMarkerName);
   for (CellOp copy : copies) {
     int64_t batch =
         copy->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt();

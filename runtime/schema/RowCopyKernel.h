@@ -31,6 +31,7 @@ extern "C" __global__ void cellrun_copy_rows(
     const unsigned char *__restrict__ from, const int *__restrict__ fromRows,
     unsigned char *__restrict__ to, const int *__restrict__ toRows,
     unsigned rowBytes, unsigned count) {
+  cellrun_grid_dependency(); // GridDependency.h, earlier in the program
   unsigned unit = rowBytes % 16u == 0u ? 16u : (rowBytes % 4u == 0u ? 4u : 1u);
   unsigned long long units = rowBytes / unit;
   unsigned long long total = units * count;

@@ -97,6 +97,7 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     float *__restrict__ d, float *__restrict__ partial,
     unsigned *__restrict__ counters, int m, int n, int k, int splits,
     int kPerSplit, float alpha, float beta) {
+  cellrun_grid_dependency(); // GridDependency.h, earlier in the program
   constexpr int kMaxRows = 16;
   const int tiles = (n + 127) / 128;
   const int tile = blockIdx.x % tiles, split = blockIdx.x / tiles;

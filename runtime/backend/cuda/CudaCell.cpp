@@ -1,6 +1,8 @@
 //===- CudaCell.cpp - One cell type's code and weights on a device --------===//
 #include "CudaCell.h"
 
+#include "GridDependency.h"
+
 #include "CudaCheck.h"
 
 using namespace cellrun;
@@ -31,6 +33,8 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
       loaded->kernels_[kernelName->str()] = kernel;
     }
   }
+  loaded->waitsForPriorGrids_ =
+      loaded->kernels_.count(cellpack::kGridDependencyMarkerName) != 0;
 
   size_t total = 0;
   if (cell.weights())

@@ -10,6 +10,7 @@
 #ifndef CELLRUN_BACKEND_CUDA_CUDACELL_H
 #define CELLRUN_BACKEND_CUDA_CUDACELL_H
 
+#include "CudaLaunch.h"
 #include "CudaMemory.h"
 
 #include "artifact/Artifact.h"
@@ -42,6 +43,14 @@ public:
   const uint8_t *weight(uint32_t index) const {
     return weights_.data() + weightOffsets_[index];
   }
+  /// Whether every kernel of the code waits for the grids before it in the
+  /// stream (it lists GridDependency.h's marker kernel), so that it may be
+  /// launched as a programmatic dependent launch (CudaLaunch.h).
+  bool waitsForPriorGrids() const { return waitsForPriorGrids_; }
+  /// Launch kernels programmatically: requested and safe for this code.
+  bool launchesProgrammatically() const {
+    return waitsForPriorGrids_ && programmaticLaunchRequested();
+  }
   /// "CUBIN sm_90" or "PTX compute_80 (JIT)".
   const std::string &codeDescription() const { return codeDescription_; }
 
@@ -54,6 +63,7 @@ private:
   DeviceBuffer weights_;
   std::vector<size_t> weightOffsets_;
   std::string codeDescription_;
+  bool waitsForPriorGrids_ = false;
 };
 
 } // namespace cellrun::cuda

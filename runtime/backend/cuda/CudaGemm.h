@@ -49,6 +49,8 @@ struct GemmOperands {
 struct SkinnyGemmKernel {
   cudaKernel_t kernel = nullptr;
   int multiprocessors = 0;
+  /// Launched as a programmatic dependent launch (CudaLaunch.h).
+  bool programmatic = false;
 };
 
 class CudaGemm {

@@ -8,6 +8,7 @@
 #include "CudaGemm.h"
 
 #include "CudaCheck.h"
+#include "CudaLaunch.h"
 
 #include "SkinnyGemmKernel.h"
 
@@ -120,8 +121,8 @@ Status CudaGemm::enqueueSkinny(cudaStream_t stream) const {
   float alpha = alpha_, beta = skinnyBeta_;
   void *args[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,
                   &m, &n, &k,    &splits, &kPerSplit, &alpha,   &beta};
-  CELL_CUDA_TRY(cudaLaunchKernel(
-      reinterpret_cast<const void *>(skinny_.kernel), dim3(grid_),
-      dim3(cellpack::kSkinnyGemmBlockSize), args, 0, stream));
+  CELL_CUDA_TRY(launchKernel(skinny_.kernel, dim3(grid_),
+                             dim3(cellpack::kSkinnyGemmBlockSize), args, stream,
+                             skinny_.programmatic));
   return Status::ok();
 }

@@ -193,7 +193,8 @@ Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
                              const int32_t *fromRows, void *to,
                              const int32_t *toRows, size_t rowBytes,
                              uint32_t count) {
-  auto kernel = cells_.at(&cell)->kernel(cellpack::kRowCopyKernelName);
+  const CudaCell &code = *cells_.at(&cell);
+  auto kernel = code.kernel(cellpack::kRowCopyKernelName);
   if (!kernel.ok())
     return Status(StatusCode::DataLoss,
                   "cell '" + cell.name()->str() + "': its CUDA code has no " +
@@ -206,10 +207,10 @@ Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
   blocks = std::clamp<size_t>(blocks, 1, 4096);
   unsigned bytes = static_cast<unsigned>(rowBytes);
   void *args[] = {&from, &fromRows, &to, &toRows, &bytes, &count};
-  CELL_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.value()),
-                                 dim3(static_cast<unsigned>(blocks)),
-                                 dim3(cellpack::kRowCopyBlockSize), args, 0,
-                                 stream_));
+  CELL_CUDA_TRY(launchKernel(kernel.value(),
+                             dim3(static_cast<unsigned>(blocks)),
+                             dim3(cellpack::kRowCopyBlockSize), args, stream_,
+                             code.launchesProgrammatically()));
   return Status::ok();
 }
 

@@ -35,6 +35,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
   // Artifacts from before the skinny kernel run every GEMM on cuBLASLt.
   SkinnyGemmKernel skinny;
   skinny.multiprocessors = multiprocessors;
+  skinny.programmatic = cell.launchesProgrammatically();
   if (auto kernel = cell.kernel(cellpack::kSkinnyGemmKernelName); kernel.ok())
     skinny.kernel = kernel.value();
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
@@ -150,8 +151,8 @@ Status CudaTaskRunner::launch(const Launch &launch, int64_t rows,
   }
   dim3 grid(static_cast<unsigned>(kernelGridSize(step, rows)));
   dim3 block(step.block_size());
-  CELL_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(launch.kernel),
-                                 grid, block, args.data(), 0, stream));
+  CELL_CUDA_TRY(launchKernel(launch.kernel, grid, block, args.data(), stream,
+                             cell_.launchesProgrammatically()));
   return Status::ok();
 }
 
