@@ -1,5 +1,4 @@
-//===- GridDependency.h - Kernels that let the next one start early -*- C++
-//-*-===//
+//===- GridDependency.h - Kernels that let the next start early -*- C++ -*-===//
 //
 // Part of the contract between cellc and cellrun, like RowCopyKernel.h:
 // every kernel of a cell's CUDA program starts with
