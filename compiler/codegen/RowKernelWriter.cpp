@@ -346,29 +346,31 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
        << "      " << destination(fused, 0, "r", "o") << " = acc;\n  }\n";
     return success();
   }
-  // A thread takes up to four outputs `kStride` apart at once, so each
+  // A thread takes up to four outputs `stride` apart at once, so each
   // step of k issues that many independent (coalesced) loads, and the
   // unrolled k loop more: one block a row must keep enough loads in flight
-  // on its own. kStride is a multiple of the warp size, at most the block;
+  // on its own. The stride is a multiple of the warp size, at most the block;
   // threads past it have nothing to do. Each output's sum still runs over k
   // in order, so results do not change with the grouping.
   int64_t outputs = m * n;
   int64_t perThread = std::clamp<int64_t>((outputs + 31) / 32, 1, 4);
   int64_t stride = std::min<int64_t>(
       info.blockSize, ((outputs + perThread - 1) / perThread + 31) / 32 * 32);
-  os << "  constexpr int kStride = " << stride << ";\n"
-     << "  if ((int)threadIdx.x >= kStride)\n    return;\n"
+  // The stride is the block's width when a block is narrower than planned
+  // (every output is still covered once).
+  os << "  const int stride = min(" << stride << ", (int)blockDim.x);\n"
+     << "  if ((int)threadIdx.x >= stride)\n    return;\n"
      << "  auto term = [&](int o, int kk) -> float {\n"
      << "    const int i = o / kN, j = o % kN;\n"
      << "    (void)i;\n    (void)j;\n"
      << "    return " << *atKk << ";\n  };\n"
      << "  for (int o = threadIdx.x; o < kM * kN; o += " << perThread
-     << " * kStride) {\n";
+     << " * stride) {\n";
   // Outputs past the end read the last one's operands (valid addresses, so
   // the loads need no branch) and are not stored.
   for (int64_t t = 1; t < perThread; ++t)
     os << "    const int o" << t << " = min(o + " << t
-       << " * kStride, kM * kN - 1);\n";
+       << " * stride, kM * kN - 1);\n";
   os << "    float acc0 = 0.0f";
   for (int64_t t = 1; t < perThread; ++t)
     os << ", acc" << t << " = 0.0f";
@@ -380,7 +382,7 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
   os << "    }\n"
      << "    " << destination(fused, 0, "r", "o") << " = acc0;\n";
   for (int64_t t = 1; t < perThread; ++t) {
-    std::string at = "o + " + std::to_string(t) + " * kStride";
+    std::string at = "o + " + std::to_string(t) + " * stride";
     os << "    if (" << at << " < kM * kN)\n"
        << "      " << destination(fused, 0, "r", at) << " = acc" << t << ";\n";
   }

@@ -11,9 +11,8 @@ struct PtxTarget {
   char suffix = 0;  // 'a' (this exact architecture), 'f' (its family) or 0
 };
 
-/// Parses "compute_XY", "compute_XYa" and "compute_XYf".
-PtxTarget parsePtxArch(const std::string &arch) {
-  const std::string prefix = "compute_";
+/// Parses "<prefix>XY", "<prefix>XYa" and "<prefix>XYf".
+PtxTarget parseArch(const std::string &arch, const std::string &prefix) {
   PtxTarget target;
   if (arch.compare(0, prefix.size(), prefix) != 0)
     return target;
@@ -34,6 +33,11 @@ PtxTarget parsePtxArch(const std::string &arch) {
     return target;
   target.version = version;
   return target;
+}
+
+/// Parses "compute_XY", "compute_XYa" and "compute_XYf".
+PtxTarget parsePtxArch(const std::string &arch) {
+  return parseArch(arch, "compute_");
 }
 
 /// Whether the driver can JIT PTX for `target` onto a device of `cc`.
@@ -90,6 +94,11 @@ Result<CodeChoice> selectCode(const LoadedArtifact &artifact,
                                              cellName + "': no CUBIN for " +
                                              exact + " and no usable PTX (" +
                                              ptxText + "); " + cubinText);
+}
+
+int codeArchNumber(const std::string &arch) {
+  int cubin = parseArch(arch, "sm_").version;
+  return cubin >= 0 ? cubin : parseArch(arch, "compute_").version;
 }
 
 } // namespace cellrun

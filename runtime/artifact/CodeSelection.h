@@ -41,6 +41,11 @@ Result<CodeChoice> selectCode(const LoadedArtifact &artifact,
                               const std::string &cellName,
                               int deviceComputeCapability);
 
+/// XY of an architecture name "sm_XY" or "compute_XY" (with an optional
+/// "a" or "f" suffix): 90 for "sm_90a", 80 for "compute_80"; -1 for
+/// anything else.
+int codeArchNumber(const std::string &arch);
+
 } // namespace cellrun
 
 #endif // CELLRUN_CODESELECTION_H

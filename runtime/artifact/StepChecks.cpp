@@ -178,12 +178,14 @@ private:
                   enumNumber(kernel.shape()));
     if (kernel.block_size() == 0)
       return fail(where + ": block_size is 0");
-    // A block a row reduces through a 256-slot shared buffer, warp by warp.
+    // A block a row reduces through a 256-slot shared buffer, halving the
+    // active threads each round: a power of two, whole warps.
+    uint32_t blockSize = kernel.block_size();
     if (kernel.shape() == cellpack::KernelShape::RowReduction &&
-        (kernel.block_size() > 256 || kernel.block_size() % 32 != 0))
+        (blockSize > 256 || blockSize < 32 || (blockSize & (blockSize - 1))))
       return fail(where + ": a row kernel's block_size " +
-                  std::to_string(kernel.block_size()) +
-                  " is not a multiple of 32 up to 256");
+                  std::to_string(blockSize) +
+                  " is not a power of two from 32 to 256");
     if (Status s = checkOperands(kernel.inputs(), kernel.input_access(),
                                  "input", where);
         !s.isOk())

@@ -161,13 +161,19 @@ TEST(Artifact, SemanticErrorsNameCellAndBatchSize) {
          s.kernelBlockSize = 48;
        },
        plan1 + "1 (kernel 'lstm_b1_k0'): a row kernel's block_size 48 is not "
-               "a multiple of 32 up to 256"},
+               "a power of two from 32 to 256"},
+      {[](Spec &s) {
+         s.kernelShape = KernelShape::RowReduction;
+         s.kernelBlockSize = 96;
+       },
+       plan1 + "1 (kernel 'lstm_b1_k0'): a row kernel's block_size 96 is not "
+               "a power of two from 32 to 256"},
       {[](Spec &s) {
          s.kernelShape = KernelShape::RowReduction;
          s.kernelBlockSize = 512;
        },
        plan1 + "1 (kernel 'lstm_b1_k0'): a row kernel's block_size 512 is not "
-               "a multiple of 32 up to 256"},
+               "a power of two from 32 to 256"},
       {[](Spec &s) { s.regionOperand = 4; },
        plan1 + "1 (kernel 'lstm_b1_k0'): region: op 0 (Add) operand 1 is "
                "value 4, out of range (the region has 4 values)"},

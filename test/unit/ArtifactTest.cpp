@@ -306,6 +306,21 @@ TEST(Artifact, CodeSelectionPrefersTheCubinThenPtx) {
             StatusCode::NotFound);
 }
 
+// The CUDA backend launches a cell's kernels programmatically only when the
+// chosen image is for sm_90 or later (GridDependency.h's wait is compiled
+// from there on).
+TEST(Artifact, CodeArchNumbers) {
+  EXPECT_EQ(codeArchNumber("sm_90"), 90);
+  EXPECT_EQ(codeArchNumber("sm_90a"), 90);
+  EXPECT_EQ(codeArchNumber("sm_100f"), 100);
+  EXPECT_EQ(codeArchNumber("compute_80"), 80);
+  EXPECT_EQ(codeArchNumber("compute_90a"), 90);
+  EXPECT_EQ(codeArchNumber("sm_"), -1);
+  EXPECT_EQ(codeArchNumber("sm_9x"), -1);
+  EXPECT_EQ(codeArchNumber("gfx90a"), -1);
+  EXPECT_EQ(codeArchNumber(""), -1);
+}
+
 TEST(Artifact, CodeSelectionWithoutAMatch) {
   Spec spec;
   spec.cubinArchs = {"sm_80", "sm_100", "sm_90a"};

@@ -48,11 +48,13 @@ static bool isRowLocalReduction(Operation *op) {
          axes[0] == 1;
 }
 
-/// Other reductions and products of per-row matrices (RowMatMul) run as
-/// kernels of their own, one block per row: like a GEMM, they end a level,
+/// Other reductions, argmax and products of per-row matrices (RowMatMul) run
+/// as kernels of their own, one block per row: like a GEMM, they end a level,
 /// so their users (which need the whole row reduced) are in a later kernel.
+/// (An argmax of a softmax stays apart from the softmax's kernel.)
 static bool isRowReduction(Operation *op) {
-  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, RowMatMulOp>(op) &&
+  return isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp, RowMatMulOp, ArgMaxOp>(
+             op) &&
          !isRowLocalReduction(op);
 }
 

@@ -59,12 +59,18 @@ static std::optional<StepShape> matchStep(CellOp cell) {
   for (unsigned i = 0; i < shape.epilogue.getNumResults(); ++i)
     if (accessOf(shape.epilogue.getResultAccess(), i) != Access::Scatter)
       return std::nullopt;
-  // A reduction in the epilogue would compute the GEMM's dot products once
-  // per pass over the row: such steps keep their GEMMs.
+  // A kernel that reduces rows runs a block a row in passes (a layer norm
+  // before or after the GEMM): with the GEMM inside, each pass would compute
+  // its dot products again. Such steps keep their GEMMs.
   bool reduces = false;
-  shape.epilogue.getBody().walk([&](Operation *op) {
-    reduces |= isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op);
-  });
+  auto findReductions = [&](FusedOp fused) {
+    fused.getBody().walk([&](Operation *op) {
+      reduces |= isa<ReduceMeanOp, ReduceSumOp, ReduceMaxOp>(op);
+    });
+  };
+  findReductions(shape.epilogue);
+  for (FusedOp prologue : shape.prologues)
+    findReductions(prologue);
   if (reduces)
     return std::nullopt;
   // Prologue results feed GEMMs only; GEMM results feed the epilogue only.

@@ -33,8 +33,12 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
       loaded->kernels_[kernelName->str()] = kernel;
     }
   }
+  // The wait is compiled for sm_90 and later only: code for an older
+  // architecture (a compute_80 PTX JIT-compiled for a newer device) lists
+  // the marker but does not wait.
   loaded->waitsForPriorGrids_ =
-      loaded->kernels_.count(cellpack::kGridDependencyMarkerName) != 0;
+      loaded->kernels_.count(cellpack::kGridDependencyMarkerName) != 0 &&
+      codeArchNumber(choice->arch) >= 90;
 
   size_t total = 0;
   if (cell.weights())

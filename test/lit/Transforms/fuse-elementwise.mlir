@@ -178,3 +178,29 @@ cell.cell @softmax_between_row_matmuls(%memory: tensor<?x3x4xf32>, %query: tenso
   %context = cell.row_matmul %weights, %memory {m = 1 : i64, k = 3 : i64, n = 4 : i64, trans_lhs = false, trans_rhs = false} : (tensor<?x3xf32>, tensor<?x3x4xf32>) -> tensor<?x4xf32>
   cell.return %context : tensor<?x4xf32>
 }
+
+// -----
+
+// An argmax is a kernel of its own: the log-softmax it reads is one kernel
+// (its reductions among its element-wise ops), the argmax another.
+// CHECK-LABEL: cell.cell @argmax_of_log_softmax
+// CHECK: %[[LOGP:.*]]:2 = fused(%arg0) {{.*}} result_access = [#cell.access<scatter>, #cell.access<dense>]
+// CHECK: reduce_max
+// CHECK: reduce_sum
+// CHECK: log
+// CHECK-NOT: argmax
+// CHECK: yield
+// CHECK: %[[TOKEN:.*]] = fused(%[[LOGP]]#1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: argmax
+// CHECK-NEXT: yield
+cell.cell @argmax_of_log_softmax(%x: tensor<?x5xf32>) -> (tensor<?x5xf32>, tensor<?xi64>) {
+  %max = cell.reduce_max %x {axes = array<i64: 1>} : (tensor<?x5xf32>) -> tensor<?x1xf32>
+  %shifted = cell.sub %x, %max : (tensor<?x5xf32>, tensor<?x1xf32>) -> tensor<?x5xf32>
+  %exps = cell.exp %shifted : tensor<?x5xf32>
+  %sum = cell.reduce_sum %exps {axes = array<i64: 1>} : (tensor<?x5xf32>) -> tensor<?x1xf32>
+  %logsum = cell.log %sum : tensor<?x1xf32>
+  %logp = cell.sub %shifted, %logsum : (tensor<?x5xf32>, tensor<?x1xf32>) -> tensor<?x5xf32>
+  %token = cell.argmax %logp {axis = 1 : i64, keepdims = false} : (tensor<?x5xf32>) -> tensor<?xi64>
+  cell.return %logp, %token : tensor<?x5xf32>, tensor<?xi64>
+}

@@ -119,8 +119,8 @@ cell.cell @small_weights_b4(%x: tensor<4x2xf32>) -> tensor<4x2xf32> attributes {
 // compute the GEMM's dot products once per pass over the row: the step keeps
 // its GEMM.
 // CHECK-LABEL: cell.cell @norm_b2
-// CHECK: gemm
-// CHECK: fused
+// CHECK: %[[G:.*]] = gemm
+// CHECK: fused(%[[G]])
 // CHECK: reduce_mean
 cell.cell @norm_b2(%x: tensor<2x3xf32>) -> tensor<2x2xf32> attributes {cell.batch_size = 2 : i64} {
   %w = cell.constant dense<1.0> : tensor<3x2xf32>
@@ -134,6 +134,32 @@ cell.cell @norm_b2(%x: tensor<2x3xf32>) -> tensor<2x2xf32> attributes {cell.batc
     %m = cell.reduce_mean %a {axes = array<i64: 1>} : (tensor<2x2xf32>) -> tensor<2x1xf32>
     %d = cell.sub %a, %m : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
     cell.yield %d : tensor<2x2xf32>
+  }
+  cell.return %e : tensor<2x2xf32>
+}
+
+// -----
+
+// A norm before the GEMM (a prologue that reduces rows) keeps the GEMM too.
+// CHECK-LABEL: cell.cell @norm_first_b2
+// CHECK: %[[P:.*]] = fused(%arg0)
+// CHECK: reduce_mean
+// CHECK: yield
+// CHECK: %[[G:.*]] = gemm %[[P]]
+// CHECK: fused(%[[G]])
+cell.cell @norm_first_b2(%x: tensor<2x3xf32>) -> tensor<2x2xf32> attributes {cell.batch_size = 2 : i64} {
+  %w = cell.constant dense<1.0> : tensor<3x2xf32>
+  %p = cell.fused (%x) {operand_access = [#cell.access<gather>], result_access = [#cell.access<dense>]} : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %m = cell.reduce_mean %a {axes = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+    %d = cell.sub %a, %m : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+    cell.yield %d : tensor<2x3xf32>
+  }
+  %g = cell.gemm %p, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %e = cell.fused (%g) {operand_access = [#cell.access<dense>], result_access = [#cell.access<scatter>]} : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<2x2xf32>):
+    %t = cell.tanh %a : tensor<2x2xf32>
+    cell.yield %t : tensor<2x2xf32>
   }
   cell.return %e : tensor<2x2xf32>
 }
