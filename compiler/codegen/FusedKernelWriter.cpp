@@ -96,6 +96,18 @@ std::string cellc::codegen::destination(FusedOp fused, unsigned i,
                        rowWidth(fused.getResult(i)), col);
 }
 
+int64_t cellc::codegen::resultColumns(Value value) {
+  return tensorOf(value).getRank() < 2 ? int64_t(0) : rowWidth(value);
+}
+
+SmallVector<int64_t> cellc::codegen::distinctResultColumns(YieldOp yield) {
+  SmallVector<int64_t> widths;
+  for (Value value : yield.getOperands())
+    if (!llvm::is_contained(widths, resultColumns(value)))
+      widths.push_back(resultColumns(value));
+  return widths;
+}
+
 /// True when `op` reads or computes a value whose rows hold matrices
 /// ([batch, m, n]).
 static bool hasMatrixRows(Operation *op) {
@@ -167,13 +179,7 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
      << "  const int c = t % kWidth" << (vector ? " * 4" : "") << ";\n";
   // One block per distinct width (the widest unguarded, per-row results
   // under c == 0), so results of one width share their locals.
-  auto widthOf = [&](Value value) {
-    return tensorOf(value).getRank() < 2 ? int64_t(0) : rowWidth(value);
-  };
-  SmallVector<int64_t> widths;
-  for (Value value : yield.getOperands())
-    if (!llvm::is_contained(widths, widthOf(value)))
-      widths.push_back(widthOf(value));
+  SmallVector<int64_t> widths = distinctResultColumns(yield);
   llvm::sort(widths, std::greater<int64_t>());
   KernelBodyWriter writer(fused, os);
   for (int64_t blockWidth : widths) {
@@ -183,7 +189,7 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
                             ? std::string("c == 0")
                             : llvm::formatv("c < {0}", blockWidth).str());
     for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-      if (widthOf(value) != blockWidth)
+      if (resultColumns(value) != blockWidth)
         continue;
       bool perRow = blockWidth == 0;
       Type element = tensorOf(value).getElementType();

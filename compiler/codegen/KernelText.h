@@ -26,6 +26,12 @@ std::string accessOf(mlir::cell::FusedOp fused, bool result, unsigned index);
 std::string destination(mlir::cell::FusedOp fused, unsigned i,
                         const std::string &row, const std::string &col);
 
+/// The columns of result `value` a row: 0 for a [batch] result (one value a
+/// row, written once), else rowWidth.
+int64_t resultColumns(mlir::Value value);
+/// The distinct resultColumns of what `yield` yields, in first-seen order.
+llvm::SmallVector<int64_t> distinctResultColumns(mlir::cell::YieldOp yield);
+
 /// An argmax over a row's columns, alone in its kernel: a block a row.
 mlir::LogicalResult writeArgMax(mlir::cell::FusedOp fused,
                                 mlir::cell::ArgMaxOp argmax,

@@ -199,14 +199,7 @@ LogicalResult cellc::codegen::writeRowPhases(FusedOp fused,
   }
   // The results, those of one width in one loop (so they share locals);
   // per-row results by the block's first thread.
-  auto widthOf = [&](Value value) {
-    return tensorOf(value).getRank() < 2 ? int64_t(0) : rowWidth(value);
-  };
-  SmallVector<int64_t> widths;
-  for (Value value : yield.getOperands())
-    if (!llvm::is_contained(widths, widthOf(value)))
-      widths.push_back(widthOf(value));
-  for (int64_t columns : widths) {
+  for (int64_t columns : distinctResultColumns(yield)) {
     if (columns <= 1)
       writer.beginGuard("threadIdx.x == 0");
     else
@@ -214,7 +207,7 @@ LogicalResult cellc::codegen::writeRowPhases(FusedOp fused,
           "for (int c = threadIdx.x; c < {0}; c += blockDim.x)", columns));
     std::string col = columns == 0 ? "" : columns == 1 ? "0" : "c";
     for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-      if (widthOf(value) != columns)
+      if (resultColumns(value) != columns)
         continue;
       FailureOr<std::string> result = writer.element(value, {"r", col});
       if (failed(result))
