@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
+#include "RowReductions.h"
 
 #include "VectorMath.h"
 
@@ -160,6 +161,19 @@ Status RegionInterpreter::Impl::executePow(PreparedOp &prepared, int64_t rows) {
   };
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
+  const Value &base = operand(0), &exponent = operand(1);
+  if (base.isFloat && exponent.isFloat && prepared.broadcast[0].empty() &&
+      base.count == out.count && !exponent.hasBatch && exponent.count == 1 &&
+      exponent.floatRow(0)[0] == 2.0f) {
+    // A layer norm's square: one multiply a value, in a plain loop.
+    for (int64_t r = 0; r < outRows; ++r) {
+      const float *x = base.floatRow(r);
+      float *y = out.f.data() + r * out.count;
+      for (int64_t k = 0; k < out.count; ++k)
+        y[k] = x[k] * x[k];
+    }
+    return Status::ok();
+  }
   for (int64_t r = 0; r < outRows; ++r)
     for (int64_t k = 0; k < out.count; ++k) {
       float base = floatAt(operand(0), prepared.broadcast[0], r, k);
@@ -236,6 +250,19 @@ Status RegionInterpreter::Impl::executeReduction(PreparedOp &prepared,
   const Value &in = operand(0);
   const std::vector<int64_t> &into = prepared.broadcast[0];
   OpCode code = op.opcode();
+  if (out.count == 1 && in.count >= kRowLanes) {
+    // The whole row into one value (a layer norm's means, a softmax's max
+    // and sum): in lanes that do not wait on each other (RowReductions.h).
+    for (int64_t r = 0; r < outRows; ++r) {
+      const float *row = in.floatRow(r);
+      float total = code == OpCode::ReduceMax ? rowMax(row, in.count)
+                                              : rowSum(row, in.count);
+      if (code == OpCode::ReduceMean)
+        total /= static_cast<float>(in.count);
+      out.f[r] = total;
+    }
+    return Status::ok();
+  }
   for (int64_t r = 0; r < outRows; ++r) {
     float *acc = out.f.data() + r * out.count;
     std::fill(acc, acc + out.count,
