@@ -223,6 +223,34 @@ Status RegionInterpreter::Impl::executeWhere(PreparedOp &prepared,
   };
   Value &out = values[prepared.results[0]];
   int64_t outRows = out.hasBatch ? rows : 1;
+  // Each operand element by element or one a row (a skip flag choosing
+  // between a new state and the old): plain loops, no index maps.
+  auto stride = [&](size_t n) -> int64_t {
+    const Value &value = operand(n);
+    if (prepared.broadcast[n].empty() && value.count == out.count)
+      return 1;
+    return value.count == 1 ? 0 : -1;
+  };
+  int64_t condition = stride(0), first = stride(1), second = stride(2);
+  if (out.isFloat && operand(1).isFloat && operand(2).isFloat &&
+      condition >= 0 && first >= 0 && second >= 0) {
+    const Value &flags = operand(0);
+    for (int64_t r = 0; r < outRows; ++r) {
+      const float *a = operand(1).floatRow(r), *b = operand(2).floatRow(r);
+      float *y = out.f.data() + r * out.count;
+      if (flags.isFloat) {
+        const float *c = flags.floatRow(r);
+        for (int64_t k = 0; k < out.count; ++k)
+          y[k] = static_cast<int64_t>(c[k * condition]) != 0 ? a[k * first]
+                                                             : b[k * second];
+      } else {
+        const int64_t *c = flags.intRow(r);
+        for (int64_t k = 0; k < out.count; ++k)
+          y[k] = c[k * condition] != 0 ? a[k * first] : b[k * second];
+      }
+    }
+    return Status::ok();
+  }
   for (int64_t r = 0; r < outRows; ++r)
     for (int64_t k = 0; k < out.count; ++k) {
       bool take = intAt(operand(0), prepared.broadcast[0], r, k) != 0;
