@@ -6,7 +6,9 @@
 // the region interpreter (RegionInterpreter.cpp dispatches here).
 // Broadcasting uses the index maps prepared once (RegionPreparation.cpp);
 // ReduceMean's map sends each input element to the output element it is
-// summed into.
+// summed into. Common shapes skip the maps: Pow by 2 and Where over
+// operands element by element or one a row are plain loops, and a whole
+// row's reduction goes through RowReductions.h's lanes.
 //
 //===----------------------------------------------------------------------===//
 #include "RegionInterpreterImpl.h"
