@@ -26,6 +26,7 @@
 
 #include "backend/cuda/CudaBackend.h"
 #include "backend/cuda/CudaGemm.h"
+#include "backend/cuda/CudaLaunch.h"
 
 #include <CLI/CLI.hpp>
 
@@ -397,6 +398,11 @@ int main(int argc, char **argv) {
               backend.device().describe().c_str(),
               cellpack::EnumNamePrecision(artifact->model().precision()),
               bandwidth / 1e9);
+  std::printf("programmatic dependent launch: %s\n",
+              cuda::programmaticLaunchRequested()
+                  ? "asked for (CELLRUN_CUDA_PDL=1; used for code built for "
+                    "sm_90 and later)"
+                  : "off");
   std::printf("%6s %16s %12s %12s %10s %12s %12s %8s %8s\n", "batch",
               "largest GEMM", "latency(us)", "task(us)", "plan(us)",
               "cuBLAS(us)", "weights(us)", "ratio", "plan/fl");

@@ -234,22 +234,16 @@ Status RegionInterpreter::Impl::executeWhere(PreparedOp &prepared,
     return value.count == 1 ? 0 : -1;
   };
   int64_t condition = stride(0), first = stride(1), second = stride(2);
-  if (out.isFloat && operand(1).isFloat && operand(2).isFloat &&
-      condition >= 0 && first >= 0 && second >= 0) {
+  // The condition is an integer value (RegionOpChecks.cpp).
+  if (out.isFloat && !operand(0).isFloat && operand(1).isFloat &&
+      operand(2).isFloat && condition >= 0 && first >= 0 && second >= 0) {
     const Value &flags = operand(0);
     for (int64_t r = 0; r < outRows; ++r) {
       const float *a = operand(1).floatRow(r), *b = operand(2).floatRow(r);
+      const int64_t *c = flags.intRow(r);
       float *y = out.f.data() + r * out.count;
-      if (flags.isFloat) {
-        const float *c = flags.floatRow(r);
-        for (int64_t k = 0; k < out.count; ++k)
-          y[k] = static_cast<int64_t>(c[k * condition]) != 0 ? a[k * first]
-                                                             : b[k * second];
-      } else {
-        const int64_t *c = flags.intRow(r);
-        for (int64_t k = 0; k < out.count; ++k)
-          y[k] = c[k * condition] != 0 ? a[k * first] : b[k * second];
-      }
+      for (int64_t k = 0; k < out.count; ++k)
+        y[k] = c[k * condition] != 0 ? a[k * first] : b[k * second];
     }
     return Status::ok();
   }
