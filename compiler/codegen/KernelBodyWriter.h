@@ -63,10 +63,10 @@ public:
   std::string indent() const { return std::string(2 * scopes_.size(), ' '); }
   /// Opens `if (condition) {`: what is computed inside stays inside.
   void beginGuard(const std::string &condition) {
-    os_ << indent() << "if (" << condition << ") {\n";
-    scopes_.emplace_back();
+    beginLoop("if (" + condition + ")");
   }
-  /// Opens `header {` (a loop): what is computed inside stays inside.
+  /// Opens `header {` (a loop or a branch): what is computed inside stays
+  /// inside.
   void beginLoop(const std::string &header) {
     os_ << indent() << header << " {\n";
     scopes_.emplace_back();

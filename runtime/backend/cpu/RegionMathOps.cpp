@@ -33,8 +33,8 @@ float floatAt(const Value &value, const std::vector<int64_t> &map, int64_t r,
                        : static_cast<float>(value.intRow(r)[at]);
 }
 
-/// Lanes of partial sums in dotProduct.
-constexpr int64_t kDotLanes = 16;
+/// Lanes of partial sums in dotProduct: those of a row's sum.
+constexpr int64_t kDotLanes = kRowLanes;
 
 /// sum over i < count of x[i * xStride] * y[i * yStride], in kDotLanes
 /// partial sums (lane l takes i = l mod kDotLanes, in order; the compiler
@@ -274,7 +274,7 @@ Status RegionInterpreter::Impl::executeReduction(PreparedOp &prepared,
   const Value &in = operand(0);
   const std::vector<int64_t> &into = prepared.broadcast[0];
   OpCode code = op.opcode();
-  if (out.count == 1 && in.count >= kRowLanes) {
+  if (out.count == 1) {
     // The whole row into one value (a layer norm's means, a softmax's max
     // and sum): in lanes that do not wait on each other (RowReductions.h).
     for (int64_t r = 0; r < outRows; ++r) {

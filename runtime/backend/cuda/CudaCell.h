@@ -43,11 +43,8 @@ public:
   const uint8_t *weight(uint32_t index) const {
     return weights_.data() + weightOffsets_[index];
   }
-  /// Whether every kernel of the code waits for the grids before it in the
-  /// stream (it lists GridDependency.h's marker kernel), so that it may be
-  /// launched as a programmatic dependent launch (CudaLaunch.h).
-  bool waitsForPriorGrids() const { return waitsForPriorGrids_; }
-  /// Launch kernels programmatically: requested and safe for this code.
+  /// Launch kernels as programmatic dependent launches (CudaLaunch.h):
+  /// requested, and safe for this code (waitsForPriorGrids_).
   bool launchesProgrammatically() const {
     return waitsForPriorGrids_ && programmaticLaunchRequested();
   }
@@ -63,6 +60,8 @@ private:
   DeviceBuffer weights_;
   std::vector<size_t> weightOffsets_;
   std::string codeDescription_;
+  /// Every kernel of the code waits for the grids before it in the stream:
+  /// it lists GridDependency.h's marker and was compiled for sm_90 on.
   bool waitsForPriorGrids_ = false;
 };
 

@@ -5,7 +5,7 @@
 // (cudaLaunchAttributeProgrammaticStreamSerialization): its blocks may be
 // scheduled while the kernel before it in the stream finishes, which is
 // safe only for code whose kernels wait for the grids before them
-// (GridDependency.h: CudaCell::waitsForPriorGrids). It is asked for with
+// (GridDependency.h: CudaCell::launchesProgrammatically). It is asked for with
 // CELLRUN_CUDA_PDL=1 (programmaticLaunchRequested) until measured.
 //
 //===----------------------------------------------------------------------===//
