@@ -490,21 +490,44 @@ if wanted cpu && [ -f "$lstm1024" ] && enough 30 "task_bench"; then
     fail "task_bench failed"
   cat "$logs/cpu-lstm1024.txt"
 fi
-# Nsight Compute on the small-batch GEMM: the skinny kernel at every k-split
-# count its contest tries (its first 60 launches), at 1 and 16 rows of
-# the hidden-1024 LSTM's shape.
+# Nsight Compute on the small-batch GEMM: the skinny kernels with the most
+# loads in flight (rows4 at 1 row, rows16 at 16) at every k-split count
+# their contests try (55 launches each), on the hidden-1024 LSTM's shape.
 ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)"
 if wanted ncu && [ -n "$ncu" ] && enough 60 "ncu"; then
-  step "ncu: the skinny GEMM at 1 and 16 rows (n 4096, k 2048)"
-  timeout "$(limit 120)" "$ncu" --kernel-name regex:skinny --launch-count 60 \
-    --section SpeedOfLight --section LaunchStats \
-    "$build/test/cuda-backend-tests" --gtest_filter='*m1_n4096*:*m16_n4096*' \
-    >"$logs/ncu-skinny.txt" 2>&1 || echo "(ncu exited with $?: see ncu-skinny.txt)"
-  awk '/cellrun_skinny_gemm/ {if (rec != "") print rec; rec = ""}
+  step "ncu: the skinny GEMM's rows4 and rows16 kernels at 1 and 16 rows (n 4096, k 2048)"
+  : >"$logs/ncu-skinny.txt"
+  for profiled in "rows4 m1_n4096" "rows16 m16_n4096"; do
+    read -r variant shape <<<"$profiled"
+    enough 20 "ncu of cellrun_skinny_gemm_$variant" || break
+    timeout "$(limit 60)" "$ncu" --kernel-name "cellrun_skinny_gemm_$variant" --launch-count 55 \
+      --section SpeedOfLight --section LaunchStats \
+      "$build/test/cuda-backend-tests" --gtest_filter="*${shape}*forced*" \
+      >>"$logs/ncu-skinny.txt" 2>&1 || echo "(ncu exited with $?: see ncu-skinny.txt)"
+  done
+  # One line a profiled launch, then per kernel and grid: launches, the
+  # fastest and the mean duration, DRAM throughput and registers.
+  awk '/^ +cellrun_skinny_gemm/ {if (rec != "") print rec; rec = $1}
     /^ +Duration/ {rec = rec " " $(NF-1) "=" $NF}
     /DRAM Throughput/ {rec = rec " dram%=" $NF}
     /Grid Size/ {rec = rec " grid=" $NF}
-    END {if (rec != "") print rec}' "$logs/ncu-skinny.txt" | sort | uniq -c | head -n 30
+    /Registers Per Thread/ {rec = rec " registers=" $NF}
+    END {if (rec != "") print rec}' "$logs/ncu-skinny.txt" >"$logs/ncu-skinny-launches.txt"
+  awk '{key = $1; us = ""; dram = ""; regs = ""
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        if (kv[1] == "grid") key = key " grid=" kv[2]
+        else if (kv[1] == "us") us = kv[2]
+        else if (kv[1] == "dram%") dram = kv[2]
+        else if (kv[1] == "registers") regs = kv[2]
+      }
+      if (us == "") next
+      gsub(",", "", us)
+      n[key]++; sum[key] += us; d[key] += dram; r[key] = regs
+      if (!(key in best) || us < best[key]) best[key] = us}
+    END {for (key in n) printf "%s launches=%d best_us=%.2f mean_us=%.2f dram%%=%.1f registers=%s\n",
+      key, n[key], best[key], sum[key] / n[key], d[key] / n[key], r[key]}' \
+    "$logs/ncu-skinny-launches.txt" | sort
 fi
 # Nsight Compute on the hidden-1024 attention decoder's kernels at batch 128
 # (each of its kernels once: which of them keep the step at 4-5x its GEMMs).

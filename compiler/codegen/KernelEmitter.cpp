@@ -85,7 +85,9 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
   os << cellpack::kRowCopyKernelSource;
   program.supportKernels.push_back(cellpack::kRowCopyKernelName);
   os << cellpack::kSkinnyGemmKernelSource;
-  program.supportKernels.push_back(cellpack::kSkinnyGemmKernelName);
+  for (const cellpack::SkinnyGemmVariant &variant :
+       cellpack::kSkinnyGemmVariants)
+    program.supportKernels.push_back(variant.name);
   os.flush();
   return program;
 }

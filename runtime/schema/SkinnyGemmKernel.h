@@ -2,29 +2,34 @@
 //-*-===//
 //
 // Part of the contract between cellc and cellrun, like RowCopyKernel.h:
-// cellc appends this source to every cell's CUDA program and lists the
-// kernel among its support kernels; the CUDA backend times it against
-// cuBLASLt's proposals for each GEMM step of few rows and keeps the faster.
-// Artifacts without it run every GEMM on cuBLASLt.
+// cellc appends this source to every cell's CUDA program and lists its
+// kernels among its support kernels; the CUDA backend times them against
+// cuBLASLt's proposals for each GEMM step of few rows and keeps the fastest.
+// Artifacts without them run every GEMM on cuBLASLt.
 //
-// cellrun_skinny_gemm computes D[m,n] = alpha * A[m,k] B[k,n] + beta * bias
-// (a vector of n, or null) + beta * C (a full [m,n], or null) for
-// m <= 16 rows, row-major, fp32, B not transposed. At such sizes a GEMM is
-// bound by reading B once, so the kernel spreads that read over the whole
-// device: block b takes column tile b % tiles (128 columns, four per
-// thread, loaded 16 bytes at a time, streamed past L1) and slice b / tiles
-// of k (kPerSplit rows), whose rows of A it stages in shared memory 512
-// values of k at a time; its four warps take every fourth group of four
-// rows of the slice, each thread keeping the m x 4 sums of its columns in
-// registers. The warps' sums meet in shared memory; with one slice the block writes D, else it
-// writes its slice's partial sums and the last block of the tile to arrive
-// (an atomic count per tile, reset by that block) adds the slices in order
-// (so results do not depend on timing) and writes D.
+// Each variant computes D[m,n] = alpha * A[m,k] B[k,n] + beta * bias (a
+// vector of n, or null) + beta * C (a full [m,n], or null) for m up to its
+// row count (kSkinnyGemmVariants), row-major, fp32, B not transposed. At
+// such sizes a GEMM is bound by reading B once, so the kernel spreads that
+// read over the whole device: block b takes column tile b % tiles (128
+// columns, four per thread, loaded 16 bytes at a time, streamed past L1)
+// and slice b / tiles of k (kPerSplit rows), whose rows of A it stages in
+// shared memory 512 values of k at a time; its four warps take every fourth
+// group of four rows of the slice, each thread keeping the m x 4 sums of
+// its columns in registers. The variants differ in how many groups a thread
+// loads before it multiplies (the bytes in flight, which set the speed at
+// these sizes) against the registers that take. The warps' sums meet in
+// shared memory; with one slice the block writes D, else it writes its
+// slice's partial sums and the last block of the tile to arrive (an atomic
+// count per tile, reset by that block) adds the slices in order (so
+// results do not depend on timing) and writes D. Every variant adds in the
+// same order: for the same m and slices they give the same bits.
 // Needs n and k multiples of 4, A, B, C and D 16-byte aligned, kPerSplit a
 // multiple of 16, partial of splits * m * n floats when splits > 1, and
 // counters of `tiles` zeroed unsigned ints. Grid: tiles * splits blocks of
 // 128 threads. Compiled as C++ for the tests (CELL_CUDA_EMULATION), it also
-// defines a launcher that runs it on the CPU.
+// defines a launcher for each variant (NAME__emulate) that runs it on the
+// CPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLPACK_SKINNYGEMMKERNEL_H
@@ -32,8 +37,19 @@
 
 namespace cellpack {
 
-constexpr const char *kSkinnyGemmKernelName = "cellrun_skinny_gemm";
-/// Rows the kernel computes at most, and the threads of its blocks.
+/// The kernels (all take the same arguments) and the rows each computes at
+/// most. The first is the one artifacts have carried since the skinny
+/// kernel came; the others came later (a runtime uses those it finds).
+struct SkinnyGemmVariant {
+  const char *name;
+  int maxRows;
+};
+constexpr SkinnyGemmVariant kSkinnyGemmVariants[] = {
+    {"cellrun_skinny_gemm", 16},
+    {"cellrun_skinny_gemm_rows4", 4},
+    {"cellrun_skinny_gemm_rows8", 8},
+    {"cellrun_skinny_gemm_rows16", 16}};
+/// Rows the kernels compute at most, and the threads of their blocks.
 constexpr int kSkinnyGemmMaxRows = 16;
 constexpr int kSkinnyGemmBlockSize = 128;
 /// Columns a block covers, and the granularity of its k slices.
@@ -91,14 +107,25 @@ cellrun_skinny_finish(float4 s, float alpha, float beta, const float *bias,
   return make_float4(alpha * s.x + beta * add.x, alpha * s.y + beta * add.y,
                      alpha * s.z + beta * add.z, alpha * s.w + beta * add.w);
 }
-extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
+// The body of every variant: at most kMaxRows rows; each thread loads
+// kGroups groups of four rows of B (its four columns) before it multiplies
+// any, so kGroups * 4 16-byte loads a thread are in flight at once, and
+// with kEarlyLoads a chunk's first loads go out before A's rows are staged
+// (their registers then stay live across the staging).
+// Warp w takes the groups at k = 16 g + 4 w of each pass of 16 kGroups
+// rows: every variant adds a column's products in the same order (k
+// ascending within a warp, then the warps, then the slices), so all give
+// the same bits for the same rows and splits.
+template <int kMaxRows, int kGroups, bool kEarlyLoads>
+static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     const float *__restrict__ a, const float *__restrict__ b,
     const float *__restrict__ bias, const float *__restrict__ c,
     float *__restrict__ d, float *__restrict__ partial,
     unsigned *__restrict__ counters, int m, int n, int k, int splits,
     int kPerSplit, float alpha, float beta) {
   cellrun_grid_dependency(); // GridDependency.h, earlier in the program
-  constexpr int kMaxRows = 16;
+  if (m > kMaxRows)
+    return; // not this variant's (the same for the whole block)
   const int tiles = (n + 127) / 128;
   const int tile = blockIdx.x % tiles, split = blockIdx.x / tiles;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -110,11 +137,33 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r)
     sum[r][0] = sum[r][1] = sum[r][2] = sum[r][3] = 0.0f;
-  // 32 KB of shared memory: A's rows for a chunk of the slice (512 values
-  // of k, row r at float4 r * 128), then the warps' sums [4][16][32].
-  __shared__ float4 shared[2048];
+  // A's rows for a chunk of the slice (512 values of k, row r at float4
+  // r * 128), then the warps' sums [4][kMaxRows][32], then the slices'
+  // runs (at most 128 float4 or m * 32): 8 KB a row.
+  __shared__ float4 shared[kMaxRows * 128];
+  constexpr int kPass = 16 * kGroups; // rows of B one pass of the block takes
+  float4 w[kGroups][4];
+  // This thread's loads of the pass at `pass` of the chunk at `chunk`
+  // (`rows` long, a multiple of 4).
+  auto load = [&](int chunk, int rows, int pass) {
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      const int kk = pass + 16 * g + 4 * warp;
+      if (inside && kk < rows) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          // Streamed (evict-first): B is read once; L1 is A's and the sums'.
+          w[g][i] = __ldcs(reinterpret_cast<const float4 *>(
+              b + (size_t)(chunk + kk + i) * n + col));
+      }
+    }
+  };
   for (int chunk = kBegin; chunk < kEnd; chunk += 512) {
     const int rows = min(512, kEnd - chunk); // a multiple of 4
+    // The first pass's loads go out before A's rows are staged, so the
+    // two reads are in flight together.
+    if (kEarlyLoads)
+      load(chunk, rows, 0);
     __syncthreads(); // the previous chunk is used up
     for (int i = threadIdx.x; i < m * (rows / 4); i += 128) {
       const int r = i / (rows / 4), q = i % (rows / 4);
@@ -124,13 +173,8 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
     __syncthreads();
     if (!inside)
       continue;
-    for (int kk = warp * 4; kk < rows; kk += 16) {
-      float4 w[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        // Streamed (evict-first): B is read once; L1 is A's and the sums'.
-        w[i] = __ldcs(reinterpret_cast<const float4 *>(
-            b + (size_t)(chunk + kk + i) * n + col));
+    // This thread's products of the group of four rows of B at kk.
+    auto multiply = [&](const float4(&group)[4], int kk) {
 #pragma unroll
       for (int r = 0; r < kMaxRows; ++r) {
         if (r < m) {
@@ -138,11 +182,30 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
           const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            sum[r][0] += xs[i] * w[i].x;
-            sum[r][1] += xs[i] * w[i].y;
-            sum[r][2] += xs[i] * w[i].z;
-            sum[r][3] += xs[i] * w[i].w;
+            sum[r][0] += xs[i] * group[i].x;
+            sum[r][1] += xs[i] * group[i].y;
+            sum[r][2] += xs[i] * group[i].z;
+            sum[r][3] += xs[i] * group[i].w;
           }
+        }
+      }
+    };
+    if constexpr (kGroups == 1 && !kEarlyLoads) {
+      // One group at a time (the registers of 16 rows of sums leave no
+      // room for more).
+      for (int kk = 4 * warp; kk < rows; kk += 16) {
+        load(chunk, rows, kk - 4 * warp);
+        multiply(w[0], kk);
+      }
+    } else {
+      for (int pass = 0; pass < rows; pass += kPass) {
+        if (pass > 0 || !kEarlyLoads)
+          load(chunk, rows, pass);
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+          const int kk = pass + 16 * g + 4 * warp;
+          if (kk < rows)
+            multiply(w[g], kk);
         }
       }
     }
@@ -162,8 +225,8 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
   float *target = splits > 1 ? partial + (size_t)split * m * n : d;
   for (int r = threadIdx.x / 32; r < m && myCol < n; r += 4) {
     float4 s = warpSums[0][r][threadIdx.x % 32];
-    for (int w = 1; w < 4; ++w) {
-      const float4 t = warpSums[w][r][threadIdx.x % 32];
+    for (int other = 1; other < 4; ++other) {
+      const float4 t = warpSums[other][r][threadIdx.x % 32];
       s.x += t.x;
       s.y += t.y;
       s.z += t.z;
@@ -240,25 +303,71 @@ extern "C" __global__ void __launch_bounds__(128, 5) cellrun_skinny_gemm(
   if (threadIdx.x == 0)
     counters[tile] = 0u; // ready for the next launch on the stream
 }
+#define CELLRUN_SKINNY_GEMM_PARAMETERS                                         \
+  const float *__restrict__ a, const float *__restrict__ b,                    \
+      const float *__restrict__ bias, const float *__restrict__ c,             \
+      float *__restrict__ d, float *__restrict__ partial,                      \
+      unsigned *__restrict__ counters, int m, int n, int k, int splits,        \
+      int kPerSplit, float alpha, float beta
+#define CELLRUN_SKINNY_GEMM_ARGUMENTS                                          \
+  a, b, bias, c, d, partial, counters, m, n, k, splits, kPerSplit, alpha, beta
+// Up to 16 rows, one group of four rows of B in flight a thread (the
+// kernel as it was before the variants: 96 registers, five blocks an SM).
+extern "C" __global__ void __launch_bounds__(128, 5)
+    cellrun_skinny_gemm(CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<16, 1, false>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+}
+// Up to 4, 8 and 16 rows with four, four and two groups in flight, the
+// first before A is staged: more of B's bytes requested before the first
+// multiply (a block's slice is often a single pass), four blocks an SM for
+// the registers they take (up to 128).
+extern "C" __global__ void __launch_bounds__(128, 4)
+    cellrun_skinny_gemm_rows4(CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<4, 4, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+    cellrun_skinny_gemm_rows8(CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<8, 4, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+    cellrun_skinny_gemm_rows16(CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<16, 2, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+}
 #ifdef CELL_CUDA_EMULATION
+template <typename Kernel>
+void cellrun_skinny_gemm_emulate(Kernel kernel, void **args, unsigned grid,
+                                 unsigned block) {
+  cellEmulateLaunch(grid, block, true, [&] {
+    kernel(*static_cast<const float *const *>(args[0]),
+           *static_cast<const float *const *>(args[1]),
+           *static_cast<const float *const *>(args[2]),
+           *static_cast<const float *const *>(args[3]),
+           *static_cast<float *const *>(args[4]),
+           *static_cast<float *const *>(args[5]),
+           *static_cast<unsigned *const *>(args[6]),
+           *static_cast<const int *>(args[7]), *static_cast<const int *>(args[8]),
+           *static_cast<const int *>(args[9]),
+           *static_cast<const int *>(args[10]),
+           *static_cast<const int *>(args[11]),
+           *static_cast<const float *>(args[12]),
+           *static_cast<const float *>(args[13]));
+  });
+}
 extern "C" void cellrun_skinny_gemm__emulate(void **args, unsigned grid,
                                              unsigned block) {
-  cellEmulateLaunch(grid, block, true, [&] {
-    cellrun_skinny_gemm(*static_cast<const float *const *>(args[0]),
-                        *static_cast<const float *const *>(args[1]),
-                        *static_cast<const float *const *>(args[2]),
-                        *static_cast<const float *const *>(args[3]),
-                        *static_cast<float *const *>(args[4]),
-                        *static_cast<float *const *>(args[5]),
-                        *static_cast<unsigned *const *>(args[6]),
-                        *static_cast<const int *>(args[7]),
-                        *static_cast<const int *>(args[8]),
-                        *static_cast<const int *>(args[9]),
-                        *static_cast<const int *>(args[10]),
-                        *static_cast<const int *>(args[11]),
-                        *static_cast<const float *>(args[12]),
-                        *static_cast<const float *>(args[13]));
-  });
+  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm, args, grid, block);
+}
+extern "C" void cellrun_skinny_gemm_rows4__emulate(void **args, unsigned grid,
+                                                   unsigned block) {
+  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows4, args, grid, block);
+}
+extern "C" void cellrun_skinny_gemm_rows8__emulate(void **args, unsigned grid,
+                                                   unsigned block) {
+  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows8, args, grid, block);
+}
+extern "C" void cellrun_skinny_gemm_rows16__emulate(void **args, unsigned grid,
+                                                    unsigned block) {
+  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows16, args, grid, block);
 }
 #endif
 #endif

@@ -1,11 +1,15 @@
 //===- CudaSkinnyGemmTest.cpp - The skinny GEMM on a GPU --------*- C++ -*-===//
 //
 // On a CUDA device (skipped with the reason otherwise): a GEMM step of few
-// rows through CudaGemm, with the skinny kernel made to win the contest
-// (CELL_CUDA_GEMM=skinny) and left to the clock, against a double-precision
-// GEMM on the host, for the hidden-1024 LSTM's shape (k = 2048, n = 4096) at
-// 1, 3 and 16 rows and for a shape that cuts column tiles and k slices short;
+// rows through CudaGemm, with each skinny kernel that takes its rows made to
+// win the contest in turn (CELL_CUDA_GEMM=skinny, that kernel alone) and
+// all of them left to the clock, against a double-precision GEMM on the
+// host, for the hidden-1024 LSTM's shape (k = 2048, n = 4096) at 1, 3, 8
+// and 16 rows and for a shape that cuts column tiles and k slices short;
 // each GEMM runs twice (the k-split counters must be reset between runs).
+// Where the kernel is made to win, every variant also runs at one and at
+// three k slices (each thread's passes over the whole of k), with the same
+// bits from all, and none may spill registers to local memory.
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Device.h"
@@ -13,6 +17,8 @@
 #include "backend/cuda/CudaCell.h"
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaGemm.h"
+
+#include "SkinnyGemmKernel.h"
 
 #include "RandomFloats.h"
 
@@ -22,6 +28,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -122,8 +129,22 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   const cellpack::CellType &cellType = *(*artifact)->model().cells()->Get(0);
   auto cell = CudaCell::create(**artifact, cellType, probe->computeCapability);
   ASSERT_TRUE(cell.ok()) << cell.status().toString();
-  auto kernel = (*cell)->kernel("cellrun_skinny_gemm");
-  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  // Every variant that takes m rows; when the kernel is made to win, each
+  // one alone in turn.
+  std::vector<SkinnyGemmVariantKernel> variants;
+  for (const cellpack::SkinnyGemmVariant &variant :
+       cellpack::kSkinnyGemmVariants) {
+    auto kernel = (*cell)->kernel(variant.name);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+    if (variant.maxRows >= shape.m)
+      variants.push_back({kernel.value(), variant.maxRows, variant.name});
+  }
+  std::vector<std::vector<SkinnyGemmVariantKernel>> contests;
+  if (shape.forceSkinny)
+    for (const SkinnyGemmVariantKernel &variant : variants)
+      contests.push_back({variant});
+  else
+    contests.push_back(variants);
 
   int m = shape.m, n = shape.n, k = shape.k;
   std::mt19937 random(m * 7 + n + k);
@@ -143,8 +164,6 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   flatbuffers::FlatBufferBuilder builder;
   const cellpack::GemmStep *step = buildGemmStep(builder, m, n, k, alpha, beta);
 
-  if (shape.forceSkinny)
-    setenv("CELL_CUDA_GEMM", "skinny", 1);
   ASSERT_TRUE(loadCublasLt().ok()) << loadCublasLt().status().toString();
   cublasLtHandle_t handle = nullptr;
   ASSERT_EQ(lt().cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
@@ -152,36 +171,97 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   GemmOperands operands =
       gemmOperands(deviceA, deviceB, deviceBias, *deviceD, bias);
-  SkinnyGemmKernel skinny;
-  skinny.kernel = kernel.value();
-  skinny.multiprocessors = probe->multiprocessors;
-  auto gemm = CudaGemm::create(handle, *step, m, operands, workspace->data(),
-                               32u << 20, stream, skinny);
-  unsetenv("CELL_CUDA_GEMM");
-  ASSERT_TRUE(gemm.ok()) << gemm.status().toString();
-  std::printf("%s\n", (*gemm)->description().c_str());
-  EXPECT_NE((*gemm)->description().find("skinny kernel"), std::string::npos)
-      << "the skinny kernel did not run in the contest";
-  if (shape.forceSkinny) {
-    EXPECT_NE((*gemm)->description().find("k splits"), std::string::npos);
-  }
-
   std::vector<double> expected = hostGemm(a, b, bias, m, n, k, alpha, beta);
-  for (int run = 0; run < 2; ++run) {
-    ASSERT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
-                              size_t(m) * n * sizeof(float), stream),
-              cudaSuccess);
-    ASSERT_TRUE((*gemm)->enqueue(stream).isOk());
+  // Runs `gemm` twice (the k-split counters must be reset between runs),
+  // checks D against the double GEMM and returns it.
+  auto runAndCheck = [&](const CudaGemm &gemm) {
     std::vector<float> d(size_t(m) * n);
-    ASSERT_EQ(cudaMemcpyAsync(d.data(), deviceD->data(),
-                              d.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                              stream),
-              cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    // TF32 is off (FP32 step): fp32 sums of k products, within k ulps-ish.
-    for (size_t i = 0; i < d.size(); ++i) {
-      ASSERT_NEAR(d[i], expected[i], 2e-5 * std::sqrt(double(k)) * 4)
-          << "run " << run << " row " << i / n << " column " << i % n;
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
+                                size_t(m) * n * sizeof(float), stream),
+                cudaSuccess);
+      EXPECT_TRUE(gemm.enqueue(stream).isOk());
+      EXPECT_EQ(cudaMemcpyAsync(d.data(), deviceD->data(),
+                                d.size() * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream),
+                cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      // TF32 is off (FP32 step): fp32 sums of k products, within k ulps-ish.
+      for (size_t i = 0; i < d.size(); ++i)
+        if (std::fabs(d[i] - expected[i]) > 2e-5 * std::sqrt(double(k)) * 4) {
+          ADD_FAILURE() << "run " << run << " row " << i / n << " column "
+                        << i % n << ": " << d[i] << " against " << expected[i];
+          break;
+        }
+    }
+    return d;
+  };
+  auto create = [&](const SkinnyGemmKernel &skinny) {
+    if (shape.forceSkinny)
+      setenv("CELL_CUDA_GEMM", "skinny", 1);
+    auto gemm = CudaGemm::create(handle, *step, m, operands, workspace->data(),
+                                 32u << 20, stream, skinny);
+    unsetenv("CELL_CUDA_GEMM");
+    return gemm;
+  };
+  for (const auto &contest : contests) {
+    SCOPED_TRACE(contest.size() == 1 ? contest[0].name : "every variant");
+    SkinnyGemmKernel skinny;
+    skinny.variants = contest;
+    skinny.multiprocessors = probe->multiprocessors;
+    auto gemm = create(skinny);
+    ASSERT_TRUE(gemm.ok()) << gemm.status().toString();
+    std::printf("%s\n", (*gemm)->description().c_str());
+    EXPECT_NE((*gemm)->description().find("skinny kernel"), std::string::npos)
+        << "the skinny kernel did not run in the contest";
+    EXPECT_EQ((*gemm)->description().find("failed"), std::string::npos);
+    if (shape.forceSkinny) {
+      EXPECT_NE((*gemm)->description().find(contest[0].name + std::string(",")),
+                std::string::npos);
+      EXPECT_NE((*gemm)->description().find("k splits"), std::string::npos);
+    }
+    runAndCheck(**gemm);
+  }
+  if (shape.forceSkinny) {
+    // One k slice and three: each variant's passes and chunks over the whole
+    // of k, and the same bits from every variant at the same split count.
+    for (int splits : {1, 3}) {
+      std::vector<float> first;
+      for (const SkinnyGemmVariantKernel &variant : variants) {
+        SCOPED_TRACE(std::string(variant.name) + " at " +
+                     std::to_string(splits) + " splits");
+        SkinnyGemmKernel skinny;
+        skinny.variants = {variant};
+        skinny.multiprocessors = probe->multiprocessors;
+        skinny.splits = splits;
+        auto gemm = create(skinny);
+        ASSERT_TRUE(gemm.ok()) << gemm.status().toString();
+        std::vector<float> d = runAndCheck(**gemm);
+        if (first.empty())
+          first = d;
+        else
+          EXPECT_EQ(
+              std::memcmp(d.data(), first.data(), d.size() * sizeof(float)), 0)
+              << "not the same bits as " << variants[0].name;
+      }
+    }
+    // Registers past what the launch bounds allow spill to local memory,
+    // which would undo the loads in flight. (The first kernel, kept as it
+    // was, spills 8 bytes on sm_90 under its five blocks an SM, as it did.)
+    for (const SkinnyGemmVariantKernel &variant : variants) {
+      cudaFuncAttributes attributes{};
+      cudaError_t error = cudaFuncGetAttributes(
+          &attributes, reinterpret_cast<const void *>(variant.kernel));
+      if (error != cudaSuccess) {
+        std::printf("%s: no attributes (%s)\n", variant.name,
+                    cudaGetErrorString(error));
+        cudaGetLastError();
+        continue;
+      }
+      std::printf("%s: %d registers, %zu bytes of local memory a thread\n",
+                  variant.name, attributes.numRegs, attributes.localSizeBytes);
+      if (std::string(variant.name) != cellpack::kSkinnyGemmVariants[0].name)
+        EXPECT_EQ(attributes.localSizeBytes, 0u) << variant.name << " spills";
     }
   }
   cudaStreamDestroy(stream);

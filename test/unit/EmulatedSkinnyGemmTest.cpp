@@ -1,7 +1,9 @@
 //===- EmulatedSkinnyGemmTest.cpp - The small-batch GEMM kernel on the CPU ===//
 //
-// cellrun_skinny_gemm (SkinnyGemmKernel.h), as every cell's CUDA code carries
-// it, run through its emulation launcher against a double-precision GEMM:
+// The skinny GEMM kernels (SkinnyGemmKernel.h), as every cell's CUDA code
+// carries them, each that takes the rows run through its emulation launcher
+// against a double-precision GEMM and against each other (the variants add
+// in the same order, so their bits must agree):
 // row counts 1..16, column tiles cut short, k not a multiple of a slice, one
 // slice and several (the last-block reduction), slices longer than the
 // 512 values of k the kernel stages in shared memory at a time, a bias vector,
@@ -16,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <dlfcn.h>
 #include <random>
 #include <string>
@@ -47,10 +50,6 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
       std::string(CELL_EMULATED_KERNELS_DIR) + "/libemulated-lstm.so";
   void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(library, nullptr) << dlerror();
-  auto gemm =
-      reinterpret_cast<Launch>(dlsym(library, "cellrun_skinny_gemm__emulate"));
-  ASSERT_NE(gemm, nullptr);
-
   std::mt19937 random(shape.m * 1000 + shape.n + shape.k + shape.splits);
   auto filled = [&](size_t count) {
     return cellc::testing::randomFloats(random, count);
@@ -82,28 +81,48 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
       expected[size_t(r) * n + j] = value;
     }
 
-  for (int launchIndex = 0; launchIndex < 2; ++launchIndex) {
-    std::vector<float> d(size_t(m) * n, NAN);
-    const float *aPointer = a.data(), *bPointer = b.data();
-    const float *biasPointer = shape.bias ? biasValues.data() : nullptr;
-    const float *cPointer = shape.fullC ? cValues.data() : nullptr;
-    float *dPointer = d.data(), *partialPointer = partial.data();
-    unsigned *counterPointer = counters.data();
-    int splits = geometry.splits, kPerSplit = geometry.kPerSplit;
-    void *args[] = {
-        &aPointer,       &bPointer,       &biasPointer, &cPointer, &dPointer,
-        &partialPointer, &counterPointer, &m,           &n,        &k,
-        &splits,         &kPerSplit,      &alpha,       &beta};
-    gemm(args, geometry.grid(), cellpack::kSkinnyGemmBlockSize);
-    for (int r = 0; r < m; ++r)
-      for (int j = 0; j < n; ++j) {
-        double want = expected[size_t(r) * n + j];
-        ASSERT_NEAR(d[size_t(r) * n + j], want, 1e-4 * (1 + std::fabs(want)))
-            << "launch " << launchIndex << " row " << r << " column " << j;
-      }
-    for (int tile = 0; tile < geometry.tiles; ++tile)
-      ASSERT_EQ(counters[tile], 0u) << "tile " << tile << " not reset";
+  std::vector<float> firstResult; // the first variant's D
+  int variantsRun = 0;
+  for (const cellpack::SkinnyGemmVariant &variant :
+       cellpack::kSkinnyGemmVariants) {
+    if (variant.maxRows < shape.m)
+      continue;
+    SCOPED_TRACE(variant.name);
+    auto gemm = reinterpret_cast<Launch>(
+        dlsym(library, (std::string(variant.name) + "__emulate").c_str()));
+    ASSERT_NE(gemm, nullptr);
+    for (int launchIndex = 0; launchIndex < 2; ++launchIndex) {
+      std::vector<float> d(size_t(m) * n, NAN);
+      const float *aPointer = a.data(), *bPointer = b.data();
+      const float *biasPointer = shape.bias ? biasValues.data() : nullptr;
+      const float *cPointer = shape.fullC ? cValues.data() : nullptr;
+      float *dPointer = d.data(), *partialPointer = partial.data();
+      unsigned *counterPointer = counters.data();
+      int splits = geometry.splits, kPerSplit = geometry.kPerSplit;
+      void *args[] = {
+          &aPointer,       &bPointer,       &biasPointer, &cPointer, &dPointer,
+          &partialPointer, &counterPointer, &m,           &n,        &k,
+          &splits,         &kPerSplit,      &alpha,       &beta};
+      gemm(args, geometry.grid(), cellpack::kSkinnyGemmBlockSize);
+      for (int r = 0; r < m; ++r)
+        for (int j = 0; j < n; ++j) {
+          double want = expected[size_t(r) * n + j];
+          ASSERT_NEAR(d[size_t(r) * n + j], want, 1e-4 * (1 + std::fabs(want)))
+              << "launch " << launchIndex << " row " << r << " column " << j;
+        }
+      for (int tile = 0; tile < geometry.tiles; ++tile)
+        ASSERT_EQ(counters[tile], 0u) << "tile " << tile << " not reset";
+      if (launchIndex == 0 && firstResult.empty())
+        firstResult = d;
+      else
+        ASSERT_EQ(
+            std::memcmp(d.data(), firstResult.data(), d.size() * sizeof(float)),
+            0)
+            << "launch " << launchIndex << " differs from the first variant's";
+    }
+    ++variantsRun;
   }
+  EXPECT_GE(variantsRun, shape.m <= 4 ? 4 : shape.m <= 8 ? 3 : 2);
   dlclose(library);
 }
 
@@ -115,7 +134,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EmulatedSkinnyGemmTest,
                                            Case{16, 384, 48, 3, true, false},
                                            Case{16, 36, 200, 5, true, true},
                                            Case{2, 132, 1100, 1, true, false},
-                                           Case{4, 256, 1100, 2, false, false}),
+                                           Case{4, 256, 1100, 2, false, false},
+                                           Case{8, 260, 300, 2, true, false},
+                                           Case{5, 128, 520, 1, false, true},
+                                           Case{16, 132, 1060, 1, true, true},
+                                           Case{12, 260, 1100, 2, false, false},
+                                           Case{8, 260, 1100, 1, false, false}),
                          [](const ::testing::TestParamInfo<Case> &info) {
                            return caseName(info.param);
                          });

@@ -160,7 +160,7 @@ Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
                               const GemmOperands &operands, cudaStream_t stream,
                               int candidates) {
   int64_t m = m_, n = n_, k = k_;
-  bool contest = skinny_.kernel && !step.trans_a() && !step.trans_b() &&
+  bool contest = !skinny_.variants.empty() && !step.trans_a() && !step.trans_b() &&
                  cellpack::skinnyGemmFits(m, n, k) &&
                  step.precision() != cellpack::Precision::BF16 &&
                  step.precision() != cellpack::Precision::FP16;

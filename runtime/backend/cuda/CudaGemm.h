@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cellrun::cuda {
 
@@ -44,11 +45,20 @@ struct GemmOperands {
   const float *hostBias = nullptr;
 };
 
-/// The cell code's skinny GEMM kernel, when it has one, and the device's
-/// multiprocessor count (which sizes its k splits).
-struct SkinnyGemmKernel {
+/// One of the cell code's skinny GEMM kernels (SkinnyGemmKernel.h).
+struct SkinnyGemmVariantKernel {
   cudaKernel_t kernel = nullptr;
+  int maxRows = 0;
+  const char *name = "";
+};
+
+/// The cell code's skinny GEMM kernels, those it has, and the device's
+/// multiprocessor count (which sizes their k splits).
+struct SkinnyGemmKernel {
+  std::vector<SkinnyGemmVariantKernel> variants;
   int multiprocessors = 0;
+  /// When positive, the only k-split count the contest times (tests).
+  int splits = 0;
   /// Launched as a programmatic dependent launch (CudaLaunch.h).
   bool programmatic = false;
 };
@@ -71,7 +81,8 @@ public:
   Status enqueue(cudaStream_t stream) const;
 
   /// "m=64 n=4096 k=2048 FP32, fastest of 8 proposals: 11.2 us" or
-  /// "m=4 ..., skinny kernel, 16 k splits: 9.1 us (cuBLASLt 21.1 us)".
+  /// "m=4 ..., skinny kernel cellrun_skinny_gemm_rows4, 16 k splits: 9.1 us
+  /// (cuBLASLt 21.1 us)".
   const std::string &description() const { return description_; }
 
 private:
@@ -95,8 +106,9 @@ private:
                       const GemmOperands &operands, cudaStream_t stream,
                       int candidates);
   Status chooseAlgorithm(cudaStream_t stream, int candidates);
-  /// Times the skinny kernel at a few split counts against `cublasMicros`
-  /// (negative: no cuBLASLt algorithm runs) and keeps it when faster.
+  /// Times each skinny kernel that takes m rows at a few split counts
+  /// against `cublasMicros` (negative: no cuBLASLt algorithm runs) and
+  /// keeps the fastest when it beats cuBLASLt.
   Status contestSkinny(cudaStream_t stream, float cublasMicros);
   Status enqueueSkinny(cudaStream_t stream) const;
   /// Mean time of a few back-to-back runs after a warm-up, in microseconds.
@@ -115,9 +127,11 @@ private:
   DeviceBuffer scaledBias_;
   std::string description_;
   int64_t m_ = 0, n_ = 0, k_ = 0;
-  // The skinny kernel, when it won: its launch, k-split partial sums and
-  // per-tile arrival counters, and the bias (vector) or C (full) it adds.
+  // The skinny kernel, when it won: which, its launch, k-split partial sums
+  // and per-tile arrival counters, and the bias (vector) or C (full) it
+  // adds.
   SkinnyGemmKernel skinny_;
+  SkinnyGemmVariantKernel skinnyKernel_;
   bool useSkinny_ = false;
   int splits_ = 1, kPerSplit_ = 0;
   unsigned grid_ = 0;

@@ -1,7 +1,7 @@
 //===- CudaGemmSkinny.cpp - The skinny kernel's part of a GEMM step -------===//
 //
 // CudaGemm's contest between cuBLASLt's fastest proposal and the cell
-// code's cellrun_skinny_gemm (SkinnyGemmKernel.h) at a few k-split counts,
+// code's skinny kernels (SkinnyGemmKernel.h) at a few k-split counts,
 // the kernel's launch, and the timing both sides share.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 using namespace cellrun;
@@ -54,8 +55,11 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
                   cellpack::kSkinnyGemmTileColumns;
   int64_t base = (8 * std::max(skinny_.multiprocessors, 1) + tiles - 1) / tiles;
   base = std::max<int64_t>(1, std::min(base, k_ / (8 * m_)));
+  std::vector<int64_t> candidates = {base * 2, base, base / 2, base / 4, 1};
+  if (skinny_.splits > 0)
+    candidates = {skinny_.splits};
   std::vector<cellpack::SkinnyGemmLaunch> launches;
-  for (int64_t splits : {base * 2, base, base / 2, base / 4, int64_t(1)}) {
+  for (int64_t splits : candidates) {
     cellpack::SkinnyGemmLaunch launch =
         cellpack::skinnyGemmLaunch(n_, k_, splits);
     bool seen = std::any_of(launches.begin(), launches.end(),
@@ -79,23 +83,47 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   }
   float best = -1.0f;
   cellpack::SkinnyGemmLaunch fastest;
-  for (const auto &launch : launches) {
-    splits_ = launch.splits;
-    kPerSplit_ = launch.kPerSplit;
-    grid_ = launch.grid();
-    CELL_TRY(enqueueSkinny(stream)); // warm-up
-    auto micros = timeMicros(stream, true);
-    if (!micros.ok())
-      return micros.status();
-    if (best < 0.0f || micros.value() < best) {
-      best = micros.value();
-      fastest = launch;
+  SkinnyGemmVariantKernel chosen;
+  std::string failures; // variants that could not run, and why
+  for (const SkinnyGemmVariantKernel &variant : skinny_.variants) {
+    if (variant.maxRows < m_)
+      continue;
+    skinnyKernel_ = variant;
+    // A variant that fails to launch (its resources, say) leaves the
+    // contest to the others.
+    Status timed = [&]() -> Status {
+      for (const auto &launch : launches) {
+        splits_ = launch.splits;
+        kPerSplit_ = launch.kPerSplit;
+        grid_ = launch.grid();
+        CELL_TRY(enqueueSkinny(stream)); // warm-up
+        auto micros = timeMicros(stream, true);
+        if (!micros.ok())
+          return micros.status();
+        if (best < 0.0f || micros.value() < best) {
+          best = micros.value();
+          fastest = launch;
+          chosen = variant;
+        }
+      }
+      return Status::ok();
+    }();
+    if (!timed.isOk()) {
+      cudaGetLastError(); // clears a launch error; a sticky one stays
+      failures += std::string(failures.empty() ? "" : "; ") + variant.name +
+                  ": " + timed.message();
     }
   }
+  if (best < 0.0f)
+    return Status(StatusCode::Unsupported,
+                  "no skinny kernel of the cell's code runs " +
+                      std::to_string(m_) + " rows" +
+                      (failures.empty() ? "" : " (" + failures + ")"));
+  skinnyKernel_ = chosen;
   splits_ = fastest.splits;
   kPerSplit_ = fastest.kPerSplit;
   grid_ = fastest.grid();
-  char text[128];
+  char text[160];
   useSkinny_ = cublasMicros < 0.0f || best < cublasMicros;
   // CELL_CUDA_GEMM=skinny or =cublas decides the contest (tests, A/B runs).
   const char *forced = std::getenv("CELL_CUDA_GEMM");
@@ -105,11 +133,14 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
     useSkinny_ = false;
   if (useSkinny_)
     std::snprintf(text, sizeof text,
-                  ", skinny kernel, %d k splits: %.1f us (cuBLASLt %.1f us)",
-                  splits_, best, cublasMicros);
+                  ", skinny kernel %s, %d k splits: %.1f us (cuBLASLt %.1f us)",
+                  skinnyKernel_.name, splits_, best, cublasMicros);
   else
-    std::snprintf(text, sizeof text, " (skinny kernel %.1f us)", best);
+    std::snprintf(text, sizeof text, " (skinny kernel %s %.1f us)",
+                  skinnyKernel_.name, best);
   description_ += text;
+  if (!failures.empty())
+    description_ += " (failed: " + failures + ")";
   return Status::ok();
 }
 
@@ -121,7 +152,7 @@ Status CudaGemm::enqueueSkinny(cudaStream_t stream) const {
   float alpha = alpha_, beta = skinnyBeta_;
   void *args[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,
                   &m, &n, &k,    &splits, &kPerSplit, &alpha,   &beta};
-  CELL_CUDA_TRY(launchKernel(skinny_.kernel, dim3(grid_),
+  CELL_CUDA_TRY(launchKernel(skinnyKernel_.kernel, dim3(grid_),
                              dim3(cellpack::kSkinnyGemmBlockSize), args, stream,
                              skinny_.programmatic));
   return Status::ok();

@@ -32,12 +32,16 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
   runner->workspace_ = std::move(workspace).value();
   if (!plan.steps())
     return runner;
-  // Artifacts from before the skinny kernel run every GEMM on cuBLASLt.
+  // Artifacts from before the skinny kernels run every GEMM on cuBLASLt;
+  // those from before its variants have only the first.
   SkinnyGemmKernel skinny;
   skinny.multiprocessors = multiprocessors;
   skinny.programmatic = cell.launchesProgrammatically();
-  if (auto kernel = cell.kernel(cellpack::kSkinnyGemmKernelName); kernel.ok())
-    skinny.kernel = kernel.value();
+  for (const cellpack::SkinnyGemmVariant &variant :
+       cellpack::kSkinnyGemmVariants)
+    if (auto kernel = cell.kernel(variant.name); kernel.ok())
+      skinny.variants.push_back(
+          {kernel.value(), variant.maxRows, variant.name});
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
     Step step;
     if (const cellpack::GemmStep *gemm = taskStep->step_as_GemmStep()) {
