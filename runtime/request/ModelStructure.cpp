@@ -372,6 +372,17 @@ Status analyzeSeq2Seq(const LoadedArtifact &artifact,
   if (Status tokens = resolveDecoderTokens(artifact, unfolding, dec, structure);
       !tokens.isOk())
     return tokens;
+  // BOS is the decoder's first token: it must index the table its token
+  // input reads (from the end when negative, as a Gather does).
+  for (size_t d = 0; d < decoder->dataInputs.size(); ++d) {
+    int64_t limit = decoder->dataLimits[d];
+    if (decoder->dataInputs[d] != structure.decoderTokenInput || limit <= 0)
+      continue;
+    if (structure.bosToken < -limit || structure.bosToken >= limit)
+      return fail(artifact, "bos_token " + std::to_string(structure.bosToken) +
+                                " is outside the decoder's vocabulary (0.." +
+                                std::to_string(limit - 1) + ")");
+  }
   if (Status initial = resolveInitialState(artifact, unfolding, encoder.value(),
                                            dec, structure);
       !initial.isOk())

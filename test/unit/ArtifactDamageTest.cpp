@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -156,6 +157,46 @@ TEST_P(ArtifactDamage, WhatTheChecksAcceptServesAtEveryBatchSize) {
   EXPECT_GT(served, 0);
   std::printf("%s: %d damaged artifacts refused by the checks, %d served\n",
               GetParam(), refused, served);
+}
+
+TEST(ArtifactDamageTargeted, ABosTokenOutsideTheDecodersVocabularyIsRefused) {
+  // Found by the random damage above (the attention example, seed 7): a
+  // BOS the decoder's token table does not have passed the checks and
+  // failed every request at its first decoder step.
+  std::string path = cellc::testing::exampleArtifactPath("seq2seq");
+  std::vector<uint8_t> file = readFile(path);
+  ASSERT_FALSE(file.empty()) << path;
+  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
+  std::vector<uint8_t> model(envelope->payload()->begin(),
+                             envelope->payload()->end());
+  const cellpack::Unfolding *unfolding =
+      flatbuffers::GetRoot<cellpack::Model>(model.data())->unfolding();
+  ASSERT_NE(unfolding, nullptr);
+  // A generated table is a flatbuffers::Table (a private base at offset 0).
+  const uint8_t *field =
+      reinterpret_cast<const flatbuffers::Table *>(unfolding)->GetAddressOf(
+          cellpack::Unfolding::VT_BOS_TOKEN);
+  ASSERT_NE(field, nullptr) << "the example's BOS is stored (not 0)";
+  auto withBos = [&](int64_t bos) {
+    std::vector<uint8_t> damaged = model;
+    std::memcpy(damaged.data() + (field - model.data()), &bos, sizeof bos);
+    auto artifact =
+        loadArtifactFromBytes(wrap(damaged, envelope->format_version()),
+                              "bos " + std::to_string(bos));
+    if (!artifact.ok())
+      return artifact.status().message();
+    Status checked = Engine::check(artifact.value());
+    return checked.isOk() ? std::string() : checked.message();
+  };
+  // Rows from the end count, as in a Gather: -1 is the last token.
+  EXPECT_EQ(withBos(-1), "");
+  for (int64_t bos : {int64_t(15728641), int64_t(-100000)}) {
+    std::string refusal = withBos(bos);
+    EXPECT_NE(refusal.find("bos_token " + std::to_string(bos) +
+                           " is outside the decoder's vocabulary (0.."),
+              std::string::npos)
+        << refusal;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ArtifactDamage,
