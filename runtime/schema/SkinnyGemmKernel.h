@@ -40,15 +40,18 @@ namespace cellpack {
 /// The kernels (all take the same arguments) and the rows each computes at
 /// most. The first is the one artifacts have carried since the skinny
 /// kernel came; the others came later (a runtime uses those it finds).
+/// Those that gather A take its row indices (`aRows`, null for dense rows)
+/// right after A.
 struct SkinnyGemmVariant {
   const char *name;
   int maxRows;
+  bool gathersA;
 };
 constexpr SkinnyGemmVariant kSkinnyGemmVariants[] = {
-    {"cellrun_skinny_gemm", 16},
-    {"cellrun_skinny_gemm_rows4", 4},
-    {"cellrun_skinny_gemm_rows8", 8},
-    {"cellrun_skinny_gemm_rows16", 16}};
+    {"cellrun_skinny_gemm", 16, false},
+    {"cellrun_skinny_gemm_rows4", 4, true},
+    {"cellrun_skinny_gemm_rows8", 8, true},
+    {"cellrun_skinny_gemm_rows16", 16, true}};
 /// Rows the kernels compute at most, and the threads of their blocks.
 constexpr int kSkinnyGemmMaxRows = 16;
 constexpr int kSkinnyGemmBlockSize = 128;
@@ -116,9 +119,12 @@ cellrun_skinny_finish(float4 s, float alpha, float beta, const float *bias,
 // rows: every variant adds a column's products in the same order (k
 // ascending within a warp, then the warps, then the slices), so all give
 // the same bits for the same rows and splits.
+// With aRows, row r of A is row aRows[r] of `a` (rows of k floats: a state
+// pool), so a gather before the GEMM need not run.
 template <int kMaxRows, int kGroups, bool kEarlyLoads>
 static __device__ __forceinline__ void cellrun_skinny_gemm_body(
-    const float *__restrict__ a, const float *__restrict__ b,
+    const float *__restrict__ a, const int *__restrict__ aRows,
+    const float *__restrict__ b,
     const float *__restrict__ bias, const float *__restrict__ c,
     float *__restrict__ d, float *__restrict__ partial,
     unsigned *__restrict__ counters, int m, int n, int k, int splits,
@@ -168,7 +174,8 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     for (int i = threadIdx.x; i < m * (rows / 4); i += 128) {
       const int r = i / (rows / 4), q = i % (rows / 4);
       shared[r * 128 + q] =
-          *reinterpret_cast<const float4 *>(a + (size_t)r * k + chunk + q * 4);
+          *reinterpret_cast<const float4 *>(a + (size_t)(aRows ? aRows[r] : r) * k +
+                                            chunk + q * 4);
     }
     __syncthreads();
     if (!inside)
@@ -304,71 +311,89 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     counters[tile] = 0u; // ready for the next launch on the stream
 }
 #define CELLRUN_SKINNY_GEMM_PARAMETERS                                         \
-  const float *__restrict__ a, const float *__restrict__ b,                    \
-      const float *__restrict__ bias, const float *__restrict__ c,             \
-      float *__restrict__ d, float *__restrict__ partial,                      \
-      unsigned *__restrict__ counters, int m, int n, int k, int splits,        \
-      int kPerSplit, float alpha, float beta
+  const float *__restrict__ b, const float *__restrict__ bias,                 \
+      const float *__restrict__ c, float *__restrict__ d,                      \
+      float *__restrict__ partial, unsigned *__restrict__ counters, int m,     \
+      int n, int k, int splits, int kPerSplit, float alpha, float beta
 #define CELLRUN_SKINNY_GEMM_ARGUMENTS                                          \
-  a, b, bias, c, d, partial, counters, m, n, k, splits, kPerSplit, alpha, beta
+  b, bias, c, d, partial, counters, m, n, k, splits, kPerSplit, alpha, beta
 // Up to 16 rows, one group of four rows of B in flight a thread (the
 // kernel as it was before the variants: 96 registers, five blocks an SM).
 extern "C" __global__ void __launch_bounds__(128, 5)
-    cellrun_skinny_gemm(CELLRUN_SKINNY_GEMM_PARAMETERS) {
-  cellrun_skinny_gemm_body<16, 1, false>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+    cellrun_skinny_gemm(const float *__restrict__ a,
+                        CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<16, 1, false>(a, nullptr,
+                                         CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 // Up to 4, 8 and 16 rows with four, four and two groups in flight, the
 // first before A is staged: more of B's bytes requested before the first
 // multiply (a block's slice is often a single pass), four blocks an SM for
-// the registers they take (up to 128).
+// the registers they take (up to 128). A's rows may be gathered (aRows
+// not null).
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows4(CELLRUN_SKINNY_GEMM_PARAMETERS) {
-  cellrun_skinny_gemm_body<4, 4, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+    cellrun_skinny_gemm_rows4(const float *__restrict__ a,
+                              const int *__restrict__ aRows,
+                              CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<4, 4, true>(a, aRows, CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows8(CELLRUN_SKINNY_GEMM_PARAMETERS) {
-  cellrun_skinny_gemm_body<8, 4, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+    cellrun_skinny_gemm_rows8(const float *__restrict__ a,
+                              const int *__restrict__ aRows,
+                              CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<8, 4, true>(a, aRows, CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows16(CELLRUN_SKINNY_GEMM_PARAMETERS) {
-  cellrun_skinny_gemm_body<16, 2, true>(CELLRUN_SKINNY_GEMM_ARGUMENTS);
+    cellrun_skinny_gemm_rows16(const float *__restrict__ a,
+                               const int *__restrict__ aRows,
+                               CELLRUN_SKINNY_GEMM_PARAMETERS) {
+  cellrun_skinny_gemm_body<16, 2, true>(a, aRows,
+                                        CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 #ifdef CELL_CUDA_EMULATION
-template <typename Kernel>
-void cellrun_skinny_gemm_emulate(Kernel kernel, void **args, unsigned grid,
+// Launchers on the CPU: args as for the kernel, the gathering variants'
+// aRows second.
+template <typename Call>
+void cellrun_skinny_gemm_emulate(Call call, void **args, unsigned grid,
                                  unsigned block) {
-  cellEmulateLaunch(grid, block, true, [&] {
-    kernel(*static_cast<const float *const *>(args[0]),
-           *static_cast<const float *const *>(args[1]),
-           *static_cast<const float *const *>(args[2]),
-           *static_cast<const float *const *>(args[3]),
-           *static_cast<float *const *>(args[4]),
-           *static_cast<float *const *>(args[5]),
-           *static_cast<unsigned *const *>(args[6]),
-           *static_cast<const int *>(args[7]), *static_cast<const int *>(args[8]),
-           *static_cast<const int *>(args[9]),
-           *static_cast<const int *>(args[10]),
-           *static_cast<const int *>(args[11]),
-           *static_cast<const float *>(args[12]),
-           *static_cast<const float *>(args[13]));
-  });
+  cellEmulateLaunch(grid, block, true, [&] { call(args); });
 }
+#define CELLRUN_SKINNY_GEMM_EMULATED_ARGUMENTS(first)                           \
+  *static_cast<const float *const *>(args[first]),                             \
+      *static_cast<const float *const *>(args[first + 1]),                     \
+      *static_cast<const float *const *>(args[first + 2]),                     \
+      *static_cast<float *const *>(args[first + 3]),                           \
+      *static_cast<float *const *>(args[first + 4]),                           \
+      *static_cast<unsigned *const *>(args[first + 5]),                        \
+      *static_cast<const int *>(args[first + 6]),                              \
+      *static_cast<const int *>(args[first + 7]),                              \
+      *static_cast<const int *>(args[first + 8]),                              \
+      *static_cast<const int *>(args[first + 9]),                              \
+      *static_cast<const int *>(args[first + 10]),                             \
+      *static_cast<const float *>(args[first + 11]),                           \
+      *static_cast<const float *>(args[first + 12])
 extern "C" void cellrun_skinny_gemm__emulate(void **args, unsigned grid,
                                              unsigned block) {
-  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm, args, grid, block);
+  cellrun_skinny_gemm_emulate(
+      [](void **args) {
+        cellrun_skinny_gemm(*static_cast<const float *const *>(args[0]),
+                            CELLRUN_SKINNY_GEMM_EMULATED_ARGUMENTS(1));
+      },
+      args, grid, block);
 }
-extern "C" void cellrun_skinny_gemm_rows4__emulate(void **args, unsigned grid,
-                                                   unsigned block) {
-  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows4, args, grid, block);
-}
-extern "C" void cellrun_skinny_gemm_rows8__emulate(void **args, unsigned grid,
-                                                   unsigned block) {
-  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows8, args, grid, block);
-}
-extern "C" void cellrun_skinny_gemm_rows16__emulate(void **args, unsigned grid,
-                                                    unsigned block) {
-  cellrun_skinny_gemm_emulate(cellrun_skinny_gemm_rows16, args, grid, block);
-}
+#define CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(name)                              \
+  extern "C" void name##__emulate(void **args, unsigned grid,                 \
+                                  unsigned block) {                            \
+    cellrun_skinny_gemm_emulate(                                               \
+        [](void **args) {                                                      \
+          name(*static_cast<const float *const *>(args[0]),                    \
+               *static_cast<const int *const *>(args[1]),                      \
+               CELLRUN_SKINNY_GEMM_EMULATED_ARGUMENTS(2));                     \
+        },                                                                     \
+        args, grid, block);                                                    \
+  }
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows4)
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows8)
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows16)
 #endif
 #endif
 )cuda";

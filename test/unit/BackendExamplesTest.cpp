@@ -62,11 +62,28 @@ size_t rowBytesOf(const cellpack::TensorSpec &spec) {
 struct ExampleArtifact {
   const char *model;
   /// "fp32": model.cellpack; else model-<p>.cellpack ("hoisted": fp32
-  /// with the input projection in a cell of its own).
+  /// with the input projection in a cell of its own; "unfused": fp32 with
+  /// no step fused into one kernel).
   const char *precision;
   /// The t of |got - want| <= t |want| + t/10 (0: 1e-5 in fp32, 5e-3 in
   /// reduced precision).
   float tolerance = 0;
+  /// The CUDA backend made to run GEMMs of few rows on its skinny kernels
+  /// (CELL_CUDA_GEMM=skinny while the executor is created).
+  bool forceSkinny = false;
+};
+
+/// CELL_CUDA_GEMM=skinny while it lives, when `force`.
+struct ForcedSkinnyGemm {
+  bool force;
+  explicit ForcedSkinnyGemm(bool force) : force(force) {
+    if (force)
+      setenv("CELL_CUDA_GEMM", "skinny", 1);
+  }
+  ~ForcedSkinnyGemm() {
+    if (force)
+      unsetenv("CELL_CUDA_GEMM");
+  }
 };
 
 std::string caseName(const ExampleArtifact &example) {
@@ -332,7 +349,10 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   auto loaded = loadArtifact(artifactPath(example));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
-  auto created = Executor::create(artifact, kPoolRows, options_);
+  auto created = [&] {
+    ForcedSkinnyGemm forced(example.forceSkinny);
+    return Executor::create(artifact, kPoolRows, options_);
+  }();
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Executor &executor = *created.value();
   float tolerance = toleranceFor(example, *artifact);
@@ -396,7 +416,10 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   ExecutorOptions options = options_;
   options.tasksInFlight = 2;
-  auto created = Executor::create(artifact, kPoolRows, options);
+  auto created = [&] {
+    ForcedSkinnyGemm forced(example.forceSkinny);
+    return Executor::create(artifact, kPoolRows, options);
+  }();
   ASSERT_TRUE(created.ok()) << created.status().toString();
   Executor &executor = *created.value();
   float tolerance = toleranceFor(example, *artifact);
@@ -490,7 +513,11 @@ INSTANTIATE_TEST_SUITE_P(
         ExampleArtifact{"mamba", "tf32"}, ExampleArtifact{"rwkv", "tf32"},
         ExampleArtifact{"slstm", "tf32", 3e-2f},
         // The input projection hoisted into a cell of its own (fp32).
-        ExampleArtifact{"gru", "hoisted"}),
+        ExampleArtifact{"gru", "hoisted"},
+        // Every GEMM apart from its kernels (fp32), on the skinny kernels
+        // up to 16 rows: on a GPU they read the state rows where they lie,
+        // the gather before them left out.
+        ExampleArtifact{"lstm", "unfused", 0, true}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return caseName(info.param);
     });

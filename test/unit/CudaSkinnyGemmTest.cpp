@@ -9,7 +9,8 @@
 // each GEMM runs twice (the k-split counters must be reset between runs).
 // Where the kernel is made to win, every variant also runs at one and at
 // three k slices (each thread's passes over the whole of k), with the same
-// bits from all, and none may spill registers to local memory.
+// bits from all (and from A's rows read where they lie in a larger pool, for
+// the variants that gather), and none may spill registers to local memory.
 //
 //===----------------------------------------------------------------------===//
 #include "cellrun/Device.h"
@@ -26,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -174,13 +176,14 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   std::vector<double> expected = hostGemm(a, b, bias, m, n, k, alpha, beta);
   // Runs `gemm` twice (the k-split counters must be reset between runs),
   // checks D against the double GEMM and returns it.
-  auto runAndCheck = [&](const CudaGemm &gemm) {
+  auto runAndCheck = [&](const CudaGemm &gemm,
+                         const GatheredRows *gathered = nullptr) {
     std::vector<float> d(size_t(m) * n);
     for (int run = 0; run < 2; ++run) {
       EXPECT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
                                 size_t(m) * n * sizeof(float), stream),
                 cudaSuccess);
-      EXPECT_TRUE(gemm.enqueue(stream).isOk());
+      EXPECT_TRUE(gemm.enqueue(stream, gathered).isOk());
       EXPECT_EQ(cudaMemcpyAsync(d.data(), deviceD->data(),
                                 d.size() * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream),
@@ -225,6 +228,23 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
   if (shape.forceSkinny) {
     // One k slice and three: each variant's passes and chunks over the whole
     // of k, and the same bits from every variant at the same split count.
+    // A's rows scattered over a pool of 2m + 3 rows, for the variants that
+    // read them where they lie.
+    std::vector<int32_t> poolRows(m);
+    std::vector<float> pool(size_t(2 * m + 3) * k, 0.0f);
+    for (int r = 0; r < m; ++r) {
+      poolRows[r] = 2 * (m - 1 - r) + 1;
+      std::copy(a.begin() + size_t(r) * k, a.begin() + size_t(r + 1) * k,
+                pool.begin() + size_t(poolRows[r]) * k);
+    }
+    DeviceBuffer devicePool = uploadedBuffer(pool);
+    auto deviceRows = DeviceBuffer::allocate(poolRows.size() * sizeof(int32_t));
+    ASSERT_TRUE(deviceRows.ok());
+    ASSERT_TRUE(uploadNow(deviceRows->data(), poolRows.data(),
+                          poolRows.size() * sizeof(int32_t))
+                    .isOk());
+    GatheredRows gathered{devicePool.data(), reinterpret_cast<const int32_t *>(
+                                                 deviceRows->data())};
     for (int splits : {1, 3}) {
       std::vector<float> first;
       for (const SkinnyGemmVariantKernel &variant : variants) {
@@ -243,6 +263,14 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
           EXPECT_EQ(
               std::memcmp(d.data(), first.data(), d.size() * sizeof(float)), 0)
               << "not the same bits as " << variants[0].name;
+        EXPECT_EQ((*gemm)->gathersA(), variant.gathersA);
+        if (variant.gathersA) {
+          std::vector<float> fromPool = runAndCheck(**gemm, &gathered);
+          EXPECT_EQ(
+              std::memcmp(fromPool.data(), d.data(), d.size() * sizeof(float)),
+              0)
+              << "A's rows read in the pool give other bits";
+        }
       }
     }
     // Registers past what the launch bounds allow spill to local memory,
@@ -260,8 +288,9 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
       }
       std::printf("%s: %d registers, %zu bytes of local memory a thread\n",
                   variant.name, attributes.numRegs, attributes.localSizeBytes);
-      if (std::string(variant.name) != cellpack::kSkinnyGemmVariants[0].name)
+      if (std::string(variant.name) != cellpack::kSkinnyGemmVariants[0].name) {
         EXPECT_EQ(attributes.localSizeBytes, 0u) << variant.name << " spills";
+      }
     }
   }
   cudaStreamDestroy(stream);

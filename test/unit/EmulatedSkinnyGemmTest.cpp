@@ -3,7 +3,8 @@
 // The skinny GEMM kernels (SkinnyGemmKernel.h), as every cell's CUDA code
 // carries them, each that takes the rows run through its emulation launcher
 // against a double-precision GEMM and against each other (the variants add
-// in the same order, so their bits must agree):
+// in the same order, so their bits must agree; those that gather A also
+// with A's rows read where they lie in a larger pool):
 // row counts 1..16, column tiles cut short, k not a multiple of a slice, one
 // slice and several (the last-block reduction), slices longer than the
 // 512 values of k the kernel stages in shared memory at a time, a bias vector,
@@ -81,6 +82,16 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
       expected[size_t(r) * n + j] = value;
     }
 
+  // A's rows scattered over a pool of 2m + 3 rows (row r at poolRows[r]),
+  // for the variants that read them where they lie.
+  std::vector<int> poolRows(m);
+  std::vector<float> pool(size_t(2 * m + 3) * k, NAN);
+  for (int r = 0; r < m; ++r) {
+    poolRows[r] = 2 * (m - 1 - r) + 1;
+    std::memcpy(pool.data() + size_t(poolRows[r]) * k, a.data() + size_t(r) * k,
+                size_t(k) * sizeof(float));
+  }
+
   std::vector<float> firstResult; // the first variant's D
   int variantsRun = 0;
   for (const cellpack::SkinnyGemmVariant &variant :
@@ -92,18 +103,27 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
         dlsym(library, (std::string(variant.name) + "__emulate").c_str()));
     ASSERT_NE(gemm, nullptr);
     for (int launchIndex = 0; launchIndex < 2; ++launchIndex) {
+      // A gathering variant's second launch reads A's rows in the pool.
+      bool gathered = variant.gathersA && launchIndex == 1;
       std::vector<float> d(size_t(m) * n, NAN);
-      const float *aPointer = a.data(), *bPointer = b.data();
+      const float *aPointer = gathered ? pool.data() : a.data();
+      const int *aRowsPointer = gathered ? poolRows.data() : nullptr;
+      const float *bPointer = b.data();
       const float *biasPointer = shape.bias ? biasValues.data() : nullptr;
       const float *cPointer = shape.fullC ? cValues.data() : nullptr;
       float *dPointer = d.data(), *partialPointer = partial.data();
       unsigned *counterPointer = counters.data();
       int splits = geometry.splits, kPerSplit = geometry.kPerSplit;
-      void *args[] = {
+      void *dense[] = {
           &aPointer,       &bPointer,       &biasPointer, &cPointer, &dPointer,
           &partialPointer, &counterPointer, &m,           &n,        &k,
           &splits,         &kPerSplit,      &alpha,       &beta};
-      gemm(args, geometry.grid(), cellpack::kSkinnyGemmBlockSize);
+      void *withRows[] = {
+          &aPointer, &aRowsPointer,   &bPointer,       &biasPointer, &cPointer,
+          &dPointer, &partialPointer, &counterPointer, &m,           &n,
+          &k,        &splits,         &kPerSplit,      &alpha,       &beta};
+      gemm(variant.gathersA ? withRows : dense, geometry.grid(),
+           cellpack::kSkinnyGemmBlockSize);
       for (int r = 0; r < m; ++r)
         for (int j = 0; j < n; ++j) {
           double want = expected[size_t(r) * n + j];
@@ -118,7 +138,8 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
         ASSERT_EQ(
             std::memcmp(d.data(), firstResult.data(), d.size() * sizeof(float)),
             0)
-            << "launch " << launchIndex << " differs from the first variant's";
+            << "launch " << launchIndex << (gathered ? " (gathered A)" : "")
+            << " differs from the first variant's";
     }
     ++variantsRun;
   }

@@ -160,8 +160,8 @@ Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
                               const GemmOperands &operands, cudaStream_t stream,
                               int candidates) {
   int64_t m = m_, n = n_, k = k_;
-  bool contest = !skinny_.variants.empty() && !step.trans_a() && !step.trans_b() &&
-                 cellpack::skinnyGemmFits(m, n, k) &&
+  bool contest = !skinny_.variants.empty() && !step.trans_a() &&
+                 !step.trans_b() && cellpack::skinnyGemmFits(m, n, k) &&
                  step.precision() != cellpack::Precision::BF16 &&
                  step.precision() != cellpack::Precision::FP16;
   for (const void *pointer : std::initializer_list<const void *>{
@@ -249,9 +249,13 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
   return Status::ok();
 }
 
-Status CudaGemm::enqueue(cudaStream_t stream) const {
+Status CudaGemm::enqueue(cudaStream_t stream,
+                         const GatheredRows *gathered) const {
+  if (gathered && !gathersA())
+    return Status(StatusCode::Internal,
+                  "a GEMM was given gathered rows of A but does not gather");
   if (useSkinny_)
-    return enqueueSkinny(stream);
+    return enqueueSkinny(stream, gathered);
   CELL_CUBLAS_TRY(lt().cublasLtMatmul(handle_, operation_, &alpha_, b_,
                                       layoutA_, a_, layoutB_, &beta_, c_,
                                       layoutC_, d_, layoutD_, &algorithm_,

@@ -50,6 +50,15 @@ struct SkinnyGemmVariantKernel {
   cudaKernel_t kernel = nullptr;
   int maxRows = 0;
   const char *name = "";
+  /// Takes A's row indices after A (SkinnyGemmKernel.h).
+  bool gathersA = false;
+};
+
+/// A's rows where they lie: row r of A is row rows[r] of `data` (rows of k
+/// floats, a state pool).
+struct GatheredRows {
+  const void *data = nullptr;
+  const int32_t *rows = nullptr;
 };
 
 /// The cell code's skinny GEMM kernels, those it has, and the device's
@@ -77,8 +86,13 @@ public:
   CudaGemm(const CudaGemm &) = delete;
   CudaGemm &operator=(const CudaGemm &) = delete;
 
-  /// Enqueues the GEMM on `stream`.
-  Status enqueue(cudaStream_t stream) const;
+  /// Enqueues the GEMM on `stream`; with `gathered`, A's rows are read
+  /// where they lie (only when gathersA()).
+  Status enqueue(cudaStream_t stream,
+                 const GatheredRows *gathered = nullptr) const;
+  /// Whether the chosen kernel reads A's rows through an index list, so a
+  /// gather of them before the GEMM can be left out.
+  bool gathersA() const { return useSkinny_ && skinnyKernel_.gathersA; }
 
   /// "m=64 n=4096 k=2048 FP32, fastest of 8 proposals: 11.2 us" or
   /// "m=4 ..., skinny kernel cellrun_skinny_gemm_rows4, 16 k splits: 9.1 us
@@ -110,7 +124,8 @@ private:
   /// against `cublasMicros` (negative: no cuBLASLt algorithm runs) and
   /// keeps the fastest when it beats cuBLASLt.
   Status contestSkinny(cudaStream_t stream, float cublasMicros);
-  Status enqueueSkinny(cudaStream_t stream) const;
+  Status enqueueSkinny(cudaStream_t stream,
+                       const GatheredRows *gathered = nullptr) const;
   /// Mean time of a few back-to-back runs after a warm-up, in microseconds.
   Result<float> timeMicros(cudaStream_t stream, bool skinny);
 

@@ -144,16 +144,23 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   return Status::ok();
 }
 
-Status CudaGemm::enqueueSkinny(cudaStream_t stream) const {
-  const void *a = a_, *b = b_, *bias = skinnyBias_, *c = skinnyC_;
+Status CudaGemm::enqueueSkinny(cudaStream_t stream,
+                               const GatheredRows *gathered) const {
+  const void *a = gathered ? gathered->data : a_;
+  const int32_t *aRows = gathered ? gathered->rows : nullptr;
+  const void *b = b_, *bias = skinnyBias_, *c = skinnyC_;
   void *d = d_, *partial = partial_.data(), *counters = counters_.data();
   int m = static_cast<int>(m_), n = static_cast<int>(n_),
       k = static_cast<int>(k_), splits = splits_, kPerSplit = kPerSplit_;
   float alpha = alpha_, beta = skinnyBeta_;
-  void *args[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,
-                  &m, &n, &k,    &splits, &kPerSplit, &alpha,   &beta};
-  CELL_CUDA_TRY(launchKernel(skinnyKernel_.kernel, dim3(grid_),
-                             dim3(cellpack::kSkinnyGemmBlockSize), args, stream,
-                             skinny_.programmatic));
+  // The gathering variants take A's row indices after A.
+  void *dense[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,
+                   &m, &n, &k,    &splits, &kPerSplit, &alpha,   &beta};
+  void *withRows[] = {&a, &aRows,   &b,         &bias,  &c,
+                      &d, &partial, &counters,  &m,     &n,
+                      &k, &splits,  &kPerSplit, &alpha, &beta};
+  CELL_CUDA_TRY(launchKernel(
+      skinnyKernel_.kernel, dim3(grid_), dim3(cellpack::kSkinnyGemmBlockSize),
+      skinnyKernel_.gathersA ? withRows : dense, stream, skinny_.programmatic));
   return Status::ok();
 }

@@ -3,6 +3,8 @@
 
 #include "CudaCheck.h"
 
+#include "artifact/GatherFolds.h"
+
 #include "SkinnyGemmKernel.h"
 
 #include <string>
@@ -41,7 +43,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
        cellpack::kSkinnyGemmVariants)
     if (auto kernel = cell.kernel(variant.name); kernel.ok())
       skinny.variants.push_back(
-          {kernel.value(), variant.maxRows, variant.name});
+          {kernel.value(), variant.maxRows, variant.name, variant.gathersA});
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
     Step step;
     if (const cellpack::GemmStep *gemm = taskStep->step_as_GemmStep()) {
@@ -85,7 +87,18 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
     }
     runner->steps_.push_back(std::move(step));
   }
+  runner->foldGathers();
   return runner;
+}
+
+void CudaTaskRunner::foldGathers() {
+  for (const GatherFold &fold : gatherFolds(plan_)) {
+    Step &gemm = steps_[fold.gemmStep];
+    if (!gemm.gemm || !gemm.gemm->gathersA())
+      continue; // cuBLASLt or a skinny kernel that reads A dense
+    steps_[fold.gatherStep].folded = true;
+    gemm.gatherInput = static_cast<int>(fold.cellInput);
+  }
 }
 
 Result<void *> CudaTaskRunner::resolve(const cellpack::ValueRef &ref,
@@ -168,10 +181,23 @@ Status CudaTaskRunner::enqueue(int64_t rows, const DeviceTaskViews &views,
                       " rows does not fit the batch-" +
                       std::to_string(plan_.batch_size()) + " plan");
   for (const Step &step : steps_) {
-    if (step.gemm)
+    if (step.folded)
+      continue; // the GEMM after it reads the rows where they lie
+    if (step.gemm && step.gatherInput >= 0) {
+      size_t input = static_cast<size_t>(step.gatherInput);
+      if (input >= views.inputs.size())
+        return Status(StatusCode::InvalidArgument,
+                      "cell '" + cell_.cell().name()->str() +
+                          "': a GEMM reads a cell input the task did not "
+                          "provide");
+      GatheredRows gathered{views.inputs[input],
+                            views.inputRows + input * plan_.batch_size()};
+      CELL_TRY(step.gemm->enqueue(stream, &gathered));
+    } else if (step.gemm) {
       CELL_TRY(step.gemm->enqueue(stream));
-    else
+    } else {
       CELL_TRY(launch(step.launch, rows, views, stream));
+    }
   }
   return Status::ok();
 }

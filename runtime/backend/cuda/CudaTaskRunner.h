@@ -58,6 +58,10 @@ private:
   struct Step {
     std::unique_ptr<CudaGemm> gemm; // or
     Launch launch{};
+    /// A gather left out: the GEMM after it reads the rows where they lie.
+    bool folded = false;
+    /// A GEMM reading A's rows in the pool of this cell input, or -1.
+    int gatherInput = -1;
   };
 
   CudaTaskRunner(const CudaCell &cell, const cellpack::BatchPlan &plan)
@@ -66,6 +70,11 @@ private:
                          const DeviceTaskViews *views) const;
   Status launch(const Launch &launch, int64_t rows,
                 const DeviceTaskViews &views, cudaStream_t stream) const;
+  /// Leaves out a kernel step that only gathers a state pool's rows into
+  /// the A of the GEMM after it, when that GEMM's kernel reads them where
+  /// they lie (the skinny kernels that gather) and nothing else reads the
+  /// gathered copy.
+  void foldGathers();
 
   const CudaCell &cell_;
   const cellpack::BatchPlan &plan_;

@@ -1,0 +1,110 @@
+//===- GatherFolds.cpp - Gathers a GEMM could read in place -------------===//
+#include "artifact/GatherFolds.h"
+
+using namespace cellrun;
+
+namespace {
+/// Bytes of an fp32 value at the plan's batch size.
+int64_t bytesOf(const cellpack::ValueRef &ref) {
+  int64_t count = 4;
+  if (ref.shape())
+    for (int64_t dim : *ref.shape())
+      count *= dim;
+  return count;
+}
+
+/// Whether `ref` is a workspace value overlapping [offset, offset + bytes).
+bool overlaps(const cellpack::ValueRef *ref, uint64_t offset, int64_t bytes) {
+  if (!ref || ref->kind() != cellpack::ValueKind::Workspace)
+    return false;
+  uint64_t begin = ref->offset(), end = begin + bytesOf(*ref);
+  return begin < offset + static_cast<uint64_t>(bytes) && offset < end;
+}
+
+bool sameShape(const cellpack::ValueRef &x, const cellpack::ValueRef &y) {
+  if (!x.shape() || !y.shape() || x.shape()->size() != 2 ||
+      y.shape()->size() != 2)
+    return false;
+  return x.shape()->Get(0) == y.shape()->Get(0) &&
+         x.shape()->Get(1) == y.shape()->Get(1);
+}
+
+/// The cell input `step` only gathers into `target`, or -1.
+int64_t pureGatherInto(const cellpack::KernelStep &step,
+                       const cellpack::ValueRef &target) {
+  const cellpack::PortableRegion *region = step.region();
+  if (!region || !region->ops() || region->ops()->size() != 1 ||
+      region->num_inputs() != 1 || !step.inputs() ||
+      step.inputs()->size() != 1 || !step.outputs() ||
+      step.outputs()->size() != 1 || !step.input_access() ||
+      step.input_access()->size() != 1 || !step.output_access() ||
+      step.output_access()->size() != 1)
+    return -1;
+  const cellpack::PortableOp &op = *region->ops()->Get(0);
+  bool identity = op.opcode() == cellpack::OpCode::Identity && op.operands() &&
+                  op.operands()->size() == 1 && op.operands()->Get(0) == 0 &&
+                  op.results() && op.results()->size() == 1 &&
+                  region->results() && region->results()->size() == 1 &&
+                  region->results()->Get(0) == op.results()->Get(0);
+  const cellpack::ValueRef &in = *step.inputs()->Get(0);
+  const cellpack::ValueRef &out = *step.outputs()->Get(0);
+  if (!identity || in.kind() != cellpack::ValueKind::CellInput ||
+      step.input_access()->Get(0) != cellpack::Access::Gather ||
+      in.dtype() != cellpack::DType::F32 ||
+      out.kind() != cellpack::ValueKind::Workspace ||
+      step.output_access()->Get(0) != cellpack::Access::Dense ||
+      out.dtype() != cellpack::DType::F32 ||
+      target.kind() != cellpack::ValueKind::Workspace ||
+      target.dtype() != cellpack::DType::F32 ||
+      out.offset() != target.offset() || !sameShape(in, out) ||
+      !sameShape(out, target))
+    return -1;
+  return in.index();
+}
+
+/// Whether a step other than `skipA` and `skipB` reads a byte of
+/// [offset, offset + bytes), or the GEMM `gemm` reads it as B or C.
+bool readElsewhere(const cellpack::BatchPlan &plan, size_t skipA, size_t skipB,
+                   const cellpack::GemmStep &gemm, uint64_t offset,
+                   int64_t bytes) {
+  if (overlaps(gemm.b(), offset, bytes) || overlaps(gemm.c(), offset, bytes))
+    return true;
+  for (size_t j = 0; j < plan.steps()->size(); ++j) {
+    if (j == skipA || j == skipB)
+      continue;
+    const cellpack::TaskStep *other =
+        plan.steps()->Get(static_cast<unsigned>(j));
+    if (const cellpack::GemmStep *g = other->step_as_GemmStep()) {
+      if (overlaps(g->a(), offset, bytes) || overlaps(g->b(), offset, bytes) ||
+          overlaps(g->c(), offset, bytes))
+        return true;
+    } else if (const cellpack::KernelStep *k = other->step_as_KernelStep()) {
+      if (k->inputs())
+        for (const cellpack::ValueRef *ref : *k->inputs())
+          if (overlaps(ref, offset, bytes))
+            return true;
+    }
+  }
+  return false;
+}
+} // namespace
+
+std::vector<GatherFold> cellrun::gatherFolds(const cellpack::BatchPlan &plan) {
+  std::vector<GatherFold> folds;
+  if (!plan.steps())
+    return folds;
+  for (size_t i = 1; i < plan.steps()->size(); ++i) {
+    const cellpack::GemmStep *gemm =
+        plan.steps()->Get(static_cast<unsigned>(i))->step_as_GemmStep();
+    const cellpack::KernelStep *before =
+        plan.steps()->Get(static_cast<unsigned>(i - 1))->step_as_KernelStep();
+    if (!gemm || !before || gemm->trans_a() || !gemm->a())
+      continue;
+    int64_t input = pureGatherInto(*before, *gemm->a());
+    if (input < 0 || readElsewhere(plan, i - 1, i, *gemm, gemm->a()->offset(),
+                                   bytesOf(*gemm->a())))
+      continue;
+    folds.push_back({i - 1, i, static_cast<uint32_t>(input)});
+  }
+  return folds;
+}
