@@ -491,13 +491,13 @@ if wanted cpu && [ -f "$lstm1024" ] && enough 30 "task_bench"; then
   cat "$logs/cpu-lstm1024.txt"
 fi
 # Nsight Compute on the small-batch GEMM: the skinny kernels with the most
-# loads in flight (rows4 at 1 row, rows16 at 16) at every k-split count
+# loads in flight (gather4 at 1 row, gather16 at 16) at every k-split count
 # their contests try (55 launches each), on the hidden-1024 LSTM's shape.
 ncu="$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)"
 if wanted ncu && [ -n "$ncu" ] && enough 60 "ncu"; then
-  step "ncu: the skinny GEMM's rows4 and rows16 kernels at 1 and 16 rows (n 4096, k 2048)"
+  step "ncu: the skinny GEMM's gather4 and gather16 kernels at 1 and 16 rows (n 4096, k 2048)"
   : >"$logs/ncu-skinny.txt"
-  for profiled in "rows4 m1_n4096" "rows16 m16_n4096"; do
+  for profiled in "gather4 m1_n4096" "gather16 m16_n4096"; do
     read -r variant shape <<<"$profiled"
     enough 20 "ncu of cellrun_skinny_gemm_$variant" || break
     timeout "$(limit 60)" "$ncu" --kernel-name "cellrun_skinny_gemm_$variant" --launch-count 55 \

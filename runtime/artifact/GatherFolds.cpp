@@ -1,12 +1,14 @@
 //===- GatherFolds.cpp - Gathers a GEMM could read in place -------------===//
 #include "artifact/GatherFolds.h"
 
+#include "artifact/ElementIO.h"
+
 using namespace cellrun;
 
 namespace {
-/// Bytes of an fp32 value at the plan's batch size.
+/// Bytes of a value at the plan's batch size.
 int64_t bytesOf(const cellpack::ValueRef &ref) {
-  int64_t count = 4;
+  int64_t count = static_cast<int64_t>(cpu::elementSize(ref.dtype()));
   if (ref.shape())
     for (int64_t dim : *ref.shape())
       count *= dim;

@@ -49,9 +49,9 @@ struct SkinnyGemmVariant {
 };
 constexpr SkinnyGemmVariant kSkinnyGemmVariants[] = {
     {"cellrun_skinny_gemm", 16, false},
-    {"cellrun_skinny_gemm_rows4", 4, true},
-    {"cellrun_skinny_gemm_rows8", 8, true},
-    {"cellrun_skinny_gemm_rows16", 16, true}};
+    {"cellrun_skinny_gemm_gather4", 4, true},
+    {"cellrun_skinny_gemm_gather8", 8, true},
+    {"cellrun_skinny_gemm_gather16", 16, true}};
 /// Rows the kernels compute at most, and the threads of their blocks.
 constexpr int kSkinnyGemmMaxRows = 16;
 constexpr int kSkinnyGemmBlockSize = 128;
@@ -331,19 +331,19 @@ extern "C" __global__ void __launch_bounds__(128, 5)
 // the registers they take (up to 128). A's rows may be gathered (aRows
 // not null).
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows4(const float *__restrict__ a,
+    cellrun_skinny_gemm_gather4(const float *__restrict__ a,
                               const int *__restrict__ aRows,
                               CELLRUN_SKINNY_GEMM_PARAMETERS) {
   cellrun_skinny_gemm_body<4, 4, true>(a, aRows, CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows8(const float *__restrict__ a,
+    cellrun_skinny_gemm_gather8(const float *__restrict__ a,
                               const int *__restrict__ aRows,
                               CELLRUN_SKINNY_GEMM_PARAMETERS) {
   cellrun_skinny_gemm_body<8, 4, true>(a, aRows, CELLRUN_SKINNY_GEMM_ARGUMENTS);
 }
 extern "C" __global__ void __launch_bounds__(128, 4)
-    cellrun_skinny_gemm_rows16(const float *__restrict__ a,
+    cellrun_skinny_gemm_gather16(const float *__restrict__ a,
                                const int *__restrict__ aRows,
                                CELLRUN_SKINNY_GEMM_PARAMETERS) {
   cellrun_skinny_gemm_body<16, 2, true>(a, aRows,
@@ -391,9 +391,9 @@ extern "C" void cellrun_skinny_gemm__emulate(void **args, unsigned grid,
         },                                                                     \
         args, grid, block);                                                    \
   }
-CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows4)
-CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows8)
-CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_rows16)
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_gather4)
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_gather8)
+CELLRUN_SKINNY_GEMM_EMULATED_VARIANT(cellrun_skinny_gemm_gather16)
 #endif
 #endif
 )cuda";

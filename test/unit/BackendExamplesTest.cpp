@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include <algorithm>
 #include <cmath>
@@ -73,15 +74,24 @@ struct ExampleArtifact {
   bool forceSkinny = false;
 };
 
-/// CELL_CUDA_GEMM=skinny while it lives, when `force`.
+/// CELL_CUDA_GEMM=skinny while it lives, when `force` (then the value it
+/// had comes back).
 struct ForcedSkinnyGemm {
   bool force;
+  std::optional<std::string> before;
   explicit ForcedSkinnyGemm(bool force) : force(force) {
-    if (force)
-      setenv("CELL_CUDA_GEMM", "skinny", 1);
+    if (!force)
+      return;
+    if (const char *value = std::getenv("CELL_CUDA_GEMM"))
+      before = value;
+    setenv("CELL_CUDA_GEMM", "skinny", 1);
   }
   ~ForcedSkinnyGemm() {
-    if (force)
+    if (!force)
+      return;
+    if (before)
+      setenv("CELL_CUDA_GEMM", before->c_str(), 1);
+    else
       unsetenv("CELL_CUDA_GEMM");
   }
 };

@@ -229,8 +229,10 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
     // One k slice and three: each variant's passes and chunks over the whole
     // of k, and the same bits from every variant at the same split count.
     // A's rows scattered over a pool of 2m + 3 rows, for the variants that
-    // read them where they lie.
-    std::vector<int32_t> poolRows(m);
+    // read them where they lie; a last index far outside the pool, for a
+    // task of m - 1 rows (the plan's padding row, whose index is never
+    // the task's, must not be read).
+    std::vector<int32_t> poolRows(m + 1, 1 << 30);
     std::vector<float> pool(size_t(2 * m + 3) * k, 0.0f);
     for (int r = 0; r < m; ++r) {
       poolRows[r] = 2 * (m - 1 - r) + 1;
@@ -243,8 +245,9 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
     ASSERT_TRUE(uploadNow(deviceRows->data(), poolRows.data(),
                           poolRows.size() * sizeof(int32_t))
                     .isOk());
-    GatheredRows gathered{devicePool.data(), reinterpret_cast<const int32_t *>(
-                                                 deviceRows->data())};
+    const auto *rowsOnDevice =
+        reinterpret_cast<const int32_t *>(deviceRows->data());
+    GatheredRows gathered{devicePool.data(), rowsOnDevice, m};
     for (int splits : {1, 3}) {
       std::vector<float> first;
       for (const SkinnyGemmVariantKernel &variant : variants) {
@@ -270,6 +273,46 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
               std::memcmp(fromPool.data(), d.data(), d.size() * sizeof(float)),
               0)
               << "A's rows read in the pool give other bits";
+          if (m > 1) {
+            // m - 1 rows: row m - 1 of A is padding (its index 1 << 30).
+            std::vector<int32_t> shifted(poolRows.begin() + 1, poolRows.end());
+            std::vector<float> task(size_t(m) * n);
+            DeviceBuffer shiftedRows = [&] {
+              auto buffer =
+                  DeviceBuffer::allocate(shifted.size() * sizeof(int32_t));
+              EXPECT_TRUE(buffer.ok());
+              EXPECT_TRUE(uploadNow(buffer->data(), shifted.data(),
+                                    shifted.size() * sizeof(int32_t))
+                              .isOk());
+              return std::move(buffer).value();
+            }();
+            // Rows 0..m-2 of A are rows 1..m-1 of the product.
+            GatheredRows fewer{
+                devicePool.data(),
+                reinterpret_cast<const int32_t *>(shiftedRows.data()), m - 1};
+            ASSERT_EQ(cudaMemsetAsync(deviceD->data(), 0xff,
+                                      size_t(m) * n * sizeof(float), stream),
+                      cudaSuccess);
+            ASSERT_TRUE((*gemm)->enqueue(stream, &fewer).isOk());
+            ASSERT_EQ(cudaMemcpyAsync(task.data(), deviceD->data(),
+                                      task.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream),
+                      cudaSuccess);
+            ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+            // (The slices' sums may group differently at m - 1 rows: the
+            // double GEMM, not the bits of m rows, is the reference.)
+            for (size_t i = 0; i < size_t(m - 1) * n; ++i)
+              if (std::fabs(task[i] - expected[i + n]) >
+                  2e-5 * std::sqrt(double(k)) * 4) {
+                ADD_FAILURE() << "a task of m - 1 gathered rows: row " << i / n
+                              << " column " << i % n << ": " << task[i]
+                              << " against " << expected[i + n];
+                break;
+              }
+            uint32_t untouched;
+            std::memcpy(&untouched, &task[size_t(m - 1) * n], sizeof untouched);
+            EXPECT_EQ(untouched, 0xffffffffu) << "the padding row was written";
+          }
         }
       }
     }

@@ -254,6 +254,10 @@ Status CudaGemm::enqueue(cudaStream_t stream,
   if (gathered && !gathersA())
     return Status(StatusCode::Internal,
                   "a GEMM was given gathered rows of A but does not gather");
+  if (gathered && (gathered->count < 1 || gathered->count > m_))
+    return Status(StatusCode::OutOfRange,
+                  "a GEMM of " + std::to_string(m_) + " rows was given " +
+                      std::to_string(gathered->count) + " gathered rows");
   if (useSkinny_)
     return enqueueSkinny(stream, gathered);
   CELL_CUBLAS_TRY(lt().cublasLtMatmul(handle_, operation_, &alpha_, b_,

@@ -55,10 +55,13 @@ struct SkinnyGemmVariantKernel {
 };
 
 /// A's rows where they lie: row r of A is row rows[r] of `data` (rows of k
-/// floats, a state pool).
+/// floats, a state pool) for the task's `count` rows; the rows of D past
+/// them (the plan's padding, whose indices are not the task's) are left
+/// as they were.
 struct GatheredRows {
   const void *data = nullptr;
   const int32_t *rows = nullptr;
+  int64_t count = 0;
 };
 
 /// The cell code's skinny GEMM kernels, those it has, and the device's
@@ -95,7 +98,7 @@ public:
   bool gathersA() const { return useSkinny_ && skinnyKernel_.gathersA; }
 
   /// "m=64 n=4096 k=2048 FP32, fastest of 8 proposals: 11.2 us" or
-  /// "m=4 ..., skinny kernel cellrun_skinny_gemm_rows4, 16 k splits: 9.1 us
+  /// "m=4 ..., skinny kernel cellrun_skinny_gemm_gather4, 16 k splits: 9.1 us
   /// (cuBLASLt 21.1 us)".
   const std::string &description() const { return description_; }
 

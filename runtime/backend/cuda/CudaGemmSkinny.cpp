@@ -150,8 +150,11 @@ Status CudaGemm::enqueueSkinny(cudaStream_t stream,
   const int32_t *aRows = gathered ? gathered->rows : nullptr;
   const void *b = b_, *bias = skinnyBias_, *c = skinnyC_;
   void *d = d_, *partial = partial_.data(), *counters = counters_.data();
-  int m = static_cast<int>(m_), n = static_cast<int>(n_),
-      k = static_cast<int>(k_), splits = splits_, kPerSplit = kPerSplit_;
+  // Gathered, only the task's rows: the indices of the padding rows are
+  // whatever the staging slot held.
+  int m = static_cast<int>(gathered ? gathered->count : m_),
+      n = static_cast<int>(n_), k = static_cast<int>(k_), splits = splits_,
+      kPerSplit = kPerSplit_;
   float alpha = alpha_, beta = skinnyBeta_;
   // The gathering variants take A's row indices after A.
   void *dense[] = {&a, &b, &bias, &c,      &d,         &partial, &counters,

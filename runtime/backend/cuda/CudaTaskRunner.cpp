@@ -191,7 +191,7 @@ Status CudaTaskRunner::enqueue(int64_t rows, const DeviceTaskViews &views,
                           "': a GEMM reads a cell input the task did not "
                           "provide");
       GatheredRows gathered{views.inputs[input],
-                            views.inputRows + input * plan_.batch_size()};
+                            views.inputRows + input * plan_.batch_size(), rows};
       CELL_TRY(step.gemm->enqueue(stream, &gathered));
     } else if (step.gemm) {
       CELL_TRY(step.gemm->enqueue(stream));
