@@ -4,7 +4,8 @@
 // carries them, each that takes the rows run through its emulation launcher
 // against a double-precision GEMM and against each other (the variants add
 // in the same order, so their bits must agree; those that gather A also
-// with A's rows read where they lie in a larger pool):
+// with A's rows read where they lie in a larger pool, and for a task of
+// fewer rows than the plan, whose padding row's index is never read):
 // row counts 1..16, column tiles cut short, k not a multiple of a slice, one
 // slice and several (the last-block reduction), slices longer than the
 // 512 values of k the kernel stages in shared memory at a time, a bias vector,
@@ -140,6 +141,42 @@ TEST_P(EmulatedSkinnyGemmTest, MatchesADoubleGemm) {
             0)
             << "launch " << launchIndex << (gathered ? " (gathered A)" : "")
             << " differs from the first variant's";
+    }
+    if (variant.gathersA && m > 1) {
+      // A task of m - 1 rows: A's rows 1..m-1 from the pool, and for the
+      // plan's padding row an index far outside it, which must not be read
+      // (on the CPU it would fault), nor that row of D written.
+      std::vector<int> shifted(poolRows.begin() + 1, poolRows.end());
+      shifted.push_back(1 << 30);
+      std::vector<float> d(size_t(m) * n, NAN);
+      const float *aPointer = pool.data(), *bPointer = b.data();
+      const int *aRowsPointer = shifted.data();
+      const float *biasPointer = shape.bias ? biasValues.data() : nullptr;
+      const float *cPointer = shape.fullC ? cValues.data() : nullptr;
+      float *dPointer = d.data(), *partialPointer = partial.data();
+      unsigned *counterPointer = counters.data();
+      int rows = m - 1, splits = geometry.splits,
+          kPerSplit = geometry.kPerSplit;
+      void *args[] = {
+          &aPointer, &aRowsPointer,   &bPointer,       &biasPointer, &cPointer,
+          &dPointer, &partialPointer, &counterPointer, &rows,        &n,
+          &k,        &splits,         &kPerSplit,      &alpha,       &beta};
+      gemm(args, geometry.grid(), cellpack::kSkinnyGemmBlockSize);
+      for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < n; ++j) {
+          // Row r of D: A's row r + 1, C's row r.
+          double want = expected[size_t(r + 1) * n + j];
+          if (shape.fullC)
+            want += beta * (double(cValues[size_t(r) * n + j]) -
+                            cValues[size_t(r + 1) * n + j]);
+          ASSERT_NEAR(d[size_t(r) * n + j], want, 1e-4 * (1 + std::fabs(want)))
+              << "a task of " << rows << " rows, row " << r << " column " << j;
+        }
+      for (int j = 0; j < n; ++j)
+        ASSERT_TRUE(std::isnan(d[size_t(rows) * n + j]))
+            << "the padding row was written at column " << j;
+      for (int tile = 0; tile < geometry.tiles; ++tile)
+        ASSERT_EQ(counters[tile], 0u) << "tile " << tile << " not reset";
     }
     ++variantsRun;
   }
