@@ -70,12 +70,13 @@ struct ExampleArtifact {
   /// reduced precision).
   float tolerance = 0;
   /// The CUDA backend made to run GEMMs of few rows on its skinny kernels
-  /// (CELL_CUDA_GEMM=skinny while the executor is created).
+  /// that gather A (CELL_CUDA_GEMM=skinny-gather while the executor is
+  /// created), so a gather before such a GEMM is left out.
   bool forceSkinny = false;
 };
 
-/// CELL_CUDA_GEMM=skinny while it lives, when `force` (then the value it
-/// had comes back).
+/// CELL_CUDA_GEMM=skinny-gather while it lives, when `force` (then the
+/// value it had comes back).
 struct ForcedSkinnyGemm {
   bool force;
   std::optional<std::string> before;
@@ -84,7 +85,7 @@ struct ForcedSkinnyGemm {
       return;
     if (const char *value = std::getenv("CELL_CUDA_GEMM"))
       before = value;
-    setenv("CELL_CUDA_GEMM", "skinny", 1);
+    setenv("CELL_CUDA_GEMM", "skinny-gather", 1);
   }
   ~ForcedSkinnyGemm() {
     if (!force)
@@ -525,8 +526,8 @@ INSTANTIATE_TEST_SUITE_P(
         // The input projection hoisted into a cell of its own (fp32).
         ExampleArtifact{"gru", "hoisted"},
         // Every GEMM apart from its kernels (fp32), on the skinny kernels
-        // up to 16 rows: on a GPU they read the state rows where they lie,
-        // the gather before them left out.
+        // that gather up to 16 rows: on a GPU they read the state rows
+        // where they lie, the gather before them left out.
         ExampleArtifact{"lstm", "unfused", 0, true}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return caseName(info.param);

@@ -12,7 +12,8 @@
 // the cell code's skinny kernel, at a few k-split counts, runs in the same
 // contest: cuBLASLt's kernels for such shapes read the weights at a
 // fraction of the device's bandwidth. CELL_CUDA_GEMM=skinny or =cublas in
-// the environment decides the contest instead of the clock.
+// the environment decides the contest instead of the clock; =skinny-gather
+// as =skinny with only the skinny kernels that gather A (tests).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDAGEMM_H

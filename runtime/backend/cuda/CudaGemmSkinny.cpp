@@ -81,12 +81,16 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
     partial_ = std::move(partial).value();
     counters_ = std::move(counters).value();
   }
+  // CELL_CUDA_GEMM=skinny or =cublas decides the contest (tests, A/B
+  // runs); =skinny-gather also keeps only the kernels that gather A.
+  const char *forced = std::getenv("CELL_CUDA_GEMM");
+  bool gatherOnly = forced && std::strcmp(forced, "skinny-gather") == 0;
   float best = -1.0f;
   cellpack::SkinnyGemmLaunch fastest;
   SkinnyGemmVariantKernel chosen;
   std::string failures; // variants that could not run, and why
   for (const SkinnyGemmVariantKernel &variant : skinny_.variants) {
-    if (variant.maxRows < m_)
+    if (variant.maxRows < m_ || (gatherOnly && !variant.gathersA))
       continue;
     skinnyKernel_ = variant;
     // A variant that fails to launch (its resources, say) leaves the
@@ -125,9 +129,7 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   grid_ = fastest.grid();
   char text[160];
   useSkinny_ = cublasMicros < 0.0f || best < cublasMicros;
-  // CELL_CUDA_GEMM=skinny or =cublas decides the contest (tests, A/B runs).
-  const char *forced = std::getenv("CELL_CUDA_GEMM");
-  if (forced && std::strcmp(forced, "skinny") == 0)
+  if (forced && (std::strcmp(forced, "skinny") == 0 || gatherOnly))
     useSkinny_ = true;
   else if (forced && std::strcmp(forced, "cublas") == 0 && cublasMicros >= 0)
     useSkinny_ = false;
