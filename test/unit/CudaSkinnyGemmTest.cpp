@@ -139,8 +139,7 @@ TEST_P(CudaSkinnyGemmTest, MatchesADoubleGemm) {
     auto kernel = (*cell)->kernel(variant.name);
     ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
     if (variant.maxRows >= shape.m)
-      variants.push_back(
-          {kernel.value(), variant.maxRows, variant.name, variant.gathersA});
+      variants.push_back({variant, kernel.value()});
   }
   std::vector<std::vector<SkinnyGemmVariantKernel>> contests;
   if (shape.forceSkinny)

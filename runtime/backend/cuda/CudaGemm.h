@@ -23,6 +23,8 @@
 
 #include "artifact/Artifact.h"
 
+#include "SkinnyGemmKernel.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -46,13 +48,10 @@ struct GemmOperands {
   const float *hostBias = nullptr;
 };
 
-/// One of the cell code's skinny GEMM kernels (SkinnyGemmKernel.h).
-struct SkinnyGemmVariantKernel {
+/// One of the cell code's skinny GEMM kernels: what SkinnyGemmKernel.h
+/// says of it (name, rows, whether it gathers A) and its handle.
+struct SkinnyGemmVariantKernel : cellpack::SkinnyGemmVariant {
   cudaKernel_t kernel = nullptr;
-  int maxRows = 0;
-  const char *name = "";
-  /// Takes A's row indices after A (SkinnyGemmKernel.h).
-  bool gathersA = false;
 };
 
 /// A's rows where they lie: row r of A is row rows[r] of `data` (rows of k
@@ -150,7 +149,7 @@ private:
   // and per-tile arrival counters, and the bias (vector) or C (full) it
   // adds.
   SkinnyGemmKernel skinny_;
-  SkinnyGemmVariantKernel skinnyKernel_;
+  SkinnyGemmVariantKernel skinnyKernel_{};
   bool useSkinny_ = false;
   int splits_ = 1, kPerSplit_ = 0;
   unsigned grid_ = 0;

@@ -87,7 +87,7 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   bool gatherOnly = forced && std::strcmp(forced, "skinny-gather") == 0;
   float best = -1.0f;
   cellpack::SkinnyGemmLaunch fastest;
-  SkinnyGemmVariantKernel chosen;
+  SkinnyGemmVariantKernel chosen{};
   std::string failures; // variants that could not run, and why
   for (const SkinnyGemmVariantKernel &variant : skinny_.variants) {
     if (variant.maxRows < m_ || (gatherOnly && !variant.gathersA))

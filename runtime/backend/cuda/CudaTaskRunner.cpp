@@ -42,8 +42,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
   for (const cellpack::SkinnyGemmVariant &variant :
        cellpack::kSkinnyGemmVariants)
     if (auto kernel = cell.kernel(variant.name); kernel.ok())
-      skinny.variants.push_back(
-          {kernel.value(), variant.maxRows, variant.name, variant.gathersA});
+      skinny.variants.push_back({variant, kernel.value()});
   for (const cellpack::TaskStep *taskStep : *plan.steps()) {
     Step step;
     if (const cellpack::GemmStep *gemm = taskStep->step_as_GemmStep()) {
