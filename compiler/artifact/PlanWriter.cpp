@@ -326,9 +326,14 @@ PlanBuilder::kernel(FusedOp fused, const codegen::KernelInfo &info) {
   auto shape = info.shape == codegen::KernelInfo::Shape::RowReduction
                    ? cellpack::KernelShape::RowReduction
                    : cellpack::KernelShape::Elementwise;
+  fb::Offset<cellpack::GemmEpilogue> epilogue;
+  if (info.gemmEpilogue)
+    epilogue = cellpack::CreateGemmEpilogueDirect(
+        fbb_, info.gemmEpilogue->kernel.c_str(), info.gemmEpilogue->segments,
+        info.gemmEpilogue->gemmInput);
   return cellpack::CreateKernelStepDirect(
       fbb_, info.name.c_str(), shape, info.rowWidth, info.blockSize, &params,
-      &inputs, &inputAccess, &outputs, &outputAccess, body);
+      &inputs, &inputAccess, &outputs, &outputAccess, body, epilogue);
 }
 
 FailureOr<fb::Offset<cellpack::BatchPlan>>

@@ -1,12 +1,15 @@
 //===- KernelEmitter.cpp - CUDA C++ for the fused kernels of a cell ------===//
 #include "compiler/codegen/KernelEmitter.h"
 #include "compiler/codegen/FusedKernelWriter.h"
+#include "compiler/codegen/GemmEpilogueWriter.h"
 
 #include "cell/IR/CellOps.h"
 
 #include "GridDependency.h"
 #include "RowCopyKernel.h"
 #include "SkinnyGemmKernel.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::cell;
@@ -17,6 +20,7 @@ std::vector<std::string> CudaProgram::kernelNames() const {
   for (const KernelInfo &kernel : kernels)
     names.push_back(kernel.name);
   names.insert(names.end(), supportKernels.begin(), supportKernels.end());
+  names.insert(names.end(), epilogueKernels.begin(), epilogueKernels.end());
   return names;
 }
 
@@ -44,7 +48,8 @@ static bool usesType(ModuleOp module, function_ref<bool(Type)> predicate) {
 }
 
 FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
-                                                StringRef genericCell) {
+                                                StringRef genericCell,
+                                                bool gemmEpilogues) {
   SmallVector<CellOp> copies = batchCopiesOf(module, genericCell);
   auto generic = module.lookupSymbol<CellOp>(genericCell);
   if (!generic)
@@ -65,6 +70,11 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
     os << "#include <cuda_bf16.h>\n";
   os << cellpack::kGridDependencySource;
   program.supportKernels.push_back(cellpack::kGridDependencyMarkerName);
+  // The GEMM-and-epilogue kernels, after the skinny GEMM's body they use,
+  // by their text with the name left out.
+  std::string epilogues;
+  llvm::raw_string_ostream epilogueOs(epilogues);
+  std::map<std::string, std::string> epilogueNames;
   for (CellOp copy : copies) {
     int64_t batch =
         copy->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt();
@@ -79,6 +89,26 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
       os << "\n";
       if (failed(writeFusedKernel(fused, name, batch, os, info)))
         return failure();
+      if (gemmEpilogues)
+        if (auto shape = gemmEpilogueShape(fused, info, batch)) {
+          std::string kernel = name + "_gemm", text;
+          llvm::raw_string_ostream kernelOs(text);
+          if (failed(writeGemmEpilogueKernel(fused, *shape, kernel, batch,
+                                             kernelOs, info)))
+            return failure();
+          // Batch sizes whose kernels would be the same but for the name
+          // (the same skinny variant, the same step) share the first one.
+          std::string key = text;
+          for (size_t at = key.find(name); at != std::string::npos;
+               at = key.find(name, at + 1))
+            key.replace(at, name.size(), "@");
+          auto [known, added] = epilogueNames.try_emplace(key, kernel);
+          if (added) {
+            epilogueOs << "\n" << text;
+            program.epilogueKernels.push_back(kernel);
+          }
+          info.gemmEpilogue->kernel = known->second;
+        }
       program.kernels.push_back(std::move(info));
     }
   }
@@ -88,6 +118,7 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
   for (const cellpack::SkinnyGemmVariant &variant :
        cellpack::kSkinnyGemmVariants)
     program.supportKernels.push_back(variant.name);
+  os << epilogueOs.str();
   os.flush();
   return program;
 }

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ struct KernelInfo {
   bool usesBarrier = false;
   std::vector<KernelParam> params;
   std::vector<std::string> paramTypes; // C type of each parameter
+  /// The kernel that runs the GEMM before this step and then this step as
+  /// its epilogue (GemmEpilogueWriter.cpp), when there is one: its
+  /// parameters are the skinny GEMM kernels' with A's row indices
+  /// (SkinnyGemmKernel.h), then this kernel's; D's columns are cut into
+  /// `segments` segments of this kernel's row width; the GEMM's result is
+  /// this step's input `gemmInput`.
+  struct GemmEpilogue {
+    std::string kernel;
+    unsigned segments = 0;
+    unsigned gemmInput = 0;
+  };
+  std::optional<GemmEpilogue> gemmEpilogue;
   /// Number of blocks for a task with `rows` active rows.
   int64_t gridSize(int64_t rows) const;
 };
@@ -60,6 +73,8 @@ struct CudaProgram {
   /// Kernels the runtime launches itself (RowCopyKernel.h), also in
   /// `source`.
   std::vector<std::string> supportKernels;
+  /// Kernels that run a GEMM and the step after it (KernelInfo::gemmEpilogue).
+  std::vector<std::string> epilogueKernels;
   /// Every kernel symbol the source defines.
   std::vector<std::string> kernelNames() const;
 };
@@ -67,9 +82,13 @@ struct CudaProgram {
 /// Emits the CUDA source for every batch-specialized copy of `genericCell`
 /// (cells with `cell.generic = @genericCell`) in `module`, which must have
 /// been through cell-fuse-elementwise, and the runtime's support kernels.
-/// Unsupported constructs are reported as diagnostics on the op.
+/// With `gemmEpilogues`, also a GEMM-and-epilogue kernel for each step that
+/// can be one (GemmEpilogueWriter.h; the runtime's skinny GEMMs are fp32,
+/// so not for bf16 or fp16 GEMMs). Unsupported constructs are reported as
+/// diagnostics on the op.
 mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module,
-                                      llvm::StringRef genericCell);
+                                      llvm::StringRef genericCell,
+                                      bool gemmEpilogues = true);
 
 } // namespace cellc::codegen
 

@@ -69,8 +69,8 @@ cellc::buildArtifact(ModuleOp module, const BuildOptions &options,
       continue;
     }
     clock.lap();
-    FailureOr<codegen::CudaProgram> program =
-        codegen::emitCuda(module, cell.getSymName());
+    FailureOr<codegen::CudaProgram> program = codegen::emitCuda(
+        module, cell.getSymName(), options.writesGemmEpilogues());
     if (failed(program))
       return failure();
     codegenSeconds += clock.lap();

@@ -17,6 +17,13 @@ struct BuildOptions {
   std::string ptxArch = "compute_80";
   Precision precision = Precision::FP32;
   std::string producer;
+  /// GEMM-and-epilogue kernels for the steps that can have them (fp32 and
+  /// tf32 only; codegen::emitCuda).
+  bool gemmEpilogues = true;
+  bool writesGemmEpilogues() const {
+    return gemmEpilogues &&
+           (precision == Precision::FP32 || precision == Precision::TF32);
+  }
 };
 
 /// Parses "--arch" values: sm_XX become CUBIN targets, at most one

@@ -156,6 +156,7 @@ private:
   /// Prints the generated CUDA of every cell that is not one batch size's
   /// specialization.
   LogicalResult printCuda(ModuleOp module, Stage lastStage,
+                          const BuildOptions &buildOptions,
                           llvm::raw_ostream &os);
   /// Writes the files read as a Make rule for the output, if asked to.
   LogicalResult writeDepfile();
@@ -183,6 +184,7 @@ std::optional<BuildOptions> Compilation::makeBuildOptions() {
   BuildOptions buildOptions;
   buildOptions.precision = options.precision;
   buildOptions.producer = options.producer;
+  buildOptions.gemmEpilogues = options.gemmEpilogues;
   if (!options.archs.empty()) {
     std::string problem = parseArchs(options.archs, buildOptions);
     if (!problem.empty()) {
@@ -287,7 +289,7 @@ LogicalResult Compilation::emitResult(ModuleOp module, Stage lastStage,
   if (!output)
     return emitError(unknownLoc()) << error;
   if (options.emit == EmitKind::Cuda) {
-    if (failed(printCuda(module, lastStage, output->os())))
+    if (failed(printCuda(module, lastStage, buildOptions, output->os())))
       return failure();
     output->keep();
     return writeDepfile();
@@ -300,6 +302,7 @@ LogicalResult Compilation::emitResult(ModuleOp module, Stage lastStage,
 }
 
 LogicalResult Compilation::printCuda(ModuleOp module, Stage lastStage,
+                                     const BuildOptions &buildOptions,
                                      llvm::raw_ostream &os) {
   if (lastStage < Stage::SpecializeBatch)
     return emitError(unknownLoc())
@@ -307,8 +310,8 @@ LogicalResult Compilation::printCuda(ModuleOp module, Stage lastStage,
   for (auto cell : module.getOps<mlir::cell::CellOp>()) {
     if (cell->hasAttr(mlir::cell::CellDialect::kBatchSizeAttr))
       continue;
-    FailureOr<codegen::CudaProgram> program =
-        codegen::emitCuda(module, cell.getSymName());
+    FailureOr<codegen::CudaProgram> program = codegen::emitCuda(
+        module, cell.getSymName(), buildOptions.writesGemmEpilogues());
     if (failed(program))
       return failure();
     os << program->source << "\n";

@@ -43,6 +43,8 @@ struct DriverOptions {
   /// GPU targets as `--arch` takes them (empty: the default ones).
   std::vector<std::string> archs;
   Precision precision = Precision::FP32;
+  /// GEMM-and-epilogue kernels where a step can have one (BuildOptions).
+  bool gemmEpilogues = true;
   PipelineOptions pipeline;
   /// Where to write the Make rule of the files read ("": nowhere).
   std::string depfilePath;

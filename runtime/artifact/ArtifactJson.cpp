@@ -182,6 +182,11 @@ Json kernelStep(const KernelStep &kernel) {
     ops.push_back(nameOf(region.ops()->Get(i)->opcode(), EnumNameOpCode));
   json["region"]["values"] = region.values() ? region.values()->size() : 0u;
   json["region"]["ops"] = std::move(ops);
+  if (const GemmEpilogue *epilogue = kernel.gemm_epilogue()) {
+    json["gemm_epilogue"]["kernel"] = epilogue->kernel()->str();
+    json["gemm_epilogue"]["segments"] = epilogue->segments();
+    json["gemm_epilogue"]["gemm_input"] = epilogue->gemm_input();
+  }
   return json;
 }
 

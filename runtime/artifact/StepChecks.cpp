@@ -10,6 +10,8 @@
 #include "ArtifactChecks.h"
 #include "CheckHelpers.h"
 
+#include "SkinnyGemmKernel.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -196,6 +198,23 @@ private:
       return s;
     if (Status s = checkParams(kernel, where); !s.isOk())
       return s;
+    if (const GemmEpilogue *epilogue = kernel.gemm_epilogue()) {
+      // What the CUDA backend checks against the GEMM before the step when
+      // it considers the kernel; here, what it names.
+      if (!kernelNames_.count(epilogue->kernel()->string_view()))
+        return fail(where + ": its GEMM epilogue kernel " +
+                    quoted(epilogue->kernel()) +
+                    " is not among the kernel_names of the cell's code");
+      if (epilogue->segments() < 1 ||
+          epilogue->segments() > static_cast<uint32_t>(kSkinnyGemmMaxSegments))
+        return fail(where + ": its GEMM epilogue has " +
+                    std::to_string(epilogue->segments()) + " segments (1 to " +
+                    std::to_string(kSkinnyGemmMaxSegments) + ")");
+      if (epilogue->gemm_input() >= sizeOf(kernel.inputs()))
+        return fail(where + ": its GEMM epilogue reads input " +
+                    std::to_string(epilogue->gemm_input()) + " of " +
+                    std::to_string(sizeOf(kernel.inputs())));
+    }
     return checkRegion(*kernel.region(), where + ": region");
   }
 

@@ -24,6 +24,11 @@
 // count per tile, reset by that block) adds the slices in order (so
 // results do not depend on timing) and writes D. Every variant adds in the
 // same order: for the same m and slices they give the same bits.
+// cellc also writes, for a kernel step after such a GEMM that reads its D
+// column-aligned (GemmEpilogueWriter.h), a kernel that runs the same body
+// with its tiles cut into segments and then the step for each finished
+// tile's columns (its arguments: the variants' that gather A, then the
+// step's).
 // Needs n and k multiples of 4, A, B, C and D 16-byte aligned, kPerSplit a
 // multiple of 16, partial of splits * m * n floats when splits > 1, and
 // counters of `tiles` zeroed unsigned ints. Grid: tiles * splits blocks of
@@ -66,6 +71,18 @@ inline bool skinnyGemmFits(long long m, long long n, long long k) {
          k % 4 == 0 && n <= (1ll << 30) && k <= (1ll << 30);
 }
 
+/// Columns of each segment a tile covers when D's columns are cut into
+/// segments (at most kSkinnyGemmMaxSegments of them).
+constexpr int kSkinnyGemmSegmentColumns = 32;
+constexpr int kSkinnyGemmMaxSegments = 4;
+
+/// True when n columns cut into `segments` equal segments each a whole
+/// number of tiles' 32 columns.
+inline bool skinnyGemmSegmentsFit(long long n, long long segments) {
+  return segments >= 1 && segments <= kSkinnyGemmMaxSegments &&
+         n % segments == 0 && (n / segments) % kSkinnyGemmSegmentColumns == 0;
+}
+
 /// The launch of the kernel for an n-by-k B cut into about `splits` slices
 /// of k: slices are whole multiples of kSkinnyGemmSliceRows, so `splits`
 /// may come back smaller than asked.
@@ -75,11 +92,16 @@ struct SkinnyGemmLaunch {
   int tiles = 0;
   unsigned grid() const { return static_cast<unsigned>(tiles * splits); }
 };
+/// With `segments` > 0, for a kernel whose tiles cut D's columns into that
+/// many segments (cellrun_skinny_gemm_body's kSegments, which needs
+/// skinnyGemmSegmentsFit).
 inline SkinnyGemmLaunch skinnyGemmLaunch(long long n, long long k,
-                                         long long splits) {
+                                         long long splits, int segments = 0) {
   SkinnyGemmLaunch launch;
-  launch.tiles = static_cast<int>((n + kSkinnyGemmTileColumns - 1) /
-                                  kSkinnyGemmTileColumns);
+  launch.tiles =
+      segments > 0 ? static_cast<int>(n / segments / kSkinnyGemmSegmentColumns)
+                   : static_cast<int>((n + kSkinnyGemmTileColumns - 1) /
+                                      kSkinnyGemmTileColumns);
   long long slices = (k + kSkinnyGemmSliceRows - 1) / kSkinnyGemmSliceRows;
   if (splits < 1)
     splits = 1;
@@ -121,8 +143,16 @@ cellrun_skinny_finish(float4 s, float alpha, float beta, const float *bias,
 // the same bits for the same rows and splits.
 // With aRows, row r of A is row aRows[r] of `a` (rows of k floats: a state
 // pool), so a gather before the GEMM need not run.
-template <int kMaxRows, int kGroups, bool kEarlyLoads>
-static __device__ __forceinline__ void cellrun_skinny_gemm_body(
+// With kSegments > 0 a block's 128 columns are kSegments segments of 32
+// (eight lanes each, so loads stay 128-byte runs) at a stride of n /
+// kSegments: tile t covers columns s * (n / kSegments) + 32 t .. + 31 of
+// every segment s (a GEMM epilogue computing the cell's gates of 32 units
+// finds all it reads in one tile). Returns the tile whose D this block
+// wrote in full (every block with one slice, the last block of the tile
+// with several), else -1; D's stores are then visible to the block after a
+// __syncthreads.
+template <int kMaxRows, int kGroups, bool kEarlyLoads, int kSegments = 0>
+static __device__ __forceinline__ int cellrun_skinny_gemm_body(
     const float *__restrict__ a, const int *__restrict__ aRows,
     const float *__restrict__ b,
     const float *__restrict__ bias, const float *__restrict__ c,
@@ -131,11 +161,19 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     int kPerSplit, float alpha, float beta) {
   cellrun_grid_dependency(); // GridDependency.h, earlier in the program
   if (m > kMaxRows)
-    return; // not this variant's (the same for the whole block)
-  const int tiles = (n + 127) / 128;
+    return -1; // not this variant's (the same for the whole block)
+  const int tiles = kSegments > 0 ? n / kSegments / 32 : (n + 127) / 128;
   const int tile = blockIdx.x % tiles, split = blockIdx.x / tiles;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int col = tile * 128 + lane * 4;
+  // The column of D a lane's four start at (n: none).
+  auto columnOf = [&](int l) {
+    if (kSegments == 0)
+      return tile * 128 + l * 4;
+    if (l / 8 >= kSegments)
+      return n;
+    return (l / 8) * (n / kSegments) + tile * 32 + (l % 8) * 4;
+  };
+  const int col = columnOf(lane);
   const bool inside = col < n;
   const int kBegin = split * kPerSplit;
   const int kEnd = min(k, kBegin + kPerSplit);
@@ -228,7 +266,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
           make_float4(sum[r][0], sum[r][1], sum[r][2], sum[r][3]);
   __syncthreads();
   // Thread t finishes rows t / 32, t / 32 + 4, ... of column group t % 32.
-  const int myCol = tile * 128 + (threadIdx.x % 32) * 4;
+  const int myCol = columnOf(threadIdx.x % 32);
   float *target = splits > 1 ? partial + (size_t)split * m * n : d;
   for (int r = threadIdx.x / 32; r < m && myCol < n; r += 4) {
     float4 s = warpSums[0][r][threadIdx.x % 32];
@@ -244,7 +282,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     *reinterpret_cast<float4 *>(target + (size_t)r * n + myCol) = s;
   }
   if (splits == 1)
-    return;
+    return tile;
   // The last block of the tile to finish adds the slices.
   __threadfence();
   __syncthreads();
@@ -253,7 +291,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
     arrived = atomicAdd(counters + tile, 1u);
   __syncthreads();
   if (arrived != (unsigned)splits - 1u)
-    return;
+    return -1;
   __threadfence();
   // Each output (m rows x 32 column groups) adds its slices' partial sums
   // in order, up to 8 loads in flight; with fewer outputs than threads,
@@ -266,7 +304,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
   for (int o = threadIdx.x % (128 / groups); o < outputs;
        o += 128 / groups) {
     const int group = threadIdx.x / (128 / groups);
-    const int r = o / 32, oc = tile * 128 + (o % 32) * 4;
+    const int r = o / 32, oc = columnOf(o % 32);
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const int first = group * perGroup, last = min(splits, first + perGroup);
     if (oc < n) {
@@ -293,7 +331,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
   }
   __syncthreads();
   for (int o = threadIdx.x; o < outputs; o += 128) {
-    const int r = o / 32, oc = tile * 128 + (o % 32) * 4;
+    const int r = o / 32, oc = columnOf(o % 32);
     if (oc >= n)
       continue;
     float4 s = runs[o];
@@ -309,6 +347,7 @@ static __device__ __forceinline__ void cellrun_skinny_gemm_body(
   }
   if (threadIdx.x == 0)
     counters[tile] = 0u; // ready for the next launch on the stream
+  return tile;
 }
 #define CELLRUN_SKINNY_GEMM_PARAMETERS                                         \
   const float *__restrict__ b, const float *__restrict__ bias,                 \

@@ -199,6 +199,65 @@ TEST(ArtifactDamageTargeted, ABosTokenOutsideTheDecodersVocabularyIsRefused) {
   }
 }
 
+TEST(ArtifactDamageTargeted, AGemmEpilogueNamingWhatTheCodeLacksIsRefused) {
+  // A kernel step's GEMM-and-epilogue kernel (the LSTM compiled with every
+  // GEMM apart lists one at batch 1): its name, segments and input are
+  // checked against the code and the step.
+  std::string path =
+      cellc::testing::examplesBuildDir() + "/lstm/model-unfused.cellpack";
+  std::vector<uint8_t> file = readFile(path);
+  ASSERT_FALSE(file.empty()) << path;
+  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
+  std::vector<uint8_t> model(envelope->payload()->begin(),
+                             envelope->payload()->end());
+  const cellpack::BatchPlan &plan =
+      *flatbuffers::GetRoot<cellpack::Model>(model.data())
+           ->cells()
+           ->Get(0)
+           ->plans()
+           ->Get(0);
+  const cellpack::GemmEpilogue *epilogue = nullptr;
+  for (const cellpack::TaskStep *step : *plan.steps())
+    if (const cellpack::KernelStep *kernel = step->step_as_KernelStep())
+      if (kernel->gemm_epilogue())
+        epilogue = kernel->gemm_epilogue();
+  ASSERT_NE(epilogue, nullptr) << "batch 1 lists no GEMM epilogue";
+  auto fieldOf = [&](flatbuffers::voffset_t field) {
+    const uint8_t *at =
+        reinterpret_cast<const flatbuffers::Table *>(epilogue)->GetAddressOf(
+            field);
+    EXPECT_NE(at, nullptr);
+    return at ? at - model.data() : 0;
+  };
+  auto damagedWith = [&](size_t offset, const void *bytes, size_t size) {
+    std::vector<uint8_t> damaged = model;
+    std::memcpy(damaged.data() + offset, bytes, size);
+    auto artifact = loadArtifactFromBytes(
+        wrap(damaged, envelope->format_version()), "epilogue");
+    if (!artifact.ok())
+      return artifact.status().message();
+    Status checked = Engine::check(artifact.value());
+    return checked.isOk() ? std::string() : checked.message();
+  };
+  uint32_t segments = 9, input = 40;
+  EXPECT_NE(damagedWith(fieldOf(cellpack::GemmEpilogue::VT_SEGMENTS), &segments,
+                        sizeof segments)
+                .find("its GEMM epilogue has 9 segments (1 to 4)"),
+            std::string::npos);
+  EXPECT_NE(damagedWith(fieldOf(cellpack::GemmEpilogue::VT_GEMM_INPUT), &input,
+                        sizeof input)
+                .find("its GEMM epilogue reads input 40 of "),
+            std::string::npos);
+  // The name's first character (a string's bytes follow its length).
+  size_t name = reinterpret_cast<const uint8_t *>(epilogue->kernel()->data()) -
+                model.data();
+  std::string refusal = damagedWith(name, "X", 1);
+  EXPECT_NE(refusal.find("its GEMM epilogue kernel 'Xstm_b1_k1_gemm' is not "
+                         "among the kernel_names"),
+            std::string::npos)
+      << refusal;
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, ArtifactDamage,
                          ::testing::Values("lstm", "seq2seq", "treelstm",
                                            "attention"),

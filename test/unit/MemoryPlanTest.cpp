@@ -1,7 +1,9 @@
 //===- MemoryPlanTest.cpp - The memory plan checked by brute force --------===//
 //
 // Compiles every example model (hidden 64) through cell-plan-memory and, for
-// every batch-specialized cell, recomputes what the plan claims from scratch:
+// every batch-specialized cell, recomputes what the plan claims from scratch
+// (a buffer lives from its writer to its last reader, and at up to 16 rows
+// a GEMM's operands through the kernel after it that reads its result):
 // buffers live at the same point never share bytes, the recorded peak equals
 // the largest sum of live buffers over all points, the workspace holds every
 // buffer, and every batch size of the manifest has its copy.
@@ -37,6 +39,7 @@ int64_t alignedBytes(Type type) {
 std::vector<LiveBuffer> plannedBuffers(mlir::cell::CellOp cell,
                                        int64_t &points) {
   Block &body = cell.getBody().front();
+  int64_t batch = cell->getAttrOfType<IntegerAttr>("cell.batch_size").getInt();
   llvm::DenseMap<Operation *, int64_t> index;
   points = 0;
   for (Operation &op : body)
@@ -60,8 +63,20 @@ std::vector<LiveBuffer> plannedBuffers(mlir::cell::CellOp cell,
       EXPECT_EQ(offset % 256, 0);
       LiveBuffer buffer{index[&op], index[&op], offset,
                         alignedBytes(result.getType())};
-      for (Operation *user : result.getUsers())
+      for (Operation *user : result.getUsers()) {
         buffer.last = std::max(buffer.last, index[user]);
+        // At up to 16 rows a GEMM's operands live on through the kernel
+        // right after it (constants aside) that reads its result: the two
+        // may run as one kernel.
+        if (batch <= 16 && isa<mlir::cell::GemmOp>(user)) {
+          Operation *next = user->getNextNode();
+          while (next && isa<mlir::cell::ConstantOp>(next))
+            next = next->getNextNode();
+          if (next && isa<mlir::cell::FusedOp>(next) &&
+              llvm::is_contained(next->getOperands(), user->getResult(0)))
+            buffer.last = std::max(buffer.last, index[next]);
+        }
+      }
       buffers.push_back(buffer);
     }
   }

@@ -92,6 +92,14 @@ cl::opt<int64_t> fuseStepMaxWeightBytes(
              "apart, on the whole device, whatever the batch size"),
     cl::init(cellc::PipelineOptions().fuseStepMaxWeightBytes),
     cl::cat(cellcCategory));
+cl::opt<bool> gemmEpilogues(
+    "gemm-epilogues",
+    cl::desc("At batch sizes up to 16, also compile a kernel that runs a "
+             "GEMM and the element-wise step after it in one launch where "
+             "the step reads the GEMM's result column-aligned (fp32 and "
+             "tf32; the CUDA backend times it against the two launches; "
+             "=false: none, less NVRTC time)"),
+    cl::init(true), cl::cat(cellcCategory));
 cl::opt<bool> foldTokenProjections(
     "fold-token-projections",
     cl::desc("Fold the projection of an embedding lookup into one lookup "
@@ -131,6 +139,7 @@ static DriverOptions driverOptions() {
   options.untilStage = untilStage;
   options.archs.assign(archs.begin(), archs.end());
   options.precision = precision;
+  options.gemmEpilogues = gemmEpilogues;
   options.pipeline.fuseStepMaxBatch = fuseStepMaxBatch;
   options.pipeline.fuseStepMaxWeightBytes = fuseStepMaxWeightBytes;
   options.pipeline.foldTokenProjections = foldTokenProjections;

@@ -4,6 +4,10 @@
 // A buffer lives from the kernel that writes it to the last kernel that reads
 // it (both included); buffers whose lives intersect get disjoint byte ranges.
 // Largest buffers are placed first, each at the lowest offset that fits.
+// At batch sizes of up to 16 rows a GEMM's operands live on through the
+// kernel right after it that reads its result: code generation may run the
+// two in one kernel (GemmEpilogueWriter.h), whose blocks that finish early
+// write the kernel's results while others still read the GEMM's operands.
 //
 //===----------------------------------------------------------------------===//
 #include "cell/Transforms/Passes.h"
@@ -55,7 +59,19 @@ static bool isWorkspaceValue(OpResult result) {
   return true;
 }
 
-static SmallVector<Buffer> collectBuffers(Block &body) {
+/// The kernel right after `gemm` (constants aside) when it reads the GEMM's
+/// result, else null.
+static Operation *epilogueOf(GemmOp gemm) {
+  Operation *next = gemm->getNextNode();
+  while (next && isa<ConstantOp>(next))
+    next = next->getNextNode();
+  if (!isa_and_nonnull<FusedOp>(next) ||
+      !llvm::is_contained(next->getOperands(), gemm.getResult()))
+    return nullptr;
+  return next;
+}
+
+static SmallVector<Buffer> collectBuffers(Block &body, bool epilogues) {
   llvm::DenseMap<Operation *, int64_t> point;
   for (auto [index, op] : llvm::enumerate(body))
     point[&op] = index;
@@ -67,8 +83,12 @@ static SmallVector<Buffer> collectBuffers(Block &body) {
       Buffer buffer{result,
                     alignUp(tensorBytes(result.getType()), kBufferAlignment)};
       buffer.first = buffer.last = point[&op];
-      for (Operation *user : result.getUsers())
+      for (Operation *user : result.getUsers()) {
         buffer.last = std::max(buffer.last, point[user]);
+        if (auto gemm = dyn_cast<GemmOp>(user); gemm && epilogues)
+          if (Operation *epilogue = epilogueOf(gemm))
+            buffer.last = std::max(buffer.last, point[epilogue]);
+      }
       buffers.push_back(buffer);
     }
   return buffers;
@@ -125,9 +145,16 @@ static int64_t rowBytes(Type type) {
          ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
+/// The most rows of the GEMMs that may run with their epilogue in one kernel
+/// (SkinnyGemmKernel.h's kSkinnyGemmMaxRows).
+static constexpr int64_t kEpilogueMaxBatch = 16;
+
 static void planCell(CellOp cell) {
   Block &body = cell.getBody().front();
-  SmallVector<Buffer> buffers = collectBuffers(body);
+  int64_t batch =
+      cell->getAttrOfType<IntegerAttr>(CellDialect::kBatchSizeAttr).getInt();
+  SmallVector<Buffer> buffers =
+      collectBuffers(body, batch <= kEpilogueMaxBatch);
   int64_t workspace = placeBuffers(buffers);
   Builder builder(cell.getContext());
   for (Operation &op : body) {
