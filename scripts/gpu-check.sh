@@ -12,7 +12,8 @@
 # Steps: the CUDA backend, example and engine tests (logs and XML);
 # `cellrun run` of every example on the GPU against the CPU backend;
 # `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
-# CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16); the tests
+# CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16; fp32 again
+# with every GEMM and the step after it launched apart); the tests
 # and the fp32 microbenchmark again with programmatic dependent launch (pdl);
 # `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
@@ -251,6 +252,15 @@ for precision in fp32 tf32 bf16; do
     --csv "$logs/cuda-lstm1024-$precision.csv" >"$logs/cuda-lstm1024-$precision.txt" 2>&1 ||
     fail "cuda_task_bench $precision failed"
   cat "$logs/cuda-lstm1024-$precision.txt"
+  # The GEMM and the gates apart at 1-16 rows (the table above: the
+  # GEMM-and-epilogue kernel where its timing won), for the difference.
+  if [ "$precision" = fp32 ] && enough 30 "cuda_task_bench fp32, epilogues apart"; then
+    step "cuda_task_bench (fp32, CELL_CUDA_EPILOGUE=separate)"
+    CELL_CUDA_EPILOGUE=separate timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$artifact" \
+      --csv "$logs/cuda-lstm1024-fp32-separate.csv" >"$logs/cuda-lstm1024-fp32-separate.txt" 2>&1 ||
+      fail "cuda_task_bench fp32 with CELL_CUDA_EPILOGUE=separate failed"
+    cat "$logs/cuda-lstm1024-fp32-separate.txt"
+  fi
 done
 
 # Programmatic dependent launch (CELLRUN_CUDA_PDL=1; runtime/schema/GridDependency.h):

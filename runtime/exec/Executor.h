@@ -128,8 +128,12 @@ public:
   };
 
   /// Runs one task of `cell` for `rows` rows: inputRows[i][r] is the pool
-  /// row of input i for the task's row r, outputRows likewise. Returns the
-  /// batch size it ran at, once the task has finished.
+  /// row of input i for the task's row r, outputRows likewise. No output
+  /// row of a task may be a row any of its inputs reads (the engine's rows
+  /// go back only after the task that last reads them is submitted): the
+  /// CUDA backend's GEMM-and-epilogue kernels write outputs while other
+  /// blocks still read inputs. Returns the batch size it ran at, once the
+  /// task has finished.
   Result<uint32_t> run(const cellpack::CellType &cell, uint32_t rows,
                        const std::vector<std::vector<int32_t>> &inputRows,
                        const std::vector<std::vector<int32_t>> &outputRows,

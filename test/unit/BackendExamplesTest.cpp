@@ -22,6 +22,7 @@
 #include "artifact/ElementIO.h"
 
 #include "CudaProbe.h"
+#include "ScopedEnvironment.h"
 
 #include <gtest/gtest.h>
 
@@ -73,32 +74,23 @@ struct ExampleArtifact {
   /// that gather A (CELL_CUDA_GEMM=skinny-gather while the executor is
   /// created), so a gather before such a GEMM is left out.
   bool forceSkinny = false;
+  /// CELL_CUDA_EPILOGUE while the executor is created (null: unset, the
+  /// clock decides): "fused" runs each step that can be the epilogue of the
+  /// skinny GEMM before it in one kernel with it.
+  const char *epilogue = nullptr;
 };
 
-/// CELL_CUDA_GEMM=skinny-gather while it lives, when `force` (then the
-/// value it had comes back).
-struct ForcedSkinnyGemm {
-  bool force;
-  std::optional<std::string> before;
-  explicit ForcedSkinnyGemm(bool force) : force(force) {
-    if (!force)
-      return;
-    if (const char *value = std::getenv("CELL_CUDA_GEMM"))
-      before = value;
-    setenv("CELL_CUDA_GEMM", "skinny-gather", 1);
-  }
-  ~ForcedSkinnyGemm() {
-    if (!force)
-      return;
-    if (before)
-      setenv("CELL_CUDA_GEMM", before->c_str(), 1);
-    else
-      unsetenv("CELL_CUDA_GEMM");
-  }
+/// The CUDA backend's choices the case forces while it lives.
+struct ForcedChoices {
+  cellc::testing::ScopedEnvironment gemm, epilogue;
+  explicit ForcedChoices(const ExampleArtifact &example)
+      : gemm("CELL_CUDA_GEMM", example.forceSkinny ? "skinny-gather" : nullptr),
+        epilogue("CELL_CUDA_EPILOGUE", example.epilogue) {}
 };
 
 std::string caseName(const ExampleArtifact &example) {
-  return std::string(example.model) + "_" + example.precision;
+  return std::string(example.model) + "_" + example.precision +
+         (example.epilogue ? std::string("_epilogue_") + example.epilogue : "");
 }
 /// What gtest (and ctest's test list) prints for the parameter.
 void PrintTo(const ExampleArtifact &example, std::ostream *os) {
@@ -361,7 +353,7 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto created = [&] {
-    ForcedSkinnyGemm forced(example.forceSkinny);
+    ForcedChoices forced(example);
     return Executor::create(artifact, kPoolRows, options_);
   }();
   ASSERT_TRUE(created.ok()) << created.status().toString();
@@ -428,7 +420,7 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
   ExecutorOptions options = options_;
   options.tasksInFlight = 2;
   auto created = [&] {
-    ForcedSkinnyGemm forced(example.forceSkinny);
+    ForcedChoices forced(example);
     return Executor::create(artifact, kPoolRows, options);
   }();
   ASSERT_TRUE(created.ok()) << created.status().toString();
@@ -528,7 +520,14 @@ INSTANTIATE_TEST_SUITE_P(
         // Every GEMM apart from its kernels (fp32), on the skinny kernels
         // that gather up to 16 rows: on a GPU they read the state rows
         // where they lie, the gather before them left out.
-        ExampleArtifact{"lstm", "unfused", 0, true}),
+        ExampleArtifact{"lstm", "unfused", 0, true},
+        // ... and each step after such a GEMM that can be its epilogue in
+        // the one kernel with it (an LSTM's gates, four segments; a GRU's,
+        // three, which also read the input GEMM's result; the LN-LSTM's
+        // GELU after its last GEMM, one, written to the workspace).
+        ExampleArtifact{"lstm", "unfused", 0, true, "fused"},
+        ExampleArtifact{"gru", "unfused", 0, true, "fused"},
+        ExampleArtifact{"lnlstm", "unfused", 0, true, "fused"}),
     [](const ::testing::TestParamInfo<ExampleArtifact> &info) {
       return caseName(info.param);
     });

@@ -181,6 +181,8 @@ Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
   }
   if (!chosen.isOk() && !useSkinny_)
     return chosen;
+  if (useSkinny_ && chosen.isOk())
+    CELL_TRY(checkSkinny(stream, operands, step.precision()));
   if (!useSkinny_) { // its k-split buffers are not needed
     partial_ = DeviceBuffer();
     counters_ = DeviceBuffer();

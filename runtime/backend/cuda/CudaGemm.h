@@ -46,6 +46,9 @@ struct GemmOperands {
   void *d = nullptr;
   /// The bias as host data when it is a weight (for scaling by beta).
   const float *hostBias = nullptr;
+  /// A is the plan's workspace, which the check of a skinny kernel against
+  /// cuBLASLt may fill with test values at load (not a weight).
+  bool aIsScratch = false;
 };
 
 /// One of the cell code's skinny GEMM kernels: what SkinnyGemmKernel.h
@@ -97,6 +100,20 @@ public:
   /// gather of them before the GEMM can be left out.
   bool gathersA() const { return useSkinny_ && skinnyKernel_.gathersA; }
 
+  /// The operands as a skinny kernel takes them (a GEMM-and-epilogue kernel
+  /// too), and the k splits the contest chose.
+  struct SkinnyOperands {
+    const void *a = nullptr, *b = nullptr, *bias = nullptr, *c = nullptr;
+    void *d = nullptr;
+    int m = 0, n = 0, k = 0, splits = 1;
+    float alpha = 1.0f, beta = 0.0f;
+  };
+  /// Whether the skinny kernels run this GEMM (they won the contest).
+  bool usesSkinny() const { return useSkinny_; }
+  SkinnyOperands skinnyOperands() const;
+  /// Adds `text` to description() (what became of the GEMM later).
+  void describe(const std::string &text) { description_ += text; }
+
   /// "m=64 n=4096 k=2048 FP32, fastest of 8 proposals: 11.2 us" or
   /// "m=4 ..., skinny kernel cellrun_skinny_gemm_gather4, 16 k splits: 9.1 us
   /// (cuBLASLt 21.1 us)".
@@ -127,6 +144,12 @@ private:
   /// against `cublasMicros` (negative: no cuBLASLt algorithm runs) and
   /// keeps the fastest when it beats cuBLASLt.
   Status contestSkinny(cudaStream_t stream, float cublasMicros);
+  /// Runs the chosen skinny kernel and cuBLASLt on the same A (test values
+  /// when A is scratch) and compares their D; on a difference beyond fp32
+  /// (or TF32) rounding, cuBLASLt runs the GEMM and the description says
+  /// why. A guard against a kernel bug the tests did not meet on this GPU.
+  Status checkSkinny(cudaStream_t stream, const GemmOperands &operands,
+                     cellpack::Precision precision);
   Status enqueueSkinny(cudaStream_t stream,
                        const GatheredRows *gathered = nullptr) const;
   /// Mean time of a few back-to-back runs after a warm-up, in microseconds.

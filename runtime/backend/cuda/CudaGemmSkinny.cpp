@@ -9,10 +9,12 @@
 
 #include "CudaCheck.h"
 #include "CudaLaunch.h"
+#include "CudaTiming.h"
 
 #include "SkinnyGemmKernel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,28 +25,8 @@ using namespace cellrun;
 using namespace cellrun::cuda;
 
 Result<float> CudaGemm::timeMicros(cudaStream_t stream, bool skinny) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CELL_CUDA_TRY(cudaEventCreate(&start));
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start)
-        cudaEventDestroy(start);
-      if (stop)
-        cudaEventDestroy(stop);
-    }
-  } events{start, nullptr};
-  CELL_CUDA_TRY(cudaEventCreate(&stop));
-  events.stop = stop;
-  constexpr int kRepetitions = 10;
-  CELL_CUDA_TRY(cudaEventRecord(start, stream));
-  for (int r = 0; r < kRepetitions; ++r)
-    CELL_TRY(skinny ? enqueueSkinny(stream) : enqueue(stream));
-  CELL_CUDA_TRY(cudaEventRecord(stop, stream));
-  CELL_CUDA_TRY(cudaEventSynchronize(stop));
-  float milliseconds = 0.0f;
-  CELL_CUDA_TRY(cudaEventElapsedTime(&milliseconds, start, stop));
-  return 1000.0f * milliseconds / kRepetitions;
+  return timeEnqueuedMicros(
+      stream, [&] { return skinny ? enqueueSkinny(stream) : enqueue(stream); });
 }
 
 Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
@@ -100,8 +82,7 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
         splits_ = launch.splits;
         kPerSplit_ = launch.kPerSplit;
         grid_ = launch.grid();
-        CELL_TRY(enqueueSkinny(stream)); // warm-up
-        auto micros = timeMicros(stream, true);
+        auto micros = timeMicros(stream, true); // after a warm-up
         if (!micros.ok())
           return micros.status();
         if (best < 0.0f || micros.value() < best) {
@@ -167,5 +148,73 @@ Status CudaGemm::enqueueSkinny(cudaStream_t stream,
   CELL_CUDA_TRY(launchKernel(
       skinnyKernel_.kernel, dim3(grid_), dim3(cellpack::kSkinnyGemmBlockSize),
       skinnyKernel_.gathersA ? withRows : dense, stream, skinny_.programmatic));
+  return Status::ok();
+}
+
+CudaGemm::SkinnyOperands CudaGemm::skinnyOperands() const {
+  SkinnyOperands operands;
+  operands.a = a_;
+  operands.b = b_;
+  operands.bias = skinnyBias_;
+  operands.c = skinnyC_;
+  operands.d = d_;
+  operands.m = static_cast<int>(m_);
+  operands.n = static_cast<int>(n_);
+  operands.k = static_cast<int>(k_);
+  operands.splits = splits_;
+  operands.alpha = alpha_;
+  operands.beta = skinnyBeta_;
+  return operands;
+}
+
+Status CudaGemm::checkSkinny(cudaStream_t stream, const GemmOperands &operands,
+                             cellpack::Precision precision) {
+  size_t count = static_cast<size_t>(m_) * n_;
+  if (operands.aIsScratch) {
+    // Values in [-1, 1), the same on every load.
+    std::vector<float> a(static_cast<size_t>(m_) * k_);
+    uint32_t state = 2463534242u;
+    for (float &value : a)
+      value = contestValue(state);
+    CELL_TRY(
+        uploadNow(const_cast<void *>(a_), a.data(), a.size() * sizeof(float)));
+  }
+  auto resultOf = [&](bool skinny) -> Result<std::vector<float>> {
+    useSkinny_ = skinny;
+    Status run = enqueue(stream);
+    useSkinny_ = true;
+    CELL_TRY(run);
+    CELL_CUDA_TRY(cudaStreamSynchronize(stream));
+    std::vector<float> d(count);
+    CELL_CUDA_TRY(cudaMemcpy(d.data(), d_, count * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    return d;
+  };
+  auto reference = resultOf(false);
+  if (!reference.ok())
+    return reference.status();
+  auto skinny = resultOf(true);
+  if (!skinny.ok())
+    return skinny.status();
+  // Both add k products per element in different orders (TF32: cuBLASLt's
+  // products rounded to 10 bits): a bug is off by far more.
+  float largest = 0.0f;
+  for (float value : reference.value())
+    largest = std::max(largest, std::fabs(value));
+  float tolerance = (precision == cellpack::Precision::TF32 ? 1e-2f : 1e-3f) *
+                    (1.0f + largest);
+  for (size_t i = 0; i < count; ++i) {
+    float want = reference.value()[i], got = skinny.value()[i];
+    if (std::fabs(got - want) <= tolerance)
+      continue;
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  " (but %s gave %g at row %zu column %zu where cuBLASLt "
+                  "gave %g: cuBLASLt runs it)",
+                  skinnyKernel_.name, got, i / n_, i % n_, want);
+    description_ += text;
+    useSkinny_ = false;
+    return Status::ok();
+  }
   return Status::ok();
 }

@@ -67,6 +67,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
       operands.b = resolved[1];
       operands.c = resolved[2];
       operands.d = resolved[3];
+      operands.aIsScratch = gemm->a()->kind() == cellpack::ValueKind::Workspace;
       if (gemm->c() && gemm->c()->kind() == cellpack::ValueKind::Weight)
         operands.hostBias = reinterpret_cast<const float *>(
             cell.cell().weights()->Get(gemm->c()->index())->data()->data());
@@ -87,6 +88,7 @@ CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
     runner->steps_.push_back(std::move(step));
   }
   runner->foldGathers();
+  CELL_TRY(runner->fuseEpilogues(stream));
   return runner;
 }
 
@@ -123,16 +125,18 @@ Result<void *> CudaTaskRunner::resolve(const cellpack::ValueRef &ref,
                     "did not provide");
 }
 
-Status CudaTaskRunner::launch(const Launch &launch, int64_t rows,
-                              const DeviceTaskViews &views,
-                              cudaStream_t stream) const {
+Status CudaTaskRunner::stepArguments(const Launch &launch, int64_t rows,
+                                     const DeviceTaskViews &views,
+                                     std::vector<const void *> &pointers,
+                                     std::vector<void *> &args,
+                                     int &rowCount) const {
   const cellpack::KernelStep &step = *launch.step;
   uint32_t batch = plan_.batch_size();
   size_t count = step.params() ? step.params()->size() : 0;
   // cudaLaunchKernel takes the address of each parameter's value.
-  std::vector<const void *> pointers(count);
-  std::vector<void *> args(count);
-  int rowCount = static_cast<int>(rows);
+  pointers.assign(count, nullptr);
+  args.assign(count, nullptr);
+  rowCount = static_cast<int>(rows);
   for (size_t p = 0; p < count; ++p) {
     const cellpack::KernelParam *param = step.params()->Get(p);
     bool isInput = param->kind() == cellpack::ParamKind::Input ||
@@ -165,11 +169,35 @@ Status CudaTaskRunner::launch(const Launch &launch, int64_t rows,
     }
     args[p] = &pointers[p];
   }
-  dim3 grid(static_cast<unsigned>(kernelGridSize(step, rows)));
-  dim3 block(step.block_size());
+  return Status::ok();
+}
+
+Status CudaTaskRunner::launch(const Launch &launch, int64_t rows,
+                              const DeviceTaskViews &views,
+                              cudaStream_t stream) const {
+  std::vector<const void *> pointers;
+  std::vector<void *> args;
+  int rowCount = 0;
+  CELL_TRY(stepArguments(launch, rows, views, pointers, args, rowCount));
+  dim3 grid(static_cast<unsigned>(kernelGridSize(*launch.step, rows)));
+  dim3 block(launch.step->block_size());
   CELL_CUDA_TRY(launchKernel(launch.kernel, grid, block, args.data(), stream,
                              cell_.launchesProgrammatically()));
   return Status::ok();
+}
+
+Result<GatheredRows>
+CudaTaskRunner::gatheredA(const Step &gemm, int64_t rows,
+                          const DeviceTaskViews &views) const {
+  if (gemm.gatherInput < 0)
+    return GatheredRows{};
+  size_t input = static_cast<size_t>(gemm.gatherInput);
+  if (input >= views.inputs.size())
+    return Status(StatusCode::InvalidArgument,
+                  "cell '" + cell_.cell().name()->str() +
+                      "': a GEMM reads a cell input the task did not provide");
+  return GatheredRows{views.inputs[input],
+                      views.inputRows + input * plan_.batch_size(), rows};
 }
 
 Status CudaTaskRunner::enqueue(int64_t rows, const DeviceTaskViews &views,
@@ -179,19 +207,18 @@ Status CudaTaskRunner::enqueue(int64_t rows, const DeviceTaskViews &views,
                   "a task of " + std::to_string(rows) +
                       " rows does not fit the batch-" +
                       std::to_string(plan_.batch_size()) + " plan");
-  for (const Step &step : steps_) {
-    if (step.folded)
-      continue; // the GEMM after it reads the rows where they lie
-    if (step.gemm && step.gatherInput >= 0) {
-      size_t input = static_cast<size_t>(step.gatherInput);
-      if (input >= views.inputs.size())
-        return Status(StatusCode::InvalidArgument,
-                      "cell '" + cell_.cell().name()->str() +
-                          "': a GEMM reads a cell input the task did not "
-                          "provide");
-      GatheredRows gathered{views.inputs[input],
-                            views.inputRows + input * plan_.batch_size(), rows};
-      CELL_TRY(step.gemm->enqueue(stream, &gathered));
+  for (size_t index = 0; index < steps_.size(); ++index) {
+    const Step &step = steps_[index];
+    if (step.folded || step.inEpilogue)
+      continue; // the GEMM after it reads the rows where they lie; the
+                // kernel after it runs the GEMM
+    if (step.epilogue) {
+      CELL_TRY(launchEpilogue(index, rows, views, stream));
+    } else if (step.gemm && step.gatherInput >= 0) {
+      auto gathered = gatheredA(step, rows, views);
+      if (!gathered.ok())
+        return gathered.status();
+      CELL_TRY(step.gemm->enqueue(stream, &gathered.value()));
     } else if (step.gemm) {
       CELL_TRY(step.gemm->enqueue(stream));
     } else {

@@ -13,6 +13,8 @@
 #include "CudaCell.h"
 #include "CudaGemm.h"
 
+#include "base/FunctionRef.h"
+
 #include <memory>
 #include <vector>
 
@@ -55,6 +57,14 @@ private:
     const cellpack::KernelStep *step;
     cudaKernel_t kernel;
   };
+  /// A kernel step run as the epilogue of the skinny GEMM step before it,
+  /// one kernel for both (cellpack::GemmEpilogue; CudaGemmEpilogue.cpp).
+  struct Epilogue {
+    cudaKernel_t kernel = nullptr;
+    size_t gemmStep = 0;
+    cellpack::SkinnyGemmLaunch geometry;
+    DeviceBuffer partial, counters; // its k splits' sums, its tiles' counts
+  };
   struct Step {
     std::unique_ptr<CudaGemm> gemm; // or
     Launch launch{};
@@ -62,6 +72,9 @@ private:
     bool folded = false;
     /// A GEMM reading A's rows in the pool of this cell input, or -1.
     int gatherInput = -1;
+    /// A GEMM the kernel step after it runs (its `epilogue`).
+    bool inEpilogue = false;
+    std::unique_ptr<Epilogue> epilogue;
   };
 
   CudaTaskRunner(const CudaCell &cell, const cellpack::BatchPlan &plan)
@@ -70,6 +83,34 @@ private:
                          const DeviceTaskViews *views) const;
   Status launch(const Launch &launch, int64_t rows,
                 const DeviceTaskViews &views, cudaStream_t stream) const;
+  /// The kernel step's arguments for a task of `rows` rows, as
+  /// cudaLaunchKernel takes them (`args` point into `pointers` and at
+  /// `rowCount`; `pointers` has a place for every parameter).
+  Status stepArguments(const Launch &launch, int64_t rows,
+                       const DeviceTaskViews &views,
+                       std::vector<const void *> &pointers,
+                       std::vector<void *> &args, int &rowCount) const;
+  /// The GEMM step's A as a task reads it: the task's rows in a pool when
+  /// the gather before it was folded, else null.
+  Result<GatheredRows> gatheredA(const Step &gemm, int64_t rows,
+                                 const DeviceTaskViews &views) const;
+  /// Runs each kernel step that lists a GEMM-and-epilogue kernel in one
+  /// launch with the skinny GEMM before it, where that is safe and faster
+  /// (timed on scratch pools; CELL_CUDA_EPILOGUE=fused or =separate
+  /// decides instead of the clock) and its outputs there are those of the
+  /// two launches apart (a guard against a kernel bug the tests did not
+  /// meet on this GPU). Only a broken device is an error.
+  Status fuseEpilogues(cudaStream_t stream);
+  /// The fp32 outputs of kernel step `step` for the plan's rows in `views`
+  /// (scratch pools whose task rows are pool rows 0..batch-1), after
+  /// `enqueue` and the stream have finished.
+  Result<std::vector<std::vector<float>>>
+  stepOutputs(const cellpack::KernelStep &step, const DeviceTaskViews &views,
+              FunctionRef<Status()> enqueue, cudaStream_t stream) const;
+  /// Launches kernel step `index` with the GEMM before it.
+  Status launchEpilogue(size_t index, int64_t rows,
+                        const DeviceTaskViews &views,
+                        cudaStream_t stream) const;
   /// Leaves out a kernel step that only gathers a state pool's rows into
   /// the A of the GEMM after it, when that GEMM's kernel reads them where
   /// they lie (the skinny kernels that gather) and nothing else reads the
