@@ -96,6 +96,23 @@ std::string cellc::codegen::destination(FusedOp fused, unsigned i,
                        rowWidth(fused.getResult(i)), col);
 }
 
+LogicalResult cellc::codegen::writeVectorResult(FusedOp fused,
+                                                KernelBodyWriter &writer,
+                                                Value value, unsigned i,
+                                                llvm::raw_ostream &os) {
+  std::vector<std::string> parts;
+  for (int lane = 0; lane < 4; ++lane) {
+    FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+  }
+  os << writer.indent() << "*reinterpret_cast<float4 *>(&"
+     << destination(fused, i, "r", "c") << ") = make_float4("
+     << llvm::join(parts, ", ") << ");\n";
+  return success();
+}
+
 int64_t cellc::codegen::resultColumns(Value value) {
   return tensorOf(value).getRank() < 2 ? int64_t(0) : rowWidth(value);
 }
@@ -194,16 +211,8 @@ static LogicalResult writeElementwise(FusedOp fused, llvm::raw_ostream &os,
       bool perRow = blockWidth == 0;
       Type element = tensorOf(value).getElementType();
       if (vector) {
-        std::vector<std::string> parts;
-        for (int lane = 0; lane < 4; ++lane) {
-          FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
-          if (failed(part))
-            return failure();
-          parts.push_back(*part);
-        }
-        os << writer.indent() << "*reinterpret_cast<float4 *>(&"
-           << destination(fused, i, "r", "c") << ") = make_float4("
-           << llvm::join(parts, ", ") << ");\n";
+        if (failed(writeVectorResult(fused, writer, value, i, os)))
+          return failure();
         continue;
       }
       FailureOr<std::string> result =

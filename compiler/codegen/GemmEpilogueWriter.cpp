@@ -101,7 +101,7 @@ static bool overwritesGemmOperands(FusedOp fused, GemmOp gemm) {
 
 std::optional<GemmEpilogueShape>
 cellc::codegen::gemmEpilogueShape(FusedOp fused, const KernelInfo &info,
-                                  int64_t batch) {
+                                  int64_t batch, int64_t minWeightBytes) {
   if (batch > cellpack::kSkinnyGemmMaxRows ||
       info.shape != KernelInfo::Shape::Elementwise)
     return std::nullopt;
@@ -121,7 +121,8 @@ cellc::codegen::gemmEpilogueShape(FusedOp fused, const KernelInfo &info,
   if (a.getRank() != 2 || b.getRank() != 2 || d.getRank() != 2 ||
       !a.getElementType().isF32() || !b.getElementType().isF32() ||
       !d.getElementType().isF32() || d.getDimSize(0) != batch ||
-      !cellpack::skinnyGemmFits(batch, d.getDimSize(1), a.getDimSize(1)))
+      !cellpack::skinnyGemmFits(batch, d.getDimSize(1), a.getDimSize(1)) ||
+      b.getNumElements() * 4 < minWeightBytes)
     return std::nullopt;
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
   SmallVector<int64_t> widths = distinctResultColumns(yield);
@@ -194,18 +195,9 @@ LogicalResult cellc::codegen::writeGemmEpilogueKernel(
   auto yield = cast<YieldOp>(fused.getBody().front().getTerminator());
   {
     KernelBodyWriter writer(fused, body);
-    for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
-      std::vector<std::string> parts;
-      for (int lane = 0; lane < 4; ++lane) {
-        FailureOr<std::string> part = writer.element(value, {"r", "c", lane});
-        if (failed(part))
-          return failure();
-        parts.push_back(*part);
-      }
-      body << writer.indent() << "*reinterpret_cast<float4 *>(&"
-           << destination(fused, i, "r", "c") << ") = make_float4("
-           << llvm::join(parts, ", ") << ");\n";
-    }
+    for (auto [i, value] : llvm::enumerate(yield.getOperands()))
+      if (failed(writeVectorResult(fused, writer, value, i, body)))
+        return failure();
   }
   body << "}\n";
 

@@ -31,16 +31,17 @@ struct GemmEpilogueShape {
 /// The GEMM `fused` (the step written as `info`, of batch size `batch`)
 /// can take as its epilogue: the op right before it (constants aside) is an
 /// fp32 GEMM of `batch` rows the skinny kernels run (SkinnyGemmKernel.h),
-/// with a weight for B, whose only use is `fused`, and none of whose
-/// operands' workspace bytes `fused` writes; `fused` is a float4
-/// element-wise kernel whose
-/// results all have one row width W, the GEMM's columns are 1 to 4 segments
-/// of W (W a multiple of 32), and its result reaches the results only
-/// through element-wise ops that keep columns and one split into those
-/// segments. nullopt otherwise.
+/// with a weight of at least `minWeightBytes` for B (below, the launch
+/// saved is not worth the NVRTC time), whose only use is `fused`, and none
+/// of whose operands' workspace bytes `fused` writes; `fused` is a float4
+/// element-wise kernel whose results all have one row width W, the GEMM's
+/// columns are 1 to 4 segments of W (W a multiple of 32), and its result
+/// reaches the results only through element-wise ops that keep columns and
+/// one split into those segments. nullopt otherwise.
 std::optional<GemmEpilogueShape> gemmEpilogueShape(mlir::cell::FusedOp fused,
                                                    const KernelInfo &info,
-                                                   int64_t batch);
+                                                   int64_t batch,
+                                                   int64_t minWeightBytes = 0);
 
 /// Writes the kernel `name` for `shape` into `os`: a device function
 /// computing `fused`'s elements at (row, column) with the parameters of

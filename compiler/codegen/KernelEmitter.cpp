@@ -47,9 +47,10 @@ static bool usesType(ModuleOp module, function_ref<bool(Type)> predicate) {
   return found;
 }
 
-FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
-                                                StringRef genericCell,
-                                                bool gemmEpilogues) {
+FailureOr<CudaProgram>
+cellc::codegen::emitCuda(ModuleOp module, StringRef genericCell,
+                         bool gemmEpilogues,
+                         int64_t gemmEpilogueMinWeightBytes) {
   SmallVector<CellOp> copies = batchCopiesOf(module, genericCell);
   auto generic = module.lookupSymbol<CellOp>(genericCell);
   if (!generic)
@@ -90,7 +91,8 @@ FailureOr<CudaProgram> cellc::codegen::emitCuda(ModuleOp module,
       if (failed(writeFusedKernel(fused, name, batch, os, info)))
         return failure();
       if (gemmEpilogues)
-        if (auto shape = gemmEpilogueShape(fused, info, batch)) {
+        if (auto shape = gemmEpilogueShape(fused, info, batch,
+                                           gemmEpilogueMinWeightBytes)) {
           std::string kernel = name + "_gemm", text;
           llvm::raw_string_ostream kernelOs(text);
           if (failed(writeGemmEpilogueKernel(fused, *shape, kernel, batch,

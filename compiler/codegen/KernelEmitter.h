@@ -84,11 +84,13 @@ struct CudaProgram {
 /// been through cell-fuse-elementwise, and the runtime's support kernels.
 /// With `gemmEpilogues`, also a GEMM-and-epilogue kernel for each step that
 /// can be one (GemmEpilogueWriter.h; the runtime's skinny GEMMs are fp32,
-/// so not for bf16 or fp16 GEMMs). Unsupported constructs are reported as
+/// so not for bf16 or fp16 GEMMs) whose GEMM's weights take at least
+/// `gemmEpilogueMinWeightBytes`. Unsupported constructs are reported as
 /// diagnostics on the op.
 mlir::FailureOr<CudaProgram> emitCuda(mlir::ModuleOp module,
                                       llvm::StringRef genericCell,
-                                      bool gemmEpilogues = true);
+                                      bool gemmEpilogues = true,
+                                      int64_t gemmEpilogueMinWeightBytes = 0);
 
 } // namespace cellc::codegen
 

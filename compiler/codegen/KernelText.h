@@ -26,6 +26,15 @@ std::string accessOf(mlir::cell::FusedOp fused, bool result, unsigned index);
 std::string destination(mlir::cell::FusedOp fused, unsigned i,
                         const std::string &row, const std::string &col);
 
+class KernelBodyWriter;
+
+/// Writes the store of result `i` of `fused` (`value`) at row r, columns
+/// c..c+3, as one float4 of its four lanes' expressions.
+mlir::LogicalResult writeVectorResult(mlir::cell::FusedOp fused,
+                                      KernelBodyWriter &writer,
+                                      mlir::Value value, unsigned i,
+                                      llvm::raw_ostream &os);
+
 /// The columns of result `value` a row: 0 for a [batch] result (one value a
 /// row, written once), else rowWidth.
 int64_t resultColumns(mlir::Value value);

@@ -70,7 +70,8 @@ cellc::buildArtifact(ModuleOp module, const BuildOptions &options,
     }
     clock.lap();
     FailureOr<codegen::CudaProgram> program = codegen::emitCuda(
-        module, cell.getSymName(), options.writesGemmEpilogues());
+        module, cell.getSymName(), options.writesGemmEpilogues(),
+        options.gemmEpilogueMinWeightBytes);
     if (failed(program))
       return failure();
     codegenSeconds += clock.lap();

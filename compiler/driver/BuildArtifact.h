@@ -20,6 +20,8 @@ struct BuildOptions {
   /// GEMM-and-epilogue kernels for the steps that can have them (fp32 and
   /// tf32 only; codegen::emitCuda).
   bool gemmEpilogues = true;
+  /// ... for GEMMs whose weights take at least this many bytes.
+  int64_t gemmEpilogueMinWeightBytes = 512 * 1024;
   bool writesGemmEpilogues() const {
     return gemmEpilogues &&
            (precision == Precision::FP32 || precision == Precision::TF32);

@@ -185,6 +185,7 @@ std::optional<BuildOptions> Compilation::makeBuildOptions() {
   buildOptions.precision = options.precision;
   buildOptions.producer = options.producer;
   buildOptions.gemmEpilogues = options.gemmEpilogues;
+  buildOptions.gemmEpilogueMinWeightBytes = options.gemmEpilogueMinWeightBytes;
   if (!options.archs.empty()) {
     std::string problem = parseArchs(options.archs, buildOptions);
     if (!problem.empty()) {
@@ -311,7 +312,8 @@ LogicalResult Compilation::printCuda(ModuleOp module, Stage lastStage,
     if (cell->hasAttr(mlir::cell::CellDialect::kBatchSizeAttr))
       continue;
     FailureOr<codegen::CudaProgram> program = codegen::emitCuda(
-        module, cell.getSymName(), buildOptions.writesGemmEpilogues());
+        module, cell.getSymName(), buildOptions.writesGemmEpilogues(),
+        buildOptions.gemmEpilogueMinWeightBytes);
     if (failed(program))
       return failure();
     os << program->source << "\n";

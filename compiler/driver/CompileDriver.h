@@ -45,6 +45,7 @@ struct DriverOptions {
   Precision precision = Precision::FP32;
   /// GEMM-and-epilogue kernels where a step can have one (BuildOptions).
   bool gemmEpilogues = true;
+  int64_t gemmEpilogueMinWeightBytes = 512 * 1024;
   PipelineOptions pipeline;
   /// Where to write the Make rule of the files read ("": nowhere).
   std::string depfilePath;

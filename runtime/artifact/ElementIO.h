@@ -38,6 +38,15 @@ inline size_t elementSize(cellpack::DType type) {
   }
 }
 
+/// Bytes of one row of `spec` (its row shape's elements).
+inline size_t rowBytes(const cellpack::TensorSpec &spec) {
+  size_t bytes = elementSize(spec.dtype());
+  if (spec.row_shape())
+    for (int64_t dim : *spec.row_shape())
+      bytes *= static_cast<size_t>(dim > 0 ? dim : 0);
+  return bytes;
+}
+
 inline float halfToFloat(uint16_t bits) {
   uint32_t sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1f,
            mantissa = bits & 0x3ffu, out;

@@ -53,14 +53,6 @@ constexpr uint8_t kPoison = 0xA7;
 constexpr uint32_t kPoolRows = 24 * 64 + 5; // room for 24 tensors of a type
 // (RWKV: x, y and ten states in and out, all of one row type)
 
-size_t rowBytesOf(const cellpack::TensorSpec &spec) {
-  size_t bytes = cpu::elementSize(spec.dtype());
-  if (spec.row_shape())
-    for (int64_t dim : *spec.row_shape())
-      bytes *= static_cast<size_t>(dim);
-  return bytes;
-}
-
 struct ExampleArtifact {
   const char *model;
   /// "fp32": model.cellpack; else model-<p>.cellpack ("hoisted": fp32
@@ -193,7 +185,7 @@ takeOutputRows(Executor &executor, const cellpack::CellType &cell,
 int reportOutputMismatches(const uint8_t *row, const cellpack::TensorSpec &spec,
                            const RefTensor &want, uint32_t r, float tolerance,
                            const std::string &where, int budget) {
-  size_t perRow = rowBytesOf(spec) / cpu::elementSize(spec.dtype());
+  size_t perRow = cpu::rowBytes(spec) / cpu::elementSize(spec.dtype());
   int mismatches = 0;
   for (size_t e = 0; e < perRow && mismatches < budget; ++e) {
     size_t wantAt = r * perRow + e;
@@ -475,7 +467,7 @@ TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {
       const cellpack::TensorSpec &spec = *cell.outputs()->Get(j);
       const RefTensor *want = eight->find(spec.name()->str(), true);
       ASSERT_NE(want, nullptr);
-      size_t perRow = rowBytesOf(spec) / cpu::elementSize(spec.dtype());
+      size_t perRow = cpu::rowBytes(spec) / cpu::elementSize(spec.dtype());
       for (size_t e = 0; e < perRow; ++e) {
         if (want->dtype == 0) {
           float got = cpu::loadFloat(results[t][j].data(), spec.dtype(), e);

@@ -46,14 +46,6 @@ std::string examplesDir() {
   return override ? override : CELL_EXAMPLES_BUILD_DIR;
 }
 
-size_t rowBytesOf(const cellpack::TensorSpec &spec) {
-  size_t bytes = cpu::elementSize(spec.dtype());
-  if (spec.row_shape())
-    for (int64_t dim : *spec.row_shape())
-      bytes *= static_cast<size_t>(dim);
-  return bytes;
-}
-
 int64_t elementCount(const cellpack::ValueRef &ref) {
   int64_t count = 1;
   for (int64_t dim : *ref.shape())
@@ -75,7 +67,7 @@ public:
     auto makePools = [&](const auto *specs, std::vector<Pool> &pools) {
       for (const cellpack::TensorSpec *spec : *specs) {
         Pool pool;
-        pool.rowBytes = rowBytesOf(*spec);
+        pool.rowBytes = cpu::rowBytes(*spec);
         pool.bytes.resize(poolRows_ * pool.rowBytes);
         if (spec->dtype() == cellpack::DType::I64) {
           auto *tokens = reinterpret_cast<int64_t *>(pool.bytes.data());

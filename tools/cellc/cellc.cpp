@@ -100,6 +100,12 @@ cl::opt<bool> gemmEpilogues(
              "tf32; the CUDA backend times it against the two launches; "
              "=false: none, less NVRTC time)"),
     cl::init(true), cl::cat(cellcCategory));
+cl::opt<int64_t> gemmEpilogueMinWeightBytes(
+    "gemm-epilogue-min-weight-bytes",
+    cl::desc("Only for GEMMs whose weights take at least this many bytes "
+             "(smaller ones save a launch but cost as much NVRTC time; 0: "
+             "every GEMM)"),
+    cl::init(512 * 1024), cl::cat(cellcCategory));
 cl::opt<bool> foldTokenProjections(
     "fold-token-projections",
     cl::desc("Fold the projection of an embedding lookup into one lookup "
@@ -140,6 +146,7 @@ static DriverOptions driverOptions() {
   options.archs.assign(archs.begin(), archs.end());
   options.precision = precision;
   options.gemmEpilogues = gemmEpilogues;
+  options.gemmEpilogueMinWeightBytes = gemmEpilogueMinWeightBytes;
   options.pipeline.fuseStepMaxBatch = fuseStepMaxBatch;
   options.pipeline.fuseStepMaxWeightBytes = fuseStepMaxWeightBytes;
   options.pipeline.foldTokenProjections = foldTokenProjections;

@@ -181,8 +181,18 @@ Status CudaGemm::chooseKernel(const cellpack::GemmStep &step,
   }
   if (!chosen.isOk() && !useSkinny_)
     return chosen;
-  if (useSkinny_ && chosen.isOk())
-    CELL_TRY(checkSkinny(stream, operands, step.precision()));
+  if (useSkinny_ && chosen.isOk()) {
+    Status checked = checkSkinny(stream, operands, step.precision());
+    if (!checked.isOk()) { // cuBLASLt runs it, unless the device is broken
+      cudaError_t sticky = cudaGetLastError();
+      if (sticky != cudaSuccess && cudaGetLastError() != cudaSuccess)
+        return checked;
+      useSkinny_ = false;
+      description_ +=
+          " (its check against cuBLASLt failed: " + checked.message() +
+          "; cuBLASLt runs it)";
+    }
+  }
   if (!useSkinny_) { // its k-split buffers are not needed
     partial_ = DeviceBuffer();
     counters_ = DeviceBuffer();

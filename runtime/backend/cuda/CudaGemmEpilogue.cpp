@@ -7,10 +7,11 @@
 // overlaps the GEMM's A, C or D (blocks that finish early write their
 // outputs while others still read), the runner times the kernel at the
 // GEMM's k splits, half and twice them, against the two launches it
-// replaces, on zeroed scratch pools of the plan's rows, and keeps the
-// faster. At the same k splits the GEMM adds in the same order either way;
-// a different split count (as the skinny GEMM's own contest may choose)
-// adds in a different order.
+// replaces, on scratch pools of the plan's rows (values in [-1, 1), tokens
+// 0), and keeps the faster if its outputs there are the two launches'. At the
+// same k splits the GEMM adds in the same order either way; a different split
+// count (as the skinny GEMM's own contest may choose) adds in a different
+// order.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaTaskRunner.h"
@@ -53,10 +54,7 @@ Result<ScratchPools> makeScratchPools(const cellpack::CellType &cell,
     if (!specs)
       return Status::ok();
     for (const cellpack::TensorSpec *spec : *specs) {
-      size_t bytes = cpu::elementSize(spec->dtype());
-      if (spec->row_shape())
-        for (int64_t dim : *spec->row_shape())
-          bytes *= static_cast<size_t>(std::max<int64_t>(dim, 1));
+      size_t bytes = cpu::rowBytes(*spec);
       auto buffer = DeviceBuffer::allocate(bytes * batch);
       if (!buffer.ok())
         return buffer.status();
@@ -266,26 +264,58 @@ Status CudaTaskRunner::fuseEpilogues(cudaStream_t stream) {
           return Status::ok();
         }
       }
-      // What it writes against what the two apart write.
-      auto want = stepOutputs(kernelStep, views, apart, stream);
+      // What it writes against what the two apart write, from NaN in its
+      // outputs and in the GEMM's D (so an element it fails to write shows).
+      auto want = stepOutputs(kernelStep, views, apart, stream, false);
       if (!want.ok())
         return want.status();
-      auto got = stepOutputs(kernelStep, views, together, stream);
-      if (!got.ok())
-        return got.status();
-      for (size_t o = 0; o < want.value().size(); ++o)
-        for (size_t i = 0; i < want.value()[o].size(); ++i) {
-          float expected = want.value()[o][i], value = got.value()[o][i];
-          if (std::fabs(value - expected) <=
-              1e-4f * (1.0f + std::fabs(expected)))
-            continue;
-          char text[160];
-          std::snprintf(text, sizeof text,
-                        "output %zu element %zu: %g where the two apart "
-                        "give %g",
-                        o, i, value, expected);
-          return Status(StatusCode::Internal, text);
-        }
+      auto poisonedTogether = [&]() -> Status {
+        CELL_CUDA_TRY(cudaMemsetAsync(operands.d, 0xFF,
+                                      static_cast<size_t>(operands.m) *
+                                          operands.n * sizeof(float),
+                                      stream));
+        return together();
+      };
+      auto differs = [&]() -> Result<std::string> {
+        auto got =
+            stepOutputs(kernelStep, views, poisonedTogether, stream, true);
+        if (!got.ok())
+          return got.status();
+        for (size_t o = 0; o < want.value().size(); ++o)
+          for (size_t i = 0; i < want.value()[o].size(); ++i) {
+            float expected = want.value()[o][i], value = got.value()[o][i];
+            bool same = std::isnan(expected)
+                            ? std::isnan(value)
+                            : value == expected ||
+                                  std::fabs(value - expected) <=
+                                      1e-4f * (1.0f + std::fabs(expected));
+            if (same)
+              continue;
+            char text[160];
+            std::snprintf(text, sizeof text,
+                          "output %zu element %zu: %g where the two apart "
+                          "give %g",
+                          o, i, value, expected);
+            return std::string(text);
+          }
+        return std::string();
+      };
+      auto difference = differs();
+      if (!difference.ok())
+        return difference.status();
+      if (!difference.value().empty() &&
+          step.epilogue->geometry.splits != candidates[0].splits) {
+        // Other k splits add D's products in another order: at the GEMM's
+        // own, the sums are the two launches'.
+        step.epilogue->geometry = candidates[0];
+        difference = differs();
+        if (!difference.ok())
+          return difference.status();
+        chosen += ", at the GEMM's " + std::to_string(candidates[0].splits) +
+                  " k splits after a difference at others";
+      }
+      if (!difference.value().empty())
+        return Status(StatusCode::Internal, difference.value());
       gemm.gemm->describe(", with the step after it in " + name + chosen);
       return Status::ok();
     }();
@@ -340,25 +370,38 @@ Status CudaTaskRunner::launchEpilogue(size_t index, int64_t rows,
 
 Result<std::vector<std::vector<float>>> CudaTaskRunner::stepOutputs(
     const cellpack::KernelStep &step, const DeviceTaskViews &views,
-    FunctionRef<Status()> enqueue, cudaStream_t stream) const {
-  CELL_TRY(enqueue());
-  CELL_CUDA_TRY(cudaStreamSynchronize(stream));
-  std::vector<std::vector<float>> outputs;
+    FunctionRef<Status()> enqueue, cudaStream_t stream, bool poison) const {
+  // Each fp32 output for the plan's rows: pool rows 0..batch-1 of a scratch
+  // pool, or the workspace value.
+  struct Region {
+    void *address;
+    size_t count;
+  };
+  std::vector<Region> regions;
   for (uint32_t o = 0; step.outputs() && o < step.outputs()->size(); ++o) {
     const cellpack::ValueRef &ref = *step.outputs()->Get(o);
     if (ref.dtype() != cellpack::DType::F32 || !ref.shape())
       continue;
-    // The plan's rows: pool rows 0..batch-1 of a scratch pool, or the
-    // workspace value.
     size_t count = 1;
     for (int64_t dim : *ref.shape())
       count *= static_cast<size_t>(std::max<int64_t>(dim, 0));
     auto address = resolve(ref, &views);
     if (!address.ok())
       return address.status();
-    std::vector<float> values(count);
-    CELL_CUDA_TRY(cudaMemcpy(values.data(), address.value(),
-                             count * sizeof(float), cudaMemcpyDeviceToHost));
+    regions.push_back({address.value(), count});
+  }
+  if (poison)
+    for (const Region &region : regions)
+      CELL_CUDA_TRY(cudaMemsetAsync(region.address, 0xFF,
+                                    region.count * sizeof(float), stream));
+  CELL_TRY(enqueue());
+  CELL_CUDA_TRY(cudaStreamSynchronize(stream));
+  std::vector<std::vector<float>> outputs;
+  for (const Region &region : regions) {
+    std::vector<float> values(region.count);
+    CELL_CUDA_TRY(cudaMemcpy(values.data(), region.address,
+                             region.count * sizeof(float),
+                             cudaMemcpyDeviceToHost));
     outputs.push_back(std::move(values));
   }
   return outputs;

@@ -103,10 +103,11 @@ private:
   Status fuseEpilogues(cudaStream_t stream);
   /// The fp32 outputs of kernel step `step` for the plan's rows in `views`
   /// (scratch pools whose task rows are pool rows 0..batch-1), after
-  /// `enqueue` and the stream have finished.
+  /// `enqueue` and the stream have finished; with `poison`, NaN before it.
   Result<std::vector<std::vector<float>>>
   stepOutputs(const cellpack::KernelStep &step, const DeviceTaskViews &views,
-              FunctionRef<Status()> enqueue, cudaStream_t stream) const;
+              FunctionRef<Status()> enqueue, cudaStream_t stream,
+              bool poison) const;
   /// Launches kernel step `index` with the GEMM before it.
   Status launchEpilogue(size_t index, int64_t rows,
                         const DeviceTaskViews &views,
