@@ -173,7 +173,6 @@ Status CudaTaskRunner::fuseEpilogues(cudaStream_t stream) {
     }
     auto epilogue = std::make_unique<Epilogue>();
     epilogue->kernel = kernel.value();
-    epilogue->gemmStep = index - 1;
     int segments = static_cast<int>(spec->segments());
     std::vector<cellpack::SkinnyGemmLaunch> candidates;
     for (int splits : {operands.splits, operands.splits * 2,
@@ -337,7 +336,7 @@ Status CudaTaskRunner::launchEpilogue(size_t index, int64_t rows,
                                       cudaStream_t stream) const {
   const Step &step = steps_[index];
   const Epilogue &epilogue = *step.epilogue;
-  const Step &gemm = steps_[epilogue.gemmStep];
+  const Step &gemm = steps_[index - 1]; // its GEMM, right before it
   CudaGemm::SkinnyOperands operands = gemm.gemm->skinnyOperands();
   auto gathered = gatheredA(gemm, rows, views);
   if (!gathered.ok())

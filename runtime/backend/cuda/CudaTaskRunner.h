@@ -58,10 +58,10 @@ private:
     cudaKernel_t kernel;
   };
   /// A kernel step run as the epilogue of the skinny GEMM step before it,
-  /// one kernel for both (cellpack::GemmEpilogue; CudaGemmEpilogue.cpp).
+  /// (steps_[index - 1]), one kernel for both (cellpack::GemmEpilogue;
+  /// CudaGemmEpilogue.cpp).
   struct Epilogue {
     cudaKernel_t kernel = nullptr;
-    size_t gemmStep = 0;
     cellpack::SkinnyGemmLaunch geometry;
     DeviceBuffer partial, counters; // its k splits' sums, its tiles' counts
   };
