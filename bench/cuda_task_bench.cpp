@@ -400,9 +400,9 @@ int main(int argc, char **argv) {
               bandwidth / 1e9);
   std::printf("programmatic dependent launch: %s\n",
               cuda::programmaticLaunchRequested()
-                  ? "asked for (CELLRUN_CUDA_PDL=1; used for code built for "
-                    "sm_90 and later)"
-                  : "off");
+                  ? "on (used for code built for sm_90 and later; "
+                    "CELLRUN_CUDA_PDL=0 turns it off)"
+                  : "off (CELLRUN_CUDA_PDL=0)");
   std::printf("%6s %16s %12s %12s %10s %12s %12s %8s %8s\n", "batch",
               "largest GEMM", "latency(us)", "task(us)", "plan(us)",
               "cuBLAS(us)", "weights(us)", "ratio", "plan/fl");

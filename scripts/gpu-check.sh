@@ -14,7 +14,7 @@
 # `cellrun serve` on the GPU answering over HTTP (serve_device_check.py); the
 # CUDA microbenchmark of the hidden-1024 LSTM (fp32, tf32, bf16; fp32 again
 # with every GEMM and the step after it launched apart); the tests
-# and the fp32 microbenchmark again with programmatic dependent launch (pdl);
+# and the fp32 microbenchmark again without programmatic dependent launch (pdl, on by default);
 # `cellrun bench --device cuda`
 # on the same LSTM with the PyTorch peer on cuDNN in fp32 (weights
 # regenerated there and checked against the digest of the ones the artifact
@@ -263,25 +263,26 @@ for precision in fp32 tf32 bf16; do
   fi
 done
 
-# Programmatic dependent launch (CELLRUN_CUDA_PDL=1; runtime/schema/GridDependency.h):
-# the example cells against PyTorch and the engine with it, then the fp32
-# kernel table with it, beside the kernels step's without it.
-if wanted pdl && enough 60 "programmatic dependent launch"; then
-  step "programmatic dependent launch (CELLRUN_CUDA_PDL=1)"
+# Programmatic dependent launch (runtime/schema/GridDependency.h) is on by
+# default: every other step runs with it. This one runs the example cells
+# against PyTorch and the engine without it (CELLRUN_CUDA_PDL=0), then the
+# fp32 kernel table without it, beside the kernels step's with it.
+if wanted pdl && enough 60 "programmatic dependent launch off"; then
+  step "programmatic dependent launch off (CELLRUN_CUDA_PDL=0)"
   for test in backend-examples-cuda-tests engine-cuda-tests; do
-    enough 30 "$test with PDL" || break
-    CELLRUN_CUDA_PDL=1 timeout "$(limit 200)" "$build/test/$test" \
-      --gtest_output="xml:$logs/$test-pdl.xml" \
-      ${GPU_CHECK_TEST_FILTER:+--gtest_filter="$GPU_CHECK_TEST_FILTER"} >"$logs/$test-pdl.log" 2>&1
+    enough 30 "$test without PDL" || break
+    CELLRUN_CUDA_PDL=0 timeout "$(limit 200)" "$build/test/$test" \
+      --gtest_output="xml:$logs/$test-nopdl.xml" \
+      ${GPU_CHECK_TEST_FILTER:+--gtest_filter="$GPU_CHECK_TEST_FILTER"} >"$logs/$test-nopdl.log" 2>&1
     code=$?
-    grep -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test" "$logs/$test-pdl.log" | head -n 20
-    [ "$code" -eq 0 ] || fail "$test with CELLRUN_CUDA_PDL=1 exited with $code (log: $test-pdl.log)"
+    grep -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]+ test" "$logs/$test-nopdl.log" | head -n 20
+    [ "$code" -eq 0 ] || fail "$test with CELLRUN_CUDA_PDL=0 exited with $code (log: $test-nopdl.log)"
   done
-  if [ -f "$lstm1024" ] && enough 30 "cuda_task_bench fp32 with PDL"; then
-    CELLRUN_CUDA_PDL=1 timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$lstm1024" \
-      --csv "$logs/cuda-lstm1024-fp32-pdl.csv" >"$logs/cuda-lstm1024-fp32-pdl.txt" 2>&1 ||
-      fail "cuda_task_bench fp32 with CELLRUN_CUDA_PDL=1 failed"
-    cat "$logs/cuda-lstm1024-fp32-pdl.txt"
+  if [ -f "$lstm1024" ] && enough 30 "cuda_task_bench fp32 without PDL"; then
+    CELLRUN_CUDA_PDL=0 timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$lstm1024" \
+      --csv "$logs/cuda-lstm1024-fp32-nopdl.csv" >"$logs/cuda-lstm1024-fp32-nopdl.txt" 2>&1 ||
+      fail "cuda_task_bench fp32 with CELLRUN_CUDA_PDL=0 failed"
+    cat "$logs/cuda-lstm1024-fp32-nopdl.txt"
   fi
 fi
 

@@ -13,7 +13,7 @@
 // code runs either way. Code built with it lists the marker kernel
 // kGridDependencyMarkerName among its kernels; cellrun launches that way
 // only code that lists it (older code could read a buffer before the kernel
-// that writes it has finished), and only when asked (CELLRUN_CUDA_PDL=1).
+// that writes it has finished), and not with CELLRUN_CUDA_PDL=0.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLPACK_GRIDDEPENDENCY_H
