@@ -71,8 +71,11 @@ def to_device(model):
             return model.to(DEVICE)
         model = model.to(DEVICE, dtype=torch.bfloat16)
         # The cast leaves an RNN's weights outside cuDNN's one flat buffer,
-        # which PyTorch would then compact at every call (it warns): put
-        # them back, as a PyTorch user who casts a model does.
+        # which PyTorch then compacts at every call (it warns). A user who
+        # casts a model calls flatten_parameters(), as here; for bfloat16 it
+        # does nothing (torch.backends.cudnn.is_acceptable takes half, float
+        # and double only), so the bf16 peer pays the compaction, as every
+        # user of a bf16 nn.LSTM does.
         for module in model.modules():
             if isinstance(module, torch.nn.RNNBase):
                 module.flatten_parameters()

@@ -6,8 +6,8 @@
 // scheduled while the kernel before it in the stream finishes, which is
 // safe only for code whose kernels wait for the grids before them
 // (GridDependency.h: CudaCell::launchesProgrammatically). On by default since
-// it was measured on an H200 (0.1-1.3 us less a step at every batch size of
-// the hidden-1024 LSTM, never more); CELLRUN_CUDA_PDL=0 turns it off
+// it was measured on an H200 (up to 1.3 us less a step of the hidden-1024
+// LSTM, never more); CELLRUN_CUDA_PDL=0 turns it off
 // (programmaticLaunchRequested).
 //
 //===----------------------------------------------------------------------===//
