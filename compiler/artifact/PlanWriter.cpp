@@ -333,7 +333,8 @@ PlanBuilder::kernel(FusedOp fused, const codegen::KernelInfo &info) {
         info.gemmEpilogue->gemmInput);
   return cellpack::CreateKernelStepDirect(
       fbb_, info.name.c_str(), shape, info.rowWidth, info.blockSize, &params,
-      &inputs, &inputAccess, &outputs, &outputAccess, body, epilogue);
+      &inputs, &inputAccess, &outputs, &outputAccess, body, epilogue,
+      static_cast<uint32_t>(info.blocksPerRow));
 }
 
 FailureOr<fb::Offset<cellpack::BatchPlan>>

@@ -26,7 +26,7 @@ std::vector<std::string> CudaProgram::kernelNames() const {
 
 int64_t KernelInfo::gridSize(int64_t rows) const {
   if (shape == Shape::RowReduction)
-    return rows;
+    return rows * blocksPerRow;
   return (rows * rowWidth + blockSize - 1) / blockSize;
 }
 

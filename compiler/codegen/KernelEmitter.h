@@ -35,7 +35,8 @@ struct KernelInfo {
   enum class Shape {
     Elementwise,  // rowWidth threads a row, each computing one element or,
                   // when rows allow float4 access, four consecutive ones
-    RowReduction, // one block per row (argmax, reductions, row matmuls)
+    RowReduction, // blocksPerRow blocks a row (argmax, reductions, row
+                  // matmuls)
   };
   std::string name; // extern "C" symbol, e.g. "lstm_b8_k1"
   std::string cell; // the specialized cell, e.g. "lstm_b8"
@@ -44,6 +45,9 @@ struct KernelInfo {
   int64_t rowWidth = 0;     // Elementwise: threads a row; RowReduction:
                             // columns reduced
   unsigned blockSize = 256; // threads per block
+  /// RowReduction: blocks a row, each taking a share of the row's outputs
+  /// (a row matmul); block b serves row b / blocksPerRow.
+  int64_t blocksPerRow = 1;
   /// The block's threads meet at __syncthreads (a tree reduction, or a row
   /// matmul a warp an output); the runtime launches such kernels with
   /// blocks of a multiple of 32 threads up to 256.

@@ -1,12 +1,14 @@
 //===- RowKernelWriter.cpp - Kernels of a block a row --------------------===//
 //
-// The fused kernels that give each row a block: an argmax over a row's
-// columns, reductions over a row's columns among element-wise ops (run in
+// The fused kernels that give each row a block (or several): an argmax over a
+// row's columns, reductions over a row's columns among element-wise ops (run in
 // phases), and products of per-row matrices (attention over a memory).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/KernelBodyWriter.h"
 #include "compiler/codegen/KernelText.h"
+
+#include "KernelGrid.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -235,21 +237,21 @@ static std::string flatElement(FusedOp fused, unsigned i,
 }
 
 /// A product of per-row matrices (cell.row_matmul, alone in its kernel),
-/// one block per row. When the larger operand is read along k (the scores
+/// several blocks a row, each taking a share of the row's outputs. One block a
+/// row (128 blocks at batch 128, one at batch 1) kept too few loads in flight:
+/// on an H200 the two products over the attention decoder's [50, 1024] memory
+/// took 38.9 and 22.7 us at batch 128, at 14% and 24% of the DRAM bandwidth,
+/// with the loops unrolled. When the larger operand is read along k (the scores
 /// of attention: memory [m, k] times a query), a warp computes each output
 /// element on its own: its lanes read consecutive k, so the reads coalesce,
 /// up to four independent partial sums a lane keep as many loads in flight
-/// (two at the examples' k of 64), and the
-/// lanes' sums meet through warp shuffles (no block barrier). Otherwise (the
-/// context: weights [1, m] times memory [m, n]) a thread computes up to four
-/// output elements side by side, and neighbouring threads read neighbouring
-/// columns (on an H200 the form with one element a thread read the memory
-/// at 28% of the DRAM bandwidth at batch 128, 19.5 us). On
-/// an H200 the thread form took about 60 us for the scores of one row of 50
-/// positions of 1024 (50 threads, each reading 4 KB apart); the warp form
-/// with one partial sum a lane and the sums meeting in shared memory between
-/// two block barriers an output round read the memory at 16% of the DRAM
-/// bandwidth at batch 128 (35 us).
+/// (two at the examples' k of 64), and the lanes' sums meet through warp
+/// shuffles; a row takes enough blocks for one output a warp. Otherwise (the
+/// context: weights [1, m] times memory [m, n]) a block takes 32 consecutive
+/// outputs, one a lane, so a warp's reads of a row of the larger operand
+/// coalesce, and its warps split k (warp w sums k = w, w + warps, ..., all of
+/// its loads in flight at once); warp 0 adds the warps' sums in order. Each
+/// output's sum runs in an order fixed by the block size alone.
 LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
                                              llvm::raw_ostream &os,
                                              KernelInfo &info) {
@@ -291,10 +293,8 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
         "only result of its kernel");
   info.shape = KernelInfo::Shape::RowReduction;
   info.rowWidth = m * n;
-  os << "  constexpr int kM = " << m << ", kK = " << k << ", kN = " << n
-     << ";\n"
-     << "  const int r = blockIdx.x;\n"
-     << "  if (r >= n)\n    return;\n";
+  int64_t outputs = m * n;
+  int64_t warps = info.blockSize / 32;
   // Which operand is read along k with unit stride, and is the larger one
   // in memory (a splat constant is not) read so?
   bool lhsAlongK = !transLhs || m == 1, rhsAlongK = transRhs || n == 1;
@@ -302,23 +302,29 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
        rhsInMemory = matmul.getRhs().isa<BlockArgument>();
   bool lhsLarger = lhsInMemory && (!rhsInMemory || m >= n);
   bool largerAlongK = lhsLarger ? lhsAlongK : rhsAlongK;
-  if (k >= 32 && largerAlongK) {
-    // Every lane of a warp runs the same outputs (the shuffles need the
-    // whole warp); the emulation gives a warp's threads a barrier of their
-    // own for them.
-    info.usesBarrier = true;
+  bool warpAnOutput = k >= 32 && largerAlongK;
+  info.blocksPerRow = std::clamp<int64_t>(
+      warpAnOutput ? (outputs + warps - 1) / warps : (outputs + 31) / 32, 1,
+      cellpack::kMaxBlocksPerRow);
+  // Both forms meet at warp shuffles or block barriers (the emulation gives
+  // a warp's threads a barrier of their own for the shuffles).
+  info.usesBarrier = true;
+  os << "  constexpr int kM = " << m << ", kK = " << k << ", kN = " << n
+     << ", kParts = " << info.blocksPerRow << ";\n"
+     << "  const int r = blockIdx.x / kParts, part = blockIdx.x % kParts;\n"
+     << "  if (r >= n)\n    return;\n"
+     << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32,\n"
+     << "            warps = blockDim.x / 32;\n";
+  if (warpAnOutput) {
     // Up to four partial sums a lane (fewer when k is short, so that the
     // examples' small memories run the same loop in the emulation tests).
     int64_t sums = std::clamp<int64_t>(k / 32, 1, 4);
-    os << "  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;\n"
-       << "  for (int o = (int)threadIdx.x / 32; o < kM * kN; o += warps) {\n"
+    os << "  for (int o = part * warps + warp; o < kM * kN; o += kParts * "
+          "warps) {\n"
        << "    const int i = o / kN, j = o % kN;\n"
        << "    (void)i;\n    (void)j;\n    float";
     for (int64_t s = 0; s < sums; ++s)
       os << (s ? ", " : " ") << "acc" << s << " = 0.0f";
-    // Unrolled, a warp has up to 16 loads of 128 bytes in flight (at one
-    // block of 8 warps a row, an SM needs that many to approach the DRAM
-    // bandwidth).
     os << ";\n    int kk = lane;\n"
        << "#pragma unroll 4\n"
        << "    for (; kk + " << 32 * (sums - 1) << " < kK; kk += " << 32 * sums
@@ -339,46 +345,23 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
        << "      " << destination(fused, 0, "r", "o") << " = acc;\n  }\n";
     return success();
   }
-  // A thread takes up to four outputs `stride` apart at once, so each
-  // step of k issues that many independent (coalesced) loads, and the
-  // unrolled k loop more: one block a row must keep enough loads in flight
-  // on its own. The stride is a multiple of the warp size, at most the block;
-  // threads past it have nothing to do. Each output's sum still runs over k
-  // in order, so results do not change with the grouping.
-  int64_t outputs = m * n;
-  int64_t perThread = std::clamp<int64_t>((outputs + 31) / 32, 1, 4);
-  int64_t stride = std::min<int64_t>(
-      info.blockSize, ((outputs + perThread - 1) / perThread + 31) / 32 * 32);
-  // The stride is the block's width when a block is narrower than planned
-  // (every output is still covered once).
-  os << "  const int stride = min(" << stride << ", (int)blockDim.x);\n"
-     << "  if ((int)threadIdx.x >= stride)\n    return;\n"
-     << "  auto term = [&](int o, int kk) -> float {\n"
-     << "    const int i = o / kN, j = o % kN;\n"
-     << "    (void)i;\n    (void)j;\n"
-     << "    return " << *atKk << ";\n  };\n"
-     << "  for (int o = threadIdx.x; o < kM * kN; o += " << perThread
-     << " * stride) {\n";
-  // Outputs past the end read the last one's operands (valid addresses, so
-  // the loads need no branch) and are not stored.
-  for (int64_t t = 1; t < perThread; ++t)
-    os << "    const int o" << t << " = min(o + " << t
-       << " * stride, kM * kN - 1);\n";
-  os << "    float acc0 = 0.0f";
-  for (int64_t t = 1; t < perThread; ++t)
-    os << ", acc" << t << " = 0.0f";
-  os << ";\n#pragma unroll 5\n"
-     << "    for (int kk = 0; kk < kK; ++kk) {\n"
-     << "      acc0 += term(o, kk);\n";
-  for (int64_t t = 1; t < perThread; ++t)
-    os << "      acc" << t << " += term(o" << t << ", kk);\n";
-  os << "    }\n"
-     << "    " << destination(fused, 0, "r", "o") << " = acc0;\n";
-  for (int64_t t = 1; t < perThread; ++t) {
-    std::string at = "o + " + std::to_string(t) + " * stride";
-    os << "    if (" << at << " < kM * kN)\n"
-       << "      " << destination(fused, 0, "r", at) << " = acc" << t << ";\n";
-  }
-  os << "  }\n";
+  // Lanes past the last output read the last one's operands (valid
+  // addresses, so the loads need no branch) and store nothing.
+  os << "  const int first = part * 32 + lane;\n"
+     << "  const int o = min(first, kM * kN - 1);\n"
+     << "  const int i = o / kN, j = o % kN;\n"
+     << "  (void)i;\n  (void)j;\n"
+     << "  float acc = 0.0f;\n"
+     << "#pragma unroll 8\n"
+     << "  for (int kk = warp; kk < kK; kk += warps)\n"
+     << "    acc += " << *atKk << ";\n"
+     << "  __shared__ float sums[256];\n"
+     << "  sums[threadIdx.x] = acc;\n"
+     << "  __syncthreads();\n"
+     << "  if (warp == 0 && first < kM * kN) {\n"
+     << "    for (int w = 1; w < warps; ++w)\n"
+     << "      acc += sums[w * 32 + lane];\n"
+     << "    " << destination(fused, 0, "r", "first") << " = acc;\n"
+     << "  }\n";
   return success();
 }

@@ -164,6 +164,8 @@ Json kernelStep(const KernelStep &kernel) {
   json["shape"] = nameOf(kernel.shape(), EnumNameKernelShape);
   json["row_width"] = kernel.row_width();
   json["block_size"] = kernel.block_size();
+  if (kernel.shape() == KernelShape::RowReduction)
+    json["blocks_per_row"] = kernel.blocks_per_row();
   json["inputs"] = operands(kernel.inputs(), kernel.input_access());
   json["outputs"] = operands(kernel.outputs(), kernel.output_access());
   Json params = Json::array();

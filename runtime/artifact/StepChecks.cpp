@@ -10,6 +10,7 @@
 #include "ArtifactChecks.h"
 #include "CheckHelpers.h"
 
+#include "KernelGrid.h"
 #include "SkinnyGemmKernel.h"
 
 #include <algorithm>
@@ -188,6 +189,17 @@ private:
       return fail(where + ": a row kernel's block_size " +
                   std::to_string(blockSize) +
                   " is not a power of two from 32 to 256");
+    // A row's blocks; the grid (rows times them) stays far below CUDA's
+    // limit at any batch size an artifact holds.
+    uint32_t blocksPerRow = kernel.blocks_per_row();
+    if (kernel.shape() == cellpack::KernelShape::RowReduction
+            ? blocksPerRow < 1 || blocksPerRow > cellpack::kMaxBlocksPerRow
+            : blocksPerRow != 1)
+      return fail(where + ": blocks_per_row " + std::to_string(blocksPerRow) +
+                  (kernel.shape() == cellpack::KernelShape::RowReduction
+                       ? " is not from 1 to " +
+                             std::to_string(cellpack::kMaxBlocksPerRow)
+                       : " for an element-wise kernel (1)"));
     if (Status s = checkOperands(kernel.inputs(), kernel.input_access(),
                                  "input", where);
         !s.isOk())

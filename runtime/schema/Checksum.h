@@ -15,7 +15,8 @@ namespace cellpack {
 /// Format version written by this cellc and the only one this cellrun reads.
 /// 2: every cell's CUDA code defines cellrun_copy_rows (RowCopyKernel.h).
 /// 3: roles memory and memory_mask; opcodes Erf..ReduceMax and RowMatMul.
-constexpr uint32_t kFormatVersion = 3;
+/// 4: KernelStep.blocks_per_row (a reader of 3 would launch one block a row).
+constexpr uint32_t kFormatVersion = 4;
 
 inline uint64_t checksum(const uint8_t *data, size_t size) {
   uint64_t hash = 0xcbf29ce484222325ull;

@@ -15,6 +15,7 @@
 
 #include "ExampleArtifacts.h"
 #include "schema/Checksum.h"
+#include "schema/KernelGrid.h"
 
 #include <gtest/gtest.h>
 
@@ -266,3 +267,43 @@ INSTANTIATE_TEST_SUITE_P(Examples, ArtifactDamage,
                          });
 
 } // namespace
+
+TEST(ArtifactDamageTargeted, ARowKernelsBlocksPerRowOutOfRangeIsRefused) {
+  // The attention decoder's scores and context kernels take several blocks
+  // a row; none or more than kMaxBlocksPerRow is refused.
+  std::string path =
+      cellc::testing::examplesBuildDir() + "/attention/model.cellpack";
+  std::vector<uint8_t> file = readFile(path);
+  ASSERT_FALSE(file.empty()) << path;
+  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
+  std::vector<uint8_t> model(envelope->payload()->begin(),
+                             envelope->payload()->end());
+  const cellpack::KernelStep *split = nullptr;
+  for (const cellpack::CellType *cell :
+       *flatbuffers::GetRoot<cellpack::Model>(model.data())->cells())
+    for (const cellpack::TaskStep *step : *cell->plans()->Get(0)->steps())
+      if (const cellpack::KernelStep *kernel = step->step_as_KernelStep())
+        if (!split && kernel->blocks_per_row() > 1)
+          split = kernel;
+  ASSERT_NE(split, nullptr) << "no kernel of several blocks a row at batch 1";
+  const uint8_t *at =
+      reinterpret_cast<const flatbuffers::Table *>(split)->GetAddressOf(
+          cellpack::KernelStep::VT_BLOCKS_PER_ROW);
+  ASSERT_NE(at, nullptr);
+  std::string name = split->name()->str();
+  auto damagedWith = [&](uint32_t blocks) {
+    std::vector<uint8_t> damaged = model;
+    std::memcpy(damaged.data() + (at - model.data()), &blocks, sizeof blocks);
+    auto artifact = loadArtifactFromBytes(
+        wrap(damaged, envelope->format_version()), "rows");
+    return artifact.ok() ? std::string() : artifact.status().message();
+  };
+  EXPECT_EQ(damagedWith(split->blocks_per_row()), "");
+  for (uint32_t blocks : {0u, cellpack::kMaxBlocksPerRow + 1}) {
+    std::string refusal = damagedWith(blocks);
+    EXPECT_NE(refusal.find("(kernel '" + name + "'): blocks_per_row " +
+                           std::to_string(blocks) + " is not from 1 to 4096"),
+              std::string::npos)
+        << refusal;
+  }
+}

@@ -8,6 +8,7 @@
 // cuBLASLt, and the code it would load for sm_80, sm_90 and a newer GPU.
 //
 //===----------------------------------------------------------------------===//
+#include "KernelGrid.h"
 #include "artifact/CodeSelection.h"
 #include "exec/Executor.h"
 
@@ -80,9 +81,10 @@ TEST_P(CudaPlanTest, LaunchGeometryAndParametersFitEveryKernel) {
         uint32_t block = step->block_size();
         EXPECT_TRUE(block >= 32 && block <= 1024 && block % 32 == 0) << where;
         for (int64_t rows : {int64_t(1), int64_t(plan->batch_size())}) {
-          int64_t grid = cuda::kernelGridSize(*step, rows);
+          int64_t grid = cellpack::kernelGridSize(*step, rows);
           if (step->shape() == cellpack::KernelShape::RowReduction) {
-            EXPECT_EQ(grid, rows) << where;
+            EXPECT_GE(step->blocks_per_row(), 1u) << where;
+            EXPECT_EQ(grid, rows * step->blocks_per_row()) << where;
           } else {
             int64_t threads = rows * step->row_width();
             EXPECT_GE(grid * block, threads) << where;

@@ -5,9 +5,9 @@
 // block indices, __shared__, __syncthreads, warp shuffles, a few
 // intrinsics) so that every thread of a launch runs on the CPU. Kernels
 // without barriers run their threads one after another; kernels with
-// barriers or shuffles get one std::thread per CUDA thread of a block. Blocks
-// run one after another, which is why
-// __shared__ can be a plain static.
+// barriers or shuffles get one std::thread per CUDA thread of a block, which
+// runs that thread of every block. Blocks run one after another, which is
+// why __shared__ can be a plain static.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELL_TEST_CUDAEMULATION_H
@@ -107,40 +107,47 @@ inline float __shfl_xor_sync(unsigned, float value, int laneMask) {
 }
 
 /// Runs `kernel` (a call of the kernel with its arguments) for every thread
-/// of `grid` blocks of `block` threads.
+/// of `grid` blocks of `block` threads. With barriers, `block` std::threads
+/// run every block in turn and meet between blocks (so that no thread starts
+/// a block while another still uses the previous block's __shared__
+/// statics): one thread per CUDA thread of a block, not per CUDA thread of
+/// the grid.
 template <typename Kernel>
 void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
                        Kernel kernel) {
   blockDim.x = block;
   gridDim.x = grid;
-  for (unsigned b = 0; b < grid; ++b) {
-    if (!usesBarrier) {
+  if (!usesBarrier) {
+    for (unsigned b = 0; b < grid; ++b) {
       blockIdx.x = b;
       for (unsigned t = 0; t < block; ++t) {
         threadIdx.x = t;
         kernel();
       }
-      continue;
     }
-    CellEmulationBarrier barrier(block);
-    cellEmulationBarrier = &barrier;
-    std::vector<std::unique_ptr<CellEmulationBarrier>> warps;
-    for (unsigned first = 0; first < block; first += 32)
-      warps.push_back(std::make_unique<CellEmulationBarrier>(
-          block - first < 32 ? block - first : 32));
-    std::vector<float> slots(block);
-    cellEmulationShuffleSlots = slots.data();
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t)
-      threads.emplace_back([&, t] {
-        blockIdx.x = b;
-        threadIdx.x = t;
-        cellEmulationWarpBarrier = warps[t / 32].get();
-        kernel();
-      });
-    for (std::thread &thread : threads)
-      thread.join();
+    return;
   }
+  CellEmulationBarrier barrier(block), blockEnd(block);
+  cellEmulationBarrier = &barrier;
+  std::vector<std::unique_ptr<CellEmulationBarrier>> warps;
+  for (unsigned first = 0; first < block; first += 32)
+    warps.push_back(std::make_unique<CellEmulationBarrier>(
+        block - first < 32 ? block - first : 32));
+  std::vector<float> slots(block);
+  cellEmulationShuffleSlots = slots.data();
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx.x = t;
+      cellEmulationWarpBarrier = warps[t / 32].get();
+      for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        kernel();
+        blockEnd.wait();
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
 }
 
 #endif // CELL_TEST_CUDAEMULATION_H

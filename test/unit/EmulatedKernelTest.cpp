@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
+#include "KernelGrid.h"
 
 #include <algorithm>
 #include <dlfcn.h>
@@ -21,12 +22,6 @@ using namespace cellrun::cpu;
 namespace {
 
 using Launch = void (*)(void **args, unsigned grid, unsigned block);
-
-int64_t gridSize(const cellpack::KernelStep &step, int64_t rows) {
-  if (step.shape() == cellpack::KernelShape::RowReduction)
-    return rows;
-  return (rows * step.row_width() + step.block_size() - 1) / step.block_size();
-}
 
 Status launch(void *library, const cellpack::KernelStep &step, int64_t rows,
               const std::vector<InputView> &inputs,
@@ -65,7 +60,8 @@ Status launch(void *library, const cellpack::KernelStep &step, int64_t rows,
     }
     args.push_back(&pointers.back());
   }
-  function(args.data(), static_cast<unsigned>(gridSize(step, rows)),
+  function(args.data(),
+           static_cast<unsigned>(cellpack::kernelGridSize(step, rows)),
            step.block_size());
   return Status::ok();
 }

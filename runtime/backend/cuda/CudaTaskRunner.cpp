@@ -3,6 +3,7 @@
 
 #include "CudaCheck.h"
 
+#include "KernelGrid.h"
 #include "artifact/GatherFolds.h"
 
 #include "SkinnyGemmKernel.h"
@@ -11,14 +12,6 @@
 
 using namespace cellrun;
 using namespace cellrun::cuda;
-
-int64_t cellrun::cuda::kernelGridSize(const cellpack::KernelStep &step,
-                                      int64_t rows) {
-  if (step.shape() == cellpack::KernelShape::RowReduction)
-    return rows;
-  int64_t threads = rows * step.row_width();
-  return (threads + step.block_size() - 1) / step.block_size();
-}
 
 Result<std::unique_ptr<CudaTaskRunner>>
 CudaTaskRunner::create(const CudaCell &cell, const cellpack::BatchPlan &plan,
@@ -179,7 +172,8 @@ Status CudaTaskRunner::launch(const Launch &launch, int64_t rows,
   std::vector<void *> args;
   int rowCount = 0;
   CELL_TRY(stepArguments(launch, rows, views, pointers, args, rowCount));
-  dim3 grid(static_cast<unsigned>(kernelGridSize(*launch.step, rows)));
+  dim3 grid(
+      static_cast<unsigned>(cellpack::kernelGridSize(*launch.step, rows)));
   dim3 block(launch.step->block_size());
   CELL_CUDA_TRY(launchKernel(launch.kernel, grid, block, args.data(), stream,
                              cell_.launchesProgrammatically()));

@@ -30,10 +30,6 @@ struct DeviceTaskViews {
   const int32_t *outputRows = nullptr;
 };
 
-/// Blocks of a kernel step for `rows` rows (one per row for a row
-/// reduction, else ceil(rows * row_width / block_size)).
-int64_t kernelGridSize(const cellpack::KernelStep &step, int64_t rows);
-
 class CudaTaskRunner {
 public:
   /// Prepares `plan` of `cell`. `gemmWorkspace` is cuBLASLt's scratch for
