@@ -5,21 +5,22 @@
 // block indices, __shared__, __syncthreads, warp shuffles, a few
 // intrinsics) so that every thread of a launch runs on the CPU. Kernels
 // without barriers run their threads one after another; kernels with
-// barriers or shuffles get one std::thread per CUDA thread of a block, which
-// runs that thread of every block. Blocks run one after another, which is
+// barriers or shuffles run a block's threads as fibers on the launching
+// thread, switching at every barrier. Blocks run one after another, which is
 // why __shared__ can be a plain static.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELL_TEST_CUDAEMULATION_H
 #define CELL_TEST_CUDAEMULATION_H
 
-#include <condition_variable>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <math.h>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <ucontext.h>
 #include <vector>
 
 struct dim3 {
@@ -66,52 +67,140 @@ inline unsigned atomicAdd(unsigned *address, unsigned value) {
 template <typename T> T __ldcg(const T *address) { return *address; }
 template <typename T> T __ldcs(const T *address) { return *address; }
 
-/// A reusable barrier for the threads of one emulated block.
-class CellEmulationBarrier {
-public:
-  explicit CellEmulationBarrier(unsigned threads) : threads_(threads) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    unsigned generation = generation_;
-    if (++arrived_ == threads_) {
-      arrived_ = 0;
-      ++generation_;
-      condition_.notify_all();
-      return;
-    }
-    condition_.wait(lock, [&] { return generation != generation_; });
+/// The threads of an emulated block with barriers or shuffles: one fiber
+/// (ucontext) each, all on the launching thread. A fiber runs until it
+/// waits at a barrier or returns; when none can run, the scheduler releases
+/// the barriers every waiting thread has reached (a warp's, when all of the
+/// warp's live lanes wait there; the block's, when all live threads do).
+/// Switching fibers costs far less than waking OS threads, which took most
+/// of the emulation tests' time.
+struct CellEmulationFibers {
+  enum class State { Runnable, AtWarpBarrier, AtBlockBarrier, Finished };
+  struct Fiber {
+    ucontext_t context;
+    State state = State::Runnable;
+  };
+  static constexpr size_t kStackBytes = 256 * 1024;
+
+  std::function<void()> kernel;
+  std::vector<Fiber> fibers;
+  std::vector<std::unique_ptr<char[]>> stacks; // kept across launches
+  std::vector<float> shuffleSlots;
+  ucontext_t scheduler;
+  unsigned current = 0;
+
+  static CellEmulationFibers &ofThisThread() {
+    static thread_local CellEmulationFibers fibers;
+    return fibers;
   }
 
-private:
-  std::mutex mutex_;
-  std::condition_variable condition_;
-  unsigned threads_, arrived_ = 0, generation_ = 0;
-};
-inline CellEmulationBarrier *cellEmulationBarrier = nullptr;
-inline void __syncthreads() { cellEmulationBarrier->wait(); }
+  static void entry() {
+    CellEmulationFibers &self = ofThisThread();
+    self.kernel();
+    self.fibers[self.current].state = State::Finished;
+    // Returning resumes uc_link, the scheduler.
+  }
 
-/// Warp shuffles: the calling thread's warp (its own barrier) exchanges
-/// values through one slot a thread of the block. Every lane of the warp
-/// must call it, as the full mask the kernels pass says.
-inline thread_local CellEmulationBarrier *cellEmulationWarpBarrier = nullptr;
-inline float *cellEmulationShuffleSlots = nullptr;
+  /// Called by the running fiber: wait at a barrier until released.
+  void wait(State barrier) {
+    fibers[current].state = barrier;
+    swapcontext(&fibers[current].context, &scheduler);
+  }
+
+  /// Runs one block of `threads` threads to the end.
+  void runBlock(unsigned threads) {
+    fibers.assign(threads, Fiber());
+    shuffleSlots.assign(threads, 0.0f);
+    while (stacks.size() < threads)
+      stacks.emplace_back(new char[kStackBytes]);
+    for (unsigned t = 0; t < threads; ++t) {
+      Fiber &fiber = fibers[t];
+      getcontext(&fiber.context);
+      fiber.context.uc_stack.ss_sp = stacks[t].get();
+      fiber.context.uc_stack.ss_size = kStackBytes;
+      fiber.context.uc_link = &scheduler;
+      makecontext(&fiber.context, &CellEmulationFibers::entry, 0);
+    }
+    for (;;) {
+      bool ran = false;
+      for (unsigned t = 0; t < threads; ++t) {
+        if (fibers[t].state != State::Runnable)
+          continue;
+        ran = true;
+        current = t;
+        threadIdx.x = t;
+        swapcontext(&scheduler, &fibers[t].context);
+      }
+      if (ran)
+        continue;
+      if (!release(threads))
+        return;
+    }
+  }
+
+  /// Releases the barriers all waiting threads have reached; false when every
+  /// thread has finished. A thread waiting for one that never comes aborts.
+  bool release(unsigned threads) {
+    bool live = false, released = false, allAtBlock = true;
+    for (unsigned warp = 0; warp < threads; warp += 32) {
+      unsigned end = warp + 32 < threads ? warp + 32 : threads;
+      bool warpWaits = false, warpAll = true;
+      for (unsigned t = warp; t < end; ++t) {
+        State state = fibers[t].state;
+        if (state == State::Finished)
+          continue;
+        live = true;
+        warpWaits |= state == State::AtWarpBarrier;
+        warpAll &= state == State::AtWarpBarrier;
+        allAtBlock &= state == State::AtBlockBarrier;
+      }
+      if (warpWaits && warpAll) {
+        for (unsigned t = warp; t < end; ++t)
+          if (fibers[t].state == State::AtWarpBarrier)
+            fibers[t].state = State::Runnable;
+        released = true;
+      }
+    }
+    if (!live)
+      return false;
+    if (released)
+      return true;
+    if (allAtBlock) {
+      for (Fiber &fiber : fibers)
+        if (fiber.state == State::AtBlockBarrier)
+          fiber.state = State::Runnable;
+      return true;
+    }
+    std::fprintf(stderr,
+                 "CUDA emulation: the threads of block %u wait at "
+                 "barriers no other thread reaches\n",
+                 blockIdx.x);
+    std::abort();
+  }
+};
+
+inline void __syncthreads() {
+  CellEmulationFibers::ofThisThread().wait(
+      CellEmulationFibers::State::AtBlockBarrier);
+}
+
+/// Warp shuffles: the calling thread's warp exchanges values through one
+/// slot a thread of the block. Every lane of the warp must call it, as the
+/// full mask the kernels pass says.
 inline float __shfl_xor_sync(unsigned, float value, int laneMask) {
+  CellEmulationFibers &fibers = CellEmulationFibers::ofThisThread();
   unsigned thread = threadIdx.x;
-  cellEmulationShuffleSlots[thread] = value;
-  cellEmulationWarpBarrier->wait();
-  float other =
-      cellEmulationShuffleSlots[(thread & ~31u) |
-                                ((thread & 31u) ^ unsigned(laneMask))];
-  cellEmulationWarpBarrier->wait();
+  fibers.shuffleSlots[thread] = value;
+  fibers.wait(CellEmulationFibers::State::AtWarpBarrier);
+  float other = fibers.shuffleSlots[(thread & ~31u) |
+                                    ((thread & 31u) ^ unsigned(laneMask))];
+  fibers.wait(CellEmulationFibers::State::AtWarpBarrier);
   return other;
 }
 
 /// Runs `kernel` (a call of the kernel with its arguments) for every thread
-/// of `grid` blocks of `block` threads. With barriers, `block` std::threads
-/// run every block in turn and meet between blocks (so that no thread starts
-/// a block while another still uses the previous block's __shared__
-/// statics): one thread per CUDA thread of a block, not per CUDA thread of
-/// the grid.
+/// of `grid` blocks of `block` threads, one block after another: one thread
+/// after another without barriers, else as fibers (CellEmulationFibers).
 template <typename Kernel>
 void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
                        Kernel kernel) {
@@ -127,27 +216,13 @@ void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
     }
     return;
   }
-  CellEmulationBarrier barrier(block), blockEnd(block);
-  cellEmulationBarrier = &barrier;
-  std::vector<std::unique_ptr<CellEmulationBarrier>> warps;
-  for (unsigned first = 0; first < block; first += 32)
-    warps.push_back(std::make_unique<CellEmulationBarrier>(
-        block - first < 32 ? block - first : 32));
-  std::vector<float> slots(block);
-  cellEmulationShuffleSlots = slots.data();
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < block; ++t)
-    threads.emplace_back([&, t] {
-      threadIdx.x = t;
-      cellEmulationWarpBarrier = warps[t / 32].get();
-      for (unsigned b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        kernel();
-        blockEnd.wait();
-      }
-    });
-  for (std::thread &thread : threads)
-    thread.join();
+  CellEmulationFibers &fibers = CellEmulationFibers::ofThisThread();
+  fibers.kernel = kernel;
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    fibers.runBlock(block);
+  }
+  fibers.kernel = nullptr;
 }
 
 #endif // CELL_TEST_CUDAEMULATION_H
