@@ -346,22 +346,28 @@ LogicalResult cellc::codegen::writeRowMatMul(FusedOp fused, RowMatMulOp matmul,
     return success();
   }
   // Lanes past the last output read the last one's operands (valid
-  // addresses, so the loads need no branch) and store nothing.
-  os << "  const int first = part * 32 + lane;\n"
-     << "  const int o = min(first, kM * kN - 1);\n"
-     << "  const int i = o / kN, j = o % kN;\n"
-     << "  (void)i;\n  (void)j;\n"
-     << "  float acc = 0.0f;\n"
+  // addresses, so the loads need no branch) and store nothing. A block
+  // takes every kParts-th group of 32 outputs (one group unless a row has
+  // more than kMaxBlocksPerRow groups); the second barrier keeps a group's
+  // sums until warp 0 has added them.
+  os << "  __shared__ float sums[256];\n"
+     << "  for (int first = part * 32 + lane; first - lane < kM * kN;\n"
+     << "       first += kParts * 32) {\n"
+     << "    const int o = min(first, kM * kN - 1);\n"
+     << "    const int i = o / kN, j = o % kN;\n"
+     << "    (void)i;\n    (void)j;\n"
+     << "    float acc = 0.0f;\n"
      << "#pragma unroll 8\n"
-     << "  for (int kk = warp; kk < kK; kk += warps)\n"
-     << "    acc += " << *atKk << ";\n"
-     << "  __shared__ float sums[256];\n"
-     << "  sums[threadIdx.x] = acc;\n"
-     << "  __syncthreads();\n"
-     << "  if (warp == 0 && first < kM * kN) {\n"
-     << "    for (int w = 1; w < warps; ++w)\n"
-     << "      acc += sums[w * 32 + lane];\n"
-     << "    " << destination(fused, 0, "r", "first") << " = acc;\n"
+     << "    for (int kk = warp; kk < kK; kk += warps)\n"
+     << "      acc += " << *atKk << ";\n"
+     << "    sums[threadIdx.x] = acc;\n"
+     << "    __syncthreads();\n"
+     << "    if (warp == 0 && first < kM * kN) {\n"
+     << "      for (int w = 1; w < warps; ++w)\n"
+     << "        acc += sums[w * 32 + lane];\n"
+     << "      " << destination(fused, 0, "r", "first") << " = acc;\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
      << "  }\n";
   return success();
 }

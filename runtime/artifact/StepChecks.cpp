@@ -14,6 +14,7 @@
 #include "SkinnyGemmKernel.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace cellrun::detail {
@@ -200,6 +201,12 @@ private:
                        ? " is not from 1 to " +
                              std::to_string(cellpack::kMaxBlocksPerRow)
                        : " for an element-wise kernel (1)"));
+    // CUDA takes at most 2^31 - 1 blocks a grid.
+    if (uint64_t(plan_->batch_size()) * blocksPerRow > uint64_t(INT32_MAX))
+      return fail(where + ": " + std::to_string(blocksPerRow) +
+                  " blocks a row at batch size " +
+                  std::to_string(plan_->batch_size()) +
+                  " are more than a CUDA grid takes (2^31 - 1)");
     if (Status s = checkOperands(kernel.inputs(), kernel.input_access(),
                                  "input", where);
         !s.isOk())

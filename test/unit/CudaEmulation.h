@@ -20,6 +20,7 @@
 #include <functional>
 #include <math.h>
 #include <memory>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <vector>
 
@@ -84,7 +85,24 @@ struct CellEmulationFibers {
 
   std::function<void()> kernel;
   std::vector<Fiber> fibers;
-  std::vector<std::unique_ptr<char[]>> stacks; // kept across launches
+  /// Each fiber's stack, a guard page below it; kept across launches.
+  struct Stack {
+    char *mapping = nullptr;
+    Stack() {
+      void *at =
+          mmap(nullptr, kGuardBytes + kStackBytes, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (at == MAP_FAILED || mprotect(at, kGuardBytes, PROT_NONE) != 0)
+        fail("no memory for a fiber's stack");
+      mapping = static_cast<char *>(at);
+    }
+    ~Stack() { munmap(mapping, kGuardBytes + kStackBytes); }
+    Stack(const Stack &) = delete;
+    Stack &operator=(const Stack &) = delete;
+    char *base() const { return mapping + kGuardBytes; }
+  };
+  static constexpr size_t kGuardBytes = 4096;
+  std::vector<std::unique_ptr<Stack>> stacks;
   std::vector<float> shuffleSlots;
   ucontext_t scheduler;
   unsigned current = 0;
@@ -101,8 +119,16 @@ struct CellEmulationFibers {
     // Returning resumes uc_link, the scheduler.
   }
 
+  [[noreturn]] static void fail(const char *problem) {
+    std::fprintf(stderr, "CUDA emulation: %s (block %u, thread %u)\n", problem,
+                 blockIdx.x, threadIdx.x);
+    std::abort();
+  }
+
   /// Called by the running fiber: wait at a barrier until released.
   void wait(State barrier) {
+    if (!kernel)
+      fail("a barrier or shuffle outside a launch with barriers");
     fibers[current].state = barrier;
     swapcontext(&fibers[current].context, &scheduler);
   }
@@ -112,11 +138,11 @@ struct CellEmulationFibers {
     fibers.assign(threads, Fiber());
     shuffleSlots.assign(threads, 0.0f);
     while (stacks.size() < threads)
-      stacks.emplace_back(new char[kStackBytes]);
+      stacks.push_back(std::make_unique<Stack>());
     for (unsigned t = 0; t < threads; ++t) {
       Fiber &fiber = fibers[t];
       getcontext(&fiber.context);
-      fiber.context.uc_stack.ss_sp = stacks[t].get();
+      fiber.context.uc_stack.ss_sp = stacks[t]->base();
       fiber.context.uc_stack.ss_size = kStackBytes;
       fiber.context.uc_link = &scheduler;
       makecontext(&fiber.context, &CellEmulationFibers::entry, 0);
@@ -144,9 +170,10 @@ struct CellEmulationFibers {
     bool live = false, released = false, allAtBlock = true;
     for (unsigned warp = 0; warp < threads; warp += 32) {
       unsigned end = warp + 32 < threads ? warp + 32 : threads;
-      bool warpWaits = false, warpAll = true;
+      bool warpWaits = false, warpAll = true, warpFinished = false;
       for (unsigned t = warp; t < end; ++t) {
         State state = fibers[t].state;
+        warpFinished |= state == State::Finished;
         if (state == State::Finished)
           continue;
         live = true;
@@ -154,6 +181,10 @@ struct CellEmulationFibers {
         warpAll &= state == State::AtWarpBarrier;
         allAtBlock &= state == State::AtBlockBarrier;
       }
+      // A full-mask shuffle needs every lane of the warp; threads that
+      // have returned do not count at the block's barriers, as in CUDA.
+      if (warpWaits && warpFinished)
+        fail("a warp shuffle some of whose lanes have returned");
       if (warpWaits && warpAll) {
         for (unsigned t = warp; t < end; ++t)
           if (fibers[t].state == State::AtWarpBarrier)
@@ -171,11 +202,7 @@ struct CellEmulationFibers {
           fiber.state = State::Runnable;
       return true;
     }
-    std::fprintf(stderr,
-                 "CUDA emulation: the threads of block %u wait at "
-                 "barriers no other thread reaches\n",
-                 blockIdx.x);
-    std::abort();
+    fail("threads wait at barriers no other thread reaches");
   }
 };
 
@@ -217,6 +244,8 @@ void cellEmulateLaunch(unsigned grid, unsigned block, bool usesBarrier,
     return;
   }
   CellEmulationFibers &fibers = CellEmulationFibers::ofThisThread();
+  if (fibers.kernel)
+    CellEmulationFibers::fail("a launch inside a launch");
   fibers.kernel = kernel;
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx.x = b;

@@ -21,6 +21,7 @@
 #include "artifact/ElementIO.h"
 #include "artifact/GatherFolds.h"
 
+#include "KernelGrid.h"
 #include "SkinnyGemmKernel.h"
 
 #include <gtest/gtest.h>
@@ -129,9 +130,8 @@ public:
       std::vector<const void *> pointers;
       int rowCount = 0;
       kernelArguments(kernel, rows, pointers, args, rowCount);
-      unsigned grid = static_cast<unsigned>(
-          (rows * kernel.row_width() + kernel.block_size() - 1) /
-          kernel.block_size());
+      unsigned grid =
+          static_cast<unsigned>(cellpack::kernelGridSize(kernel, rows));
       symbol(kernel.name()->str())(args.data(), grid, kernel.block_size());
     }
     std::vector<std::vector<uint8_t>> result;
