@@ -34,6 +34,17 @@ std::vector<uint8_t> readFile(const std::string &path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// The payload (the Model's bytes) of the artifact at `path`, empty when
+/// there is no such file; `version` gets the artifact's format version.
+std::vector<uint8_t> modelOf(const std::string &path, uint32_t &version) {
+  std::vector<uint8_t> file = readFile(path);
+  if (file.empty())
+    return {};
+  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
+  version = envelope->format_version();
+  return {envelope->payload()->begin(), envelope->payload()->end()};
+}
+
 std::vector<uint8_t> wrap(const std::vector<uint8_t> &model, uint32_t version) {
   flatbuffers::FlatBufferBuilder fbb;
   fbb.PreAlign(model.size(), 64);
@@ -116,12 +127,9 @@ class ArtifactDamage : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ArtifactDamage, WhatTheChecksAcceptServesAtEveryBatchSize) {
   std::string path = cellc::testing::exampleArtifactPath(GetParam());
-  std::vector<uint8_t> file = readFile(path);
-  ASSERT_FALSE(file.empty()) << path;
-  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
-  std::vector<uint8_t> model(envelope->payload()->begin(),
-                             envelope->payload()->end());
-  uint32_t version = envelope->format_version();
+  uint32_t version = 0;
+  std::vector<uint8_t> model = modelOf(path, version);
+  ASSERT_FALSE(model.empty()) << path;
   std::vector<bool> free = freeBytes(model);
   std::vector<size_t> structure;
   for (size_t i = 0; i < model.size(); ++i)
@@ -165,11 +173,9 @@ TEST(ArtifactDamageTargeted, ABosTokenOutsideTheDecodersVocabularyIsRefused) {
   // BOS the decoder's token table does not have passed the checks and
   // failed every request at its first decoder step.
   std::string path = cellc::testing::exampleArtifactPath("seq2seq");
-  std::vector<uint8_t> file = readFile(path);
-  ASSERT_FALSE(file.empty()) << path;
-  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
-  std::vector<uint8_t> model(envelope->payload()->begin(),
-                             envelope->payload()->end());
+  uint32_t version = 0;
+  std::vector<uint8_t> model = modelOf(path, version);
+  ASSERT_FALSE(model.empty()) << path;
   const cellpack::Unfolding *unfolding =
       flatbuffers::GetRoot<cellpack::Model>(model.data())->unfolding();
   ASSERT_NE(unfolding, nullptr);
@@ -181,9 +187,8 @@ TEST(ArtifactDamageTargeted, ABosTokenOutsideTheDecodersVocabularyIsRefused) {
   auto withBos = [&](int64_t bos) {
     std::vector<uint8_t> damaged = model;
     std::memcpy(damaged.data() + (field - model.data()), &bos, sizeof bos);
-    auto artifact =
-        loadArtifactFromBytes(wrap(damaged, envelope->format_version()),
-                              "bos " + std::to_string(bos));
+    auto artifact = loadArtifactFromBytes(wrap(damaged, version),
+                                          "bos " + std::to_string(bos));
     if (!artifact.ok())
       return artifact.status().message();
     Status checked = Engine::check(artifact.value());
@@ -206,11 +211,9 @@ TEST(ArtifactDamageTargeted, AGemmEpilogueNamingWhatTheCodeLacksIsRefused) {
   // checked against the code and the step.
   std::string path =
       cellc::testing::examplesBuildDir() + "/lstm/model-unfused.cellpack";
-  std::vector<uint8_t> file = readFile(path);
-  ASSERT_FALSE(file.empty()) << path;
-  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
-  std::vector<uint8_t> model(envelope->payload()->begin(),
-                             envelope->payload()->end());
+  uint32_t version = 0;
+  std::vector<uint8_t> model = modelOf(path, version);
+  ASSERT_FALSE(model.empty()) << path;
   const cellpack::BatchPlan &plan =
       *flatbuffers::GetRoot<cellpack::Model>(model.data())
            ->cells()
@@ -233,8 +236,7 @@ TEST(ArtifactDamageTargeted, AGemmEpilogueNamingWhatTheCodeLacksIsRefused) {
   auto damagedWith = [&](size_t offset, const void *bytes, size_t size) {
     std::vector<uint8_t> damaged = model;
     std::memcpy(damaged.data() + offset, bytes, size);
-    auto artifact = loadArtifactFromBytes(
-        wrap(damaged, envelope->format_version()), "epilogue");
+    auto artifact = loadArtifactFromBytes(wrap(damaged, version), "epilogue");
     if (!artifact.ok())
       return artifact.status().message();
     Status checked = Engine::check(artifact.value());
@@ -273,11 +275,9 @@ TEST(ArtifactDamageTargeted, ARowKernelsBlocksPerRowOutOfRangeIsRefused) {
   // a row; none or more than kMaxBlocksPerRow is refused.
   std::string path =
       cellc::testing::examplesBuildDir() + "/attention/model.cellpack";
-  std::vector<uint8_t> file = readFile(path);
-  ASSERT_FALSE(file.empty()) << path;
-  const auto *envelope = cellpack::GetSizePrefixedArtifact(file.data());
-  std::vector<uint8_t> model(envelope->payload()->begin(),
-                             envelope->payload()->end());
+  uint32_t version = 0;
+  std::vector<uint8_t> model = modelOf(path, version);
+  ASSERT_FALSE(model.empty()) << path;
   const cellpack::KernelStep *split = nullptr;
   for (const cellpack::CellType *cell :
        *flatbuffers::GetRoot<cellpack::Model>(model.data())->cells())
@@ -294,8 +294,7 @@ TEST(ArtifactDamageTargeted, ARowKernelsBlocksPerRowOutOfRangeIsRefused) {
   auto damagedWith = [&](uint32_t blocks) {
     std::vector<uint8_t> damaged = model;
     std::memcpy(damaged.data() + (at - model.data()), &blocks, sizeof blocks);
-    auto artifact = loadArtifactFromBytes(
-        wrap(damaged, envelope->format_version()), "rows");
+    auto artifact = loadArtifactFromBytes(wrap(damaged, version), "rows");
     return artifact.ok() ? std::string() : artifact.status().message();
   };
   EXPECT_EQ(damagedWith(split->blocks_per_row()), "");
