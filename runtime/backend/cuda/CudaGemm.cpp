@@ -2,6 +2,7 @@
 #include "CudaGemm.h"
 
 #include "CudaCheck.h"
+#include "CudaTiming.h"
 
 #include "SkinnyGemmKernel.h"
 
@@ -240,7 +241,8 @@ Status CudaGemm::chooseAlgorithm(cudaStream_t stream, int candidates) {
     algorithm_ = proposed[i].algo;
     if (!enqueue(stream).isOk()) // warm-up; an algorithm that fails is skipped
       continue;
-    auto micros = timeMicros(stream, false);
+    auto micros = timeEnqueuedMicros(
+        stream, [&] { return enqueue(stream); }, /*warmUp=*/false);
     if (!micros.ok())
       return micros.status();
     ++usable;

@@ -152,8 +152,6 @@ private:
                      cellpack::Precision precision);
   Status enqueueSkinny(cudaStream_t stream,
                        const GatheredRows *gathered = nullptr) const;
-  /// Mean time of a few back-to-back runs after a warm-up, in microseconds.
-  Result<float> timeMicros(cudaStream_t stream, bool skinny);
 
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t operation_ = nullptr;

@@ -24,11 +24,6 @@
 using namespace cellrun;
 using namespace cellrun::cuda;
 
-Result<float> CudaGemm::timeMicros(cudaStream_t stream, bool skinny) {
-  return timeEnqueuedMicros(
-      stream, [&] { return skinny ? enqueueSkinny(stream) : enqueue(stream); });
-}
-
 Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
   // About eight blocks a multiprocessor, with the partial sums (written and
   // read once) at most a quarter of the weights' bytes: the base split count
@@ -82,7 +77,8 @@ Status CudaGemm::contestSkinny(cudaStream_t stream, float cublasMicros) {
         splits_ = launch.splits;
         kPerSplit_ = launch.kPerSplit;
         grid_ = launch.grid();
-        auto micros = timeMicros(stream, true); // after a warm-up
+        auto micros = timeEnqueuedMicros(
+            stream, [&] { return enqueueSkinny(stream); }); // after a warm-up
         if (!micros.ok())
           return micros.status();
         if (best < 0.0f || micros.value() < best) {

@@ -15,11 +15,13 @@
 
 namespace cellrun::cuda {
 
-/// The mean time of `enqueue` (which enqueues one run on `stream`) over
-/// `repetitions` runs after a warm-up, in microseconds.
+/// The mean time of `enqueue` (which enqueues one run on `stream`) over ten
+/// runs after a warm-up (none with `warmUp` false: the caller has just run
+/// it), in microseconds.
 inline Result<float> timeEnqueuedMicros(cudaStream_t stream,
                                         FunctionRef<Status()> enqueue,
-                                        int repetitions = 10) {
+                                        bool warmUp = true) {
+  constexpr int kRepetitions = 10;
   struct Events {
     cudaEvent_t start = nullptr, stop = nullptr;
     ~Events() {
@@ -31,15 +33,16 @@ inline Result<float> timeEnqueuedMicros(cudaStream_t stream,
   } events;
   CELL_CUDA_TRY(cudaEventCreate(&events.start));
   CELL_CUDA_TRY(cudaEventCreate(&events.stop));
-  CELL_TRY(enqueue());
+  if (warmUp)
+    CELL_TRY(enqueue());
   CELL_CUDA_TRY(cudaEventRecord(events.start, stream));
-  for (int r = 0; r < repetitions; ++r)
+  for (int r = 0; r < kRepetitions; ++r)
     CELL_TRY(enqueue());
   CELL_CUDA_TRY(cudaEventRecord(events.stop, stream));
   CELL_CUDA_TRY(cudaEventSynchronize(events.stop));
   float milliseconds = 0.0f;
   CELL_CUDA_TRY(cudaEventElapsedTime(&milliseconds, events.start, events.stop));
-  return 1000.0f * milliseconds / repetitions;
+  return 1000.0f * milliseconds / kRepetitions;
 }
 
 /// The next of a fixed sequence of values in [-1, 1) (xorshift), which the
