@@ -47,6 +47,22 @@ inline size_t rowBytes(const cellpack::TensorSpec &spec) {
   return bytes;
 }
 
+/// Bytes of the value `ref` names (its shape's elements).
+inline uint64_t valueBytes(const cellpack::ValueRef &ref) {
+  uint64_t bytes = elementSize(ref.dtype());
+  if (ref.shape())
+    for (int64_t dim : *ref.shape())
+      bytes *= static_cast<uint64_t>(dim > 0 ? dim : 0);
+  return bytes;
+}
+
+/// Whether `ref` is a workspace value sharing a byte with [begin, end).
+inline bool overlapsWorkspace(const cellpack::ValueRef *ref, uint64_t begin,
+                              uint64_t end) {
+  return ref && ref->kind() == cellpack::ValueKind::Workspace &&
+         ref->offset() < end && begin < ref->offset() + valueBytes(*ref);
+}
+
 inline float halfToFloat(uint16_t bits) {
   uint32_t sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1f,
            mantissa = bits & 0x3ffu, out;

@@ -6,22 +6,7 @@
 using namespace cellrun;
 
 namespace {
-/// Bytes of a value at the plan's batch size.
-int64_t bytesOf(const cellpack::ValueRef &ref) {
-  int64_t count = static_cast<int64_t>(cpu::elementSize(ref.dtype()));
-  if (ref.shape())
-    for (int64_t dim : *ref.shape())
-      count *= dim;
-  return count;
-}
-
-/// Whether `ref` is a workspace value overlapping [offset, offset + bytes).
-bool overlaps(const cellpack::ValueRef *ref, uint64_t offset, int64_t bytes) {
-  if (!ref || ref->kind() != cellpack::ValueKind::Workspace)
-    return false;
-  uint64_t begin = ref->offset(), end = begin + bytesOf(*ref);
-  return begin < offset + static_cast<uint64_t>(bytes) && offset < end;
-}
+using cpu::overlapsWorkspace;
 
 bool sameShape(const cellpack::ValueRef &x, const cellpack::ValueRef &y) {
   if (!x.shape() || !y.shape() || x.shape()->size() != 2 ||
@@ -65,11 +50,12 @@ int64_t pureGatherInto(const cellpack::KernelStep &step,
 }
 
 /// Whether a step other than `skipA` and `skipB` reads a byte of
-/// [offset, offset + bytes), or the GEMM `gemm` reads it as B or C.
+/// [begin, end), or the GEMM `gemm` reads it as B or C.
 bool readElsewhere(const cellpack::BatchPlan &plan, size_t skipA, size_t skipB,
-                   const cellpack::GemmStep &gemm, uint64_t offset,
-                   int64_t bytes) {
-  if (overlaps(gemm.b(), offset, bytes) || overlaps(gemm.c(), offset, bytes))
+                   const cellpack::GemmStep &gemm, uint64_t begin,
+                   uint64_t end) {
+  if (overlapsWorkspace(gemm.b(), begin, end) ||
+      overlapsWorkspace(gemm.c(), begin, end))
     return true;
   for (size_t j = 0; j < plan.steps()->size(); ++j) {
     if (j == skipA || j == skipB)
@@ -77,13 +63,14 @@ bool readElsewhere(const cellpack::BatchPlan &plan, size_t skipA, size_t skipB,
     const cellpack::TaskStep *other =
         plan.steps()->Get(static_cast<unsigned>(j));
     if (const cellpack::GemmStep *g = other->step_as_GemmStep()) {
-      if (overlaps(g->a(), offset, bytes) || overlaps(g->b(), offset, bytes) ||
-          overlaps(g->c(), offset, bytes))
+      if (overlapsWorkspace(g->a(), begin, end) ||
+          overlapsWorkspace(g->b(), begin, end) ||
+          overlapsWorkspace(g->c(), begin, end))
         return true;
     } else if (const cellpack::KernelStep *k = other->step_as_KernelStep()) {
       if (k->inputs())
         for (const cellpack::ValueRef *ref : *k->inputs())
-          if (overlaps(ref, offset, bytes))
+          if (overlapsWorkspace(ref, begin, end))
             return true;
     }
   }
@@ -103,8 +90,9 @@ std::vector<GatherFold> cellrun::gatherFolds(const cellpack::BatchPlan &plan) {
     if (!gemm || !before || gemm->trans_a() || !gemm->a())
       continue;
     int64_t input = pureGatherInto(*before, *gemm->a());
-    if (input < 0 || readElsewhere(plan, i - 1, i, *gemm, gemm->a()->offset(),
-                                   bytesOf(*gemm->a())))
+    uint64_t begin = gemm->a()->offset();
+    if (input < 0 || readElsewhere(plan, i - 1, i, *gemm, begin,
+                                   begin + cpu::valueBytes(*gemm->a())))
       continue;
     folds.push_back({i - 1, i, static_cast<uint32_t>(input)});
   }

@@ -123,26 +123,12 @@ void CpuTaskRunner::findInputsReadInPlace() {
   }
 }
 
-/// The bytes `ref` covers, in the workspace.
-static uint64_t refBytes(const cellpack::ValueRef &ref) {
-  uint64_t elements = 1;
-  if (ref.shape())
-    for (int64_t extent : *ref.shape())
-      elements *= static_cast<uint64_t>(std::max<int64_t>(extent, 0));
-  return elements * elementSize(ref.dtype());
-}
-
 void CpuTaskRunner::foldRowGathers() {
   size_t count = plan_.steps() ? plan_.steps()->size() : 0;
   folded_.assign(count, 0);
   gatheredInput_.assign(count, -1);
   if (launcher_) // the launcher's kernels are what its tests run
     return;
-  auto overlaps = [](const cellpack::ValueRef *ref, uint64_t begin,
-                     uint64_t end) {
-    return ref && ref->kind() == cellpack::ValueKind::Workspace &&
-           ref->offset() < end && begin < ref->offset() + refBytes(*ref);
-  };
   for (size_t i = 0; i + 1 < count; ++i) {
     const cellpack::KernelStep *kernel =
         plan_.steps()->Get(i)->step_as_KernelStep();
@@ -171,30 +157,30 @@ void CpuTaskRunner::foldRowGathers() {
         in.dtype() != cellpack::DType::F32 ||
         out.kind() != cellpack::ValueKind::Workspace ||
         a.kind() != cellpack::ValueKind::Workspace ||
-        a.offset() != out.offset() || refBytes(a) != refBytes(out) ||
+        a.offset() != out.offset() || valueBytes(a) != valueBytes(out) ||
         gemm->trans_a() || !in.shape() || in.shape()->size() != 2 ||
-        in.shape()->Get(1) != gemm->k() || refBytes(in) != refBytes(out))
+        in.shape()->Get(1) != gemm->k() || valueBytes(in) != valueBytes(out))
       continue;
     // Nothing else reads or writes those workspace bytes.
-    uint64_t begin = out.offset(), end = begin + refBytes(out);
-    bool alone = !overlaps(gemm->b(), begin, end) &&
-                 !overlaps(gemm->c(), begin, end) &&
-                 !overlaps(gemm->d(), begin, end);
+    uint64_t begin = out.offset(), end = begin + valueBytes(out);
+    bool alone = !overlapsWorkspace(gemm->b(), begin, end) &&
+                 !overlapsWorkspace(gemm->c(), begin, end) &&
+                 !overlapsWorkspace(gemm->d(), begin, end);
     for (size_t j = 0; alone && j < count; ++j) {
       if (j == i || j == i + 1)
         continue;
       const cellpack::TaskStep *step = plan_.steps()->Get(j);
       if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
-        alone = !overlaps(other->a(), begin, end) &&
-                !overlaps(other->b(), begin, end) &&
-                !overlaps(other->c(), begin, end) &&
-                !overlaps(other->d(), begin, end);
+        alone = !overlapsWorkspace(other->a(), begin, end) &&
+                !overlapsWorkspace(other->b(), begin, end) &&
+                !overlapsWorkspace(other->c(), begin, end) &&
+                !overlapsWorkspace(other->d(), begin, end);
         continue;
       }
       const cellpack::KernelStep *other = step->step_as_KernelStep();
       for (const auto *refs : {other->inputs(), other->outputs()})
         for (uint32_t r = 0; alone && refs && r < refs->size(); ++r)
-          alone = !overlaps(refs->Get(r), begin, end);
+          alone = !overlapsWorkspace(refs->Get(r), begin, end);
     }
     if (!alone)
       continue;

@@ -88,19 +88,6 @@ Result<ScratchPools> makeScratchPools(const cellpack::CellType &cell,
   return scratch;
 }
 
-/// The bytes [begin, end) a workspace value takes, or nullopt for any
-/// other value.
-std::optional<std::pair<uint64_t, uint64_t>>
-workspaceBytes(const cellpack::ValueRef *ref) {
-  if (!ref || ref->kind() != cellpack::ValueKind::Workspace)
-    return std::nullopt;
-  uint64_t bytes = cpu::elementSize(ref->dtype());
-  if (ref->shape())
-    for (int64_t dim : *ref->shape())
-      bytes *= static_cast<uint64_t>(std::max<int64_t>(dim, 0));
-  return std::make_pair(ref->offset(), ref->offset() + bytes);
-}
-
 /// Why `kernel`, run as the epilogue of `gemm`, would write what the GEMM
 /// still reads or writes (empty when it would not). A read where it lies
 /// (`aFolded`) is not read in the workspace.
@@ -109,16 +96,13 @@ std::string workspaceClash(const cellpack::GemmStep &gemm,
   if (!kernel.outputs())
     return "";
   for (const cellpack::ValueRef *output : *kernel.outputs()) {
-    auto written = workspaceBytes(output);
-    if (!written)
+    if (!output || output->kind() != cellpack::ValueKind::Workspace)
       continue;
+    uint64_t begin = output->offset(), end = begin + cpu::valueBytes(*output);
     for (const cellpack::ValueRef *operand :
-         {aFolded ? nullptr : gemm.a(), gemm.b(), gemm.c(), gemm.d()}) {
-      auto used = workspaceBytes(operand);
-      if (used && written->first < used->second &&
-          used->first < written->second)
+         {aFolded ? nullptr : gemm.a(), gemm.b(), gemm.c(), gemm.d()})
+      if (cpu::overlapsWorkspace(operand, begin, end))
         return "its outputs share workspace with the GEMM's operands";
-    }
   }
   return "";
 }
