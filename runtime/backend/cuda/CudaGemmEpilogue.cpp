@@ -185,14 +185,12 @@ Status CudaTaskRunner::fuseEpilogues(cudaStream_t stream) {
     epilogue->counters = std::move(counters).value();
     epilogue->geometry = candidates[0];
     step.epilogue = std::move(epilogue);
-    gemm.inEpilogue = true;
     std::string name = spec->kernel()->str();
     // Timed and checked on scratch pools of the plan's rows.
     if (!scratch) {
       auto made = makeScratchPools(cell_.cell(), batch);
       if (!made.ok()) {
         step.epilogue.reset();
-        gemm.inEpilogue = false;
         gemm.gemm->describe(", not with the step after it (no scratch pools "
                             "to try it on: " +
                             made.status().message() + ")");
@@ -243,7 +241,6 @@ Status CudaTaskRunner::fuseEpilogues(cudaStream_t stream) {
           gemm.gemm->describe(", not with the step after it in " + name +
                               chosen);
           step.epilogue.reset();
-          gemm.inEpilogue = false;
           return Status::ok();
         }
       }
@@ -305,7 +302,6 @@ Status CudaTaskRunner::fuseEpilogues(cudaStream_t stream) {
     if (!tried.isOk()) {
       cudaError_t sticky = cudaGetLastError();
       step.epilogue.reset();
-      gemm.inEpilogue = false;
       gemm.gemm->describe(", not with the step after it (" + name +
                           " failed: " + tried.message() + ")");
       if (sticky != cudaSuccess && cudaGetLastError() != cudaSuccess)

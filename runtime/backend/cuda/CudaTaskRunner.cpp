@@ -203,7 +203,8 @@ Status CudaTaskRunner::enqueue(int64_t rows, const DeviceTaskViews &views,
                       std::to_string(plan_.batch_size()) + " plan");
   for (size_t index = 0; index < steps_.size(); ++index) {
     const Step &step = steps_[index];
-    if (step.folded || step.inEpilogue)
+    if (step.folded ||
+        (index + 1 < steps_.size() && steps_[index + 1].epilogue))
       continue; // the GEMM after it reads the rows where they lie; the
                 // kernel after it runs the GEMM
     if (step.epilogue) {

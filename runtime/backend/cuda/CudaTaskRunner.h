@@ -68,8 +68,7 @@ private:
     bool folded = false;
     /// A GEMM reading A's rows in the pool of this cell input, or -1.
     int gatherInput = -1;
-    /// A GEMM the kernel step after it runs (its `epilogue`).
-    bool inEpilogue = false;
+    /// A kernel step that also runs the GEMM step before it.
     std::unique_ptr<Epilogue> epilogue;
   };
 
