@@ -7,10 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
 #include "backend/cpu/PackedWeights.h"
+#include "backend/cpu/StreamingCopy.h"
+#include "backend/cpu/ThreadPool.h"
+#include "cellrun/Request.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <random>
 
 namespace {
@@ -111,6 +115,58 @@ TEST(ThreadPoolTest, CopyRowsCopiesEveryRowOnceAndNothingElse) {
                       (static_cast<uint8_t *>(row.to) - target.data()),
                   row.from, row.bytes);
     EXPECT_TRUE(target == want) << "minBytes " << minBytes;
+  }
+}
+
+// Rows of whole 64-byte lines to line-aligned places, a megabyte and more
+// in all, go with streaming stores (StreamingCopy.h), the others as
+// before: every byte lands, the
+// gaps between rows keep theirs, split among workers or not.
+TEST(ThreadPoolTest, CopyRowsOfWholeLinesStreamEveryByteAndNothingElse) {
+  std::mt19937 random(5);
+  cellrun::cpu::ThreadPool pool(2);
+  constexpr size_t kStride = 4096 + 128;
+  for (size_t minBytes : {size_t(0), size_t(1) << 30}) {
+    std::vector<uint8_t> source(400 * 4096);
+    for (uint8_t &b : source)
+      b = static_cast<uint8_t>(random());
+    auto *target = static_cast<uint8_t *>(
+        ::operator new(400 * kStride, std::align_val_t(64)));
+    std::memset(target, 0xEE, 400 * kStride);
+    std::vector<uint8_t> want(target, target + 400 * kStride);
+    std::vector<cellrun::cpu::RowCopy> rows;
+    size_t streamed = 0;
+    for (size_t k = 0; k < 400; ++k) {
+      // Whole lines of 64 to 4096 bytes, mostly aligned; some a line and
+      // a bit, some starting mid-line (copied as memcpy does).
+      size_t bytes = 64 * (32 + random() % 33) + (k % 7 == 0 ? 8 : 0);
+      size_t at = k * kStride + (k % 5 == 0 ? 16 : 0);
+      streamed += at % 64 == 0 && bytes % 64 == 0;
+      rows.push_back({source.data() + k * 4096, target + at, bytes});
+      std::memcpy(want.data() + at, source.data() + k * 4096, bytes);
+    }
+    // The streaming path is what is tested: enough bytes to stream.
+    ASSERT_GT(streamed, 250u);
+    size_t total = 0;
+    for (const cellrun::cpu::RowCopy &row : rows)
+      total += row.bytes;
+    ASSERT_GE(total, cellrun::cpu::kStreamingMinBytes);
+    std::shuffle(rows.begin(), rows.end(), random);
+    cellrun::cpu::copyRows(rows, &pool, minBytes);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), target))
+        << "minBytes " << minBytes;
+    ::operator delete(target, std::align_val_t(64));
+  }
+}
+
+// Result storage starts on a 64-byte line, so a chain's emitted rows of
+// whole lines are streamed into it.
+TEST(ThreadPoolTest, ResultValuesStartOnALine) {
+  for (size_t count : {1, 3, 16, 1000, 100000}) {
+    cellrun::FloatValues floats(count);
+    cellrun::IntegerValues integers(count);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(floats.data()) % 64, 0u) << count;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(integers.data()) % 64, 0u) << count;
   }
 }
 

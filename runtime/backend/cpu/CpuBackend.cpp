@@ -10,6 +10,7 @@
 
 #include "CpuTaskRunner.h"
 #include "PackedGemmBf16.h"
+#include "StreamingCopy.h"
 #include "cellrun/Request.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ namespace {
 
 /// A row's bytes: the common small sizes (a token, a small state) as one
 /// inlined copy, the rest through memcpy.
-inline void copyRow(void *to, const void *from, size_t bytes) {
+inline void copyPoolRow(void *to, const void *from, size_t bytes) {
   switch (bytes) {
   case 8:
     std::memcpy(to, from, 8);
@@ -145,7 +146,7 @@ public:
       if (inPlace_[write.input])
         continue;
       SlotPool &target = *inputPools[write.input];
-      copyRow(static_cast<uint8_t *>(target.hostData()) +
+      copyPoolRow(static_cast<uint8_t *>(target.hostData()) +
                   static_cast<size_t>(inputRows[write.input][write.row]) *
                       target.rowBytes(),
               write.bytes, target.rowBytes());
@@ -172,6 +173,11 @@ public:
       delivery->bytes.resize(bytes);
     }
     size_t taken = 0;
+    size_t readBytes = 0;
+    if (!delivery)
+      for (const Executor::RowRead &read : task.io->reads)
+        readBytes += outputPools[read.output]->rowBytes();
+    bool stream = cpu::streamsCopiesOf(readBytes);
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
       const uint8_t *row =
@@ -179,7 +185,7 @@ public:
           static_cast<size_t>(outputRows[read.output][read.row]) *
               source.rowBytes();
       if (!delivery) {
-        copyRow(read.destination, row, source.rowBytes());
+        cpu::copyRow(read.destination, row, source.rowBytes(), stream);
         continue;
       }
       uint8_t *kept = delivery->bytes.data() + taken;
@@ -187,6 +193,8 @@ public:
       delivery->rows.push_back({kept, read.destination, source.rowBytes()});
       taken += source.rowBytes();
     }
+    if (stream)
+      cpu::streamFence();
     return ++tickets_;
   }
 

@@ -1,6 +1,8 @@
 //===- ThreadPool.cpp - Workers for the CPU backend ----------------------===//
 #include "ThreadPool.h"
 
+#include "StreamingCopy.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -109,14 +111,17 @@ void ThreadPool::parallelFor(int64_t count, const Chunk &chunk, int64_t grain) {
 
 void cellrun::cpu::copyRows(const std::vector<RowCopy> &rows, ThreadPool *pool,
                             size_t minBytes) {
-  auto copy = [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k)
-      std::memcpy(rows[k].to, rows[k].from, rows[k].bytes);
-  };
   int64_t count = static_cast<int64_t>(rows.size());
   size_t bytes = 0;
   for (const RowCopy &row : rows)
     bytes += row.bytes;
+  bool stream = streamsCopiesOf(bytes);
+  auto copy = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      copyRow(rows[k].to, rows[k].from, rows[k].bytes, stream);
+    if (stream)
+      streamFence(); // before the worker reports its chunk done
+  };
   if (!pool || pool->size() == 1 || bytes < minBytes) {
     copy(0, count);
     return;

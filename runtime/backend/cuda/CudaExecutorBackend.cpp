@@ -55,7 +55,11 @@ public:
       outputs_.push_back((*task.outputPools)[i]->data());
       rowIndices_.push_back(&outputRows[i]);
     }
-    cuda::TaskTransfers transfers;
+    // Kept from task to task: clearing keeps the vectors' storage.
+    cuda::TaskTransfers &transfers = transfers_;
+    transfers.writes.clear();
+    transfers.reads.clear();
+    transfers.places.clear();
     auto row = [](SlotPool &pool, int32_t index, void *host) {
       cuda::TaskTransfers::Row moved;
       moved.pool = pool.data();
@@ -92,6 +96,7 @@ private:
   std::unique_ptr<cuda::CudaBackend> cuda_;
   std::vector<void *> inputs_, outputs_;
   std::vector<const std::vector<int32_t> *> rowIndices_;
+  cuda::TaskTransfers transfers_;
 };
 
 } // namespace

@@ -39,11 +39,17 @@ std::vector<PoolGroup>
 groupByPool(const std::vector<TaskTransfers::Row> &rows) {
   std::vector<PoolGroup> groups;
   for (const TaskTransfers::Row &row : rows) {
-    auto group = std::find_if(groups.begin(), groups.end(),
-                              [&](auto &g) { return g.pool == row.pool; });
+    // Rows of one pool mostly come together: the last group first.
+    auto group = groups.end();
+    if (groups.empty() || groups.back().pool != row.pool)
+      group = std::find_if(groups.begin(), groups.end(),
+                           [&](auto &g) { return g.pool == row.pool; });
+    else
+      group = groups.end() - 1;
     if (group == groups.end()) {
       groups.push_back({row.pool, row.rowBytes, {}, 0, 0});
       group = groups.end() - 1;
+      group->rows.reserve(rows.size());
     }
     group->rows.push_back(&row);
   }

@@ -24,7 +24,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,13 +160,24 @@ struct Request {
 /// resizing a vector of it does not zero what the engine then overwrites
 /// (a chain's per-step results are sized for every step at admission, and
 /// each step's task writes its row; a failed request returns no outputs).
+/// Storage starts on a 64-byte line, so rows of whole lines are written
+/// line by line (the CPU backend's streaming stores).
 template <typename T> struct UninitializedAllocator : std::allocator<T> {
+  static constexpr std::align_val_t kAlignment{64};
   template <typename U> struct rebind {
     using other = UninitializedAllocator<U>;
   };
   UninitializedAllocator() = default;
   template <typename U>
   UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  T *allocate(size_t count) {
+    if (count > std::numeric_limits<size_t>::max() / sizeof(T))
+      throw std::bad_array_new_length();
+    return static_cast<T *>(::operator new(count * sizeof(T), kAlignment));
+  }
+  void deallocate(T *values, size_t) noexcept {
+    ::operator delete(values, kAlignment);
+  }
   template <typename U> void construct(U *place) noexcept { ::new (place) U; }
   template <typename U, typename... Args>
   void construct(U *place, Args &&...args) {
