@@ -48,13 +48,13 @@ struct Shape {
 /// D (m x n, row stride ldd, filled with 42 before the product) against a
 /// double reference of 0.5 * A * W^T + 2 * bias, W [n, k], the inputs first
 /// passed through `round`: within 1e-6 of the sum of |products| (fp32 sums),
-/// and the columns past n untouched.
+/// and the columns past n untouched. Row i's bias starts at i * biasStride.
 template <typename Round>
 void expectReference(const Shape &shape, const std::vector<float> &a,
                      const std::vector<float> &w,
                      const std::vector<float> &bias,
                      const std::vector<float> &d, int64_t ldd, Round round,
-                     const std::string &what) {
+                     const std::string &what, int64_t biasStride = 0) {
   for (int64_t i = 0; i < shape.m; ++i) {
     for (int64_t j = 0; j < shape.n; ++j) {
       double sum = 0.0, magnitude = 0.0;
@@ -64,7 +64,7 @@ void expectReference(const Shape &shape, const std::vector<float> &a,
         sum += product;
         magnitude += std::fabs(product);
       }
-      ASSERT_NEAR(d[i * ldd + j], 0.5 * sum + 2.0 * bias[j],
+      ASSERT_NEAR(d[i * ldd + j], 0.5 * sum + 2.0 * bias[i * biasStride + j],
                   1e-6 * (magnitude + 4.0))
           << what << " at (" << i << ", " << j << ") of " << shape.m << "x"
           << shape.k << "x" << shape.n;
@@ -108,6 +108,34 @@ TEST_P(PackedGemmTest, MatchesADoubleReference) {
                 " transposed=" + std::to_string(transposed));
       }
   }
+}
+
+// A bias row per row of D ([m, n], e.g. a product added to a GEMM's): each
+// row's own, whichever group, row block and worker finishes it.
+TEST_P(PackedGemmTest, PerRowBiasMatchesADoubleReference) {
+  Shape shape = GetParam();
+  std::mt19937 random(11 + shape.m * 31 + shape.k * 7 + shape.n);
+  std::vector<float> a = randomFloats(shape.m * shape.k, random);
+  std::vector<float> w = randomFloats(shape.n * shape.k, random); // [n, k]
+  int64_t biasStride = shape.n + 5;
+  std::vector<float> bias = randomFloats(shape.m * biasStride, random);
+  PackedMatrix packed(w.data(), shape.k, shape.n, /*transposed=*/true);
+  ThreadPool pool(3);
+  for (CpuIsa isa : isas())
+    for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+      GemmEpilogue epilogue;
+      epilogue.alpha = 0.5f;
+      epilogue.beta = 2.0f;
+      epilogue.bias = bias.data();
+      epilogue.biasStride = biasStride;
+      int64_t ldd = shape.n + 3;
+      std::vector<float> d(shape.m * ldd, 42.0f);
+      packedGemm(a.data(), shape.k, shape.m, packed, epilogue, d.data(), ldd,
+                 workers, isa);
+      expectReference(
+          shape, a, w, bias, d, ldd, [](float x) { return x; },
+          std::string(cpuIsaName(isa)) + " per-row bias", biasStride);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(

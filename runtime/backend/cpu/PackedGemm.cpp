@@ -163,9 +163,20 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
   Blocking blocking(m, depth);
   float tile[kGroupRows * kPanelColumns];
   int64_t fullPanels = std::min(endPanel, n / kPanelColumns);
+  // The epilogue of a group's columns right after their last depth block,
+  // while they are in cache (a pass over all of D after the product read it
+  // back from memory at hidden 1024): the same operations on the same sums.
+  bool finishes = epilogue.alpha != 1.0f || epilogue.bias;
+  auto finishGroup = [&](int64_t row, int rows, int64_t begin, int64_t end) {
+    GemmEpilogue shifted = epilogue;
+    if (shifted.bias)
+      shifted.bias += row * shifted.biasStride;
+    finishColumns(rows, false, shifted, d + row * ldd, ldd, begin, end);
+  };
   for (int64_t k0 = 0; k0 < depth; k0 += blocking.depthBlock) {
     int64_t kLength = std::min(blocking.depthBlock, depth - k0);
     bool first = k0 == 0;
+    bool last = finishes && k0 + kLength == depth;
     for (int64_t r0 = 0; r0 < m; r0 += blocking.rowBlock) {
       int64_t rLength = std::min(blocking.rowBlock, m - r0);
       const float *packed = packedA + k0 * m + r0 * kLength;
@@ -183,6 +194,9 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
             kernels.block(rows, step, kLength, packed + g * kLength,
                           b.panel(p, k0), b.panelStride(),
                           d + (r0 + g) * ldd + p * kPanelColumns, ldd, first);
+            if (last)
+              finishGroup(r0 + g, rows, p * kPanelColumns,
+                          (p + step) * kPanelColumns);
           }
       for (; p < endPanel; ++p) {
         const float *panel = b.panel(p, k0);
@@ -195,6 +209,8 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
           if (width == kPanelColumns) {
             kernels.micro(rows, kLength, packed + g * kLength, panel, c, ldd,
                           first);
+            if (last)
+              finishGroup(r0 + g, rows, column, column + width);
             continue;
           }
           // The last panel: through a tile, so columns past n are not touched.
@@ -206,12 +222,15 @@ void gemmPanels(const float *packedA, int64_t m, const PackedMatrix &b,
           for (int i = 0; i < rows; ++i)
             std::memcpy(c + i * ldd, tile + i * kPanelColumns,
                         width * sizeof(float));
+          if (last)
+            finishGroup(r0 + g, rows, column, column + width);
         }
       }
     }
   }
-  finishColumns(m, depth == 0, epilogue, d, ldd, firstPanel * kPanelColumns,
-                std::min(n, endPanel * kPanelColumns));
+  if (depth == 0) // no product: zeros, then the epilogue
+    finishColumns(m, true, epilogue, d, ldd, firstPanel * kPanelColumns,
+                  std::min(n, endPanel * kPanelColumns));
 }
 } // namespace
 
