@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(CELL_RUNTIME_LIBRARIES CellBase CellArtifact CellSlotPool CellCpuBackend
     CellDevice CellExecutor CellRequest CellGraph CellScheduler CellEngine)
 if(CELL_ENABLE_CUDA)
-  list(INSERT CELL_RUNTIME_LIBRARIES 5 CellCudaBackend)
+  list(INSERT CELL_RUNTIME_LIBRARIES 5 CellCudaSlotLayout CellCudaBackend)
 endif()
 add_library(CellRuntime INTERFACE)
 target_link_libraries(CellRuntime INTERFACE CellEngine)

@@ -23,6 +23,7 @@
 #ifndef CELLRUN_BACKEND_CUDA_CUDABACKEND_H
 #define CELLRUN_BACKEND_CUDA_CUDABACKEND_H
 
+#include "CudaSlotLayout.h"
 #include "CudaTaskRunner.h"
 
 #include "backend/cpu/ThreadPool.h"
@@ -51,18 +52,16 @@ struct PoolMemory {
   void *host = nullptr;
 };
 
-/// The rows a task moves between the host and its pools.
+/// The rows a task moves between the host and its pools (read during
+/// CudaBackend::submit only).
 struct TaskTransfers {
-  struct Row {
-    void *pool = nullptr; // the pool's device address
-    size_t rowBytes = 0;
-    int32_t row = 0; // in the pool
-    /// Write: the bytes to put there (copied at submission); read: where
-    /// the row goes once the task has finished.
-    void *host = nullptr;
-  };
-  std::vector<Row> writes; // before the task's kernels
-  std::vector<Row> reads;  // after them
+  /// Request data written into input rows before the task's kernels, and
+  /// output rows read back after them (the executor's, as they are).
+  const std::vector<Executor::RowWrite> *writes = nullptr;
+  const std::vector<Executor::RowRead> *reads = nullptr;
+  /// Per cell input, then per cell output: its pool's row bytes (needed
+  /// where rows are written or read).
+  std::vector<size_t> inputRowBytes, outputRowBytes;
   /// Bytes moved between pools on the device after the kernels, before
   /// the reads (Executor::RowPlace): `bytes` of row `fromRow` of `from`
   /// (null: zeros) to row `toRow` of `to` (rows of `toRowBytes`) from byte
@@ -80,11 +79,6 @@ struct TaskTransfers {
 
 class CudaBackend {
 public:
-  /// A slot's host-to-device area starts with the ticket; its blocks are
-  /// 16-byte aligned (the row-copy kernel's widest unit).
-  static constexpr size_t kTicketBytes = 16;
-  static size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
-
   /// Unavailable "no CUDA device: ..." when there is no usable device.
   static Result<std::unique_ptr<CudaBackend>>
   create(std::shared_ptr<const LoadedArtifact> artifact,
@@ -195,6 +189,9 @@ private:
   uint64_t nextTicket_ = 1;
   uint64_t delivered_ = 0; // the last ticket whose reads were copied
   Executor::Times times_;
+  /// The task being enqueued, as its slot holds it (kept for its storage).
+  SlotLayout layout_;
+  std::vector<PoolRef> inputRefs_, outputRefs_;
   /// Splits a finished task's copies out of its staging slot (null: the
   /// caller copies alone; CudaBackendOptions::copyThreads).
   std::unique_ptr<cpu::ThreadPool> copyPool_;

@@ -55,27 +55,17 @@ public:
       outputs_.push_back((*task.outputPools)[i]->data());
       rowIndices_.push_back(&outputRows[i]);
     }
-    // Kept from task to task: clearing keeps the vectors' storage.
+    // The executor's writes and reads as they are; the places converted.
     cuda::TaskTransfers &transfers = transfers_;
-    transfers.writes.clear();
-    transfers.reads.clear();
+    transfers.writes = &task.io->writes;
+    transfers.reads = &task.io->reads;
+    transfers.inputRowBytes.clear();
+    transfers.outputRowBytes.clear();
+    for (SlotPool *pool : *task.inputPools)
+      transfers.inputRowBytes.push_back(pool->rowBytes());
+    for (SlotPool *pool : *task.outputPools)
+      transfers.outputRowBytes.push_back(pool->rowBytes());
     transfers.places.clear();
-    auto row = [](SlotPool &pool, int32_t index, void *host) {
-      cuda::TaskTransfers::Row moved;
-      moved.pool = pool.data();
-      moved.rowBytes = pool.rowBytes();
-      moved.row = index;
-      moved.host = host;
-      return moved;
-    };
-    for (const Executor::RowWrite &write : task.io->writes)
-      transfers.writes.push_back(row(*(*task.inputPools)[write.input],
-                                     inputRows[write.input][write.row],
-                                     const_cast<void *>(write.bytes)));
-    for (const Executor::RowRead &read : task.io->reads)
-      transfers.reads.push_back(row(*(*task.outputPools)[read.output],
-                                    outputRows[read.output][read.row],
-                                    read.destination));
     for (const Executor::RowPlace &place : task.io->places) {
       cuda::TaskTransfers::Place &moved = transfers.places.emplace_back();
       moved.from = place.from ? place.from->data() : nullptr;
@@ -86,8 +76,11 @@ public:
       moved.offset = place.offset;
       moved.bytes = place.bytes;
     }
-    return cuda_->submit(*task.cell, *task.plan, task.rows, inputs_, outputs_,
-                         rowIndices_, transfers);
+    auto ticket = cuda_->submit(*task.cell, *task.plan, task.rows, inputs_,
+                                outputs_, rowIndices_, transfers);
+    transfers.writes = nullptr; // read during submit only
+    transfers.reads = nullptr;
+    return ticket;
   }
 
   Status wait(uint64_t ticket) override { return cuda_->wait(ticket); }

@@ -1,10 +1,9 @@
 //===- CudaStaging.cpp - One task through its staging slot ----------------===//
 //
-// Submission of a task on the cuda backend: the slot's host-to-device area
-// is laid out as the ticket, the task's row indices (a batch-size block per
-// input, then per output), then per pool of written rows their pool indices
-// and their bytes, then per pool of read rows their pool indices; the slot's
-// read-back area holds the gathered rows, pool after pool. Rows of mapped
+// Submission of a task on the cuda backend: its slot laid out and filled on
+// the host (CudaSlotLayout.h: the ticket, the task's row indices, the
+// written rows, the indices of the read ones), the places' indices after
+// them, one host-to-device copy, the kernels, one copy back. Rows of mapped
 // (host-visible) pools go the same way: the host never writes a pool row
 // itself, since a task still in flight may write that row after the host
 // (a step issued past EOS whose request has ended and given its rows back),
@@ -22,99 +21,6 @@
 
 using namespace cellrun;
 using namespace cellrun::cuda;
-
-namespace {
-/// Rows of one pool a task moves.
-struct PoolGroup {
-  void *pool = nullptr;
-  size_t rowBytes = 0;
-  std::vector<const TaskTransfers::Row *> rows;
-  size_t indices = 0; // offset of the pool-row indices in the slot
-  size_t data = 0;    // writes: offset of the bytes in the slot;
-                      // reads: offset in the read-back area
-};
-
-/// The transfers grouped by pool, in first-seen order.
-std::vector<PoolGroup>
-groupByPool(const std::vector<TaskTransfers::Row> &rows) {
-  std::vector<PoolGroup> groups;
-  for (const TaskTransfers::Row &row : rows) {
-    // Rows of one pool mostly come together: the last group first.
-    auto group = groups.end();
-    if (groups.empty() || groups.back().pool != row.pool)
-      group = std::find_if(groups.begin(), groups.end(),
-                           [&](auto &g) { return g.pool == row.pool; });
-    else
-      group = groups.end() - 1;
-    if (group == groups.end()) {
-      groups.push_back({row.pool, row.rowBytes, {}, 0, 0});
-      group = groups.end() - 1;
-      group->rows.reserve(rows.size());
-    }
-    group->rows.push_back(&row);
-  }
-  return groups;
-}
-
-/// Where a task's data lies in its slot: the rows it writes and reads,
-/// grouped by pool with their offsets, and the bytes it takes of the slot's
-/// host-to-device area and of its read-back area.
-struct SlotLayout {
-  std::vector<PoolGroup> writes, reads;
-  size_t bytes = 0;
-  size_t backBytes = 0;
-};
-
-/// Lays a task's slot out: the ticket and `indexBlocks` batch-size blocks of
-/// row indices, then per pool of written rows their pool indices and their
-/// bytes, then per pool of read rows their pool indices; the read rows
-/// themselves go to the read-back area, pool after pool.
-SlotLayout layOutSlot(const TaskTransfers &transfers, size_t indexBlocks,
-                      uint32_t batch) {
-  SlotLayout layout;
-  layout.writes = groupByPool(transfers.writes);
-  layout.reads = groupByPool(transfers.reads);
-  size_t at = CudaBackend::align16(CudaBackend::kTicketBytes +
-                                   indexBlocks * batch * sizeof(int32_t));
-  for (PoolGroup &group : layout.writes) {
-    group.indices = at;
-    at = CudaBackend::align16(at + group.rows.size() * sizeof(int32_t));
-    group.data = at;
-    at = CudaBackend::align16(at + group.rows.size() * group.rowBytes);
-  }
-  size_t back = 0;
-  for (PoolGroup &group : layout.reads) {
-    group.indices = at;
-    at = CudaBackend::align16(at + group.rows.size() * sizeof(int32_t));
-    group.data = back;
-    back = CudaBackend::align16(back + group.rows.size() * group.rowBytes);
-  }
-  layout.bytes = at;
-  layout.backBytes = back;
-  return layout;
-}
-
-/// Writes into the slot's host area `host` the ticket, the task's `rows`
-/// row indices per input and output (a `batch`-size block each) and the
-/// written rows (their pool indices and their bytes).
-void writeTaskData(uint8_t *host, uint64_t ticket,
-                   const std::vector<const std::vector<int32_t> *> &rowIndices,
-                   uint32_t rows, uint32_t batch,
-                   const std::vector<PoolGroup> &writes) {
-  std::memcpy(host, &ticket, sizeof ticket);
-  auto *hostRows =
-      reinterpret_cast<int32_t *>(host + CudaBackend::kTicketBytes);
-  for (size_t t = 0; t < rowIndices.size(); ++t)
-    std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
-                rows * sizeof(int32_t));
-  for (const PoolGroup &group : writes)
-    for (size_t k = 0; k < group.rows.size(); ++k) {
-      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
-      std::memcpy(host + group.data + k * group.rowBytes, group.rows[k]->host,
-                  group.rowBytes);
-    }
-}
-} // namespace
 
 size_t
 CudaBackend::layOutPlaces(const std::vector<TaskTransfers::Place> &places,
@@ -281,9 +187,42 @@ Status CudaBackend::enqueueTask(
   uint8_t *deviceBack = deviceReadBack_.data() + slotIndex * readBackBytes_;
 
   // Lay the slot out.
-  SlotLayout layout = layOutSlot(transfers, rowIndices.size(), batch);
-  const std::vector<PoolGroup> &writes = layout.writes, &reads = layout.reads;
-  size_t at = layout.bytes, back = layout.backBytes;
+  static const std::vector<Executor::RowWrite> kNoWrites;
+  static const std::vector<Executor::RowRead> kNoReads;
+  const auto &writes = transfers.writes ? *transfers.writes : kNoWrites;
+  const auto &reads = transfers.reads ? *transfers.reads : kNoReads;
+  auto refs = [](std::vector<PoolRef> &to, const std::vector<void *> &pools,
+                 const std::vector<size_t> &rowBytes) {
+    to.resize(pools.size());
+    for (size_t i = 0; i < pools.size(); ++i)
+      to[i] = {pools[i], i < rowBytes.size() ? rowBytes[i] : 0};
+  };
+  refs(inputRefs_, inputPools, transfers.inputRowBytes);
+  refs(outputRefs_, outputPools, transfers.outputRowBytes);
+  for (const Executor::RowWrite &write : writes)
+    if (write.input >= inputPools.size() || write.row >= rows)
+      return Status(StatusCode::InvalidArgument,
+                    "a row write names input " + std::to_string(write.input) +
+                        " of row " + std::to_string(write.row) +
+                        ", outside the task");
+    else if (inputRefs_[write.input].rowBytes == 0)
+      return Status(StatusCode::InvalidArgument,
+                    "a row write names input " + std::to_string(write.input) +
+                        ", whose row size the task does not give");
+  for (const Executor::RowRead &read : reads)
+    if (read.output >= outputPools.size() || read.row >= rows)
+      return Status(StatusCode::InvalidArgument,
+                    "a row read names output " + std::to_string(read.output) +
+                        " of row " + std::to_string(read.row) +
+                        ", outside the task");
+    else if (outputRefs_[read.output].rowBytes == 0)
+      return Status(StatusCode::InvalidArgument,
+                    "a row read names output " + std::to_string(read.output) +
+                        ", whose row size the task does not give");
+  SlotLayout &layout = layout_;
+  layout.layOut(writes, reads, inputRefs_, outputRefs_, rowIndices.size(),
+                batch);
+  size_t at = layout.bytes(), back = layout.backBytes();
   if (at > slotBytes_ || back > readBackBytes_)
     return Status(StatusCode::InvalidArgument,
                   "a task moves more rows than its cell has inputs and "
@@ -297,23 +236,17 @@ Status CudaBackend::enqueueTask(
                   "a task places more rows than its staging slot holds");
 
   // Fill it; rows of mapped pools are written in place.
-  writeTaskData(host, ticket, rowIndices, rows, batch, writes);
-  for (const PoolGroup &group : reads)
-    for (size_t k = 0; k < group.rows.size(); ++k) {
-      reinterpret_cast<int32_t *>(host + group.indices)[k] = group.rows[k]->row;
-      slot.deliveries.push_back({hostBack + group.data + k * group.rowBytes,
-                                 group.rows[k]->host, group.rowBytes});
-    }
+  layout.fill(host, ticket, rowIndices, rows, batch, writes, reads, hostBack,
+              slot.deliveries);
 
   // One copy in; data rows into their pools; the task; the read rows
   // gathered; one copy back; the ticket.
   CELL_CUDA_TRY(
       cudaMemcpyAsync(device, host, at, cudaMemcpyHostToDevice, stream_));
-  for (const PoolGroup &group : writes)
+  for (const PoolGroup &group : layout.writeGroups())
     CELL_TRY(copyRows(cell, device + group.data, nullptr, group.pool,
                       reinterpret_cast<const int32_t *>(device + group.indices),
-                      group.rowBytes,
-                      static_cast<uint32_t>(group.rows.size())));
+                      group.rowBytes, group.count));
   DeviceTaskViews views;
   views.inputs = inputPools;
   views.outputs = outputPools;
@@ -322,11 +255,11 @@ Status CudaBackend::enqueueTask(
   views.outputRows = deviceRows + inputPools.size() * batch;
   CELL_TRY(runner.enqueue(rows, views, stream_));
   CELL_TRY(enqueuePlaces(cell, placed, device));
-  for (const PoolGroup &group : reads)
+  for (const PoolGroup &group : layout.readGroups())
     CELL_TRY(copyRows(cell, group.pool,
                       reinterpret_cast<const int32_t *>(device + group.indices),
                       deviceBack + group.data, nullptr, group.rowBytes,
-                      static_cast<uint32_t>(group.rows.size())));
+                      group.count));
   if (back > 0)
     CELL_CUDA_TRY(cudaMemcpyAsync(hostBack, deviceBack, back,
                                   cudaMemcpyDeviceToHost, stream_));

@@ -1,0 +1,213 @@
+//===- CudaSlotLayoutTest.cpp - A task's bytes in its staging slot -------===//
+//
+// The host side of the cuda backend's staging, on any machine: for tasks of
+// random writes and reads over inputs and outputs that share pools, the
+// slot holds the ticket, each input's and output's row indices in their
+// batch-size blocks, per pool (in first-seen order) the written rows' pool
+// indices and bytes and the read rows' pool indices, every block on 16
+// bytes and none overlapping; each read row is delivered from its place in
+// the read-back area to its destination. Checked against a reference built
+// here from the same task, and with the layout reused from task to task.
+//
+//===----------------------------------------------------------------------===//
+#include "backend/cuda/CudaSlotLayout.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+namespace {
+
+struct Task {
+  std::vector<PoolRef> inputs, outputs;
+  std::vector<std::vector<int32_t>> rowIndices; // inputs, then outputs
+  std::vector<std::vector<uint8_t>> data;       // each write's bytes
+  std::vector<Executor::RowWrite> writes;
+  std::vector<Executor::RowRead> reads;
+  std::vector<uint8_t> destinations; // where the reads go
+};
+
+/// A task of `rows` rows at batch `batch`: three inputs (two sharing a
+/// pool) and three outputs (two sharing another), rows written and read
+/// in a random order, some inputs and outputs left out.
+Task randomTask(std::mt19937 &random, uint32_t rows, uint32_t batch,
+                std::vector<uint8_t> &pools) {
+  Task task;
+  uint8_t *base = pools.data();
+  task.inputs = {{base, 24}, {base + 1000, 8}, {base, 24}};
+  task.outputs = {{base + 2000, 64}, {base + 3000, 12}, {base + 2000, 64}};
+  for (size_t t = 0; t < 6; ++t) {
+    std::vector<int32_t> indices(batch, -7);
+    for (uint32_t r = 0; r < rows; ++r)
+      indices[r] = static_cast<int32_t>(random() % 5000);
+    task.rowIndices.push_back(indices);
+  }
+  task.destinations.resize(size_t(rows) * 3 * 64);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t input = 0; input < 3; ++input)
+      if (random() % 3 != 0)
+        task.writes.push_back({input, r, nullptr, random() % 2 == 0});
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t output = 0; output < 3; ++output)
+      if (random() % 2 == 0)
+        task.reads.push_back(
+            {output, r,
+             task.destinations.data() + (size_t(r) * 3 + output) * 64});
+  std::shuffle(task.writes.begin(), task.writes.end(), random);
+  std::shuffle(task.reads.begin(), task.reads.end(), random);
+  task.data.resize(task.writes.size());
+  for (size_t w = 0; w < task.writes.size(); ++w) {
+    task.data[w].resize(task.inputs[task.writes[w].input].rowBytes);
+    for (uint8_t &b : task.data[w])
+      b = static_cast<uint8_t>(random());
+    task.writes[w].bytes = task.data[w].data();
+  }
+  return task;
+}
+
+TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
+  std::mt19937 random(17);
+  std::vector<uint8_t> pools(4000);
+  SlotLayout layout; // reused by every task, as the backend does
+  for (uint32_t round = 0; round < 40; ++round) {
+    uint32_t batch = 1u << (round % 8);
+    uint32_t rows = 1 + random() % batch;
+    Task task = randomTask(random, rows, batch, pools);
+    std::vector<const std::vector<int32_t> *> rowIndices;
+    for (const auto &indices : task.rowIndices)
+      rowIndices.push_back(&indices);
+    layout.layOut(task.writes, task.reads, task.inputs, task.outputs,
+                  rowIndices.size(), batch);
+    std::vector<uint8_t> host(layout.bytes() + 64, 0xEE);
+    std::vector<uint8_t> back(layout.backBytes() + 64);
+    std::vector<cpu::RowCopy> deliveries;
+    uint64_t ticket = 1000 + round;
+    layout.fill(host.data(), ticket, rowIndices, rows, batch, task.writes,
+                task.reads, back.data(), deliveries);
+
+    // The ticket and the row-index blocks.
+    uint64_t stored = 0;
+    std::memcpy(&stored, host.data(), sizeof stored);
+    EXPECT_EQ(stored, ticket);
+    for (size_t t = 0; t < rowIndices.size(); ++t)
+      for (uint32_t r = 0; r < rows; ++r) {
+        int32_t index = 0;
+        std::memcpy(&index, host.data() + kTicketBytes + (t * batch + r) * 4,
+                    4);
+        ASSERT_EQ(index, task.rowIndices[t][r]) << "block " << t;
+      }
+
+    // The reference: rows grouped by pool in first-seen order.
+    auto check = [&](const std::vector<PoolGroup> &groups,
+                     const std::vector<PoolRef> &refs, auto &&rowsOf,
+                     bool isWrite) {
+      std::vector<const void *> order;
+      std::map<const void *, std::vector<size_t>> byPool; // row numbers
+      rowsOf([&](size_t k, uint32_t which) {
+        const void *pool = refs[which].pool;
+        if (!byPool.count(pool))
+          order.push_back(pool);
+        byPool[pool].push_back(k);
+      });
+      ASSERT_EQ(groups.size(), order.size());
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const PoolGroup &group = groups[g];
+        ASSERT_EQ(group.pool, order[g]);
+        const std::vector<size_t> &members = byPool[order[g]];
+        ASSERT_EQ(group.count, members.size());
+        ASSERT_EQ(group.rowBytes,
+                  isWrite ? refs[task.writes[members[0]].input].rowBytes
+                          : refs[task.reads[members[0]].output].rowBytes);
+        EXPECT_EQ(group.indices % 16, 0u);
+        EXPECT_EQ(group.data % 16, 0u);
+        for (size_t k = 0; k < members.size(); ++k) {
+          int32_t index = 0;
+          std::memcpy(&index, host.data() + group.indices + k * 4, 4);
+          size_t m = members[k];
+          if (isWrite) {
+            const Executor::RowWrite &write = task.writes[m];
+            ASSERT_EQ(index, task.rowIndices[write.input][write.row]);
+            ASSERT_EQ(0,
+                      std::memcmp(host.data() + group.data + k * group.rowBytes,
+                                  write.bytes, group.rowBytes));
+          } else {
+            const Executor::RowRead &read = task.reads[m];
+            ASSERT_EQ(index, task.rowIndices[3 + read.output][read.row]);
+          }
+        }
+      }
+    };
+    check(
+        layout.writeGroups(), task.inputs,
+        [&](auto &&visit) {
+          for (size_t w = 0; w < task.writes.size(); ++w)
+            visit(w, task.writes[w].input);
+        },
+        true);
+    check(
+        layout.readGroups(), task.outputs,
+        [&](auto &&visit) {
+          for (size_t r = 0; r < task.reads.size(); ++r)
+            visit(r, task.reads[r].output);
+        },
+        false);
+
+    // Blocks of the slot do not overlap, and end where the layout says.
+    std::vector<std::pair<size_t, size_t>> blocks = {
+        {0, kTicketBytes + rowIndices.size() * batch * 4}};
+    for (const PoolGroup &group : layout.writeGroups()) {
+      blocks.push_back({group.indices, group.indices + group.count * 4});
+      blocks.push_back({group.data, group.data + group.count * group.rowBytes});
+    }
+    for (const PoolGroup &group : layout.readGroups())
+      blocks.push_back({group.indices, group.indices + group.count * 4});
+    std::sort(blocks.begin(), blocks.end());
+    for (size_t b = 1; b < blocks.size(); ++b)
+      ASSERT_LE(blocks[b - 1].second, blocks[b].first);
+    EXPECT_LE(blocks.back().second, layout.bytes());
+    EXPECT_TRUE(std::all_of(host.begin() + layout.bytes(), host.end(),
+                            [](uint8_t b) { return b == 0xEE; }))
+        << "written past the laid-out bytes";
+
+    // Nor do the read groups' blocks of the read-back area.
+    std::vector<std::pair<size_t, size_t>> backBlocks;
+    for (const PoolGroup &group : layout.readGroups()) {
+      EXPECT_EQ(group.data % 16, 0u);
+      backBlocks.push_back(
+          {group.data, group.data + group.count * group.rowBytes});
+    }
+    std::sort(backBlocks.begin(), backBlocks.end());
+    for (size_t b = 1; b < backBlocks.size(); ++b)
+      ASSERT_LE(backBlocks[b - 1].second, backBlocks[b].first);
+    if (!backBlocks.empty()) {
+      EXPECT_LE(backBlocks.back().second, layout.backBytes());
+    }
+
+    // Each read delivered from its group's place in the read-back area.
+    ASSERT_EQ(deliveries.size(), task.reads.size());
+    std::map<const void *, uint32_t> seen; // rows so far, per pool
+    for (size_t r = 0; r < task.reads.size(); ++r) {
+      const Executor::RowRead &read = task.reads[r];
+      const void *pool = task.outputs[read.output].pool;
+      auto group =
+          std::find_if(layout.readGroups().begin(), layout.readGroups().end(),
+                       [&](const PoolGroup &g) { return g.pool == pool; });
+      ASSERT_NE(group, layout.readGroups().end());
+      uint32_t k = seen[pool]++;
+      EXPECT_EQ(deliveries[r].from,
+                back.data() + group->data + k * group->rowBytes);
+      EXPECT_EQ(deliveries[r].to, read.destination);
+      EXPECT_EQ(deliveries[r].bytes, task.outputs[read.output].rowBytes);
+      EXPECT_LE(group->data + (k + 1) * group->rowBytes, layout.backBytes());
+    }
+  }
+}
+
+} // namespace
