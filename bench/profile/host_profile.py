@@ -15,10 +15,11 @@ import sys
 # (before and after the host-path work, so both names of a part appear).
 CATEGORIES = [
     ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|"
-                    r"bf16Block|gemmPanels|packA|PackSix|finishColumns|PackedGemm|sgemm"),
+                    r"bf16Block|gemmPanels|packA|PackSix|finishColumns|PackedGemm|sgemm|"
+                    r"scaleBias|scaleRowsAddBias"),
     ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|"
                             r"RegionMath|executeOp|executeMoves|executeGather|loadRows|storeRows|"
-     r"binaryFloats|CpuTaskRunner"),
+     r"binaryFloats|CpuTaskRunner|rowArrays|arraysAvx|arraysGeneric|runAndNumber"),
     ("row copies (data in, results out)", r"memmove|memcpy|copyRow"),
     ("executor checks and issue", r"Executor::|CpuBackend::submit"),
     ("binding a task's rows", r"bindNode|bindChainNode|bindPlannedNodes|"

@@ -166,6 +166,12 @@ public:
     Delivery *delivery = nullptr;
     if (readsAtWait_) { // taken now, delivered at wait (as on cuda)
       delivery = &deliveries_.emplace_back();
+      // A delivered task's buffers, reused as a GPU's staging slots are.
+      if (!spare_.empty()) {
+        *delivery = std::move(spare_.back());
+        spare_.pop_back();
+        delivery->rows.clear();
+      }
       delivery->ticket = tickets_ + 1;
       size_t bytes = 0; // sized first: the copies point into it
       for (const Executor::RowRead &read : task.io->reads)
@@ -228,6 +234,8 @@ public:
       delivered = true;
       // The task's threads are idle: they share the copies.
       cpu::copyRows(deliveries_.front().rows, threads_.get());
+      if (spare_.size() < kSpareDeliveries)
+        spare_.push_back(std::move(deliveries_.front()));
       deliveries_.pop_front();
     }
     if (delivered)
@@ -251,6 +259,10 @@ private:
     std::vector<cpu::RowCopy> rows;
   };
   std::deque<Delivery> deliveries_;
+  /// Delivered tasks' buffers kept for the next ones (a fresh buffer a task
+  /// faulted its pages in: up to 2 MB a task of 512 rows of 4 KB).
+  static constexpr size_t kSpareDeliveries = 8;
+  std::vector<Delivery> spare_;
   std::unique_ptr<cpu::ThreadPool> threads_;
   /// Weights packed for the CPU GEMM, shared by every plan and by the
   /// other workers' backends over the same artifact.
