@@ -74,6 +74,34 @@ void expectReference(const Shape &shape, const std::vector<float> &a,
   }
 }
 
+/// packedGemm of A by `packed` (W's product) with alpha 0.5 and beta 2 on
+/// `bias` (row i's at i * biasStride), on every kernel set the processor
+/// has, on the calling thread and split among workers: each against the
+/// reference.
+void expectEveryWayMatches(const Shape &shape, const std::vector<float> &a,
+                           const std::vector<float> &w,
+                           const std::vector<float> &bias, int64_t biasStride,
+                           const PackedMatrix &packed,
+                           const std::string &what) {
+  ThreadPool pool(3);
+  for (CpuIsa isa : isas())
+    for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
+      GemmEpilogue epilogue;
+      epilogue.alpha = 0.5f;
+      epilogue.beta = 2.0f;
+      epilogue.bias = bias.data();
+      epilogue.biasStride = biasStride;
+      // Columns past n in the row stride must stay untouched.
+      int64_t ldd = shape.n + 3;
+      std::vector<float> d(shape.m * ldd, 42.0f);
+      packedGemm(a.data(), shape.k, shape.m, packed, epilogue, d.data(), ldd,
+                 workers, isa);
+      expectReference(
+          shape, a, w, bias, d, ldd, [](float x) { return x; },
+          std::string(cpuIsaName(isa)) + " " + what, biasStride);
+    }
+}
+
 class PackedGemmTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PackedGemmTest, MatchesADoubleReference) {
@@ -82,7 +110,6 @@ TEST_P(PackedGemmTest, MatchesADoubleReference) {
   std::vector<float> a = randomFloats(shape.m * shape.k, random);
   std::vector<float> w = randomFloats(shape.n * shape.k, random); // [n, k]
   std::vector<float> bias = randomFloats(shape.n, random);
-  ThreadPool pool(3);
   for (bool transposed : {true, false}) {
     // The same logical B either way: w is [n, k]; its transpose [k, n].
     std::vector<float> source = w;
@@ -91,22 +118,8 @@ TEST_P(PackedGemmTest, MatchesADoubleReference) {
         for (int64_t k = 0; k < shape.k; ++k)
           source[k * shape.n + j] = w[j * shape.k + k];
     PackedMatrix packed(source.data(), shape.k, shape.n, transposed);
-    for (CpuIsa isa : isas())
-      for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
-        GemmEpilogue epilogue;
-        epilogue.alpha = 0.5f;
-        epilogue.beta = 2.0f;
-        epilogue.bias = bias.data();
-        // Columns past n in the row stride must stay untouched.
-        int64_t ldd = shape.n + 3;
-        std::vector<float> d(shape.m * ldd, 42.0f);
-        packedGemm(a.data(), shape.k, shape.m, packed, epilogue, d.data(), ldd,
-                   workers, isa);
-        expectReference(
-            shape, a, w, bias, d, ldd, [](float x) { return x; },
-            std::string(cpuIsaName(isa)) +
-                " transposed=" + std::to_string(transposed));
-      }
+    expectEveryWayMatches(shape, a, w, bias, 0, packed,
+                          "transposed=" + std::to_string(transposed));
   }
 }
 
@@ -120,22 +133,7 @@ TEST_P(PackedGemmTest, PerRowBiasMatchesADoubleReference) {
   int64_t biasStride = shape.n + 5;
   std::vector<float> bias = randomFloats(shape.m * biasStride, random);
   PackedMatrix packed(w.data(), shape.k, shape.n, /*transposed=*/true);
-  ThreadPool pool(3);
-  for (CpuIsa isa : isas())
-    for (ThreadPool *workers : {static_cast<ThreadPool *>(nullptr), &pool}) {
-      GemmEpilogue epilogue;
-      epilogue.alpha = 0.5f;
-      epilogue.beta = 2.0f;
-      epilogue.bias = bias.data();
-      epilogue.biasStride = biasStride;
-      int64_t ldd = shape.n + 3;
-      std::vector<float> d(shape.m * ldd, 42.0f);
-      packedGemm(a.data(), shape.k, shape.m, packed, epilogue, d.data(), ldd,
-                 workers, isa);
-      expectReference(
-          shape, a, w, bias, d, ldd, [](float x) { return x; },
-          std::string(cpuIsaName(isa)) + " per-row bias", biasStride);
-    }
+  expectEveryWayMatches(shape, a, w, bias, biasStride, packed, "per-row bias");
 }
 
 INSTANTIATE_TEST_SUITE_P(
