@@ -1,7 +1,7 @@
 //===- ChainSlots.h - A worker's running chains in flat arrays --*- C++ -*-===//
 //
-// The persistent batch of a worker's chain requests (cellular batching on a
-// synchronous executor, EngineChainBatch.cpp): one slot per request, every
+// The persistent batch of a worker's chain requests (cellular batching,
+// EngineChainBatch.cpp): one slot per request, every
 // field an array indexed by slot, so that binding a task walks dense arrays
 // instead of a request's records (scheduler subgraph, policy record, entry,
 // cell graph) row by row. A request joins with add() and leaves with
@@ -27,6 +27,7 @@ struct ChainSlots {
     rows[1].assign(rowSlots, {});
     initial.assign(states, {});
     data.assign(dataInputs, {});
+    products.assign(dataInputs, {});
     emittedAt.assign(emitted, {});
     emittedFinalAt.assign(emitted, {});
     finalAt.assign(finalOnly, {});
@@ -52,6 +53,7 @@ struct ChainSlots {
     grow(rows[1]);
     grow(initial);
     grow(data);
+    grow(products);
     grow(emittedAt);
     grow(emittedFinalAt);
     grow(finalAt);
@@ -83,6 +85,7 @@ struct ChainSlots {
     moveAll(rows[1]);
     moveAll(initial);
     moveAll(data);
+    moveAll(products);
     moveAll(emittedAt);
     moveAll(emittedFinalAt);
     moveAll(finalAt);
@@ -116,6 +119,9 @@ struct ChainSlots {
   std::vector<std::vector<int32_t>> initial;
   /// Per data input: step 0's row of request data.
   std::vector<std::vector<const uint8_t *>> data;
+  /// Per data input: the pool rows holding its projected products, one a
+  /// step (Entry::productRows), or null where the data rows are written.
+  std::vector<std::vector<const int32_t *>> products;
   /// Per emitted output: where step 0's row goes in the result (null: the
   /// request did not ask for the rows), and where its last step's row goes
   /// when only the final state was asked for (else null).

@@ -197,7 +197,7 @@ Status Engine::submit(Request request, Callback done) {
   entry->graph->arrival = Clock::now();
   // The rows it may hold at once (every worker's pools are alike); a
   // request that can never fit is refused now.
-  auto need = worker.needOf(*entry->graph);
+  auto need = worker.needOf(*entry->graph, &entry->productsInPools);
   if (!need.ok()) {
     std::lock_guard<std::mutex> lock(admission.mutex);
     ++admission.rejected;

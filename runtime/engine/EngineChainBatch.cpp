@@ -56,6 +56,19 @@ void EngineWorker::setUpChainBatch(uint32_t largestBatch) {
                         static_cast<uint32_t>(chainData_.size()),
                         static_cast<uint32_t>(roles.emitted.size()),
                         static_cast<uint32_t>(chainFinalOnly_.size()));
+  // A projected input's products can stay where the projection writes
+  // them when that pool is the one the step reads the input from (the
+  // executor's pools are per row type: the same rows).
+  productsInPools_.assign(roles.dataInputs.size(), 0);
+  for (size_t d = 0; d < roles.dataInputs.size(); ++d)
+    if (const cellpack::CellType *projection = roles.dataProjections[d])
+      productsInPools_[d] = &executor_->pool(*projection, true, 0) ==
+                            pools_[poolId(0, false, roles.dataInputs[d])].pool;
+}
+
+uint32_t EngineWorker::productBlock(uint32_t d) const {
+  return static_cast<uint32_t>(
+      std::count(productsInPools_.begin(), productsInPools_.begin() + d, 1));
 }
 
 bool EngineWorker::chainBatchTakes(const Entry &entry,
@@ -75,10 +88,14 @@ Status EngineWorker::joinChainBatch(Entry &entry,
   uint32_t rowSlots = outputs + static_cast<uint32_t>(roles.dataInputs.size());
   // Both generations' rows now, while its records are in cache (a moved
   // request brings its own): binding never needs them again.
+  auto inPools = [&](uint32_t c) { // a data input read from its products
+    return entry.productsInPools && c >= outputs &&
+           productsInPools_[c - outputs];
+  };
   for (uint32_t generation = 0; generation < 2; ++generation) {
     int32_t *rows = graph.chainRows(generation);
     for (uint32_t c = 0; c < rowSlots; ++c) {
-      if (rows[c] >= 0)
+      if (rows[c] >= 0 || inPools(c))
         continue;
       uint32_t pool = c < outputs ? pools.outputs[c]
                                   : pools.inputs[roles.dataInputs[c - outputs]];
@@ -119,8 +136,14 @@ Status EngineWorker::joinChainBatch(Entry &entry,
   if (!graph.stepsEvenlySpaced())
     flags |= ChainSlots::kUnevenSteps;
   slots.stride[slot] = graph.stepStride();
-  for (size_t k = 0; k < chainData_.size(); ++k)
-    slots.data[k][slot] = graph.stepRow(0, chainData_[k].index);
+  for (size_t k = 0; k < chainData_.size(); ++k) {
+    uint32_t d = chainData_[k].index;
+    slots.data[k][slot] = graph.stepRow(0, d);
+    slots.products[k][slot] =
+        inPools(outputs + d)
+            ? entry.productRows.data() + size_t(productBlock(d)) * graph.steps()
+            : nullptr;
+  }
   for (size_t e = 0; e < roles.emitted.size(); ++e) {
     uint32_t output = roles.emitted[e];
     uint8_t *rows = graph.emittedRowsOf(output);
@@ -253,27 +276,35 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   for (const ChainInput &zero : chainZeros_)
     std::fill_n(flight.inputRowData[zero.input], capacity,
                 static_cast<int32_t>(zero.index)); // the zero row
-  // Request data: its rows, and the bytes written into them with the task.
+  // Request data: its rows, and the bytes written into them with the task;
+  // a projected input's products are already in their rows.
   std::vector<Executor::RowWrite> &writes = flight.io.writes;
   writes.resize(capacity * chainData_.size());
+  size_t written = 0;
   for (size_t k = 0; k < chainData_.size(); ++k) {
     const ChainInput &input = chainData_[k];
-    generationRows(outputs + input.index, flight.inputRowData[input.input],
-                   false);
-    Executor::RowWrite *write = writes.data() + k * capacity;
+    int32_t *rows = flight.inputRowData[input.input];
+    generationRows(outputs + input.index, rows, false);
     const uint8_t *const *base = slots.data[k].data();
+    const int32_t *const *products = slots.products[k].data();
     const uint32_t *stride = slots.stride.data();
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
-      write[r].input = input.input;
-      write[r].row = r;
-      write[r].onlyThisTask = true; // a step's data row, read by it alone
-      write[r].bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
-                           ? entries_.find(slots.keys[slot])
-                                 ->graph->stepRow(steps[r], input.index)
-                           : base[slot] + size_t(steps[r]) * stride[slot];
+      if (products[slot]) {
+        rows[r] = products[slot][steps[r]];
+        continue;
+      }
+      Executor::RowWrite &write = writes[written++];
+      write.input = input.input;
+      write.row = r;
+      write.onlyThisTask = true; // a step's data row, read by it alone
+      write.bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
+                        ? entries_.find(slots.keys[slot])
+                              ->graph->stepRow(steps[r], input.index)
+                        : base[slot] + size_t(steps[r]) * stride[slot];
     }
   }
+  writes.resize(written);
   // Emitted rows go straight into the results, on every executor (an
   // asynchronous one writes them as it finishes the task: a request that
   // ends before then keeps its outputs until that round has completed,

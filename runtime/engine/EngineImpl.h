@@ -84,6 +84,11 @@ public:
     std::vector<ReadySubgraph> movedSubgraphs;
     /// Its slot in the worker's chain batch (chainSlots_), or -1.
     int32_t chainSlot = -1;
+    /// Its projected inputs' products stay in the pool rows the steps read
+    /// (reserved in `need`: productsInPools_), and those rows: per such
+    /// input in order, one a step (-1 until taken).
+    bool productsInPools = false;
+    std::vector<int32_t> productRows;
   };
 
   /// `index` picks the CUDA device (options.executor.cudaDevice +
@@ -104,8 +109,11 @@ public:
   void sortChainInputs();
   bool runOnce();
   /// The rows `graph` may hold at once, per pool id; an error when they
-  /// can never fit (or a custom unfolder fails).
-  Result<std::vector<uint32_t>> needOf(const CellGraph &graph) const;
+  /// can never fit (or a custom unfolder fails). With `productsInPools`:
+  /// whether its projected inputs' products are to stay in pool rows (they
+  /// fit; those rows are then in the need).
+  Result<std::vector<uint32_t>> needOf(const CellGraph &graph,
+                                       bool *productsInPools = nullptr) const;
   /// needOf for chains and seq2seq: the same for every request (found at
   /// initialisation; empty for other structures).
   std::vector<uint32_t> fixedNeed_;
@@ -319,6 +327,16 @@ private:
   /// all of their steps in shared tasks, its products made the steps' rows
   /// (EngineProjections.cpp). On an error no request is projected.
   Status projectInputs(const std::vector<Entry *> &entries);
+  /// projectInputs' two ways: the products written into the requests' own
+  /// pool rows (Entry::productRows), or read back into their step rows.
+  Status projectIntoPools(const std::vector<Entry *> &entries);
+  Status projectIntoSteps(const std::vector<Entry *> &entries);
+  /// Per data input of the chain: 1 when its products can stay in the pool
+  /// rows the step reads (the projection's output pool is that input's
+  /// pool, and the chain batch runs the steps); set with the chain batch.
+  std::vector<uint8_t> productsInPools_;
+  /// Where data input d's rows start in Entry::productRows, in steps.
+  uint32_t productBlock(uint32_t d) const;
   InFlight launch(PlannedTask task);
   /// launch's parts: the task's row vectors sized for `capacity` rows
   /// (its nodes and padding); its planned nodes bound (those of ended or

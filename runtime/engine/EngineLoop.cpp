@@ -389,6 +389,14 @@ bool EngineWorker::handToPolicy(Entry &entry,
         finishRequest(entry, joined);
         return false;
       }
+    } else if (entry.productsInPools) {
+      // Its products are in pool rows only the chain batch reads.
+      finishRequest(entry, Status(StatusCode::Internal,
+                                  "request " + entry.graph->request().id +
+                                      ": its projected inputs wait in pool "
+                                      "rows, but its steps cannot run in the "
+                                      "chain batch"));
+      return false;
     } else if (Status added =
                    policy_->add(entry.key, std::move(subgraph), entry.deadline);
                !added.isOk()) {

@@ -40,7 +40,10 @@ void EngineWorker::forEachHeldRow(
   CellGraph &graph = *entry.graph;
   if (graph.isChain()) {
     const CellRoles &roles = parser_->structure().cells[0];
-    for (uint32_t generation = 0; generation < 2; ++generation) {
+    // (A request that ends before its graph starts, e.g. when its inputs
+    // could not be projected, holds no generation rows yet.)
+    for (uint32_t generation = 0; generation < 2 && graph.chainRowsLaidOut();
+         ++generation) {
       int32_t *rows = graph.chainRows(generation);
       for (uint32_t slot = 0; slot < roles.outputCount; ++slot)
         if (rows[slot] >= 0)
@@ -48,6 +51,20 @@ void EngineWorker::forEachHeldRow(
       for (uint32_t d = 0; d < roles.dataInputs.size(); ++d)
         if (int32_t &row = rows[roles.outputCount + d]; row >= 0)
           visit(partPools_[0].inputs[roles.dataInputs[d]], row);
+    }
+    // Its projected inputs' products (projectIntoPools; taken before its
+    // graph starts, so counted by the request's steps).
+    if (!entry.productRows.empty()) {
+      uint32_t steps = static_cast<uint32_t>(graph.request().steps.size());
+      for (uint32_t d = 0; d < roles.dataInputs.size(); ++d) {
+        if (!productsInPools_[d])
+          continue;
+        int32_t *rows =
+            entry.productRows.data() + size_t(productBlock(d)) * steps;
+        for (uint32_t s = 0; s < steps; ++s)
+          if (rows[s] >= 0)
+            visit(partPools_[0].inputs[roles.dataInputs[d]], rows[s]);
+      }
     }
     return;
   }

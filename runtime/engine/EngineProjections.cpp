@@ -53,8 +53,25 @@ public:
     }
     return Status::ok();
   }
+  /// Up to `wanted` rows of the input pool alone (at least one), for a
+  /// task whose outputs go to rows held elsewhere.
+  Status takeInputs(uint32_t wanted) {
+    uint32_t count = std::min(wanted, in_.available());
+    if (count == 0)
+      return Status(StatusCode::ResourceExhausted,
+                    "out of memory: no free pool row to project the "
+                    "request's inputs from");
+    for (uint32_t r = 0; r < count; ++r) {
+      auto taken = in_.acquire();
+      if (!taken.ok())
+        return taken.status();
+      inputRows_[0].push_back(static_cast<int32_t>(taken.value()));
+    }
+    return Status::ok();
+  }
   uint32_t count() const {
-    return static_cast<uint32_t>(outputRows_[0].size());
+    return static_cast<uint32_t>(
+        std::max(outputRows_[0].size(), inputRows_[0].size()));
   }
   const std::vector<std::vector<int32_t>> &inputRows() const {
     return inputRows_;
@@ -74,11 +91,92 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   const ModelStructure &structure = parser_->structure();
   if (structure.kind != cellpack::Structure::Chain || entries.empty())
     return Status::ok();
-  const CellRoles &roles = structure.cells[0];
-  const auto &projections = roles.dataProjections;
+  const auto &projections = structure.cells[0].dataProjections;
   if (std::none_of(projections.begin(), projections.end(),
                    [](const cellpack::CellType *cell) { return cell; }))
     return Status::ok();
+  std::vector<Entry *> inPools, inSteps;
+  for (Entry *entry : entries)
+    (entry->productsInPools ? inPools : inSteps).push_back(entry);
+  if (!inPools.empty())
+    if (Status projected = projectIntoPools(inPools); !projected.isOk())
+      return projected;
+  return inSteps.empty() ? Status::ok() : projectIntoSteps(inSteps);
+}
+
+Status EngineWorker::projectIntoPools(const std::vector<Entry *> &entries) {
+  const CellRoles &roles = parser_->structure().cells[0];
+  // Each request's product rows, one a step per projected input, taken
+  // from its reservation (needOf); given back when it ends.
+  // (Before the graph starts: its steps are the request's.)
+  auto stepsOf = [](const Entry &entry) {
+    return static_cast<uint32_t>(entry.graph->request().steps.size());
+  };
+  for (Entry *entry : entries) {
+    uint32_t steps = stepsOf(*entry);
+    uint32_t blocks =
+        productBlock(static_cast<uint32_t>(productsInPools_.size()));
+    entry->productRows.assign(size_t(blocks) * steps, -1);
+    for (uint32_t d = 0; d < productsInPools_.size(); ++d) {
+      if (!productsInPools_[d])
+        continue;
+      uint32_t pool = poolId(0, false, roles.dataInputs[d]);
+      int32_t *rows =
+          entry->productRows.data() + size_t(productBlock(d)) * steps;
+      for (uint32_t s = 0; s < steps; ++s) {
+        Status error;
+        rows[s] = acquireFor(*entry, pool, &error);
+        if (rows[s] < 0)
+          return error;
+      }
+    }
+  }
+  for (uint32_t d = 0; d < productsInPools_.size(); ++d) {
+    if (!productsInPools_[d])
+      continue;
+    const cellpack::CellType &cell = *roles.dataProjections[d];
+    SlotPool &in = executor_->pool(cell, false, 0);
+    uint32_t largest =
+        cell.plans()->Get(cell.plans()->size() - 1)->batch_size();
+    // Every (request, step) in turn, in tasks of up to the largest batch:
+    // the request's row of x read where it lies, the product written into
+    // the step's own row.
+    std::vector<std::pair<Entry *, uint32_t>> steps;
+    for (Entry *entry : entries)
+      for (uint32_t s = 0; s < stepsOf(*entry); ++s)
+        steps.push_back({entry, s});
+    for (size_t first = 0; first < steps.size();) {
+      ProjectionRows rows(in, in);
+      uint32_t wanted = static_cast<uint32_t>(
+          std::min<size_t>(largest, steps.size() - first));
+      if (Status taken = rows.takeInputs(wanted); !taken.isOk())
+        return taken;
+      std::vector<std::vector<int32_t>> outputRows(1);
+      Executor::TaskIO io;
+      for (uint32_t r = 0; r < rows.count(); ++r) {
+        auto [entry, s] = steps[first + r];
+        size_t block = size_t(productBlock(d)) * stepsOf(*entry);
+        outputRows[0].push_back(entry->productRows[block + s]);
+        io.writes.push_back(
+            {0, r, entry->graph->request().steps.row(s, d), true});
+      }
+      Clock::time_point before = Clock::now();
+      auto ran =
+          executor_->run(cell, rows.count(), rows.inputRows(), outputRows, io);
+      executorTime_ += Clock::now() - before;
+      if (!ran.ok())
+        return Status(ran.status().code(),
+                      "projecting input '" + roles.dataSpecs[d]->name()->str() +
+                          "': " + ran.status().message());
+      first += rows.count();
+    }
+  }
+  return Status::ok();
+}
+
+Status EngineWorker::projectIntoSteps(const std::vector<Entry *> &entries) {
+  const CellRoles &roles = parser_->structure().cells[0];
+  const auto &projections = roles.dataProjections;
   // Per data input, the bytes of a product row (0: not projected).
   std::vector<size_t> productBytes(projections.size(), 0);
   for (size_t d = 0; d < projections.size(); ++d)

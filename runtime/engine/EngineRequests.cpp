@@ -18,11 +18,43 @@ static double microsBetween(Clock::time_point from, Clock::time_point to) {
 }
 
 Result<std::vector<uint32_t>>
-EngineWorker::needOf(const CellGraph &graph) const {
+EngineWorker::needOf(const CellGraph &graph, bool *productsInPools) const {
+  if (productsInPools)
+    *productsInPools = false;
   // A chain's or seq2seq's need does not depend on the request (found at
-  // initialisation).
-  if (!fixedNeed_.empty())
-    return fixedNeed_;
+  // initialisation), but for the products of a chain's projected inputs
+  // when they stay in pool rows: a row a step, in place of the two rows
+  // of data a step would be written into. When they do not fit the pool
+  // the request's products go through its step rows instead.
+  if (!fixedNeed_.empty()) {
+    // (productsInPools_ is set only with the chain batch, whose requests'
+    // results are all placed: every chain request runs in it.)
+    if (std::none_of(productsInPools_.begin(), productsInPools_.end(),
+                     [](uint8_t in) { return in; }) ||
+        !graph.isChain())
+      return fixedNeed_;
+    std::vector<uint32_t> need = fixedNeed_;
+    const CellRoles &roles = parser_->structure().cells[0];
+    for (size_t d = 0; d < productsInPools_.size(); ++d)
+      if (productsInPools_[d]) {
+        uint32_t pool = poolId(0, false, roles.dataInputs[d]);
+        need[pool] = need[pool] - std::min(need[pool], 2u) +
+                     static_cast<uint32_t>(graph.request().steps.size());
+        // The projection's input rows are taken for its tasks outside any
+        // reservation: where they come from the same pool, one row of it
+        // is left unheld here, so one is always free.
+        const SlotPool *in =
+            &executor_->pool(*roles.dataProjections[d], false, 0);
+        if (in == pools_[pool].pool)
+          ++need[pool];
+      }
+    for (uint32_t pool = 0; pool < pools_.size(); ++pool)
+      if (need[pool] > pools_[pool].budget)
+        return fixedNeed_;
+    if (productsInPools)
+      *productsInPools = true;
+    return need;
+  }
   auto rows = graph.peakRows(nodesInFlight_);
   if (!rows.ok())
     return rows.status();

@@ -21,6 +21,7 @@ CellGraph::CellGraph(const ModelStructure &structure, Request request,
       directReads_(directReads) {
   chain_ = structure.kind == cellpack::Structure::Chain;
   chainRows_ = inlineRows_;
+  std::fill_n(inlineRows_, kInlineRows, -1); // none taken
   chainOutputs_ = inlineOutputs_;
   result_.id = request_.id;
 }

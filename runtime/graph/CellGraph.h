@@ -147,6 +147,9 @@ public:
   uint32_t steps() const { return steps_; }
   /// The rows of generation `generation` (0 or 1): every output's, then
   /// every data input's (-1 until taken).
+  /// Whether its chain rows are laid out (startChain ran): before that it
+  /// holds none.
+  bool chainRowsLaidOut() const { return chainRowsPerGeneration_ > 0; }
   int32_t *chainRows(uint32_t generation) {
     return chainRows_ + generation * chainRowsPerGeneration_;
   }

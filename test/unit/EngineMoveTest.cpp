@@ -1,12 +1,13 @@
 //===- EngineMoveTest.cpp - Requests moved between workers ----------------===//
 //
 // Algorithm 1's moving of subgraphs with no node running, across two
-// workers in manual rounds, for the LSTM, GRU, seq2seq, attention and
-// TreeLSTM examples: requests left on one worker move to the other (and
-// with moving off stay), every result is what one worker computes, every
-// row comes back, and a moved request can still be cancelled, also on its
-// way between the workers; and with worker threads, waves of long and short
-// requests, some cancelled, all answered right.
+// workers in manual rounds, for the LSTM, GRU (also with its input
+// projection hoisted: the products in pool rows move with the request),
+// seq2seq, attention and TreeLSTM examples: requests left on one worker move to
+// the other (and with moving off stay), every result is what one worker
+// computes, every row comes back, and a moved request can still be cancelled,
+// also on its way between the workers; and with worker threads, waves of long
+// and short requests, some cancelled, all answered right.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -49,7 +50,7 @@ std::string longRequest(const std::string &model, int id,
                std::to_string(k) + "]}";
     return json + "\"nodes\": " + nodes + "]}";
   }
-  if (model == "gru") {
+  if (model == "gru" || model == "gru_hoisted") {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     return json + "\"steps\": " +
            list(60 + 5 * id,
@@ -287,7 +288,8 @@ TEST(EngineMoveThreadsTest, WorkerThreadsMoveRequestsAndAnswerEveryOne) {
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, EngineMoveTest,
-    ::testing::Values("lstm", "gru", "seq2seq", "attention", "treelstm"),
+    ::testing::Values("lstm", "gru", "gru_hoisted", "seq2seq", "attention",
+                      "treelstm"),
     [](const ::testing::TestParamInfo<const char *> &info) {
       return std::string(info.param);
     });

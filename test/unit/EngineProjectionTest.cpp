@@ -5,9 +5,10 @@
 // (examples/CMakeLists.txt: model-hoisted.cellpack). Served by
 // the engine, the two give the same bits for every request: the projection
 // is the same GEMM, run at admission. Also with pools so small that a
-// request's projection runs in several tasks, with every policy, with
-// requests that give the projected width instead of the input's, and with
-// artifacts whose projection does not fit the step (refused, named).
+// request's projection runs in several tasks, with every policy, with the
+// products kept in the pool rows the steps read (cellular batching), and
+// refused: requests that give the projected width instead of the input's,
+// artifacts whose projection does not fit the step.
 //
 //===----------------------------------------------------------------------===//
 #include "RandomRequests.h"
@@ -151,6 +152,44 @@ TEST(EngineProjection, SmallPoolsProjectInSeveralTasks) {
     if (const OutputTensor *emitted = result.find("h_next"))
       longest = std::max(longest, emitted->shape.at(0));
   EXPECT_GT(longest, 24);
+}
+
+TEST(EngineProjection, ProductsWaitInThePoolRowsTheStepsRead) {
+  // Under cellular batching the products stay in pool rows, one a step,
+  // from admission until the request ends: while the first step runs,
+  // every admitted request holds a row for each of its steps (through the
+  // requests' own rows the product would be two rows a request).
+  EngineOptions options;
+  options.startWorker = false;
+  auto engine = Engine::create(hoisted(), options);
+  ASSERT_TRUE(engine.ok()) << engine.status().toString();
+  Engine *served = engine.value().get();
+  uint64_t idle = engineRowsInUse(*served), atFirstTask = 0;
+  // Requests of 10 steps or more: none ends in the first round.
+  std::vector<std::string> texts;
+  for (const std::string &text : requests(40, 30, 5))
+    if (served->parser().parse(text, "line").value().steps.size() >= 10 &&
+        texts.size() < 12)
+      texts.push_back(text);
+  ASSERT_EQ(texts.size(), 12u);
+  std::vector<std::future<RequestResult>> futures;
+  for (const std::string &text : texts)
+    futures.push_back(
+        served->submit(served->parser().parse(text, "line").value()));
+  ASSERT_TRUE(served->runOnce()); // admits them all, projects, first round
+  atFirstTask = engineRowsInUse(*served) - idle;
+  served->drain();
+  int64_t steps = 0;
+  std::vector<RequestResult> results;
+  for (auto &future : futures) {
+    results.push_back(future.get());
+    ASSERT_TRUE(results.back().status.isOk());
+    steps += results.back().find("h_next")->shape.at(0);
+  }
+  EXPECT_GE(atFirstTask, static_cast<uint64_t>(steps))
+      << "the products did not stay in pool rows";
+  EXPECT_EQ(engineRowsInUse(*served), idle);
+  expectSameBits(results, serve(inStep(), texts, Policy::Cellular));
 }
 
 /// The hoisted GRU's model with `damage` applied to its bytes (same

@@ -3,11 +3,12 @@
 // The executor is made to fail at chosen points (ExecutorOptions::
 // injectFault): a pool row that cannot be taken (an allocation), a task whose
 // data cannot be moved (a transfer), a task whose kernels report an error
-// when waited for. Under each, with requests of the seq2seq and attention
-// examples arriving between rounds (rounds overlapping or not), the requests
-// whose nodes were hit fail with the fault's message, every other request
-// equals its result alone bit for bit, every pool row comes back, and the
-// engine serves a second wave of requests without a fault afterwards.
+// when waited for. Under each, with requests of the seq2seq, attention,
+// TreeLSTM and hoisted GRU examples arriving between rounds (rounds overlapping
+// or not), the requests whose nodes were hit fail with the fault's message,
+// every other request equals its result alone bit for bit, every pool row comes
+// back, and the engine serves a second wave of requests without a fault
+// afterwards.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -156,7 +157,12 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"attention", FaultPoint::Kernel, true},
                       FaultCase{"attention", FaultPoint::Allocate, true},
                       FaultCase{"treelstm", FaultPoint::Kernel, false},
-                      FaultCase{"treelstm", FaultPoint::Allocate, false}),
+                      FaultCase{"treelstm", FaultPoint::Allocate, false},
+                      // Products in pool rows: a failed projection task or
+                      // product row fails the requests admitted with it.
+                      FaultCase{"gru_hoisted", FaultPoint::Kernel, false},
+                      FaultCase{"gru_hoisted", FaultPoint::Kernel, true},
+                      FaultCase{"gru_hoisted", FaultPoint::Allocate, false}),
     [](const auto &info) { return caseName(info.param); });
 
 } // namespace
