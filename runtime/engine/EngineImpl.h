@@ -331,6 +331,13 @@ private:
   /// pool rows (Entry::productRows), or read back into their step rows.
   Status projectIntoPools(const std::vector<Entry *> &entries);
   Status projectIntoSteps(const std::vector<Entry *> &entries);
+  /// One task of projection cell `cell` (data input d's), timed with the
+  /// executor's; its error names the input.
+  Status runProjection(const cellpack::CellType &cell, uint32_t d,
+                       uint32_t rows,
+                       const std::vector<std::vector<int32_t>> &inputRows,
+                       const std::vector<std::vector<int32_t>> &outputRows,
+                       const Executor::TaskIO &io);
   /// Per data input of the chain: 1 when its products can stay in the pool
   /// rows the step reads (the projection's output pool is that input's
   /// pool, and the chain batch runs the steps); set with the chain batch.

@@ -32,10 +32,14 @@ public:
     for (int32_t row : outputRows_[0])
       (void)out_.release(static_cast<uint32_t>(row));
   }
-  /// Up to `wanted` rows in each pool (at least one), or an error.
-  Status take(uint32_t wanted) {
-    uint32_t free = &in_ == &out_ ? in_.available() / 2
-                                  : std::min(in_.available(), out_.available());
+  /// Up to `wanted` rows of the input pool and, with `outputs`, as many of
+  /// the output pool (at least one each), or an error. Without: the task's
+  /// outputs go to rows held elsewhere.
+  Status take(uint32_t wanted, bool outputs = true) {
+    uint32_t free = !outputs ? in_.available()
+                    : &in_ == &out_
+                        ? in_.available() / 2
+                        : std::min(in_.available(), out_.available());
     uint32_t count = std::min(wanted, free);
     if (count == 0)
       return Status(StatusCode::ResourceExhausted,
@@ -46,26 +50,12 @@ public:
       if (!taken.ok())
         return taken.status();
       inputRows_[0].push_back(static_cast<int32_t>(taken.value()));
+      if (!outputs)
+        continue;
       taken = out_.acquire();
       if (!taken.ok())
         return taken.status();
       outputRows_[0].push_back(static_cast<int32_t>(taken.value()));
-    }
-    return Status::ok();
-  }
-  /// Up to `wanted` rows of the input pool alone (at least one), for a
-  /// task whose outputs go to rows held elsewhere.
-  Status takeInputs(uint32_t wanted) {
-    uint32_t count = std::min(wanted, in_.available());
-    if (count == 0)
-      return Status(StatusCode::ResourceExhausted,
-                    "out of memory: no free pool row to project the "
-                    "request's inputs from");
-    for (uint32_t r = 0; r < count; ++r) {
-      auto taken = in_.acquire();
-      if (!taken.ok())
-        return taken.status();
-      inputRows_[0].push_back(static_cast<int32_t>(taken.value()));
     }
     return Status::ok();
   }
@@ -86,6 +76,23 @@ private:
 };
 
 } // namespace
+
+Status
+EngineWorker::runProjection(const cellpack::CellType &cell, uint32_t d,
+                            uint32_t rows,
+                            const std::vector<std::vector<int32_t>> &inputRows,
+                            const std::vector<std::vector<int32_t>> &outputRows,
+                            const Executor::TaskIO &io) {
+  Clock::time_point before = Clock::now();
+  auto ran = executor_->run(cell, rows, inputRows, outputRows, io);
+  executorTime_ += Clock::now() - before;
+  if (ran.ok())
+    return Status::ok();
+  const CellRoles &roles = parser_->structure().cells[0];
+  return Status(ran.status().code(), "projecting input '" +
+                                         roles.dataSpecs[d]->name()->str() +
+                                         "': " + ran.status().message());
+}
 
 Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   const ModelStructure &structure = parser_->structure();
@@ -149,7 +156,7 @@ Status EngineWorker::projectIntoPools(const std::vector<Entry *> &entries) {
       ProjectionRows rows(in, in);
       uint32_t wanted = static_cast<uint32_t>(
           std::min<size_t>(largest, steps.size() - first));
-      if (Status taken = rows.takeInputs(wanted); !taken.isOk())
+      if (Status taken = rows.take(wanted, /*outputs=*/false); !taken.isOk())
         return taken;
       std::vector<std::vector<int32_t>> outputRows(1);
       Executor::TaskIO io;
@@ -160,14 +167,10 @@ Status EngineWorker::projectIntoPools(const std::vector<Entry *> &entries) {
         io.writes.push_back(
             {0, r, entry->graph->request().steps.row(s, d), true});
       }
-      Clock::time_point before = Clock::now();
-      auto ran =
-          executor_->run(cell, rows.count(), rows.inputRows(), outputRows, io);
-      executorTime_ += Clock::now() - before;
-      if (!ran.ok())
-        return Status(ran.status().code(),
-                      "projecting input '" + roles.dataSpecs[d]->name()->str() +
-                          "': " + ran.status().message());
+      if (Status ran = runProjection(cell, d, rows.count(), rows.inputRows(),
+                                     outputRows, io);
+          !ran.isOk())
+        return ran;
       first += rows.count();
     }
   }
@@ -233,14 +236,11 @@ Status EngineWorker::projectIntoSteps(const std::vector<Entry *> &entries) {
             {0, r, entries[e]->graph->request().steps.row(s, d), true});
         io.reads.push_back({0, r, destinations[d][first + r]});
       }
-      Clock::time_point before = Clock::now();
-      auto ran = executor_->run(*cell, rows.count(), rows.inputRows(),
-                                rows.outputRows(), io);
-      executorTime_ += Clock::now() - before;
-      if (!ran.ok())
-        return Status(ran.status().code(),
-                      "projecting input '" + roles.dataSpecs[d]->name()->str() +
-                          "': " + ran.status().message());
+      if (Status ran =
+              runProjection(*cell, static_cast<uint32_t>(d), rows.count(),
+                            rows.inputRows(), rows.outputRows(), io);
+          !ran.isOk())
+        return ran;
       first += rows.count();
     }
   }
