@@ -454,6 +454,19 @@ if wanted models && [ -n "$models_manifest" ] && enough 90 "the hidden-1024 mode
       fail "cellrun bench --device cuda of $model at hidden 1024 failed"
     rm -f "$logs/bench-$model-1024/"{trace-,peer-,reference}*.jsonl
     cat "$logs/bench-$model-1024.txt"
+    # The same model with its input projection hoisted, where packed: its
+    # products wait in pool rows, a row a request step (hence the pools).
+    hoisted="$build/examples/$model/bench-hoisted-fp32.cellpack"
+    if [ -f "$hoisted" ] && enough 60 "$model hoisted at hidden 1024"; then
+      timeout "$(limit 150)" "$cellrun" bench "$hoisted" \
+        --device cuda --workload "$root/bench/workloads/$workload" --sweep "$rates" \
+        --duration "$duration" --offline "$offline" --policy cellular --pool-rows 65536 \
+        ${GPU_CHECK_MODELS_FLAGS:-} "${peer[@]}" \
+        --out "$logs/bench-$model-1024-hoisted" --quiet >"$logs/bench-$model-1024-hoisted.txt" 2>&1 ||
+        fail "cellrun bench --device cuda of $model hoisted at hidden 1024 failed"
+      rm -f "$logs/bench-$model-1024-hoisted/"{trace-,peer-,reference}*.jsonl
+      cat "$logs/bench-$model-1024-hoisted.txt"
+    fi
   done
 fi
 

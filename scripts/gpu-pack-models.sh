@@ -47,9 +47,9 @@ for model in "${models[@]}"; do
   mkdir -p "$stage/examples/$model"
   cp "$artifact" "$stage/examples/$model/"
   # The tf32 and bf16 artifacts where the model has them (the LSTM's
-  # kernel tables).
-  for precision in tf32 bf16; do
-    other="$build/examples/$model/bench-$precision.cellpack"
+  # kernel tables), and the GRU's with its input projection hoisted.
+  for variant in tf32 bf16 hoisted-fp32; do
+    other="$build/examples/$model/bench-$variant.cellpack"
     [ ! -f "$other" ] || cp "$other" "$stage/examples/$model/"
   done
   # model, digest, weight file: one line per weight file.
