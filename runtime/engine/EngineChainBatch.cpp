@@ -66,6 +66,31 @@ void EngineWorker::setUpChainBatch(uint32_t largestBatch) {
                             pools_[poolId(0, false, roles.dataInputs[d])].pool;
 }
 
+void EngineWorker::setUpProductNeed() {
+  productNeed_.clear();
+  productPools_.clear();
+  if (std::none_of(productsInPools_.begin(), productsInPools_.end(),
+                   [](uint8_t in) { return in; }))
+    return;
+  // A request's need with its products in pools: a row a step (added per
+  // request) in place of the two rows of data a step would be written
+  // into. The projection's input rows are taken for its tasks outside any
+  // reservation: where they come from the same pool, one row of it is
+  // left unheld, so one is always free.
+  const CellRoles &roles = parser_->structure().cells[0];
+  productNeed_ = fixedNeed_;
+  for (size_t d = 0; d < productsInPools_.size(); ++d) {
+    if (!productsInPools_[d])
+      continue;
+    uint32_t pool = poolId(0, false, roles.dataInputs[d]);
+    productPools_.push_back(pool);
+    productNeed_[pool] -= std::min(productNeed_[pool], 2u);
+    if (&executor_->pool(*roles.dataProjections[d], false, 0) ==
+        pools_[pool].pool)
+      ++productNeed_[pool];
+  }
+}
+
 uint32_t EngineWorker::productBlock(uint32_t d) const {
   return static_cast<uint32_t>(
       std::count(productsInPools_.begin(), productsInPools_.begin() + d, 1));

@@ -344,6 +344,11 @@ private:
   std::vector<uint8_t> productsInPools_;
   /// Where data input d's rows start in Entry::productRows, in steps.
   uint32_t productBlock(uint32_t d) const;
+  /// A chain request's need with its products in pools, but for the row a
+  /// step added in each of productPools_ (empty: no products in pools;
+  /// found at initialisation by setUpProductNeed).
+  std::vector<uint32_t> productNeed_, productPools_;
+  void setUpProductNeed();
   InFlight launch(PlannedTask task);
   /// launch's parts: the task's row vectors sized for `capacity` rows
   /// (its nodes and padding); its planned nodes bound (those of ended or

@@ -27,27 +27,13 @@ EngineWorker::needOf(const CellGraph &graph, bool *productsInPools) const {
   // of data a step would be written into. When they do not fit the pool
   // the request's products go through its step rows instead.
   if (!fixedNeed_.empty()) {
-    // (productsInPools_ is set only with the chain batch, whose requests'
+    // (productNeed_ is set only with the chain batch, whose requests'
     // results are all placed: every chain request runs in it.)
-    if (std::none_of(productsInPools_.begin(), productsInPools_.end(),
-                     [](uint8_t in) { return in; }) ||
-        !graph.isChain())
+    if (productNeed_.empty() || !graph.isChain())
       return fixedNeed_;
-    std::vector<uint32_t> need = fixedNeed_;
-    const CellRoles &roles = parser_->structure().cells[0];
-    for (size_t d = 0; d < productsInPools_.size(); ++d)
-      if (productsInPools_[d]) {
-        uint32_t pool = poolId(0, false, roles.dataInputs[d]);
-        need[pool] = need[pool] - std::min(need[pool], 2u) +
-                     static_cast<uint32_t>(graph.request().steps.size());
-        // The projection's input rows are taken for its tasks outside any
-        // reservation: where they come from the same pool, one row of it
-        // is left unheld here, so one is always free.
-        const SlotPool *in =
-            &executor_->pool(*roles.dataProjections[d], false, 0);
-        if (in == pools_[pool].pool)
-          ++need[pool];
-      }
+    std::vector<uint32_t> need = productNeed_;
+    for (uint32_t pool : productPools_)
+      need[pool] += static_cast<uint32_t>(graph.request().steps.size());
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       if (need[pool] > pools_[pool].budget)
         return fixedNeed_;

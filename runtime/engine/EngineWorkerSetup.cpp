@@ -53,6 +53,8 @@ Status EngineWorker::initialise(std::shared_ptr<const LoadedArtifact> artifact,
     if (!need.ok())
       return need.status();
     fixedNeed_ = std::move(need).value();
+    if (structure.kind == cellpack::Structure::Chain)
+      setUpProductNeed();
   }
   if (options.startWorker)
     startThread();

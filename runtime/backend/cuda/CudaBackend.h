@@ -56,12 +56,13 @@ struct PoolMemory {
 /// CudaBackend::submit only).
 struct TaskTransfers {
   /// Request data written into input rows before the task's kernels, and
-  /// output rows read back after them (the executor's, as they are).
+  /// output rows read back after them: the executor's, as they are (it has
+  /// checked that each names an input or output and a row of the task).
   const std::vector<Executor::RowWrite> *writes = nullptr;
   const std::vector<Executor::RowRead> *reads = nullptr;
-  /// Per cell input, then per cell output: its pool's row bytes (needed
-  /// where rows are written or read).
-  std::vector<size_t> inputRowBytes, outputRowBytes;
+  /// Per cell input, and per cell output: its pool (where writes and reads
+  /// are, there is one for every input and output).
+  std::vector<PoolRef> inputs, outputs;
   /// Bytes moved between pools on the device after the kernels, before
   /// the reads (Executor::RowPlace): `bytes` of row `fromRow` of `from`
   /// (null: zeros) to row `toRow` of `to` (rows of `toRowBytes`) from byte
@@ -191,7 +192,6 @@ private:
   Executor::Times times_;
   /// The task being enqueued, as its slot holds it (kept for its storage).
   SlotLayout layout_;
-  std::vector<PoolRef> inputRefs_, outputRefs_;
   /// Splits a finished task's copies out of its staging slot (null: the
   /// caller copies alone; CudaBackendOptions::copyThreads).
   std::unique_ptr<cpu::ThreadPool> copyPool_;

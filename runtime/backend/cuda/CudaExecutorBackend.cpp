@@ -59,12 +59,12 @@ public:
     cuda::TaskTransfers &transfers = transfers_;
     transfers.writes = &task.io->writes;
     transfers.reads = &task.io->reads;
-    transfers.inputRowBytes.clear();
-    transfers.outputRowBytes.clear();
+    transfers.inputs.clear();
+    transfers.outputs.clear();
     for (SlotPool *pool : *task.inputPools)
-      transfers.inputRowBytes.push_back(pool->rowBytes());
+      transfers.inputs.push_back({pool->data(), pool->rowBytes()});
     for (SlotPool *pool : *task.outputPools)
-      transfers.outputRowBytes.push_back(pool->rowBytes());
+      transfers.outputs.push_back({pool->data(), pool->rowBytes()});
     transfers.places.clear();
     for (const Executor::RowPlace &place : task.io->places) {
       cuda::TaskTransfers::Place &moved = transfers.places.emplace_back();

@@ -191,37 +191,9 @@ Status CudaBackend::enqueueTask(
   static const std::vector<Executor::RowRead> kNoReads;
   const auto &writes = transfers.writes ? *transfers.writes : kNoWrites;
   const auto &reads = transfers.reads ? *transfers.reads : kNoReads;
-  auto refs = [](std::vector<PoolRef> &to, const std::vector<void *> &pools,
-                 const std::vector<size_t> &rowBytes) {
-    to.resize(pools.size());
-    for (size_t i = 0; i < pools.size(); ++i)
-      to[i] = {pools[i], i < rowBytes.size() ? rowBytes[i] : 0};
-  };
-  refs(inputRefs_, inputPools, transfers.inputRowBytes);
-  refs(outputRefs_, outputPools, transfers.outputRowBytes);
-  for (const Executor::RowWrite &write : writes)
-    if (write.input >= inputPools.size() || write.row >= rows)
-      return Status(StatusCode::InvalidArgument,
-                    "a row write names input " + std::to_string(write.input) +
-                        " of row " + std::to_string(write.row) +
-                        ", outside the task");
-    else if (inputRefs_[write.input].rowBytes == 0)
-      return Status(StatusCode::InvalidArgument,
-                    "a row write names input " + std::to_string(write.input) +
-                        ", whose row size the task does not give");
-  for (const Executor::RowRead &read : reads)
-    if (read.output >= outputPools.size() || read.row >= rows)
-      return Status(StatusCode::InvalidArgument,
-                    "a row read names output " + std::to_string(read.output) +
-                        " of row " + std::to_string(read.row) +
-                        ", outside the task");
-    else if (outputRefs_[read.output].rowBytes == 0)
-      return Status(StatusCode::InvalidArgument,
-                    "a row read names output " + std::to_string(read.output) +
-                        ", whose row size the task does not give");
   SlotLayout &layout = layout_;
-  layout.layOut(writes, reads, inputRefs_, outputRefs_, rowIndices.size(),
-                batch);
+  layout.layOut(writes, reads, transfers.inputs, transfers.outputs,
+                rowIndices.size(), batch);
   size_t at = layout.bytes(), back = layout.backBytes();
   if (at > slotBytes_ || back > readBackBytes_)
     return Status(StatusCode::InvalidArgument,
