@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <random>
 
@@ -61,33 +63,44 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithTheChunksOfItsWorker) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInChunksOfThatSize) {
+TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInGuidedChunksOfWholeGrains) {
   cellrun::cpu::ThreadPool pool(3);
   for (int64_t grain : {1, 7, 16})
-    for (int64_t count : {0, 1, 15, 16, 17, 1001}) {
+    for (int64_t count : {0, 1, 15, 16, 17, 1001, 20000}) {
       std::vector<std::atomic<int>> hits(count);
-      std::atomic<int> calls{0}, wrongSize{0};
+      std::mutex mutex;
+      std::map<int64_t, int64_t> chunks; // begin -> end
       pool.parallelFor(
           count,
           [&](unsigned, int64_t begin, int64_t end) {
-            ++calls;
-            // Every chunk starts at a multiple of the grain and is whole
-            // except the last (a grain not below the count splits the
-            // range as without one).
-            if (grain < count &&
-                (begin % grain != 0 || (end - begin != grain && end != count)))
-              ++wrongSize;
+            {
+              std::lock_guard<std::mutex> lock(mutex);
+              chunks[begin] = end;
+            }
             for (int64_t i = begin; i < end; ++i)
               ++hits[i];
           },
           grain);
       for (int64_t i = 0; i < count; ++i)
         ASSERT_EQ(hits[i].load(), 1) << "grain " << grain << " index " << i;
-      EXPECT_EQ(wrongSize.load(), 0) << "grain " << grain;
-      if (grain < count) {
-        EXPECT_EQ(calls.load(), (count + grain - 1) / grain)
-            << "grain " << grain << " count " << count;
+      if (grain >= count) // split as without a grain
+        continue;
+      // Chunks are whole grains (the last may end at count), never grow
+      // (a take is a share of what is left), and end with one grain.
+      int64_t previous = count;
+      for (auto [begin, end] : chunks) {
+        int64_t size = end - begin;
+        EXPECT_EQ(begin % grain, 0) << "grain " << grain << " count " << count;
+        EXPECT_TRUE(size % grain == 0 || end == count)
+            << "grain " << grain << " chunk " << begin << ".." << end;
+        EXPECT_LE(size, previous) << "grain " << grain << " count " << count;
+        previous = size;
       }
+      EXPECT_LE(chunks.rbegin()->second - chunks.rbegin()->first, grain);
+      // Large ranges take far fewer chunks than one per grain.
+      if (count >= 1000 * grain)
+        EXPECT_LT(chunks.size() * 4, size_t(count / grain))
+            << "grain " << grain << " count " << count;
     }
 }
 

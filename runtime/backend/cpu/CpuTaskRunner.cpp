@@ -12,6 +12,10 @@
 using namespace cellrun;
 using namespace cellrun::cpu;
 
+/// Rows of an element-wise kernel the workers take at least at a time
+/// (ThreadPool's guided chunks: larger takes first, this at the end).
+static constexpr int64_t kRowsPerChunk = 16;
+
 /// OpenBLAS starts its thread server when the program loads (its own
 /// constructor, of default priority) and those threads spin for about 0.1 s
 /// before they sleep: a core taken from the engine just as serving starts
@@ -392,11 +396,17 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
         return status;
       continue;
     }
-    // Each worker runs its own interpreter over its share of the rows.
+    // Each worker runs its own interpreter over the chunks of rows it
+    // takes (a worker still waking up takes fewer); its first error stays.
     std::vector<Status> statuses(pool_->size());
-    pool_->parallelFor(rows, [&](unsigned worker, int64_t begin, int64_t end) {
-      statuses[worker] = kernels_[i][worker]->runRows(begin, end, in, out);
-    });
+    pool_->parallelFor(
+        rows,
+        [&](unsigned worker, int64_t begin, int64_t end) {
+          Status status = kernels_[i][worker]->runRows(begin, end, in, out);
+          if (!status.isOk() && statuses[worker].isOk())
+            statuses[worker] = std::move(status);
+        },
+        kRowsPerChunk);
     for (const Status &status : statuses)
       if (!status.isOk())
         return status;

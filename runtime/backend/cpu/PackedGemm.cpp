@@ -29,9 +29,10 @@ static constexpr int kGroupRows = 6;
 static constexpr int64_t kDepthBlock = 512;
 static constexpr int64_t kRowBlock = 144;
 static constexpr int64_t kSmallRows = 16;
-/// Panels a worker takes at a time (a multiple of the block kernels' 4 and
-/// 8 panels a call).
-static constexpr int64_t kPanelsPerChunk = 16;
+/// The fewest panels a worker takes at a time (a multiple of the block
+/// kernels' 4 and 8 panels a call): ThreadPool's guided chunks are larger
+/// at first and this at the end.
+static constexpr int64_t kPanelsPerChunk = 8;
 
 void PackedMatrix::Free::operator()(float *p) const { std::free(p); }
 

@@ -71,11 +71,19 @@ void ThreadPool::workerLoop(unsigned worker) {
 
 void ThreadPool::runShare(unsigned worker) {
   if (grain_ > 0) {
+    // Guided: a take is a share of what is left (whole grains), down to
+    // one grain at the end, so the workers finish close together.
+    int64_t begin = next_.load(std::memory_order_relaxed);
     for (;;) {
-      int64_t begin = next_.fetch_add(grain_, std::memory_order_relaxed);
       if (begin >= count_)
         return;
-      (*chunk_)(worker, begin, std::min(count_, begin + grain_));
+      int64_t share = (count_ - begin) / (2 * int64_t(size()));
+      int64_t take = std::max(grain_, share / grain_ * grain_);
+      if (!next_.compare_exchange_weak(begin, begin + take,
+                                       std::memory_order_relaxed))
+        continue; // begin is now what another worker left
+      (*chunk_)(worker, begin, std::min(count_, begin + take));
+      begin = next_.load(std::memory_order_relaxed);
     }
   }
   int64_t begin, end;

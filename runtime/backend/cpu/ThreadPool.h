@@ -36,11 +36,12 @@ public:
   using Chunk =
       std::function<void(unsigned worker, int64_t begin, int64_t end)>;
   /// Splits [0, count) into at most size() contiguous chunks and runs them
-  /// in parallel. With a `grain`, the workers instead take chunks of
-  /// `grain` in turn until none is left (a worker on a slower or busier
-  /// core then takes fewer); a grain not below `count` splits as without
-  /// one. Not reentrant: one parallelFor at a time per
-  /// pool.
+  /// in parallel. With a `grain`, the workers instead take chunks in turn
+  /// until none is left (a worker on a slower or busier core, or still
+  /// waking up, then takes fewer): each take a share of what is left in
+  /// whole grains, down to one grain at the end, so that the workers
+  /// finish close together; a grain not below `count` splits as without
+  /// one. Not reentrant: one parallelFor at a time per pool.
   void parallelFor(int64_t count, const Chunk &chunk, int64_t grain = 0);
 
   /// How long an idle worker polls for the next call before sleeping.
