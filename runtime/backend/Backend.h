@@ -56,13 +56,13 @@ public:
   virtual Executor::Times times() const = 0;
 };
 
-/// The cpu backend for every plan of `artifact`, with `threads` workers a
-/// task (0: one per core); `nullTasks` moves rows but computes nothing
-/// (ExecutorOptions::nullTasks); `readsAtWait` delivers a task's reads at
-/// wait (ExecutorOptions::readsAtWait).
+/// The cpu backend for every plan of `artifact`, as `options` say: its
+/// threads a task (0: one per core), nullTasks (rows moved, nothing
+/// computed), readsAtWait (a task's reads delivered at wait) and
+/// sharedCopyBytes.
 Result<std::unique_ptr<Backend>>
-makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
-               bool nullTasks, bool readsAtWait = false);
+makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact,
+               const ExecutorOptions &options);
 
 /// The cuda backend on `options.cudaDevice`; Unavailable when there is no
 /// usable device, or when this build has none (CELL_ENABLE_CUDA=OFF).

@@ -35,8 +35,7 @@ Executor::create(std::shared_ptr<const LoadedArtifact> artifact,
   executor->device_ = options.device;
   auto backend = options.device == DeviceKind::Cuda
                      ? makeCudaBackend(std::move(artifact), options)
-                     : makeCpuBackend(std::move(artifact), options.threads,
-                                      options.nullTasks, options.readsAtWait);
+                     : makeCpuBackend(std::move(artifact), options);
   if (!backend.ok())
     return backend.status();
   executor->backend_ = std::move(backend).value();

@@ -98,9 +98,10 @@ TEST(ThreadPoolTest, WithAGrainEveryIndexRunsOnceInGuidedChunksOfWholeGrains) {
       }
       EXPECT_LE(chunks.rbegin()->second - chunks.rbegin()->first, grain);
       // Large ranges take far fewer chunks than one per grain.
-      if (count >= 1000 * grain)
+      if (count >= 1000 * grain) {
         EXPECT_LT(chunks.size() * 4, size_t(count / grain))
             << "grain " << grain << " count " << count;
+      }
     }
 }
 

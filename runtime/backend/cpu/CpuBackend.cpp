@@ -48,9 +48,10 @@ inline void copyPoolRow(void *to, const void *from, size_t bytes) {
 class CpuBackend final : public Backend {
 public:
   CpuBackend(std::shared_ptr<const LoadedArtifact> artifact, unsigned threads,
-             bool nullTasks, bool readsAtWait)
+             const ExecutorOptions &options)
       : artifact_(std::move(artifact)), threadCount_(threads),
-        nullTasks_(nullTasks), readsAtWait_(readsAtWait),
+        nullTasks_(options.nullTasks), readsAtWait_(options.readsAtWait),
+        sharedCopyBytes_(options.sharedCopyBytes),
         weights_(cpu::PackedWeightCache::forArtifact(artifact_.get())) {
     if (threadCount_ > 1)
       threads_ = std::make_unique<cpu::ThreadPool>(threadCount_);
@@ -147,9 +148,9 @@ public:
         continue;
       SlotPool &target = *inputPools[write.input];
       copyPoolRow(static_cast<uint8_t *>(target.hostData()) +
-                  static_cast<size_t>(inputRows[write.input][write.row]) *
-                      target.rowBytes(),
-              write.bytes, target.rowBytes());
+                      static_cast<size_t>(inputRows[write.input][write.row]) *
+                          target.rowBytes(),
+                  write.bytes, target.rowBytes());
     }
     inputs_.clear();
     outputs_.clear();
@@ -183,15 +184,24 @@ public:
     if (!delivery)
       for (const Executor::RowRead &read : task.io->reads)
         readBytes += outputPools[read.output]->rowBytes();
-    bool stream = cpu::streamsCopiesOf(readBytes);
+    // Into the results: shared by the task's threads when they come to
+    // sharedCopyBytes_ or more (a first write into fresh result memory
+    // faults its pages in: at hidden 1024 about as long as the copy again),
+    // streamed past the cache from 512 KB; fewer bytes on this thread.
+    bool shared = threads_ && readBytes >= sharedCopyBytes_;
+    readCopies_.clear();
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
       const uint8_t *row =
           static_cast<const uint8_t *>(source.hostData()) +
           static_cast<size_t>(outputRows[read.output][read.row]) *
               source.rowBytes();
+      if (shared) {
+        readCopies_.push_back({row, read.destination, source.rowBytes()});
+        continue;
+      }
       if (!delivery) {
-        cpu::copyRow(read.destination, row, source.rowBytes(), stream);
+        std::memcpy(read.destination, row, source.rowBytes());
         continue;
       }
       uint8_t *kept = delivery->bytes.data() + taken;
@@ -199,8 +209,8 @@ public:
       delivery->rows.push_back({kept, read.destination, source.rowBytes()});
       taken += source.rowBytes();
     }
-    if (stream)
-      cpu::streamFence();
+    if (shared)
+      cpu::copyRows(readCopies_, threads_.get(), sharedCopyBytes_);
     return ++tickets_;
   }
 
@@ -249,6 +259,7 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   unsigned threadCount_ = 1;
   bool nullTasks_ = false, readsAtWait_ = false;
+  size_t sharedCopyBytes_ = 0;
   Executor::Times times_;
   /// With readsAtWait: a task's rows read back, taken into `bytes` at
   /// submit and copied from there to their destinations when it (or a
@@ -277,18 +288,20 @@ private:
   /// and whether it does so this task.
   std::vector<std::vector<const void *>> rowData_;
   std::vector<uint8_t> inPlace_;
+  std::vector<cpu::RowCopy> readCopies_; // a task's rows into the results
 };
 
 } // namespace
 
 Result<std::unique_ptr<Backend>>
 cellrun::makeCpuBackend(std::shared_ptr<const LoadedArtifact> artifact,
-                        unsigned threads, bool nullTasks, bool readsAtWait) {
+                        const ExecutorOptions &options) {
   cpu::keepBlasOnCallingThread();
-  unsigned count =
-      threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  auto backend = std::make_unique<CpuBackend>(std::move(artifact), count,
-                                              nullTasks, readsAtWait);
+  unsigned count = options.threads
+                       ? options.threads
+                       : std::max(1u, std::thread::hardware_concurrency());
+  auto backend =
+      std::make_unique<CpuBackend>(std::move(artifact), count, options);
   if (Status status = backend->prepare(); !status.isOk())
     return status;
   return std::unique_ptr<Backend>(std::move(backend));

@@ -134,8 +134,8 @@ void cellrun::cpu::copyRows(const std::vector<RowCopy> &rows, ThreadPool *pool,
     copy(0, count);
     return;
   }
-  // Chunks taken in turn: a worker on a busier core takes fewer.
+  // Guided chunks taken in turn: a worker on a busier core takes fewer.
   pool->parallelFor(
       count, [&](unsigned, int64_t begin, int64_t end) { copy(begin, end); },
-      std::max<int64_t>(8, count / (4 * pool->size())));
+      8);
 }

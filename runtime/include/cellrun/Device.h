@@ -65,6 +65,12 @@ struct ExecutorOptions {
   /// 256 KB or more; 0: a quarter of the cores, at most 4 (1: the caller
   /// alone). The cpu backend uses its task threads for it.
   unsigned copyThreads = 0;
+  /// cpu: a task's rows copied into the results are shared among its
+  /// threads when they come to this many bytes or more (a first write into
+  /// fresh result memory faults its pages in, as long again as the copy
+  /// at hidden 1024); fewer are copied on the calling thread. Tests lower
+  /// it so that small models take the shared way too.
+  size_t sharedCopyBytes = 256 * 1024;
 };
 
 } // namespace cellrun
