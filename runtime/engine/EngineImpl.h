@@ -530,6 +530,7 @@ private:
   /// The round submitted last and not yet completed (asynchronous
   /// executors only).
   std::vector<InFlight> pending_;
+  std::vector<InFlight> spareRound_; // runOnce's vector, kept for its array
 };
 
 } // namespace cellrun
