@@ -47,6 +47,7 @@ bool EngineWorker::runOnce() {
     completeAll(round);
     spareRound_ = std::move(round);
   }
+  spareRound_.clear(); // flights recycle() did not keep go now, not later
   if (!executor_->lost().isOk()) {
     takeOutOfService(executor_->lost());
     return true;

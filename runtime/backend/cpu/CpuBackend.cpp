@@ -184,11 +184,13 @@ public:
     if (!delivery)
       for (const Executor::RowRead &read : task.io->reads)
         readBytes += outputPools[read.output]->rowBytes();
-    // Into the results: shared by the task's threads when they come to
-    // sharedCopyBytes_ or more (a first write into fresh result memory
-    // faults its pages in: at hidden 1024 about as long as the copy again),
-    // streamed past the cache from 512 KB; fewer bytes on this thread.
-    bool shared = threads_ && readBytes >= sharedCopyBytes_;
+    // Into the results (copyRows): shared by the task's threads when they
+    // come to sharedCopyBytes_ or more (a first write into fresh result
+    // memory faults its pages in: at hidden 1024 about as long as the copy
+    // again), streamed past the cache from 512 KB (kStreamingMinBytes) on
+    // any number of threads; fewer bytes with memcpy on this thread.
+    bool shared = !delivery && ((threads_ && readBytes >= sharedCopyBytes_) ||
+                                cpu::streamsCopiesOf(readBytes));
     readCopies_.clear();
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
@@ -243,7 +245,7 @@ public:
     while (!deliveries_.empty() && deliveries_.front().ticket <= ticket) {
       delivered = true;
       // The task's threads are idle: they share the copies.
-      cpu::copyRows(deliveries_.front().rows, threads_.get());
+      cpu::copyRows(deliveries_.front().rows, threads_.get(), sharedCopyBytes_);
       if (spare_.size() < kSpareDeliveries)
         spare_.push_back(std::move(deliveries_.front()));
       deliveries_.pop_front();

@@ -29,9 +29,11 @@ static constexpr int kGroupRows = 6;
 static constexpr int64_t kDepthBlock = 512;
 static constexpr int64_t kRowBlock = 144;
 static constexpr int64_t kSmallRows = 16;
-/// The fewest panels a worker takes at a time (a multiple of the block
-/// kernels' 4 and 8 panels a call): ThreadPool's guided chunks are larger
-/// at first and this at the end.
+/// The fewest panels a worker takes at a time: ThreadPool's guided chunks
+/// are larger at first and this at the end. A multiple of the AVX-512 block
+/// kernel's 4 panels a call for full groups and 8 for one or two rows; what
+/// a chunk leaves over (3 rows take 6 panels a call, AVX2 2-4) goes panel
+/// by panel.
 static constexpr int64_t kPanelsPerChunk = 8;
 
 void PackedMatrix::Free::operator()(float *p) const { std::free(p); }

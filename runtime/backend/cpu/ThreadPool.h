@@ -2,12 +2,12 @@
 //
 // A fixed set of threads that split a task's work (GEMM panels, kernel rows)
 // among themselves. parallelFor hands chunk w of the range to worker w (the
-// caller is worker 0), or with a grain lets the workers take chunks of that
-// size in turn, and returns when every chunk is done; no allocation per
-// call. A task runs several parallelFor calls a few microseconds
-// apart, so idle workers spin for a short while (kSpinMicroseconds) before
-// they sleep on a condition variable: waking a sleeping thread costs tens
-// of microseconds, as much as a whole small kernel.
+// caller is worker 0), or with a grain lets the workers take chunks in turn
+// (guided: large first, one grain at the end), and returns when every chunk
+// is done; no allocation per call. A task runs several parallelFor calls a few
+// microseconds apart, so idle workers spin for a short while
+// (kSpinMicroseconds) before they sleep on a condition variable: waking a
+// sleeping thread costs tens of microseconds, as much as a whole small kernel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_THREADPOOL_H
