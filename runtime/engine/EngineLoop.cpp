@@ -27,8 +27,7 @@ bool EngineWorker::runOnce() {
   std::vector<PlannedTask> planned = policy_->next();
   // The round's flights in a vector kept from round to round (its array
   // is several KB: allocating it anew every round showed in profiles).
-  std::vector<InFlight> round = std::move(spareRound_);
-  round.clear();
+  std::vector<InFlight> round = std::move(spareRound_); // empty
   round.reserve(planned.size());
   // Every task of the round is bound and submitted before one is waited
   // for: on the GPU they run back to back while the host goes on.

@@ -184,13 +184,13 @@ public:
     if (!delivery)
       for (const Executor::RowRead &read : task.io->reads)
         readBytes += outputPools[read.output]->rowBytes();
-    // Into the results (copyRows): shared by the task's threads when they
-    // come to sharedCopyBytes_ or more (a first write into fresh result
-    // memory faults its pages in: at hidden 1024 about as long as the copy
-    // again), streamed past the cache from 512 KB (kStreamingMinBytes) on
-    // any number of threads; fewer bytes with memcpy on this thread.
-    bool shared = !delivery && ((threads_ && readBytes >= sharedCopyBytes_) ||
-                                cpu::streamsCopiesOf(readBytes));
+    // Into the results: through copyRows when it may do more than memcpy
+    // here, i.e. share the copies among the task's threads (from
+    // sharedCopyBytes_: a first write into fresh result memory faults its
+    // pages in, at hidden 1024 about as long as the copy again) or stream
+    // them past the cache (from kStreamingMinBytes); it decides which.
+    bool shared = !delivery && readBytes >= std::min(sharedCopyBytes_,
+                                                     cpu::kStreamingMinBytes);
     readCopies_.clear();
     for (const Executor::RowRead &read : task.io->reads) {
       SlotPool &source = *outputPools[read.output];
