@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
+#include "backend/cpu/CpuIsa.h"
 #include "backend/cpu/PackedWeights.h"
 #include "backend/cpu/StreamingCopy.h"
 #include "backend/cpu/ThreadPool.h"
@@ -13,11 +14,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -220,4 +223,26 @@ TEST(PackedWeightCacheTest, OneCacheAnArtifactWhileItIsHeld) {
   second.reset();
   auto again = cellrun::cpu::PackedWeightCache::forArtifact(&artifactA);
   EXPECT_EQ(again->bytes(), 0u);
+}
+
+// The suites run again with CELLRUN_CPU_ISA set (the isa.* tests of
+// test/CMakeLists.txt) test the kernels asked for: the variable is read and
+// held to, never above what the processor has.
+TEST(CpuIsaTest, TheVersionAskedForIsTheOneInUse) {
+  using cellrun::cpu::CpuIsa;
+  CpuIsa best = cellrun::cpu::cpuHasAvx512() ? CpuIsa::Avx512
+                : cellrun::cpu::cpuHasAvx2() ? CpuIsa::Avx2
+                                             : CpuIsa::Generic;
+  CpuIsa inUse = cellrun::cpu::detectCpuIsa();
+  const char *asked = std::getenv("CELLRUN_CPU_ISA");
+  std::string name = asked ? asked : "";
+  if (name == "generic") {
+    EXPECT_EQ(inUse, CpuIsa::Generic);
+  } else if (name == "avx2") {
+    if (best < CpuIsa::Avx2)
+      GTEST_SKIP() << "this processor has no AVX2 and FMA";
+    EXPECT_EQ(inUse, CpuIsa::Avx2);
+  } else {
+    EXPECT_EQ(inUse, best) << "CELLRUN_CPU_ISA=" << name;
+  }
 }
