@@ -464,6 +464,12 @@ private:
   /// Completing a batch task (its rows are in the results already): only
   /// its events' rows touch their graphs.
   void completeChainRows(InFlight &flight);
+  /// Asks the processor for `entry`'s record and its graph's without
+  /// waiting for them: called for every request that starts or ends in a
+  /// round before any is handled, so that their cache misses overlap
+  /// (their records were made on the submitting thread, or last touched a
+  /// request's length ago).
+  static void prefetchRecords(const Entry &entry);
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row,

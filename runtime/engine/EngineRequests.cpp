@@ -204,8 +204,10 @@ bool EngineWorker::admit() {
       break;
   }
   std::vector<Entry *> admitted;
-  for (const Starting &start : starting)
+  for (const Starting &start : starting) {
     admitted.push_back(entries_.find(start.key));
+    prefetchRecords(*admitted.back()); // made on the submitting thread
+  }
   Status projected = projectInputs(admitted);
   for (Starting &start : starting) {
     startRequest(*entries_.find(start.key), projected);

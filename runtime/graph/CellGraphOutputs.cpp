@@ -132,18 +132,19 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
     const ChainOutput &chain = chainOutputs_[output];
     if (chain.finalTensor < 0)
       continue; // not wanted
-    OutputTensor &last = result_.outputs[chain.finalTensor];
     if (!direct(output)) {
+      OutputTensor &last = result_.outputs[chain.finalTensor];
       if (Status status = appendTo(last, 0, output, node, read, false);
           !status.isOk())
         return status;
     } else if (chain.emittedTensor >= 0) {
       // The task copied it once, into the emitted rows (without them, the
       // last step's row went straight to the final state: readTarget).
-      std::memcpy(
-          rowOf(last, roles, output, 0),
-          rowOf(result_.outputs[chain.emittedTensor], roles, output, node),
-          roles.outputRowBytes[output]);
+      // Through the rows' addresses kept beside the graph's hot fields: the
+      // result's tensor records are not in the cache by now.
+      std::memcpy(chain.finalRow,
+                  chain.emittedRows + size_t(node) * chain.rowBytes,
+                  chain.rowBytes);
     }
   }
   finished_ = true;
