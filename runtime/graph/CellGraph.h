@@ -110,6 +110,11 @@ public:
   /// copies them there when the task completes).
   CellGraph(const ModelStructure &structure, Request request,
             uint32_t decodeWindow = 1, bool directReads = false);
+  /// A chain's result of at most this many bytes (direct reads) is
+  /// allocated here, by the thread that submits the request, rather than
+  /// by the engine's thread when it starts; a larger one when it starts,
+  /// so that queued requests do not hold large results.
+  static constexpr size_t kPreparedResultBytes = 64 * 1024;
   /// Stays where it is made (chainRows_ may point into it).
   CellGraph(const CellGraph &) = delete;
   CellGraph &operator=(const CellGraph &) = delete;
@@ -315,8 +320,15 @@ public:
 
 private:
   uint32_t addNode(uint32_t part);
-  /// Chains: the result's tensors, created for every step at the start.
+  /// Chains: the result's tensors, created for every step at the start
+  /// (taken from preparedOutputs_ when the graph was made with them).
   void createChainOutputs();
+  /// A chain's result tensors in the order of result_.outputs: each
+  /// emitted output asked for, then each final state asked for.
+  std::vector<OutputTensor> makeChainTensors() const;
+  /// Whether the request asked for output `name` (all when it named none).
+  bool wants(const std::string &name) const;
+
   /// A chain's outputs the task copies straight into the result.
   bool direct(uint32_t output) const;
   Status chainDone(uint32_t node, const RowReader &read);
@@ -385,8 +397,9 @@ private:
   uint32_t stepOffsets_[kInlineData] = {};
   int32_t inlineRows_[kInlineRows];
   ChainOutput inlineOutputs_[kInlineOutputs];
-  std::vector<int32_t> moreRows_;        // more than kInlineRows
-  std::vector<ChainOutput> moreOutputs_; // more than kInlineOutputs
+  std::vector<int32_t> moreRows_;             // more than kInlineRows
+  std::vector<ChainOutput> moreOutputs_;      // more than kInlineOutputs
+  std::vector<OutputTensor> preparedOutputs_; // makeChainTensors, early
 
   const ModelStructure &structure_;
   Request request_;

@@ -63,37 +63,52 @@ bool CellGraph::direct(uint32_t output) const {
   return type == cellpack::DType::F32 || type == cellpack::DType::I64;
 }
 
+bool CellGraph::wants(const std::string &name) const {
+  const std::vector<std::string> &wanted = request_.outputs;
+  return wanted.empty() ||
+         std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+}
+
+std::vector<OutputTensor> CellGraph::makeChainTensors() const {
+  const CellRoles &roles = structure_.cells[0];
+  size_t steps = request_.steps.size();
+  std::vector<OutputTensor> tensors;
+  tensors.reserve(roles.emitted.size() + roles.stateOutputs.size());
+  for (uint32_t output : roles.emitted)
+    if (wants(roles.outputNames[output])) // else never read back
+      tensors.push_back(newTensor(roles, output, roles.outputNames[output],
+                                  true, steps, direct(output) ? steps : 0));
+  for (uint32_t output : roles.stateOutputs)
+    if (wants(roles.finalNames[output]))
+      tensors.push_back(newTensor(roles, output, roles.finalNames[output],
+                                  false, 1, direct(output) ? 1 : 0));
+  return tensors;
+}
+
 void CellGraph::createChainOutputs() {
   const CellRoles &roles = structure_.cells[0];
-  size_t steps = steps_;
   if (roles.outputCount > kInlineOutputs) {
     moreOutputs_.assign(roles.outputCount, ChainOutput());
     chainOutputs_ = moreOutputs_.data();
   }
   std::fill_n(chainOutputs_, roles.outputCount, ChainOutput());
-  result_.outputs.reserve(roles.emitted.size() + roles.stateOutputs.size());
-  const std::vector<std::string> &wanted = request_.outputs;
-  auto isWanted = [&](const std::string &name) {
-    return wanted.empty() ||
-           std::find(wanted.begin(), wanted.end(), name) != wanted.end();
-  };
-  for (uint32_t output : roles.emitted) {
-    if (!isWanted(roles.outputNames[output]))
-      continue; // never read back
-    chainOutputs_[output].emittedTensor =
-        static_cast<int32_t>(result_.outputs.size());
-    result_.outputs.push_back(newTensor(roles, output,
-                                        roles.outputNames[output], true, steps,
-                                        direct(output) ? steps : 0));
-  }
-  for (uint32_t output : roles.stateOutputs) {
-    if (!isWanted(roles.finalNames[output]))
-      continue;
-    chainOutputs_[output].finalTensor =
-        static_cast<int32_t>(result_.outputs.size());
-    result_.outputs.push_back(newTensor(roles, output, roles.finalNames[output],
-                                        false, 1, direct(output) ? 1 : 0));
-  }
+  std::vector<OutputTensor> tensors = preparedOutputs_.empty()
+                                          ? makeChainTensors()
+                                          : std::move(preparedOutputs_);
+  preparedOutputs_.clear();
+  // Each tensor's place, in makeChainTensors' order.
+  int32_t next = static_cast<int32_t>(result_.outputs.size());
+  if (result_.outputs.empty())
+    result_.outputs = std::move(tensors);
+  else
+    for (OutputTensor &tensor : tensors)
+      result_.outputs.push_back(std::move(tensor));
+  for (uint32_t output : roles.emitted)
+    if (wants(roles.outputNames[output]))
+      chainOutputs_[output].emittedTensor = next++;
+  for (uint32_t output : roles.stateOutputs)
+    if (wants(roles.finalNames[output]))
+      chainOutputs_[output].finalTensor = next++;
   if (!directReads_)
     return;
   // The tensors are sized for good: their rows stay where they are.

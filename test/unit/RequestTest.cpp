@@ -285,6 +285,66 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
             (IntegerValues{5, 6, structure->eosToken}));
 }
 
+// A chain's result tensors are allocated where its graph is made when they
+// are small (on the submitting thread) and when it starts otherwise: either
+// way the tensors asked for, in the same order and shapes, each step's row
+// written in place (the addresses the tasks copy to).
+TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  auto structure = analyzeModel(*artifact);
+  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  EngineOptions options;
+  options.startWorker = false;
+  options.limits.maxSteps = 100000;
+  auto engine = Engine::create(artifact, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().toString();
+  const CellRoles &roles = structure->cells[0];
+  ASSERT_FALSE(roles.emitted.empty());
+  ASSERT_FALSE(roles.stateOutputs.empty());
+  uint32_t emitted = roles.emitted[0], state = roles.stateOutputs[0];
+  size_t rowBytes = roles.outputRowBytes[emitted];
+  size_t longSteps = CellGraph::kPreparedResultBytes / rowBytes + 1;
+  for (size_t steps : {size_t(3), longSteps})
+    for (bool onlyFinal : {false, true}) {
+      std::string json = R"({"tokens": [)";
+      for (size_t s = 0; s < steps; ++s)
+        json += (s ? ", " : "") + std::to_string(s % 7 + 1);
+      json += "]}";
+      auto request = (*engine)->parser().parse(json, "line 1");
+      ASSERT_TRUE(request.ok()) << request.status().toString();
+      if (onlyFinal) // as KServe's "outputs" asks
+        request->outputs = {roles.finalNames[state]};
+      CellGraph graph(structure.value(), std::move(request).value(), 1,
+                      /*directReads=*/true);
+      EXPECT_TRUE(graph.result().outputs.empty()); // none before it starts
+      ASSERT_TRUE(graph.start().ok());
+      const std::vector<OutputTensor> &outputs = graph.result().outputs;
+      SCOPED_TRACE(std::to_string(steps) + " steps" +
+                   (onlyFinal ? ", the final state only" : ""));
+      if (onlyFinal) {
+        ASSERT_EQ(outputs.size(), 1u);
+        EXPECT_EQ(outputs[0].name, roles.finalNames[state]);
+        EXPECT_EQ(graph.emittedRowsOf(emitted), nullptr);
+        EXPECT_EQ(graph.finalRowOf(state),
+                  reinterpret_cast<const uint8_t *>(outputs[0].floats.data()));
+        continue;
+      }
+      ASSERT_EQ(outputs.size(),
+                roles.emitted.size() + roles.stateOutputs.size());
+      EXPECT_EQ(outputs[0].name, roles.outputNames[emitted]);
+      ASSERT_FALSE(outputs[0].shape.empty());
+      EXPECT_EQ(outputs[0].shape[0], static_cast<int64_t>(steps));
+      EXPECT_EQ(outputs[0].floats.size() * sizeof(float), steps * rowBytes);
+      EXPECT_EQ(graph.emittedRowsOf(emitted),
+                reinterpret_cast<const uint8_t *>(outputs[0].floats.data()));
+      const OutputTensor &final = outputs[roles.emitted.size()];
+      EXPECT_EQ(final.name, roles.finalNames[state]);
+      EXPECT_EQ(graph.finalRowOf(state),
+                reinterpret_cast<const uint8_t *>(final.floats.data()));
+    }
+}
+
 TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   auto artifact = loadExample("seq2seq");
   ASSERT_TRUE(artifact);
