@@ -37,10 +37,10 @@ ResultWriter::~ResultWriter() {
 
 void ResultWriter::put(size_t index, RequestResult result) {
   // With nothing to write, only the status and times are kept: the data
-  // is freed here, on the thread that made it, which then reuses the
-  // memory (kept until its turn to be written, results held behind a long
-  // request made the engine's thread fault in fresh pages: 11k a 20000-
-  // request run).
+  // is freed here, at once, so its memory is reused for the next results
+  // (kept until its turn to be written, results held behind a long
+  // request made the threads that allocate results fault in fresh pages:
+  // 11k a 20000-request run).
   if (!out_)
     result.outputs = std::vector<OutputTensor>();
   auto owned = std::make_unique<RequestResult>(std::move(result));
