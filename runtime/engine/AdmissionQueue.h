@@ -98,6 +98,9 @@ class Engine::Impl {
 public:
   AdmissionQueue admission;
   std::vector<std::unique_ptr<EngineWorker>> workers;
+  /// Results made on the submitting threads before their requests start.
+  std::shared_ptr<CellGraph::ResultBudget> resultBudget =
+      std::make_shared<CellGraph::ResultBudget>();
   /// The worker threads serve (else the caller drives runOnce and drain).
   bool threadsRun() const {
     return !workers.empty() && workers[0]->worker_.joinable();

@@ -170,6 +170,9 @@ uint64_t cellrun::engineRowsInUse(const Engine &engine) {
     rows += worker->executor_->rowsInUse();
   return rows;
 }
+int64_t cellrun::engineQueuedResultBytes(const Engine &engine) {
+  return engine.impl().resultBudget->held.load();
+}
 uint64_t cellrun::engineKeptOutputs(const Engine &engine) {
   uint64_t kept = 0;
   for (const auto &worker : engine.impl().workers)
@@ -205,6 +208,9 @@ Status Engine::submit(Request request, Callback done) {
   }
   entry->need = std::move(need).value();
   entry->deadline = entry->graph->deadline();
+  // A small result is made here, on the submitting thread, rather than by
+  // the engine's thread when the request starts.
+  entry->graph->prepareChainResult(impl_->resultBudget);
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
     if (Status refusal = admission.loadRefusal(); !refusal.isOk()) {

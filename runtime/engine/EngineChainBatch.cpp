@@ -411,7 +411,8 @@ void EngineWorker::completeChainRows(InFlight &flight) {
 
 void EngineWorker::prefetchRecords(const Entry &entry) {
   // The graph lies in the entry (one allocation): its lines are the entry's.
-  const char *record = reinterpret_cast<const char *>(&entry);
-  for (size_t at = 0; at < sizeof(Entry); at += 64)
-    __builtin_prefetch(record + at);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(&entry) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(&entry) + sizeof(Entry);
+  for (uintptr_t line = begin; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line));
 }

@@ -31,6 +31,10 @@ uint64_t engineRowsInUse(const Engine &engine);
 /// (e.g. EngineOptions::onTask) or with the workers stopped.
 uint64_t engineKeptOutputs(const Engine &engine);
 
+/// Bytes of results made on the submitting threads for requests that have
+/// not started yet (CellGraph::ResultBudget).
+int64_t engineQueuedResultBytes(const Engine &engine);
+
 } // namespace cellrun
 
 #endif // CELLRUN_SCHED_ENGINETESTING_H

@@ -24,21 +24,9 @@ CellGraph::CellGraph(const ModelStructure &structure, Request request,
   std::fill_n(inlineRows_, kInlineRows, -1); // none taken
   chainOutputs_ = inlineOutputs_;
   result_.id = request_.id;
-  if (!chain_ || !directReads_)
-    return;
-  // A small result is allocated here, on the thread that submits the
-  // request, rather than by the engine's thread when it starts.
-  const CellRoles &roles = structure_.cells[0];
-  size_t bytes = 0;
-  for (uint32_t output : roles.emitted)
-    if (wants(roles.outputNames[output]))
-      bytes += roles.outputRowBytes[output] * request_.steps.size();
-  for (uint32_t output : roles.stateOutputs)
-    if (wants(roles.finalNames[output]))
-      bytes += roles.outputRowBytes[output];
-  if (bytes <= kPreparedResultBytes)
-    preparedOutputs_ = makeChainTensors();
 }
+
+CellGraph::~CellGraph() { releasePreparedBytes(); }
 
 uint64_t CellGraph::deadline() const {
   if (request_.deadlineMicros <= 0)

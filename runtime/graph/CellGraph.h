@@ -29,8 +29,10 @@
 
 #include "cellrun/Request.h"
 
+#include <atomic>
 #include <chrono>
 #include <forward_list>
+#include <memory>
 
 namespace cellrun {
 
@@ -110,11 +112,26 @@ public:
   /// copies them there when the task completes).
   CellGraph(const ModelStructure &structure, Request request,
             uint32_t decodeWindow = 1, bool directReads = false);
-  /// A chain's result of at most this many bytes (direct reads) is
-  /// allocated here, by the thread that submits the request, rather than
-  /// by the engine's thread when it starts; a larger one when it starts,
-  /// so that queued requests do not hold large results.
+  ~CellGraph();
+
+  /// What the results made before their requests start (queued requests')
+  /// hold, shared by an engine's graphs, and the most they may hold.
+  struct ResultBudget {
+    std::atomic<int64_t> held{0};
+    int64_t limit = int64_t(16) << 20;
+  };
+  /// A chain's result of at most this many bytes may be made early.
   static constexpr size_t kPreparedResultBytes = 64 * 1024;
+  /// Makes a chain's result tensors now, on the calling thread (the engine
+  /// calls it on the thread that submits the request), when they take at
+  /// most kPreparedResultBytes and `budget` has room for them: the engine's
+  /// thread then only takes them over when the request starts, and the
+  /// room is given back (or when the graph goes without starting). Other
+  /// results are made when the request starts, so queued requests hold
+  /// little memory.
+  void prepareChainResult(const std::shared_ptr<ResultBudget> &budget);
+  /// Whether prepareChainResult made the tensors (until the start).
+  bool hasPreparedResult() const { return preparedBytes_ > 0; }
   /// Stays where it is made (chainRows_ may point into it).
   CellGraph(const CellGraph &) = delete;
   CellGraph &operator=(const CellGraph &) = delete;
@@ -328,6 +345,8 @@ private:
   std::vector<OutputTensor> makeChainTensors() const;
   /// Whether the request asked for output `name` (all when it named none).
   bool wants(const std::string &name) const;
+  /// Gives the prepared result's bytes back to its budget.
+  void releasePreparedBytes();
 
   /// A chain's outputs the task copies straight into the result.
   bool direct(uint32_t output) const;
@@ -397,9 +416,11 @@ private:
   uint32_t stepOffsets_[kInlineData] = {};
   int32_t inlineRows_[kInlineRows];
   ChainOutput inlineOutputs_[kInlineOutputs];
-  std::vector<int32_t> moreRows_;             // more than kInlineRows
-  std::vector<ChainOutput> moreOutputs_;      // more than kInlineOutputs
-  std::vector<OutputTensor> preparedOutputs_; // makeChainTensors, early
+  std::vector<int32_t> moreRows_;                // more than kInlineRows
+  std::vector<ChainOutput> moreOutputs_;         // more than kInlineOutputs
+  std::vector<OutputTensor> preparedOutputs_;    // makeChainTensors, early
+  std::shared_ptr<ResultBudget> preparedBudget_; // where their bytes count
+  int64_t preparedBytes_ = 0;
 
   const ModelStructure &structure_;
   Request request_;

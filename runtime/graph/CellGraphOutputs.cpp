@@ -85,6 +85,45 @@ std::vector<OutputTensor> CellGraph::makeChainTensors() const {
   return tensors;
 }
 
+void CellGraph::prepareChainResult(
+    const std::shared_ptr<ResultBudget> &budget) {
+  if (!chain_ || !directReads_ || !budget || preparedBytes_ > 0)
+    return;
+  // The bytes of the tensors as they are stored (floats, int64s).
+  const CellRoles &roles = structure_.cells[0];
+  size_t steps = request_.steps.size();
+  auto bytesOf = [&](uint32_t output, size_t rows) {
+    size_t element = cpu::isFloatType(roles.outputTypes[output])
+                         ? sizeof(float)
+                         : sizeof(int64_t);
+    return elementsOf(roles, output) * element * std::max<size_t>(rows, 1);
+  };
+  size_t bytes = 0;
+  for (uint32_t output : roles.emitted)
+    if (wants(roles.outputNames[output]))
+      bytes += bytesOf(output, steps);
+  for (uint32_t output : roles.stateOutputs)
+    if (wants(roles.finalNames[output]))
+      bytes += bytesOf(output, 1);
+  if (bytes == 0 || bytes > kPreparedResultBytes)
+    return;
+  int64_t size = static_cast<int64_t>(bytes);
+  if (budget->held.fetch_add(size) + size > budget->limit) {
+    budget->held.fetch_sub(size); // no room: made when it starts
+    return;
+  }
+  preparedOutputs_ = makeChainTensors();
+  preparedBudget_ = budget;
+  preparedBytes_ = size;
+}
+
+void CellGraph::releasePreparedBytes() {
+  if (preparedBytes_ > 0)
+    preparedBudget_->held.fetch_sub(preparedBytes_);
+  preparedBytes_ = 0;
+  preparedBudget_.reset();
+}
+
 void CellGraph::createChainOutputs() {
   const CellRoles &roles = structure_.cells[0];
   if (roles.outputCount > kInlineOutputs) {
@@ -96,6 +135,7 @@ void CellGraph::createChainOutputs() {
                                           ? makeChainTensors()
                                           : std::move(preparedOutputs_);
   preparedOutputs_.clear();
+  releasePreparedBytes(); // this request's now, not a queued one's
   // Each tensor's place, in makeChainTensors' order.
   int32_t next = static_cast<int32_t>(result_.outputs.size());
   if (result_.outputs.empty())

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "cellrun/Engine.h"
+#include "engine/EngineTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -188,6 +189,29 @@ TEST(EngineCancel, CancelAllEndsWhatCameBeforeAndNothingAfter) {
   EXPECT_EQ(stats.cancelled, 3u);
   EXPECT_EQ(stats.completed, 1u);
   EXPECT_EQ(stats.poolBytesReserved, 0u);
+}
+
+// A chain request's result made on the submitting thread counts against
+// the engine's budget for queued results while it waits, and is given back
+// when it is cancelled there or when it starts.
+TEST(EngineCancel, QueuedResultsGiveTheirBytesBack) {
+  auto engine = manualEngine(exampleArtifactPath("lstm"));
+  ASSERT_TRUE(engine);
+  Request waiting = parse(*engine, R"({"id": "w", "tokens": [8, 9]})");
+  auto token = waiting.cancel = std::make_shared<CancelToken>();
+  auto cancelled = engine->submit(std::move(waiting));
+  int64_t one = engineQueuedResultBytes(*engine);
+  EXPECT_GT(one, 0);
+  auto served =
+      engine->submit(parse(*engine, R"({"id": "s", "tokens": [3, 4, 5]})"));
+  EXPECT_GT(engineQueuedResultBytes(*engine), one);
+  engine->cancel(token, "the caller changed its mind");
+  engine->drain();
+  EXPECT_EQ(cancelled.get().status.code(), StatusCode::Cancelled);
+  RequestResult result = served.get();
+  ASSERT_TRUE(result.status.isOk()) << result.status.toString();
+  EXPECT_FALSE(result.outputs.empty());
+  EXPECT_EQ(engineQueuedResultBytes(*engine), 0);
 }
 
 TEST(EngineCancel, WaitingChunkCancelledClosesItsSession) {

@@ -285,10 +285,12 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
             (IntegerValues{5, 6, structure->eosToken}));
 }
 
-// A chain's result tensors are allocated where its graph is made when they
-// are small (on the submitting thread) and when it starts otherwise: either
+// A chain's result tensors are made early (CellGraph::prepareChainResult,
+// on the submitting thread) when they are small and the budget for queued
+// requests' results has room, and when the request starts otherwise: either
 // way the tensors asked for, in the same order and shapes, each step's row
-// written in place (the addresses the tasks copy to).
+// written in place (the addresses the tasks copy to); the budget gets its
+// bytes back when the request starts or goes without starting.
 TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
   auto artifact = loadExample("lstm");
   ASSERT_TRUE(artifact);
@@ -305,44 +307,88 @@ TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
   uint32_t emitted = roles.emitted[0], state = roles.stateOutputs[0];
   size_t rowBytes = roles.outputRowBytes[emitted];
   size_t longSteps = CellGraph::kPreparedResultBytes / rowBytes + 1;
+  auto budget = std::make_shared<CellGraph::ResultBudget>();
+  auto full = std::make_shared<CellGraph::ResultBudget>();
+  full->limit = 0; // no room: made at the start
   for (size_t steps : {size_t(3), longSteps})
-    for (bool onlyFinal : {false, true}) {
-      std::string json = R"({"tokens": [)";
-      for (size_t s = 0; s < steps; ++s)
-        json += (s ? ", " : "") + std::to_string(s % 7 + 1);
-      json += "]}";
-      auto request = (*engine)->parser().parse(json, "line 1");
-      ASSERT_TRUE(request.ok()) << request.status().toString();
-      if (onlyFinal) // as KServe's "outputs" asks
-        request->outputs = {roles.finalNames[state]};
-      CellGraph graph(structure.value(), std::move(request).value(), 1,
-                      /*directReads=*/true);
-      EXPECT_TRUE(graph.result().outputs.empty()); // none before it starts
-      ASSERT_TRUE(graph.start().ok());
-      const std::vector<OutputTensor> &outputs = graph.result().outputs;
-      SCOPED_TRACE(std::to_string(steps) + " steps" +
-                   (onlyFinal ? ", the final state only" : ""));
-      if (onlyFinal) {
-        ASSERT_EQ(outputs.size(), 1u);
-        EXPECT_EQ(outputs[0].name, roles.finalNames[state]);
-        EXPECT_EQ(graph.emittedRowsOf(emitted), nullptr);
-        EXPECT_EQ(graph.finalRowOf(state),
+    for (bool onlyFinal : {false, true})
+      for (bool room : {true, false}) {
+        std::string json = R"({"tokens": [)";
+        for (size_t s = 0; s < steps; ++s)
+          json += (s ? ", " : "") + std::to_string(s % 7 + 1);
+        json += "]}";
+        auto request = (*engine)->parser().parse(json, "line 1");
+        ASSERT_TRUE(request.ok()) << request.status().toString();
+        if (onlyFinal) // as KServe's "outputs" asks
+          request->outputs = {roles.finalNames[state]};
+        CellGraph graph(structure.value(), std::move(request).value(), 1,
+                        /*directReads=*/true);
+        graph.prepareChainResult(room ? budget : full);
+        bool early = room && (onlyFinal || steps < longSteps);
+        EXPECT_EQ(graph.hasPreparedResult(), early);
+        EXPECT_EQ(budget->held.load() > 0, early); // its bytes, while queued
+        EXPECT_EQ(full->held.load(), 0);
+        EXPECT_TRUE(graph.result().outputs.empty()); // none before it starts
+        ASSERT_TRUE(graph.start().ok());
+        EXPECT_FALSE(graph.hasPreparedResult());
+        EXPECT_EQ(budget->held.load(), 0); // given back at the start
+        const std::vector<OutputTensor> &outputs = graph.result().outputs;
+        SCOPED_TRACE(std::to_string(steps) + " steps" +
+                     (onlyFinal ? ", the final state only" : "") +
+                     (room ? "" : ", no room in the budget"));
+        if (onlyFinal) {
+          ASSERT_EQ(outputs.size(), 1u);
+          EXPECT_EQ(outputs[0].name, roles.finalNames[state]);
+          EXPECT_EQ(graph.emittedRowsOf(emitted), nullptr);
+          EXPECT_EQ(graph.finalRowOf(state), reinterpret_cast<const uint8_t *>(
+                                                 outputs[0].floats.data()));
+          continue;
+        }
+        ASSERT_EQ(outputs.size(),
+                  roles.emitted.size() + roles.stateOutputs.size());
+        EXPECT_EQ(outputs[0].name, roles.outputNames[emitted]);
+        ASSERT_FALSE(outputs[0].shape.empty());
+        EXPECT_EQ(outputs[0].shape[0], static_cast<int64_t>(steps));
+        EXPECT_EQ(outputs[0].floats.size() * sizeof(float), steps * rowBytes);
+        EXPECT_EQ(graph.emittedRowsOf(emitted),
                   reinterpret_cast<const uint8_t *>(outputs[0].floats.data()));
-        continue;
+        const OutputTensor &final = outputs[roles.emitted.size()];
+        EXPECT_EQ(final.name, roles.finalNames[state]);
+        EXPECT_EQ(graph.finalRowOf(state),
+                  reinterpret_cast<const uint8_t *>(final.floats.data()));
       }
-      ASSERT_EQ(outputs.size(),
-                roles.emitted.size() + roles.stateOutputs.size());
-      EXPECT_EQ(outputs[0].name, roles.outputNames[emitted]);
-      ASSERT_FALSE(outputs[0].shape.empty());
-      EXPECT_EQ(outputs[0].shape[0], static_cast<int64_t>(steps));
-      EXPECT_EQ(outputs[0].floats.size() * sizeof(float), steps * rowBytes);
-      EXPECT_EQ(graph.emittedRowsOf(emitted),
-                reinterpret_cast<const uint8_t *>(outputs[0].floats.data()));
-      const OutputTensor &final = outputs[roles.emitted.size()];
-      EXPECT_EQ(final.name, roles.finalNames[state]);
-      EXPECT_EQ(graph.finalRowOf(state),
-                reinterpret_cast<const uint8_t *>(final.floats.data()));
-    }
+}
+
+// A request whose result was made early but that never starts (refused,
+// cancelled in the queue) gives its bytes back to the budget.
+TEST(RequestTest, AnUnstartedRequestGivesItsResultBytesBack) {
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  auto structure = analyzeModel(*artifact);
+  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  auto engine = manualEngine("lstm");
+  ASSERT_TRUE(engine);
+  auto budget = std::make_shared<CellGraph::ResultBudget>();
+  {
+    CellGraph first(
+        structure.value(),
+        engine->parser().parse(R"({"tokens": [1, 2, 3]})", "").value(), 1,
+        /*directReads=*/true);
+    first.prepareChainResult(budget);
+    ASSERT_TRUE(first.hasPreparedResult());
+    int64_t one = budget->held.load();
+    EXPECT_GT(one, 0);
+    // The budget holds what the queued results take, no more.
+    budget->limit = one + one / 2;
+    CellGraph second(
+        structure.value(),
+        engine->parser().parse(R"({"tokens": [4, 5, 6]})", "").value(), 1,
+        /*directReads=*/true);
+    second.prepareChainResult(budget);
+    EXPECT_FALSE(second.hasPreparedResult());
+    EXPECT_EQ(budget->held.load(), one);
+  }
+  EXPECT_EQ(budget->held.load(), 0);
 }
 
 TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
