@@ -24,6 +24,28 @@ std::shared_ptr<const LoadedArtifact> loadExample(const std::string &model) {
   return cellc::testing::loadExampleArtifact(model);
 }
 
+/// An example's artifact and its model structure (which points into it).
+struct ExampleModel {
+  std::shared_ptr<const LoadedArtifact> artifact;
+  ModelStructure structure;
+};
+
+/// `model`'s, or null after a test failure saying why.
+std::unique_ptr<ExampleModel> exampleModel(const std::string &model) {
+  auto artifact = loadExample(model);
+  if (!artifact) {
+    ADD_FAILURE() << "no artifact for " << model;
+    return nullptr;
+  }
+  auto structure = analyzeModel(*artifact);
+  if (!structure.ok()) {
+    ADD_FAILURE() << structure.status().toString();
+    return nullptr;
+  }
+  return std::make_unique<ExampleModel>(
+      ExampleModel{artifact, std::move(structure).value()});
+}
+
 std::unique_ptr<Engine> manualEngine(const std::string &model,
                                      uint32_t poolRows = 4096,
                                      uint32_t maxQueue = 1024) {
@@ -246,23 +268,21 @@ TEST(RequestTest, BadRequestsDoNotDisturbOthers) {
 }
 
 TEST(RequestTest, DecodingStopsAtTheFirstEos) {
-  auto artifact = loadExample("seq2seq");
-  ASSERT_TRUE(artifact);
-  auto structure = analyzeModel(*artifact);
-  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  auto example = exampleModel("seq2seq");
+  ASSERT_TRUE(example);
+  const ModelStructure &structure = example->structure;
   auto engine = manualEngine("seq2seq");
   Request request =
       engine->parser().parse(R"({"id": "s", "tokens": [7, 9]})", "").value();
-  CellGraph graph(structure.value(), std::move(request));
+  CellGraph graph(structure, std::move(request));
   auto ready = graph.start().value();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].size(), 2u);
   // The host reads these tokens from the decoder, one a step: 5, 6, EOS.
-  std::vector<int64_t> script = {5, 6, structure->eosToken, 8};
+  std::vector<int64_t> script = {5, 6, structure.eosToken, 8};
   size_t step = 0;
   auto reader = [&](uint32_t node, uint32_t output, void *bytes) {
-    if (graph.nodes()[node].part == 1 &&
-        output == structure->decoderTokenOutput)
+    if (graph.nodes()[node].part == 1 && output == structure.decoderTokenOutput)
       std::memcpy(bytes, &script.at(step++), sizeof(int64_t));
     return Status::ok();
   };
@@ -282,7 +302,7 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
   EXPECT_EQ(decoderSteps, 3);
   EXPECT_EQ(graph.result().stopReason, "eos");
   EXPECT_EQ(graph.result().find("tokens")->integers,
-            (IntegerValues{5, 6, structure->eosToken}));
+            (IntegerValues{5, 6, structure.eosToken}));
 }
 
 // A chain's result tensors are made early (CellGraph::prepareChainResult,
@@ -292,16 +312,15 @@ TEST(RequestTest, DecodingStopsAtTheFirstEos) {
 // written in place (the addresses the tasks copy to); the budget gets its
 // bytes back when the request starts or goes without starting.
 TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
-  auto artifact = loadExample("lstm");
-  ASSERT_TRUE(artifact);
-  auto structure = analyzeModel(*artifact);
-  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  auto example = exampleModel("lstm");
+  ASSERT_TRUE(example);
+  const ModelStructure &structure = example->structure;
   EngineOptions options;
   options.startWorker = false;
   options.limits.maxSteps = 100000;
-  auto engine = Engine::create(artifact, options);
+  auto engine = Engine::create(example->artifact, options);
   ASSERT_TRUE(engine.ok()) << engine.status().toString();
-  const CellRoles &roles = structure->cells[0];
+  const CellRoles &roles = structure.cells[0];
   ASSERT_FALSE(roles.emitted.empty());
   ASSERT_FALSE(roles.stateOutputs.empty());
   uint32_t emitted = roles.emitted[0], state = roles.stateOutputs[0];
@@ -321,7 +340,7 @@ TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
         ASSERT_TRUE(request.ok()) << request.status().toString();
         if (onlyFinal) // as KServe's "outputs" asks
           request->outputs = {roles.finalNames[state]};
-        CellGraph graph(structure.value(), std::move(request).value(), 1,
+        CellGraph graph(structure, std::move(request).value(), 1,
                         /*directReads=*/true);
         graph.prepareChainResult(room ? budget : full);
         bool early = room && (onlyFinal || steps < longSteps);
@@ -362,16 +381,15 @@ TEST(RequestTest, ChainResultsAreLaidOutAlikeWhereverTheyAreMade) {
 // A request whose result was made early but that never starts (refused,
 // cancelled in the queue) gives its bytes back to the budget.
 TEST(RequestTest, AnUnstartedRequestGivesItsResultBytesBack) {
-  auto artifact = loadExample("lstm");
-  ASSERT_TRUE(artifact);
-  auto structure = analyzeModel(*artifact);
-  ASSERT_TRUE(structure.ok()) << structure.status().toString();
+  auto example = exampleModel("lstm");
+  ASSERT_TRUE(example);
+  const ModelStructure &structure = example->structure;
   auto engine = manualEngine("lstm");
   ASSERT_TRUE(engine);
   auto budget = std::make_shared<CellGraph::ResultBudget>();
   {
     CellGraph first(
-        structure.value(),
+        structure,
         engine->parser().parse(R"({"tokens": [1, 2, 3]})", "").value(), 1,
         /*directReads=*/true);
     first.prepareChainResult(budget);
@@ -381,7 +399,7 @@ TEST(RequestTest, AnUnstartedRequestGivesItsResultBytesBack) {
     // The budget holds what the queued results take, no more.
     budget->limit = one + one / 2;
     CellGraph second(
-        structure.value(),
+        structure,
         engine->parser().parse(R"({"tokens": [4, 5, 6]})", "").value(), 1,
         /*directReads=*/true);
     second.prepareChainResult(budget);
@@ -392,22 +410,21 @@ TEST(RequestTest, AnUnstartedRequestGivesItsResultBytesBack) {
 }
 
 TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
-  auto artifact = loadExample("seq2seq");
-  ASSERT_TRUE(artifact);
-  auto structure = analyzeModel(*artifact);
-  ASSERT_TRUE(structure.ok()) << structure.status().toString();
-  ASSERT_TRUE(structure->tokenFeedbackOnDevice);
+  auto example = exampleModel("seq2seq");
+  ASSERT_TRUE(example);
+  const ModelStructure &structure = example->structure;
+  ASSERT_TRUE(structure.tokenFeedbackOnDevice);
   auto engine = manualEngine("seq2seq");
   Request request =
       engine->parser()
           .parse(R"({"id": "w", "tokens": [7], "max_decode_length": 6})", "")
           .value();
-  CellGraph graph(structure.value(), std::move(request), /*decodeWindow=*/4);
+  CellGraph graph(structure, std::move(request), /*decodeWindow=*/4);
   ASSERT_EQ(graph.start().value().size(), 1u);
-  std::vector<int64_t> script = {5, 6, structure->eosToken, 8, 9, 10};
+  std::vector<int64_t> script = {5, 6, structure.eosToken, 8, 9, 10};
   size_t step = 0;
   auto reader = [&](uint32_t, uint32_t output, void *bytes) {
-    if (output == structure->decoderTokenOutput)
+    if (output == structure.decoderTokenOutput)
       std::memcpy(bytes, &script.at(step++), sizeof(int64_t));
     return Status::ok();
   };
@@ -417,14 +434,14 @@ TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   const ReadySubgraph &window = decoder->front();
   EXPECT_FALSE(window.continuesChain);
   ASSERT_EQ(window.size(), 4u); // four steps issued at once
-  uint32_t tokenIn = structure->decoderTokenInput;
+  uint32_t tokenIn = structure.decoderTokenInput;
   EXPECT_EQ(graph.inputs(window.node(0))[tokenIn].kind,
             NodeSource::Kind::Data); // BOS
   for (size_t k = 1; k < 4; ++k) {
     const NodeSource &token = graph.inputs(window.node(k))[tokenIn];
     EXPECT_EQ(token.kind, NodeSource::Kind::Output);
     EXPECT_EQ(token.node, window.node(k - 1));
-    EXPECT_EQ(token.output, structure->decoderTokenOutput);
+    EXPECT_EQ(token.output, structure.decoderTokenOutput);
   }
   // Each step the host reads adds one at the end of the window, up to the
   // limit; EOS ends the request with steps still issued after it.
@@ -438,7 +455,7 @@ TEST(RequestTest, DecoderWindowStepsReadTheirTokensOnTheDevice) {
   EXPECT_TRUE(graph.finished());
   EXPECT_EQ(graph.result().stopReason, "eos");
   EXPECT_EQ(graph.result().find("tokens")->integers,
-            (IntegerValues{5, 6, structure->eosToken}));
+            (IntegerValues{5, 6, structure.eosToken}));
   EXPECT_EQ(graph.nodes().size(), 1u + 6u); // encoder, window 4 + 2 added
 }
 
