@@ -192,16 +192,22 @@ void gemmPanels(const uint32_t *packedA, int64_t m, const PackedMatrixBf16 &b,
 
 } // namespace
 
+/// AVX512_BF16 where the processor has it and CELLRUN_CPU_ISA leaves the
+/// AVX-512 kernels on (as AMX, cpuOffersAmxBf16).
+static bool avx512Bf16InUse() {
+  return cpuHasAvx512Bf16() && detectCpuIsa() == CpuIsa::Avx512;
+}
+
 Bf16Kernels cellrun::cpu::bestBf16Kernels(const PackedMatrixBf16 &b) {
   if (amxTakes(b))
     return Bf16Kernels::Amx;
-  return cpuHasAvx512Bf16() ? Bf16Kernels::Avx512Bf16 : Bf16Kernels::Portable;
+  return avx512Bf16InUse() ? Bf16Kernels::Avx512Bf16 : Bf16Kernels::Portable;
 }
 
 const char *cellrun::cpu::bf16KernelsName() {
-  return cpuOffersAmxBf16()   ? "amx"
-         : cpuHasAvx512Bf16() ? "avx512bf16"
-                              : "portable";
+  return cpuOffersAmxBf16()  ? "amx"
+         : avx512Bf16InUse() ? "avx512bf16"
+                             : "portable";
 }
 
 void cellrun::cpu::packedGemmBf16(const float *a, int64_t lda, int64_t m,

@@ -90,7 +90,8 @@ constexpr int64_t kBf16KernelRows = 8;
 enum class Bf16Kernels { Portable, Avx512Bf16, Amx };
 
 /// The fastest this processor runs for products by `b`: AMX where it takes
-/// `b`, else AVX512_BF16 where the processor has it, else the portable ones.
+/// `b`, else AVX512_BF16 where the processor has it, else the portable ones
+/// (the portable ones, too, when CELLRUN_CPU_ISA asks for avx2 or generic).
 Bf16Kernels bestBf16Kernels(const PackedMatrixBf16 &b);
 
 /// What bf16 products run on here, for descriptions: "amx", "avx512bf16" or
