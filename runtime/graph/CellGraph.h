@@ -340,8 +340,11 @@ private:
   /// Chains: the result's tensors, created for every step at the start
   /// (taken from preparedOutputs_ when the graph was made with them).
   void createChainOutputs();
-  /// A chain's result tensors in the order of result_.outputs: each
-  /// emitted output asked for, then each final state asked for.
+  /// Calls visit(output, name, perStep) for each tensor of a chain's
+  /// result, in the order of result_.outputs: each emitted output asked
+  /// for (per step), then each final state asked for (CellGraphOutputs.cpp).
+  template <typename Visit> void forEachChainTensor(Visit visit) const;
+  /// Those tensors, made.
   std::vector<OutputTensor> makeChainTensors() const;
   /// Whether the request asked for output `name` (all when it named none).
   bool wants(const std::string &name) const;

@@ -69,19 +69,28 @@ bool CellGraph::wants(const std::string &name) const {
          std::find(wanted.begin(), wanted.end(), name) != wanted.end();
 }
 
+template <typename Visit>
+void CellGraph::forEachChainTensor(Visit visit) const {
+  const CellRoles &roles = structure_.cells[0];
+  for (uint32_t output : roles.emitted)
+    if (wants(roles.outputNames[output])) // else never read back
+      visit(output, roles.outputNames[output], true);
+  for (uint32_t output : roles.stateOutputs)
+    if (wants(roles.finalNames[output]))
+      visit(output, roles.finalNames[output], false);
+}
+
 std::vector<OutputTensor> CellGraph::makeChainTensors() const {
   const CellRoles &roles = structure_.cells[0];
   size_t steps = request_.steps.size();
   std::vector<OutputTensor> tensors;
   tensors.reserve(roles.emitted.size() + roles.stateOutputs.size());
-  for (uint32_t output : roles.emitted)
-    if (wants(roles.outputNames[output])) // else never read back
-      tensors.push_back(newTensor(roles, output, roles.outputNames[output],
-                                  true, steps, direct(output) ? steps : 0));
-  for (uint32_t output : roles.stateOutputs)
-    if (wants(roles.finalNames[output]))
-      tensors.push_back(newTensor(roles, output, roles.finalNames[output],
-                                  false, 1, direct(output) ? 1 : 0));
+  forEachChainTensor(
+      [&](uint32_t output, const std::string &name, bool perStep) {
+        size_t rows = perStep ? steps : 1;
+        tensors.push_back(newTensor(roles, output, name, perStep, rows,
+                                    direct(output) ? rows : 0));
+      });
   return tensors;
 }
 
@@ -91,20 +100,13 @@ void CellGraph::prepareChainResult(
     return;
   // The bytes of the tensors as they are stored (floats, int64s).
   const CellRoles &roles = structure_.cells[0];
-  size_t steps = request_.steps.size();
-  auto bytesOf = [&](uint32_t output, size_t rows) {
+  size_t steps = std::max<size_t>(request_.steps.size(), 1), bytes = 0;
+  forEachChainTensor([&](uint32_t output, const std::string &, bool perStep) {
     size_t element = cpu::isFloatType(roles.outputTypes[output])
                          ? sizeof(float)
                          : sizeof(int64_t);
-    return elementsOf(roles, output) * element * std::max<size_t>(rows, 1);
-  };
-  size_t bytes = 0;
-  for (uint32_t output : roles.emitted)
-    if (wants(roles.outputNames[output]))
-      bytes += bytesOf(output, steps);
-  for (uint32_t output : roles.stateOutputs)
-    if (wants(roles.finalNames[output]))
-      bytes += bytesOf(output, 1);
+    bytes += elementsOf(roles, output) * element * (perStep ? steps : 1);
+  });
   if (bytes == 0 || bytes > kPreparedResultBytes)
     return;
   int64_t size = static_cast<int64_t>(bytes);
@@ -143,12 +145,10 @@ void CellGraph::createChainOutputs() {
   else
     for (OutputTensor &tensor : tensors)
       result_.outputs.push_back(std::move(tensor));
-  for (uint32_t output : roles.emitted)
-    if (wants(roles.outputNames[output]))
-      chainOutputs_[output].emittedTensor = next++;
-  for (uint32_t output : roles.stateOutputs)
-    if (wants(roles.finalNames[output]))
-      chainOutputs_[output].finalTensor = next++;
+  forEachChainTensor([&](uint32_t output, const std::string &, bool perStep) {
+    ChainOutput &chain = chainOutputs_[output];
+    (perStep ? chain.emittedTensor : chain.finalTensor) = next++;
+  });
   if (!directReads_)
     return;
   // The tensors are sized for good: their rows stay where they are.
