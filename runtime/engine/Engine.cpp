@@ -35,6 +35,22 @@ const char *cellrun::policyName(Policy policy) {
   return "?";
 }
 
+Result<EngineOptions::ChainOrder>
+cellrun::parseChainOrder(std::string_view text) {
+  if (text == "turns")
+    return EngineOptions::ChainOrder::Turns;
+  if (text == "longest-first")
+    return EngineOptions::ChainOrder::LongestFirst;
+  return Status(StatusCode::InvalidArgument,
+                "unknown chain order '" + std::string(text) +
+                    "' (choose turns or longest-first)");
+}
+
+const char *cellrun::chainOrderName(EngineOptions::ChainOrder order) {
+  return order == EngineOptions::ChainOrder::LongestFirst ? "longest-first"
+                                                          : "turns";
+}
+
 bool EngineWorker::drain() {
   bool progressed = false;
   while (true) {

@@ -14,12 +14,15 @@
 // task (up to maxTasksToSubmit steps each a round, as Algorithm 1 batches a
 // chain's next step behind its last); otherwise the slots are cut into
 // tasks of the largest batch size (earliest deadline first when some have
-// one, else taking turns across rounds). The executor copies the host's
-// rows straight into the results: a synchronous one as it runs the task,
-// an asynchronous one when the task is waited for (a request that ends
-// before then keeps its outputs until that round has completed). The same
-// rows are read and written as through the scheduler, so results keep
-// their bits (batch invariance).
+// one, else taking turns across rounds). For a known set of requests the
+// longest-first order instead gives each task the chains with the most
+// steps left, sized so that the steps left spread evenly over the tasks the
+// longest chain still needs (EngineOptions::ChainOrder). The executor
+// copies the host's rows straight into the results: a synchronous one as it
+// runs the task, an asynchronous one when the task is waited for (a request
+// that ends before then keeps its outputs until that round has completed).
+// The same rows are read and written as through the scheduler, so results
+// keep their bits (batch invariance).
 //
 //===----------------------------------------------------------------------===//
 #include "engine/EngineImpl.h"
@@ -220,6 +223,16 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
   if (order.empty())
     return;
   uint32_t tasks = std::max(1u, options_.maxTasksToSubmit);
+  auto hasDeadline = [&](uint32_t slot) {
+    return slots.deadline[slot] != UINT64_MAX;
+  };
+  // Longest first, unless requests wait for room: those that finish
+  // first, making room, are the short ones.
+  if (options_.chainOrder == EngineOptions::ChainOrder::LongestFirst &&
+      !headWaits_ && std::none_of(order.begin(), order.end(), hasDeadline)) {
+    launchLongestChainsFirst(round, tasks);
+    return;
+  }
   std::vector<uint32_t> &taskSlots = chainTaskSlots_;
   if (order.size() <= chainLargest_) {
     // All in one task, a step more of each in each of the round's tasks.
@@ -235,10 +248,7 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
     return;
   }
   // More than a task holds: tasks of the largest batch, one step each.
-  bool deadlines = std::any_of(order.begin(), order.end(), [&](uint32_t slot) {
-    return slots.deadline[slot] != UINT64_MAX;
-  });
-  if (deadlines)
+  if (std::any_of(order.begin(), order.end(), hasDeadline))
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return slots.deadline[a] < slots.deadline[b];
     });
@@ -253,6 +263,42 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
     round.push_back(launchChainTask(taskSlots));
   }
   chainRotation_ += static_cast<uint32_t>(at);
+}
+
+void EngineWorker::launchLongestChainsFirst(std::vector<InFlight> &round,
+                                            uint32_t tasks) {
+  ChainSlots &slots = chainSlots_;
+  auto left = [&](uint32_t slot) {
+    return slots.steps[slot] - slots.next[slot];
+  };
+  std::vector<uint32_t> &order = chainOrder_;
+  std::vector<uint32_t> &taskSlots = chainTaskSlots_;
+  for (uint32_t t = 0; t < tasks; ++t) {
+    order.clear();
+    uint64_t stepsLeft = 0;
+    uint32_t most = 0;
+    for (uint32_t slot = 0; slot < slots.size(); ++slot)
+      if (uint32_t steps = left(slot)) {
+        order.push_back(slot);
+        stepsLeft += steps;
+        most = std::max(most, steps);
+      }
+    if (order.empty())
+      return;
+    // The longest chain needs `most` more tasks whatever is done; rows
+    // enough that the others' steps fit in those tasks too, evenly.
+    uint64_t spread = (stepsLeft + most - 1) / most;
+    size_t take = static_cast<size_t>(
+        std::min<uint64_t>({order.size(), uint64_t(chainLargest_), spread}));
+    if (take < order.size())
+      std::nth_element(order.begin(), order.begin() + take, order.end(),
+                       [&](uint32_t a, uint32_t b) {
+                         uint32_t leftA = left(a), leftB = left(b);
+                         return leftA != leftB ? leftA > leftB : a < b;
+                       });
+    taskSlots.assign(order.begin(), order.begin() + take);
+    round.push_back(launchChainTask(taskSlots));
+  }
 }
 
 EngineWorker::InFlight

@@ -439,6 +439,9 @@ private:
   /// Where the next round's first task starts when the slots need more
   /// tasks than a round submits (so that every slot gets its turn).
   uint32_t chainRotation_ = 0;
+  /// The last admit() left a request at the head of the queue that was not
+  /// taken (no room here, or another worker has more).
+  bool headWaits_ = false;
   /// Sets chainBatch_ and chainSlots_' layout (at initialisation).
   void setUpChainBatch(uint32_t largestBatch);
   /// Whether `subgraph` of `entry` (a whole chain from some step on) runs
@@ -455,6 +458,9 @@ private:
   /// The round's tasks of the batch, bound and submitted, appended to
   /// `round`.
   void launchChainTasks(std::vector<InFlight> &round);
+  /// Up to `tasks` tasks of the chains with the most steps left
+  /// (EngineOptions::ChainOrder::LongestFirst).
+  void launchLongestChainsFirst(std::vector<InFlight> &round, uint32_t tasks);
   /// One task of slots `slots` (one step of each), bound from the slot
   /// arrays and submitted.
   InFlight launchChainTask(const std::vector<uint32_t> &slots);

@@ -141,6 +141,7 @@ bool EngineWorker::admit() {
   // submitters take too); a refusal is answered outside it.
   std::vector<std::pair<std::unique_ptr<Entry>, std::optional<std::string>>>
       taken;
+  headWaits_ = false;
   while (true) {
     std::unique_ptr<Entry> refused;
     bool more = true;
@@ -183,6 +184,7 @@ bool EngineWorker::admit() {
           admission_->waiting.erase(head);
         } else {
           more = false;
+          headWaits_ = true;
         }
         break;
       }

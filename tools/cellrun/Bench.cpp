@@ -93,6 +93,9 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
+  app.add_option("--chain-order", args.chainOrder, kChainOrderHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"turns", "longest-first"}));
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);

@@ -117,6 +117,7 @@ Status BenchSession::load(DeviceKind device) {
   base_.fillRows = args_.fillRows;
   base_.moveRequests = !args_.noMove;
   base_.chainBatch = !args_.noChainBatch;
+  base_.chainOrder = parseChainOrder(args_.chainOrder).value();
   for (const CellInfo &cell : model_.cells)
     largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;
@@ -221,6 +222,10 @@ void BenchSession::chooseSystems() {
             << " s of arrivals a run; the first " << args_.warmup
             << " s and the last " << args_.cooldown
             << " s of arrivals are not measured\n";
+  if (base_.chainOrder != EngineOptions::ChainOrder::Turns)
+    std::cout << "cellular: a chain's tasks take the requests with the most "
+                 "steps left first (--chain-order "
+              << chainOrderName(base_.chainOrder) << ")\n";
 }
 
 Result<RunRecord> BenchSession::runSystem(const std::string &system,

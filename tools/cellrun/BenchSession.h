@@ -35,7 +35,8 @@ std::string defaultPeerPython();
 #endif
 
 struct BenchArgs {
-  std::string model, workload, out = "bench-out", device = "auto";
+  std::string model, workload, out = "bench-out", device = "auto",
+                               chainOrder = "turns";
   std::vector<double> rates;
   bool saturate = false, quiet = false, plot = false, noMove = false,
        noChainBatch = false;

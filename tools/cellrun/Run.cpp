@@ -37,7 +37,7 @@ namespace {
 struct RunArgs {
   std::string model, input, output, taskLog;
   std::vector<std::string> outputs; // written; empty: all
-  std::string policy = "cellular", device = "auto";
+  std::string policy = "cellular", device = "auto", chainOrder = "turns";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
            workersPerDevice = 1, resultBufferMb = 256,
@@ -94,6 +94,9 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->check(positive);
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
+  app.add_option("--chain-order", args.chainOrder, kChainOrderHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"turns", "longest-first"}));
   app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
       ->capture_default_str()
       ->check(positive);
@@ -240,6 +243,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.fillRows = args.fillRows;
   engineOptions.moveRequests = !args.noMove;
   engineOptions.chainBatch = !args.noChainBatch;
+  engineOptions.chainOrder = parseChainOrder(args.chainOrder).value();
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
   return std::nullopt;

@@ -98,6 +98,21 @@ struct EngineOptions {
   /// by node (the same results; less host work a row-step). false: the
   /// scheduler runs them too (for comparison).
   bool chainBatch = true;
+  /// Which running chains of the persistent batch a task takes (cellular
+  /// batching; requests with a deadline go by earliest deadline either
+  /// way). Turns: every chain in every task while they fit one, else
+  /// tasks of the largest batch taking turns. LongestFirst, for a known
+  /// set of requests (a file, an offline batch): each task takes the
+  /// chains with the most steps left, as many as spread the steps left
+  /// evenly over the tasks the longest chain still needs (ceil(steps left /
+  /// the most steps left), at most the largest batch). The run then takes
+  /// as many tasks as its longest chain has steps, all of them about
+  /// equally full, instead of ending in tasks of a few rows that read the
+  /// whole weights each; short requests wait for it, so it is not for
+  /// serving live traffic. While requests wait for room in the pools, the
+  /// tasks take turns (the short requests finishing make room).
+  enum class ChainOrder { Turns, LongestFirst };
+  ChainOrder chainOrder = ChainOrder::Turns;
   /// The rows the host reads (emitted rows, final states) reach their
   /// destinations only when each task is waited for, as on an asynchronous
   /// executor (the cuda backend), even on the cpu one (which then takes
@@ -119,6 +134,10 @@ struct EngineOptions {
   /// metrics); keep it short.
   std::function<void(const TaskRecord &)> onTask;
 };
+
+/// "turns" or "longest-first" (EngineOptions::chainOrder).
+Result<EngineOptions::ChainOrder> parseChainOrder(std::string_view text);
+const char *chainOrderName(EngineOptions::ChainOrder order);
 
 struct CellTypeStats {
   std::string name;
