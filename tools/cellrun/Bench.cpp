@@ -93,7 +93,10 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
-  app.add_option("--chain-order", args.chainOrder, kChainOrderHelp)
+  app.add_option("--chain-order", args.chainOrder,
+                 "cellular, a chain model, the --offline round (online runs "
+                 "take turns): which running requests a task takes (as in "
+                 "cellrun run --help)")
       ->capture_default_str()
       ->check(CLI::IsMember({"turns", "longest-first"}));
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)

@@ -223,8 +223,8 @@ void BenchSession::chooseSystems() {
             << " s and the last " << args_.cooldown
             << " s of arrivals are not measured\n";
   if (base_.chainOrder != EngineOptions::ChainOrder::Turns)
-    std::cout << "cellular: a chain's tasks take the requests with the most "
-                 "steps left first (--chain-order "
+    std::cout << "cellular offline: a chain's tasks take the requests with "
+                 "the most steps left first (--chain-order "
               << chainOrderName(base_.chainOrder) << ")\n";
 }
 
@@ -253,6 +253,8 @@ Result<RunRecord> BenchSession::runSystem(const std::string &system,
   }
   EngineOptions options = base_;
   options.policy = parsePolicy(system).value();
+  if (!offline) // live traffic takes turns (--chain-order is for --offline)
+    options.chainOrder = EngineOptions::ChainOrder::Turns;
   options.maxQueue =
       args_.maxQueue ? args_.maxQueue : std::max<uint32_t>(1, trace.size());
   return runEngine(artifact_, options, bank_.requests, trace, progress,
