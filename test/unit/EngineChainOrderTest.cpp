@@ -3,10 +3,12 @@
 // EngineOptions::ChainOrder::LongestFirst on the persistent chain batch: a
 // known set of requests runs in as many tasks as its longest request has
 // steps, each task as large as the steps left spread over the tasks the
-// longest still needs (checked against a model of the rule written here),
-// with the bits the default order gives; while requests wait for room in
-// the pools the tasks take every running request, as the default order
-// does; requests with deadlines still go by deadline.
+// longest still needs, at most the largest batch (checked against a model
+// of the rule written here), with the bits the default order gives, also as
+// on the GPU (rounds overlapped, rows read through the tasks); while
+// requests wait for room in the pools the tasks take every running
+// request, as the default order does, and once all are in they go longest
+// first; requests with deadlines still go by deadline.
 //
 //===----------------------------------------------------------------------===//
 #include "FaultTests.h"
@@ -16,7 +18,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <mutex>
 #include <numeric>
 #include <random>
 
@@ -35,7 +36,6 @@ std::shared_ptr<const LoadedArtifact> loadLstm() {
 struct ChainRun {
   std::vector<uint32_t> taskRows; // in the order the tasks ran
   std::vector<RequestResult> results;
-  std::vector<std::string> finished; // ids, in the order they finished
 };
 
 /// Requests of `lengths` tokens (random ids), all submitted before the first
@@ -43,11 +43,14 @@ struct ChainRun {
 ChainRun runAll(std::shared_ptr<const LoadedArtifact> artifact,
                 const std::vector<uint32_t> &lengths,
                 EngineOptions::ChainOrder order, uint32_t poolRows = 4096,
-                bool deadlines = false) {
+                bool deadlines = false, bool asOnTheGpu = false) {
   ChainRun run;
-  std::mutex mutex;
   EngineOptions options;
   options.startWorker = false;
+  if (asOnTheGpu) { // rounds overlap, reads go through the tasks' buffers
+    options.overlapRounds = EngineOptions::Overlap::On;
+    options.readsThroughTasks = true;
+  }
   options.chainOrder = order;
   options.poolRows = poolRows;
   options.maxQueue = static_cast<uint32_t>(lengths.size());
@@ -70,17 +73,7 @@ ChainRun runAll(std::shared_ptr<const LoadedArtifact> artifact,
                        (deadlines ? ", \"deadline_ms\": 60000" : "") + "}";
     auto request = engine.parser().parse(json, "line");
     EXPECT_TRUE(request.ok()) << request.status().toString();
-    auto promise = std::make_shared<std::promise<RequestResult>>();
-    futures.push_back(promise->get_future());
-    Status submitted = engine.submit(
-        std::move(request).value(), [&, promise](RequestResult result) {
-          {
-            std::lock_guard<std::mutex> lock(mutex);
-            run.finished.push_back(result.id);
-          }
-          promise->set_value(std::move(result));
-        });
-    EXPECT_TRUE(submitted.isOk()) << submitted.toString();
+    futures.push_back(engine.submit(std::move(request).value()));
   }
   engine.drain();
   for (auto &future : futures)
@@ -121,6 +114,18 @@ std::vector<uint32_t> tailedLengths() {
   return lengths;
 }
 
+/// Every request of `got` ended well with the bits it has in `want`.
+void expectSameResults(const ChainRun &got, const ChainRun &want,
+                       const std::string &what) {
+  ASSERT_EQ(got.results.size(), want.results.size()) << what;
+  for (size_t i = 0; i < got.results.size(); ++i) {
+    expectSameBits(got.results[i], want.results[i],
+                   "r" + std::to_string(i) + " " + what);
+    if (::testing::Test::HasFailure())
+      return;
+  }
+}
+
 } // namespace
 
 TEST(ChainOrderTest, NamesParse) {
@@ -142,30 +147,52 @@ TEST(ChainOrderTest, LongestFirstRunsAsManyTasksAsTheLongestHasSteps) {
   uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
   std::vector<uint32_t> lengths = tailedLengths();
   ChainRun turns = runAll(artifact, lengths, EngineOptions::ChainOrder::Turns);
-  ChainRun longest =
-      runAll(artifact, lengths, EngineOptions::ChainOrder::LongestFirst);
-  ASSERT_EQ(longest.results.size(), lengths.size());
-  ASSERT_EQ(turns.results.size(), lengths.size());
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    ASSERT_TRUE(longest.results[i].status.isOk())
-        << longest.results[i].status.toString();
-    expectSameBits(longest.results[i], turns.results[i],
-                   "r" + std::to_string(i) + " longest first");
-    if (HasFailure())
-      return;
-  }
   std::vector<uint32_t> want = spreadTaskRows(lengths, largest);
   EXPECT_EQ(want.size(), 60u) << "the model: one task a step of the longest";
-  EXPECT_EQ(longest.taskRows, want);
+  EXPECT_GT(*std::min_element(want.begin(), want.end()), 3u);
+  EXPECT_LT(*std::max_element(want.begin(), want.end()), largest)
+      << "here the spread alone sizes the tasks";
+  for (bool asOnTheGpu : {false, true}) {
+    std::string how =
+        asOnTheGpu ? "longest first, as on the GPU" : "longest first";
+    ChainRun longest =
+        runAll(artifact, lengths, EngineOptions::ChainOrder::LongestFirst, 4096,
+               false, asOnTheGpu);
+    expectSameResults(longest, turns, how);
+    EXPECT_EQ(longest.taskRows, want) << how;
+  }
   // The default order ends in tasks of the three long requests alone.
   EXPECT_GT(turns.taskRows.size(), want.size());
   EXPECT_EQ(turns.taskRows.back(), 1u);
-  EXPECT_GT(*std::min_element(want.begin(), want.end()), 3u);
+}
+
+TEST(ChainOrderTest, TheLargestBatchCapsATask) {
+  // 600 short requests and one of 20 steps: the spread asks for more rows
+  // than a task holds, so the first tasks are of the largest batch, and
+  // the run takes more tasks than the longest request has steps.
+  auto artifact = loadLstm();
+  ASSERT_TRUE(artifact);
+  uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
+  std::mt19937 random(9);
+  std::vector<uint32_t> lengths;
+  for (int i = 0; i < 600; ++i)
+    lengths.push_back(1 + random() % 12);
+  lengths.insert(lengths.begin() + 100, 20);
+  std::vector<uint32_t> want = spreadTaskRows(lengths, largest);
+  ASSERT_EQ(want.front(), largest);
+  ASSERT_GT(want.size(), 20u);
+  ChainRun longest =
+      runAll(artifact, lengths, EngineOptions::ChainOrder::LongestFirst);
+  EXPECT_EQ(longest.taskRows, want);
+  expectSameResults(longest,
+                    runAll(artifact, lengths, EngineOptions::ChainOrder::Turns),
+                    "capped");
 }
 
 TEST(ChainOrderTest, WhileRequestsWaitForRoomEveryRunningRequestRuns) {
   // Pools for a few requests: the rest wait, and until they are all in,
-  // tasks take every running request (the short ones finishing make room).
+  // tasks take every running request (the short ones finishing make room);
+  // after that the long ones go first.
   auto artifact = loadLstm();
   ASSERT_TRUE(artifact);
   std::vector<uint32_t> lengths = tailedLengths();
@@ -173,22 +200,15 @@ TEST(ChainOrderTest, WhileRequestsWaitForRoomEveryRunningRequestRuns) {
       runAll(artifact, lengths, EngineOptions::ChainOrder::Turns, 96);
   ChainRun longest =
       runAll(artifact, lengths, EngineOptions::ChainOrder::LongestFirst, 96);
-  ASSERT_EQ(longest.results.size(), lengths.size());
-  for (size_t i = 0; i < lengths.size(); ++i)
-    ASSERT_TRUE(longest.results[i].status.isOk())
-        << longest.results[i].status.toString();
+  expectSameResults(longest, turns, "longest first, pools for a few");
   ASSERT_FALSE(longest.taskRows.empty());
-  ASSERT_LT(longest.taskRows[0], lengths.size()) << "all fitted at once";
-  // The first rounds are those of the default order.
   size_t same = 0;
   while (same < std::min(turns.taskRows.size(), longest.taskRows.size()) &&
          turns.taskRows[same] == longest.taskRows[same])
     ++same;
   EXPECT_GE(same, 5u) << "the first round differs from taking turns";
-  uint64_t steps = std::accumulate(lengths.begin(), lengths.end(), 0ull);
-  EXPECT_EQ(
-      std::accumulate(longest.taskRows.begin(), longest.taskRows.end(), 0ull),
-      steps);
+  EXPECT_NE(longest.taskRows, turns.taskRows)
+      << "never longest first once the queue had emptied";
 }
 
 TEST(ChainOrderTest, DeadlinesStillComeFirst) {
@@ -199,9 +219,9 @@ TEST(ChainOrderTest, DeadlinesStillComeFirst) {
   std::vector<uint32_t> lengths = tailedLengths();
   ChainRun longest = runAll(
       artifact, lengths, EngineOptions::ChainOrder::LongestFirst, 4096, true);
-  ASSERT_EQ(longest.results.size(), lengths.size());
   ChainRun turns =
       runAll(artifact, lengths, EngineOptions::ChainOrder::Turns, 4096, true);
   EXPECT_EQ(longest.taskRows, turns.taskRows)
       << "with deadlines the order makes no difference";
+  expectSameResults(longest, turns, "with deadlines");
 }

@@ -222,7 +222,7 @@ void BenchSession::chooseSystems() {
             << " s of arrivals a run; the first " << args_.warmup
             << " s and the last " << args_.cooldown
             << " s of arrivals are not measured\n";
-  if (base_.chainOrder != EngineOptions::ChainOrder::Turns)
+  if (base_.chainOrder != EngineOptions::ChainOrder::Turns && args_.offline)
     std::cout << "cellular offline: a chain's tasks take the requests with "
                  "the most steps left first (--chain-order "
               << chainOrderName(base_.chainOrder) << ")\n";

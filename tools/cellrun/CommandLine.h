@@ -33,14 +33,15 @@ constexpr const char *kFillRowsHelp =
     "than this waits up to 4 rounds while its encoders (leaves) have at "
     "least as many ready, so its tasks fill (0: never waits)";
 
-/// The help of --chain-order (run, bench): EngineOptions::chainOrder.
+/// The help of --chain-order (run): EngineOptions::chainOrder.
 constexpr const char *kChainOrderHelp =
     "cellular, a chain model: which running requests a task takes. turns: "
     "all while they fit a task, else taking turns; longest-first, for a "
-    "known set of requests (a file, --offline): the most steps left first, "
-    "as many as spread the steps left evenly over the tasks the longest "
-    "request still needs, so the run ends sooner (no tail of tasks of a few "
-    "rows) and short requests wait (not for live traffic)";
+    "file of requests: serving starts once --max-queue requests wait or the "
+    "input has ended, and each task takes the most steps left first, as "
+    "many as spread the steps left evenly over the tasks the longest "
+    "request still needs, so the run ends sooner (no long tail of tasks of "
+    "a few rows) and short requests wait (not for live traffic)";
 
 /// The help of --no-move (run, bench, serve): EngineOptions::moveRequests.
 constexpr const char *kNoMoveHelp =

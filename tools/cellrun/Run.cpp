@@ -163,9 +163,19 @@ double secondsSince(SteadyClock::time_point start) {
 
 /// Submits every request the reader gives (offline: waiting for room in
 /// the queue, and in the writer's budget, rather than failing) and waits
-/// for their results.
+/// for their results. With `startWhenQueued` the engine was created without
+/// its workers: they start once the queue is full or the input has ended,
+/// so the first round sees all the requests that fit (longest first needs
+/// the set it orders).
 void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
-              const std::vector<std::string> &outputs, bool progress) {
+              const std::vector<std::string> &outputs, bool progress,
+              bool startWhenQueued) {
+  bool started = !startWhenQueued;
+  auto start = [&] {
+    if (!started)
+      engine.startWorkers();
+    started = true;
+  };
   auto lastDraw = SteadyClock::now();
   auto redraw = [&](bool force) {
     auto now = SteadyClock::now();
@@ -186,6 +196,7 @@ void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
     // Offline: wait for room in the queue rather than be refused (only
     // this thread submits, so the room stays).
     while (!engine.hasRoom()) {
+      start();
       redraw(false);
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -203,6 +214,7 @@ void serveAll(Engine &engine, RequestReader &reader, ResultWriter &writer,
     }
     redraw(false);
   }
+  start();
   writer.expectTotal(index);
   while (writer.arrived() < index) {
     redraw(false);
@@ -244,6 +256,11 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.moveRequests = !args.noMove;
   engineOptions.chainBatch = !args.noChainBatch;
   engineOptions.chainOrder = parseChainOrder(args.chainOrder).value();
+  // Longest first orders what it sees: the workers start once the queue
+  // (--max-queue) is full or the input has ended (serveAll).
+  engineOptions.startWorker =
+      engineOptions.policy != Policy::Cellular ||
+      engineOptions.chainOrder != EngineOptions::ChainOrder::LongestFirst;
   engineOptions.limits.allowNonFinite = args.allowNonFinite;
   engineOptions.limits.maxSteps = args.maxSteps;
   return std::nullopt;
@@ -384,7 +401,7 @@ int runRun(const std::vector<std::string> &arguments) {
                       size_t(args.resultBufferMb) << 20, !files.outputIsFile);
   auto serving = SteadyClock::now();
   serveAll(engine, reader, writer, args.outputs,
-           !args.quiet && isatty(STDERR_FILENO));
+           !args.quiet && isatty(STDERR_FILENO), !engineOptions.startWorker);
   times.serve = secondsSince(serving);
   times.parse = reader.parseSeconds();
   times.parseWhileServing = reader.parseSecondsAfterFirst();

@@ -106,11 +106,15 @@ struct EngineOptions {
   /// chains with the most steps left, as many as spread the steps left
   /// evenly over the tasks the longest chain still needs (ceil(steps left /
   /// the most steps left), at most the largest batch). The run then takes
-  /// as many tasks as its longest chain has steps, all of them about
-  /// equally full, instead of ending in tasks of a few rows that read the
-  /// whole weights each; short requests wait for it, so it is not for
-  /// serving live traffic. While requests wait for room in the pools, the
-  /// tasks take turns (the short requests finishing make room).
+  /// as many tasks as its longest chain has steps (more only where the
+  /// largest batch caps them), all about equally full, instead of ending in
+  /// tasks of a few rows that read the whole weights each; short requests
+  /// wait for it, so it is not for serving live traffic. While a request
+  /// waits at the head of the queue (for room in the pools, or for another
+  /// worker to take it), the tasks take turns (the short requests
+  /// finishing make room). A streaming session's next chunk, waiting
+  /// behind its running one, is not in that queue: it may wait for the
+  /// longest chain.
   enum class ChainOrder { Turns, LongestFirst };
   ChainOrder chainOrder = ChainOrder::Turns;
   /// The rows the host reads (emitted rows, final states) reach their
