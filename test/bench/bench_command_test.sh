@@ -121,6 +121,38 @@ missed=$(column deadline_misses "$out/deadline/bench.csv")
 missed=$(column deadline_misses "$out/drops/bench.csv")
 [ "$missed" = 0 ] || fail "$missed deadline misses without a deadline"
 
+# Longest first offline: the bench says so, and every request is served;
+# online rows of the same command take turns (the line names the offline
+# round). `cellrun run` of a file with it gives the outputs taking turns
+# gives.
+"$cellrun" bench "$example/model.cellpack" --workload "$workload" --offline 300 \
+  --policy cellular --device cpu --quiet --chain-order longest-first \
+  --out "$out/longest" > "$out/longest.log"
+grep -q "cellular offline: a chain's tasks take the requests with the most steps left first" \
+  "$out/longest.log" || { cat "$out/longest.log"; fail "no line for --chain-order"; }
+completed=$(cut -d, -f4 "$out/longest/bench.csv" | tail -1)
+[ "$completed" = 300 ] || fail "longest first offline completed $completed of 300"
+/usr/bin/python3 "$(dirname "$0")/../../examples/common/make_requests.py" lstm 400 \
+  "$out/requests.jsonl" --lengths "$workload" > /dev/null
+for order in turns longest-first; do
+  "$cellrun" run "$example/model.cellpack" --input "$out/requests.jsonl" --device cpu \
+    --quiet --max-queue 128 --chain-order "$order" --output "$out/run-$order.jsonl" > /dev/null
+done
+/usr/bin/python3 - "$out/run-turns.jsonl" "$out/run-longest-first.jsonl" <<'PY'
+import json, sys
+turns = {}
+for line in open(sys.argv[1]):
+    result = json.loads(line)
+    turns[result["id"]] = result["outputs"]
+compared = 0
+for line in open(sys.argv[2]):
+    result = json.loads(line)
+    assert result["outputs"] == turns[result["id"]], result["id"]
+    compared += 1
+assert compared == len(turns) == 400, (compared, len(turns))
+print("run --chain-order longest-first: the outputs of turns for", compared, "requests")
+PY
+
 set +e
 "$cellrun" bench "$example/model.cellpack" --workload "$workload" > "$out/usage.log" 2>&1
 code=$?
