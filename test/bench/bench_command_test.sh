@@ -4,7 +4,9 @@
 # peer checked its outputs against ours, --plot drew PNG and SVG charts; a
 # peer with other weights is caught before any timing; the trace sent to a
 # running `cellrun serve` over HTTP and gRPC gives serve-http and serve-grpc
-# rows (and no server is an error); drops are reported; a command line without a rate is a usage
+# rows (and no server is an error); drops are reported; --chain-order
+# longest-first serves an offline round whole, and `cellrun run` with it gives
+# the outputs of taking turns; a command line without a rate is a usage
 # error.
 #   bench_command_test.sh CELLRUN EXAMPLE_DIR WORKLOAD OUT_DIR
 set -euo pipefail
