@@ -9,6 +9,10 @@
 //    completion ticket), 200 back to back captured in a CUDA graph and
 //    timed with events: what the GPU spends on the step itself, without
 //    the host's launch costs;
+//  - the host's time: a submitted task's (CudaBackend::submit, less its
+//    waits for a free slot), the plan's launches alone (its GEMMs and
+//    kernels enqueued one by one), and one launch of the plan captured as
+//    a CUDA graph: what a graph per (cell, batch size) would save the host;
 // and, in the same run, two floors:
 //  - a bare cuBLAS GEMM of the plan's largest GEMM shape on fp32 data, its
 //    products in the artifact's precision (fp32, or tf32/bf16/fp16 tensor
@@ -226,6 +230,7 @@ bool allocateBuffers(cuda::CudaBackend &backend, const cellpack::CellType &cell,
 /// (throughput).
 struct SubmitTimes {
   double latency = 0, throughput = 0;
+  double host = 0; // a task's submit, less its waits for a slot
 };
 
 /// Times tasks of `plan` submitted through the backend (medians); false
@@ -265,6 +270,20 @@ bool timeSubmitted(cuda::CudaBackend &backend, const cellpack::CellType &cell,
                          },
                          0.5) /
                      kBackToBack;
+  // The host's own time a task: submit's, less what it waited for a slot.
+  double blockedBefore = backend.times().blockedSeconds, submitting = 0;
+  uint64_t last = 0;
+  for (int t = 0; t < kBackToBack; ++t) {
+    auto begin = std::chrono::steady_clock::now();
+    last = submit();
+    submitting +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
+  }
+  times.host = (submitting - (backend.times().blockedSeconds - blockedBefore)) /
+               kBackToBack;
+  if (last)
+    status = backend.wait(last);
   if (!status.isOk()) {
     fail(status.toString());
     return false;
@@ -272,13 +291,20 @@ bool timeSubmitted(cuda::CudaBackend &backend, const cellpack::CellType &cell,
   return true;
 }
 
+/// Host seconds a plan: enqueued launch by launch, and as one launch of a
+/// graph of it.
+struct LaunchTimes {
+  double direct = 0, graph = 0;
+};
+
 /// Microseconds of the plan alone on a stream of its own (row indices
 /// 0..batch-1): kBackToBack runs captured in a CUDA graph, so that the
 /// host's launch costs do not count, timed with events. False after
 /// printing why it could not be timed.
 bool planMicroseconds(const cuda::CudaTaskRunner &runner,
                       const cellpack::CellType &cell, uint32_t batch,
-                      const TaskBuffers &buffers, double &micros) {
+                      const TaskBuffers &buffers, double &micros,
+                      LaunchTimes &launches) {
   int32_t *deviceRows = nullptr;
   size_t rowCount = size_t(batch) * buffers.rowIndices.size();
   std::vector<int32_t> allRows;
@@ -299,6 +325,43 @@ bool planMicroseconds(const cuda::CudaTaskRunner &runner,
   views.inputRows = deviceRows;
   views.outputRows = deviceRows + size_t(batch) * cell.inputs()->size();
   Status status = Status::ok();
+  // The host's launch costs: the plan enqueued launch by launch, then as
+  // one graph launch of a capture of it.
+  auto hostSeconds = [&](auto enqueue) {
+    auto begin = std::chrono::steady_clock::now();
+    for (int t = 0; t < kBackToBack && status.isOk(); ++t)
+      enqueue();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
+    cudaStreamSynchronize(planStream);
+    return seconds / kBackToBack;
+  };
+  launches.direct =
+      hostSeconds([&] { status = runner.enqueue(batch, views, planStream); });
+  cudaGraph_t oneGraph = nullptr;
+  cudaGraphExec_t oneExec = nullptr;
+  cudaError_t capturedOne =
+      cudaStreamBeginCapture(planStream, cudaStreamCaptureModeThreadLocal);
+  if (capturedOne == cudaSuccess) {
+    Status enqueued = runner.enqueue(batch, views, planStream);
+    capturedOne = cudaStreamEndCapture(planStream, &oneGraph);
+    if (capturedOne == cudaSuccess && enqueued.isOk())
+      capturedOne = cudaGraphInstantiate(&oneExec, oneGraph, 0);
+    if (!enqueued.isOk())
+      status = enqueued;
+  }
+  if (capturedOne == cudaSuccess && status.isOk())
+    launches.graph = hostSeconds([&] {
+      if (cudaGraphLaunch(oneExec, planStream) != cudaSuccess)
+        capturedOne = cudaErrorLaunchFailure;
+    });
+  if (capturedOne != cudaSuccess)
+    launches.graph = -1; // not measured: printed as -1
+  if (oneExec)
+    cudaGraphExecDestroy(oneExec);
+  if (oneGraph)
+    cudaGraphDestroy(oneGraph);
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t graphExec = nullptr;
   cudaError_t captured =
@@ -345,8 +408,9 @@ bool timeBatch(CellBench &bench, const cellpack::BatchPlan &plan) {
   if (!timeSubmitted(bench.backend, bench.cell, plan, buffers, times))
     return false;
   double planMicros = 0;
-  if (!planMicroseconds(*runner.value(), bench.cell, batch, buffers,
-                        planMicros))
+  LaunchTimes launches;
+  if (!planMicroseconds(*runner.value(), bench.cell, batch, buffers, planMicros,
+                        launches))
     return false;
   int64_t m, n, k;
   largestGemm(plan, m, n, k);
@@ -357,14 +421,17 @@ bool timeBatch(CellBench &bench, const cellpack::BatchPlan &plan) {
   double floor = std::max(gemm, weightFloor);
   double latency = times.latency, task = times.throughput * 1e6;
   std::printf("%6u %5ldx%5ldx%4ld %12.1f %12.1f %10.1f %12.1f %12.1f %8.2f "
-              "%8.2f\n",
+              "%8.2f %8.1f %8.1f %8.1f\n",
               batch, (long)m, (long)n, (long)k, latency * 1e6, task, planMicros,
-              gemm, weightFloor, task / floor, planMicros / floor);
+              gemm, weightFloor, task / floor, planMicros / floor,
+              times.host * 1e6, launches.direct * 1e6, launches.graph * 1e6);
   if (bench.csv)
     bench.csv << batch << "," << m << "," << n << "," << k << ","
               << latency * 1e6 << "," << task << "," << planMicros << ","
               << gemm << "," << weightFloor << "," << floor << ","
-              << task / floor << "," << planMicros / floor << "\n";
+              << task / floor << "," << planMicros / floor << ","
+              << times.host * 1e6 << "," << launches.direct * 1e6 << ","
+              << launches.graph * 1e6 << "\n";
   return true;
 }
 
@@ -403,20 +470,26 @@ int main(int argc, char **argv) {
                   ? "on (used for code built for sm_90 and later; "
                     "CELLRUN_CUDA_PDL=0 turns it off)"
                   : "off (CELLRUN_CUDA_PDL=0)");
-  std::printf("%6s %16s %12s %12s %10s %12s %12s %8s %8s\n", "batch",
-              "largest GEMM", "latency(us)", "task(us)", "plan(us)",
-              "cuBLAS(us)", "weights(us)", "ratio", "plan/fl");
+  std::printf("%6s %16s %12s %12s %10s %12s %12s %8s %8s %8s %8s %8s\n",
+              "batch", "largest GEMM", "latency(us)", "task(us)", "plan(us)",
+              "cuBLAS(us)", "weights(us)", "ratio", "plan/fl", "host", "launch",
+              "graph");
   std::ofstream csv;
   if (!options.csvPath.empty()) {
     csv.open(options.csvPath);
     csv << "batch,m,n,k,latency_us,task_us,plan_us,cublas_us,weight_read_us,"
-           "floor_us,ratio,plan_ratio\n";
+           "floor_us,ratio,plan_ratio,host_submit_us,host_launch_us,"
+           "host_graph_launch_us\n";
   }
   std::vector<std::string> algorithms;
   CellBench bench{backend, *cell, bandwidth, precision, csv, algorithms};
   for (const cellpack::BatchPlan *plan : *cell->plans())
     if (!timeBatch(bench, *plan))
       return 1;
+  std::printf("\nhost, launch, graph: the host's microseconds a task in "
+              "submit (its waits for a slot left out), a plan's launches "
+              "enqueued one by one, and one launch of the plan captured as a "
+              "CUDA graph\n");
   std::printf("\nGEMM choices made at load time (cuBLASLt's fastest proposal "
               "against the skinny kernel):\n");
   for (const std::string &line : algorithms)
