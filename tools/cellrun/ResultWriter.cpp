@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 namespace cellrun::tool {
 
@@ -36,23 +37,23 @@ ResultWriter::~ResultWriter() {
 }
 
 void ResultWriter::put(size_t index, RequestResult result) {
-  // With nothing to write, only the status and times are kept: the data
-  // is freed here, at once, so its memory is reused for the next results
-  // (kept until its turn to be written, results held behind a long
-  // request made the threads that allocate results fault in fresh pages:
-  // 11k a 20000-request run).
-  if (!out_)
-    result.outputs = std::vector<OutputTensor>();
-  auto owned = std::make_unique<RequestResult>(std::move(result));
-  size_t bytes = dataBytes(*owned);
-  std::lock_guard<std::mutex> lock(mutex_);
-  size_t slot = index - taken_;
-  if (slot >= waiting_.size())
-    waiting_.resize(slot + 1);
-  waiting_[slot] = std::move(owned);
-  pendingBytes_ += bytes;
-  ++arrived_;
-  if (slot == 0)
+  // The caller is the engine's thread: it only appends the result (its
+  // memory goes with it), and wakes the writing thread when that waits for
+  // this very result. Without an output the data is not kept: the writing
+  // thread frees it as soon as it takes it, not in its turn (results held
+  // behind a long request made the threads that allocate results fault in
+  // fresh pages: 11k a 20000-request run), so only the record counts.
+  size_t bytes = out_ ? dataBytes(result) : sizeof(RequestResult);
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inbox_.push_back({index, std::move(result)});
+    pendingBytes_ += bytes;
+    ++arrived_;
+    wake = index == taken_;
+    nextArrived_ |= wake;
+  }
+  if (wake)
     arrivedOne_.notify_one();
 }
 
@@ -89,32 +90,61 @@ void ResultWriter::writeAll() {
   // --result-buffer-mb counts the results still waiting only).
   constexpr size_t kRunBytes = size_t(16) << 20;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::unique_ptr<RequestResult>> run;
+  // Results of inputs next, next + 1, ... (empty: not in yet).
+  std::deque<std::optional<RequestResult>> waiting;
+  size_t next = 0;
+  std::vector<Arrival> taken;
+  std::vector<RequestResult> run;
   std::vector<std::string> lines;
+  auto nextIn = [&] { return !waiting.empty() && waiting.front(); };
   while (true) {
-    run.clear();
     bool allArrived;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      auto nextIn = [&] { return !waiting_.empty() && waiting_.front(); };
-      arrivedOne_.wait(
-          lock, [&] { return nextIn() || taken_ == total_ || abandoned_; });
-      if (!nextIn())
-        return; // all written, or abandoned with the next not in
-      size_t runBytes = 0;
-      while (nextIn() && run.size() < kRun && runBytes < kRunBytes) {
-        runBytes += dataBytes(*waiting_.front());
-        run.push_back(std::move(waiting_.front()));
-        waiting_.pop_front();
-      }
-      taken_ += run.size();
+      bool inAlready = nextIn();
+      arrivedOne_.wait(lock, [&] {
+        return inAlready || nextArrived_ || next == total_ || abandoned_;
+      });
+      nextArrived_ = false;
+      taken.swap(inbox_);
       allArrived = arrived_ == total_;
+    }
+    for (Arrival &arrival : taken) {
+      size_t slot = arrival.index - next;
+      if (slot >= waiting.size())
+        waiting.resize(slot + 1);
+      if (!out_)
+        arrival.result.outputs = std::vector<OutputTensor>();
+      waiting[slot] = std::move(arrival.result);
+    }
+    taken.clear();
+    if (!nextIn()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (next == total_ || (abandoned_ && inbox_.empty()))
+        return; // all written, or abandoned with the next not in
+      continue;
+    }
+    run.clear();
+    size_t runBytes = 0;
+    while (nextIn() && run.size() < kRun && runBytes < kRunBytes) {
+      runBytes += dataBytes(*waiting.front());
+      run.push_back(std::move(*waiting.front()));
+      waiting.pop_front();
+    }
+    next += run.size();
+    {
+      // put() wakes this thread for input `next` from now on; one already
+      // put and not yet taken counts as arrived.
+      std::lock_guard<std::mutex> lock(mutex_);
+      taken_ = next;
+      for (const Arrival &arrival : inbox_)
+        nextArrived_ |= arrival.index == next;
     }
     lines.resize(run.size());
     if (out_) {
       auto format = [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; ++i)
-          lines[i] = resultLine(*run[i]);
+          lines[i] = resultLine(run[i]);
       };
       // A thread for every 16 lines at most.
       runInShares(run.size(),
@@ -123,7 +153,7 @@ void ResultWriter::writeAll() {
     }
     size_t bytes = 0;
     for (size_t i = 0; i < run.size(); ++i) {
-      const RequestResult &result = *run[i];
+      const RequestResult &result = run[i];
       if (result.status.isOk())
         latenciesMs.push_back((result.queueMicros + result.computeMicros) /
                               1000);
@@ -135,15 +165,14 @@ void ResultWriter::writeAll() {
       } else if (!result.status.isOk())
         std::cerr << "cellrun: " << result.status.message() << "\n";
       bytes += dataBytes(result);
-      run[i].reset(); // forgotten once written
+      run[i] = RequestResult(); // forgotten once written
     }
     std::unique_lock<std::mutex> lock(mutex_);
     pendingBytes_ -= bytes;
     wroteSome_.notify_all();
     // Caught up with the serving: what is written reaches a pipe now (its
     // reader sees each result without waiting for the next).
-    bool flush =
-        flushWhenCaughtUp_ && out_ && (waiting_.empty() || !waiting_.front());
+    bool flush = flushWhenCaughtUp_ && out_ && !nextIn() && !nextArrived_;
     lock.unlock();
     if (flush)
       out_->flush();

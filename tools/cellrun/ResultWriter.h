@@ -69,9 +69,19 @@ private:
   std::atomic<bool> outputFailed_{false};
   mutable std::mutex mutex_;
   std::condition_variable arrivedOne_, wroteSome_;
-  /// Results of inputs taken_, taken_ + 1, ... (null: not in yet).
-  std::deque<std::unique_ptr<RequestResult>> waiting_;
-  size_t arrived_ = 0, taken_ = 0;
+  /// Results put since the writing thread last took them (in any order):
+  /// the engine's thread only appends one here, the writing thread sorts
+  /// them into input order and frees what it does not write.
+  struct Arrival {
+    size_t index;
+    RequestResult result;
+  };
+  std::vector<Arrival> inbox_;
+  size_t arrived_ = 0;
+  /// The input whose result is to be written next, and whether it has been
+  /// put since the writing thread last looked (it then waits for no more).
+  size_t taken_ = 0;
+  bool nextArrived_ = false;
   size_t total_ = SIZE_MAX; // unknown until expectTotal
   bool abandoned_ = false;
   size_t pendingBytes_ = 0;
