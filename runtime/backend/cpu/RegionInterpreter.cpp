@@ -488,9 +488,14 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
   for (int64_t first = begin; first < end; first += impl.blockRows) {
     int64_t rows = std::min(impl.blockRows, end - first);
     impl.loadRows(inputs, first, rows);
-    for (PreparedOp &op : impl.ops)
-      if (Status status = impl.execute(op, rows); !status.isOk())
-        return status;
+    for (size_t index = 0; index < impl.ops.size(); ++index) {
+      int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
+      if (fusion >= 0)
+        impl.runFusedGates(impl.fusedGates[fusion], rows);
+      else if (fusion == -1)
+        if (Status status = impl.execute(impl.ops[index], rows); !status.isOk())
+          return status;
+    }
     impl.storeRows(outputs, first, rows);
   }
   return Status::ok();

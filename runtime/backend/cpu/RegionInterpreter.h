@@ -68,6 +68,10 @@ public:
   /// pool rows, gathered table rows, split parts); 0 with
   /// CELLRUN_CPU_VIEWS=off.
   int viewCount() const;
+  /// LSTM gates run as one op each (an LSTM's element-wise step, its
+  /// values kept in registers: LstmGates.h); 0 with
+  /// CELLRUN_CPU_FUSED_GATES=off.
+  int fusedGateCount() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

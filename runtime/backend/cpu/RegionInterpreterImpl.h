@@ -146,6 +146,19 @@ struct RegionInterpreter::Impl {
   int64_t blockRows = 1; // rows per pass over the ops
   int64_t rowBytes = 0;  // bytes of batch values a row
   bool hasGemm = false;
+  /// An LSTM's gates run as one op (RegionFusion.cpp, LstmGates.h): its
+  /// pre-activations a (+ b), its cell state c and the two values it makes;
+  /// per gate (input, forget, candidate, output) its place in a's row.
+  struct FusedGates {
+    uint32_t a = 0, b = UINT32_MAX, c = 0, cellOut = 0, hiddenOut = 0;
+    int64_t hidden = 0;
+    int64_t offsets[4] = {0, 0, 0, 0};
+    std::vector<const float *> aRows, bRows, cRows; // the block's rows
+  };
+  std::vector<FusedGates> fusedGates;
+  /// Per op (empty when nothing is fused): -1 run it, k >= 0 run
+  /// fusedGates[k] in its place, -2 left out (part of a fused op).
+  std::vector<int32_t> opFusion;
   Impl(const cellpack::KernelStep &step, RegionOptions options)
       : step(step), options(std::move(options)) {}
 
@@ -164,6 +177,9 @@ struct RegionInterpreter::Impl {
   /// op reading them reads row by row.
   void chooseViews();
   void allocate();
+  /// Finds the LSTM gates it can run as one op (after allocate()).
+  void fuseLstmGates();
+  void runFusedGates(FusedGates &fused, int64_t rows);
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);
   Status executeArithmetic(PreparedOp &prepared, int64_t rows);

@@ -111,6 +111,7 @@ Status RegionInterpreter::Impl::prepare() {
     return invalidRegion("packed weights do not match the inputs");
   chooseViews();
   allocate();
+  fuseLstmGates();
   return Status::ok();
 }
 

@@ -1,0 +1,122 @@
+//===- LstmGates.cpp - An LSTM's element-wise step in one pass ------------===//
+//
+// One loop body per instruction set (a macro over the vector type and its
+// intrinsics): a row's gates go through the vector sigmoid and tanh of
+// VectorMathInline.h `width` floats at a time, the last partial vector
+// masked, so each element's bits are those of the op-by-op interpreter's.
+// Consecutive rows do not depend on each other, so the processor overlaps
+// their long sigmoid and tanh chains as it does over one long array.
+//
+//===----------------------------------------------------------------------===//
+#include "LstmGates.h"
+#include "VectorMath.h"
+#include "VectorMathInline.h"
+
+using namespace cellrun::cpu;
+using namespace cellrun::cpu::detail;
+using namespace cellrun::cpu::detail::vectors;
+
+void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
+  const int64_t hidden = block.hidden;
+  for (int64_t r = 0; r < block.rows; ++r) {
+    const float *a = block.a[r];
+    const float *b = block.b ? block.b[r] : nullptr;
+    const float *c = block.c[r];
+    float *cOut = block.cOut + r * hidden;
+    float *hOut = block.hOut + r * hidden;
+    auto gate = [&](int g, int64_t k) {
+      int64_t at = block.offsets[g] + k;
+      return b ? a[at] + b[at] : a[at];
+    };
+    for (int64_t k = 0; k < hidden; ++k) {
+      float input = sigmoidScalar(gate(0, k));
+      float forget = sigmoidScalar(gate(1, k));
+      float candidate = tanhScalar(gate(2, k));
+      float output = sigmoidScalar(gate(3, k));
+      float kept = forget * c[k];
+      float added = input * candidate;
+      float cell = kept + added;
+      cOut[k] = cell;
+      hOut[k] = output * tanhScalar(cell);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// The body for `width`-lane vectors (no lambdas: they would not inherit the
+// target attribute). A row's chunk of `lanes` floats at k, all `width` of
+// them or the row's last partial vector.
+#define CELL_LSTM_GATES(name, isa, width, vector, load, store, loadTail,       \
+                        storeTail, add, mul)                                   \
+  namespace {                                                                  \
+  __attribute__((target(isa))) inline vector name##In(const float *from,       \
+                                                      int64_t lanes) {         \
+    return lanes == width ? load(from) : loadTail(from, lanes);                \
+  }                                                                            \
+  __attribute__((target(isa))) inline vector                                   \
+      name##Gate(const float *a, const float *b, int64_t at, int64_t lanes) {  \
+    return b ? add(name##In(a + at, lanes), name##In(b + at, lanes))           \
+             : name##In(a + at, lanes);                                        \
+  }                                                                            \
+  __attribute__((target(isa))) inline void                                     \
+      name##Chunk(const float *a, const float *b, const float *c, float *cOut, \
+                  float *hOut, const int64_t *offsets, int64_t k,              \
+                  int64_t lanes) {                                             \
+    vector input = sigmoidVector(name##Gate(a, b, offsets[0] + k, lanes));     \
+    vector forget = sigmoidVector(name##Gate(a, b, offsets[1] + k, lanes));    \
+    vector candidate = tanhVector(name##Gate(a, b, offsets[2] + k, lanes));    \
+    vector output = sigmoidVector(name##Gate(a, b, offsets[3] + k, lanes));    \
+    vector cell =                                                              \
+        add(mul(forget, name##In(c + k, lanes)), mul(input, candidate));       \
+    vector h = mul(output, tanhVector(cell));                                  \
+    if (lanes == width) {                                                      \
+      store(cOut + k, cell);                                                   \
+      store(hOut + k, h);                                                      \
+    } else {                                                                   \
+      storeTail(cOut + k, lanes, cell);                                        \
+      storeTail(hOut + k, lanes, h);                                           \
+    }                                                                          \
+  }                                                                            \
+  }                                                                            \
+  __attribute__((target(isa))) void cellrun::cpu::detail::name(                \
+      const LstmGateRows &block) {                                             \
+    const int64_t hidden = block.hidden;                                       \
+    const int64_t full = hidden - hidden % width, tail = hidden % width;       \
+    for (int64_t r = 0; r < block.rows; ++r) {                                 \
+      const float *a = block.a[r];                                             \
+      const float *b = block.b ? block.b[r] : nullptr;                         \
+      const float *c = block.c[r];                                             \
+      float *cOut = block.cOut + r * hidden;                                   \
+      float *hOut = block.hOut + r * hidden;                                   \
+      for (int64_t k = 0; k < full; k += width)                                \
+        name##Chunk(a, b, c, cOut, hOut, block.offsets, k, width);             \
+      if (tail)                                                                \
+        name##Chunk(a, b, c, cOut, hOut, block.offsets, full, tail);           \
+    }                                                                          \
+  }
+
+CELL_LSTM_GATES(lstmGateRowsAvx2, "avx2,fma", 8, __m256, _mm256_loadu_ps,
+                _mm256_storeu_ps, loadTailAvx2, storeTailAvx2, _mm256_add_ps,
+                _mm256_mul_ps)
+CELL_LSTM_GATES(lstmGateRowsAvx512, "avx512f", 16, __m512, _mm512_loadu_ps,
+                _mm512_storeu_ps, loadTailAvx512, storeTailAvx512,
+                _mm512_add_ps, _mm512_mul_ps)
+#undef CELL_LSTM_GATES
+#else
+void cellrun::cpu::detail::lstmGateRowsAvx512(const LstmGateRows &block) {
+  lstmGateRowsGeneric(block);
+}
+void cellrun::cpu::detail::lstmGateRowsAvx2(const LstmGateRows &block) {
+  lstmGateRowsGeneric(block);
+}
+#endif
+
+void cellrun::cpu::lstmGateRows(const LstmGateRows &block, CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::Avx512)
+    return detail::lstmGateRowsAvx512(block);
+  if (isa == CpuIsa::Avx2)
+    return detail::lstmGateRowsAvx2(block);
+#endif
+  detail::lstmGateRowsGeneric(block);
+}

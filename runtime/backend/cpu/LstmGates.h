@@ -1,0 +1,49 @@
+//===- LstmGates.h - An LSTM's element-wise step in one pass ----*- C++ -*-===//
+//
+// The element-wise part of an LSTM step as the region interpreter finds it
+// in a kernel (RegionFusion.cpp): the pre-activations of the four gates
+// (optionally the sum of two operands), sigmoid of the input, forget and
+// output gates, tanh of the candidate, c' = f * c + i * g and
+// h' = o * tanh(c'). Op by op, each of those passes over the block's rows
+// through memory; here each row's gates stay in vector registers from its
+// loads to its two stores. Every element is the same IEEE operations as the
+// ops' (the same vector sigmoid and tanh, VectorMathInline.h; a sum or
+// product of the same two floats), so the results are the same bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_LSTMGATES_H
+#define CELLRUN_BACKEND_CPU_LSTMGATES_H
+
+#include "CpuIsa.h"
+
+#include <cstdint>
+
+namespace cellrun::cpu {
+
+/// One block of rows: row r's pre-activations are a[r] (plus b[r] when b is
+/// given), `4 * hidden` floats or more, the gate g's `hidden` of them
+/// starting at offsets[g] (gates in the order input, forget, candidate,
+/// output); its cell state c[r] (`hidden` floats). Row r of the results
+/// goes to cOut and hOut at r * hidden.
+struct LstmGateRows {
+  const float *const *a = nullptr;
+  const float *const *b = nullptr;
+  const float *const *c = nullptr;
+  float *cOut = nullptr;
+  float *hOut = nullptr;
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  int64_t offsets[4] = {0, 0, 0, 0};
+};
+
+void lstmGateRows(const LstmGateRows &block, CpuIsa isa = detectCpuIsa());
+
+namespace detail {
+void lstmGateRowsAvx512(const LstmGateRows &block);
+void lstmGateRowsAvx2(const LstmGateRows &block);
+void lstmGateRowsGeneric(const LstmGateRows &block);
+} // namespace detail
+
+} // namespace cellrun::cpu
+
+#endif // CELLRUN_BACKEND_CPU_LSTMGATES_H

@@ -1,0 +1,251 @@
+//===- RegionFusion.cpp - An LSTM's gates as one op of a region -----------===//
+//
+// Finds, in a prepared region, the element-wise step of an LSTM as ONNX
+// exports it:
+//
+//   gates = Add(x, y)                      (optional)
+//   i, f, g, o = Split(gates)              (any order of the four parts)
+//   c' = Add(Mul(Sigmoid(f), c), Mul(Sigmoid(i), Tanh(g)))
+//   h' = Mul(Sigmoid(o), Tanh(c'))
+//
+// and runs those ops as one (LstmGates.h) in place of the first of them,
+// when every value between them is fp32 with the gates' width, read by
+// nothing else and not a result of the region. Which part is which gate
+// follows from where it flows, not from its place in the Split. The bits
+// are those of the ops one by one (CELLRUN_CPU_FUSED_GATES=off runs them so,
+// for comparison).
+//
+//===----------------------------------------------------------------------===//
+#include "LstmGates.h"
+#include "RegionInterpreterImpl.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+using namespace cellrun;
+using namespace cellrun::cpu;
+using cellpack::OpCode;
+
+namespace {
+constexpr uint32_t kNone = UINT32_MAX;
+} // namespace
+
+void RegionInterpreter::Impl::fuseLstmGates() {
+  if (const char *setting = std::getenv("CELLRUN_CPU_FUSED_GATES");
+      setting && std::string(setting) == "off")
+    return;
+  const size_t count = values.size();
+  // Per value: the ops reading it, the op defining it, whether it leaves.
+  std::vector<std::vector<size_t>> readers(count);
+  std::vector<size_t> definer(count, SIZE_MAX);
+  std::vector<bool> isResult(count, false);
+  for (size_t index = 0; index < ops.size(); ++index) {
+    for (uint32_t operand : ops[index].operands)
+      readers[operand].push_back(index);
+    for (uint32_t result : ops[index].results)
+      definer[result] = index;
+  }
+  for (uint32_t result : results)
+    isResult[result] = true;
+  opFusion.assign(ops.size(), -1);
+
+  auto opcode = [&](size_t index) { return ops[index].op->opcode(); };
+  auto plainFloat = [&](uint32_t id) {
+    const Value &value = values[id];
+    return value.isFloat && value.dtype == cellpack::DType::F32;
+  };
+  // A value only the pattern reads: one reader, not a region result.
+  auto onlyReader = [&](uint32_t id) -> size_t {
+    if (isResult[id] || readers[id].size() != 1 || !plainFloat(id))
+      return SIZE_MAX;
+    return readers[id][0];
+  };
+  // An element-wise op of two same-shaped fp32 operands, one result.
+  auto sameShapeBinary = [&](size_t index, OpCode code) {
+    const PreparedOp &op = ops[index];
+    if (opcode(index) != code || op.operands.size() != 2 ||
+        op.results.size() != 1 || !plainFloat(op.results[0]))
+      return false;
+    for (const std::vector<int64_t> &map : op.broadcast)
+      if (!map.empty())
+        return false;
+    for (uint32_t operand : op.operands)
+      if (!plainFloat(operand) ||
+          values[operand].count != values[op.results[0]].count ||
+          values[operand].hasBatch != values[op.results[0]].hasBatch)
+        return false;
+    return true;
+  };
+  auto unary = [&](size_t index, OpCode code, uint32_t operand) {
+    const PreparedOp &op = ops[index];
+    return index != SIZE_MAX && opcode(index) == code &&
+           op.operands.size() == 1 && op.operands[0] == operand &&
+           op.results.size() == 1 && plainFloat(op.results[0]);
+  };
+  auto other = [&](size_t index, uint32_t one) {
+    const PreparedOp &op = ops[index];
+    return op.operands[0] == one ? op.operands[1] : op.operands[0];
+  };
+
+  for (size_t split = 0; split < ops.size(); ++split) {
+    const PreparedOp &splitOp = ops[split];
+    if (opcode(split) != OpCode::Split || splitOp.operands.size() != 1 ||
+        splitOp.results.size() != 4 || splitOp.runs.size() != 4)
+      continue;
+    uint32_t gates = splitOp.operands[0];
+    if (!plainFloat(gates) || !values[gates].hasBatch)
+      continue;
+    int64_t hidden = values[splitOp.results[0]].count;
+    // Each part one run of the gates' row, read by one activation.
+    int64_t offsets[4];
+    uint32_t activated[4];
+    OpCode activation[4];
+    bool fits = true;
+    for (int part = 0; part < 4 && fits; ++part) {
+      uint32_t id = splitOp.results[part];
+      const std::vector<MoveRun> &runs = splitOp.runs[part];
+      size_t reader = onlyReader(id);
+      fits = values[id].count == hidden && runs.size() == 1 &&
+             runs[0].operand == 0 && runs[0].to == 0 &&
+             runs[0].length == hidden && reader != SIZE_MAX &&
+             (unary(reader, OpCode::Sigmoid, id) ||
+              unary(reader, OpCode::Tanh, id));
+      if (!fits)
+        break;
+      offsets[part] = runs[0].from;
+      activation[part] = opcode(reader);
+      activated[part] = ops[reader].results[0];
+      fits = values[activated[part]].count == hidden;
+    }
+    if (!fits || std::count(activation, activation + 4, OpCode::Tanh) != 1)
+      continue;
+    int candidate = static_cast<int>(
+        std::find(activation, activation + 4, OpCode::Tanh) - activation);
+    // The candidate's tanh times the input gate.
+    size_t inputProduct = onlyReader(activated[candidate]);
+    if (inputProduct == SIZE_MAX || !sameShapeBinary(inputProduct, OpCode::Mul))
+      continue;
+    // The cell state: the sum of that product and another, which is a
+    // sigmoid gate (forget) times c; its tanh times the last gate (output).
+    uint32_t inputTerm = ops[inputProduct].results[0];
+    size_t cellSum = onlyReader(inputTerm);
+    if (cellSum == SIZE_MAX || !sameShapeBinary(cellSum, OpCode::Add))
+      continue;
+    uint32_t forgetTerm = other(cellSum, inputTerm);
+    size_t forgetProduct = definer[forgetTerm];
+    if (forgetProduct == SIZE_MAX || onlyReader(forgetTerm) != cellSum ||
+        !sameShapeBinary(forgetProduct, OpCode::Mul))
+      continue;
+    uint32_t cell = ops[cellSum].results[0];
+    size_t cellTanh = SIZE_MAX;
+    for (size_t reader : readers[cell])
+      if (unary(reader, OpCode::Tanh, cell) &&
+          onlyReader(ops[reader].results[0]) != SIZE_MAX)
+        cellTanh = reader;
+    if (cellTanh == SIZE_MAX)
+      continue;
+    uint32_t squashed = ops[cellTanh].results[0];
+    size_t hiddenProduct = onlyReader(squashed);
+    if (hiddenProduct == SIZE_MAX ||
+        !sameShapeBinary(hiddenProduct, OpCode::Mul))
+      continue;
+    // The three sigmoid parts by the product that reads each: input (with
+    // the candidate), forget (with c) and output (with tanh(c')).
+    int role[4] = {-1, -1, candidate, -1}; // per gate: its part
+    bool once = true;
+    for (int part = 0; part < 4 && once; ++part) {
+      if (part == candidate)
+        continue;
+      size_t reader = onlyReader(activated[part]);
+      int gate = reader == inputProduct    ? 0
+                 : reader == forgetProduct ? 1
+                 : reader == hiddenProduct ? 3
+                                           : -1;
+      once = gate >= 0 && role[gate] < 0;
+      if (once)
+        role[gate] = part;
+    }
+    if (!once || role[0] < 0 || role[1] < 0 || role[3] < 0 ||
+        other(inputProduct, activated[candidate]) != activated[role[0]] ||
+        other(hiddenProduct, squashed) != activated[role[3]])
+      continue;
+    uint32_t state = other(forgetProduct, activated[role[1]]);
+    if (!plainFloat(state) || values[state].count != hidden)
+      continue;
+    // The gates' sum, when only the Split reads it.
+    size_t first = split;
+    uint32_t a = gates, b = kNone;
+    size_t sum = definer[gates];
+    if (sum != SIZE_MAX && onlyReader(gates) == split &&
+        sameShapeBinary(sum, OpCode::Add) &&
+        values[ops[sum].operands[0]].hasBatch &&
+        values[ops[sum].operands[1]].hasBatch) {
+      first = sum;
+      a = ops[sum].operands[0];
+      b = ops[sum].operands[1];
+    }
+    // Run at the first op: c must be made before it; the results are
+    // stored in the block (never views).
+    uint32_t hiddenOut = ops[hiddenProduct].results[0];
+    if ((definer[state] != SIZE_MAX && definer[state] >= first) ||
+        values[cell].view || values[hiddenOut].view || !values[cell].hasBatch ||
+        !values[hiddenOut].hasBatch)
+      continue;
+    std::vector<size_t> covered = {split,         inputProduct, cellSum,
+                                   forgetProduct, cellTanh,     hiddenProduct};
+    for (int part = 0; part < 4; ++part)
+      covered.push_back(readers[splitOp.results[part]][0]);
+    if (first != split)
+      covered.push_back(first);
+    if (std::any_of(covered.begin(), covered.end(),
+                    [&](size_t index) { return opFusion[index] != -1; }))
+      continue;
+    FusedGates fused;
+    fused.a = a;
+    fused.b = b;
+    fused.c = state;
+    fused.cellOut = cell;
+    fused.hiddenOut = hiddenOut;
+    fused.hidden = hidden;
+    for (int gate = 0; gate < 4; ++gate)
+      fused.offsets[gate] = offsets[role[gate]];
+    fused.aRows.assign(blockRows, nullptr);
+    fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
+    fused.cRows.assign(blockRows, nullptr);
+    for (size_t index : covered)
+      opFusion[index] = -2;
+    opFusion[first] = static_cast<int32_t>(fusedGates.size());
+    fusedGates.push_back(std::move(fused));
+  }
+  if (fusedGates.empty())
+    opFusion.clear();
+}
+
+void RegionInterpreter::Impl::runFusedGates(FusedGates &fused, int64_t rows) {
+  const Value &a = values[fused.a];
+  const Value &c = values[fused.c];
+  for (int64_t r = 0; r < rows; ++r) {
+    fused.aRows[r] = a.floatRow(r);
+    fused.cRows[r] = c.floatRow(r);
+  }
+  if (fused.b != kNone) {
+    const Value &b = values[fused.b];
+    for (int64_t r = 0; r < rows; ++r)
+      fused.bRows[r] = b.floatRow(r);
+  }
+  LstmGateRows block;
+  block.a = fused.aRows.data();
+  block.b = fused.b == kNone ? nullptr : fused.bRows.data();
+  block.c = fused.cRows.data();
+  block.cOut = values[fused.cellOut].f.data();
+  block.hOut = values[fused.hiddenOut].f.data();
+  block.rows = rows;
+  block.hidden = fused.hidden;
+  std::copy(fused.offsets, fused.offsets + 4, block.offsets);
+  lstmGateRows(block);
+}
+
+int RegionInterpreter::fusedGateCount() const {
+  return static_cast<int>(impl_->fusedGates.size());
+}

@@ -1,0 +1,164 @@
+//===- VectorMathInline.h - Sigmoid, tanh and exp of one vector -*- C++ -*-===//
+//
+// The constants of VectorMath.cpp's exp, sigmoid and tanh, and their AVX2 and
+// AVX-512 versions of one vector, inlined into the loops that use them (the
+// arrays and rows of VectorMath.cpp, the fused LSTM gates of LstmGates.cpp),
+// so that every caller gives the portable bits (VectorMath.h). The library is
+// built with -ffp-contract=off: only the multiply-adds named here are fused.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CPU_VECTORMATHINLINE_H
+#define CELLRUN_BACKEND_CPU_VECTORMATHINLINE_H
+
+#include "MaskedTails.h" // and the vector intrinsics
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace cellrun::cpu::detail::vectors {
+constexpr float kExpHigh = 88.0f, kExpLow = -87.0f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+constexpr float kExpP0 = 1.9875691500e-4f, kExpP1 = 1.3981999507e-3f,
+                kExpP2 = 8.3334519073e-3f, kExpP3 = 4.1665795894e-2f,
+                kExpP4 = 1.6666665459e-1f, kExpP5 = 5.0000001201e-1f;
+// The exp op's range: below kExpWideLow the result is 0 in fp32 (after the
+// subnormals), above kExpWideHigh (the float above ln(FLT_MAX)) it is +inf.
+constexpr float kExpWideLow = -104.0f, kExpWideHigh = 88.72283935546875f;
+constexpr float kTanhSmall = 0.625f;
+constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
+                kTanhP2 = -5.37397155531e-2f, kTanhP3 = 1.33314422036e-1f,
+                kTanhP4 = -3.33332819422e-1f;
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) inline __m256 expAvx2(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(kExpLow));
+  x = _mm256_min_ps(x, _mm256_set1_ps(kExpHigh));
+  __m256 n = _mm256_floor_ps(
+      _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
+  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), x);
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(kExpP0);
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(c));
+  y = _mm256_fmadd_ps(y, z, x);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+}
+
+/// NaN lanes of `x` pass through, as in the scalar versions.
+__attribute__((target("avx2,fma"))) inline __m256 keepNan(__m256 x,
+                                                          __m256 result) {
+  return _mm256_blendv_ps(result, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 sigmoidVector(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 e = expAvx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return keepNan(x, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
+  __m256 signMask = _mm256_set1_ps(-0.0f);
+  __m256 magnitude = _mm256_andnot_ps(signMask, x);
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(kTanhP0);
+  for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
+    y = _mm256_fmadd_ps(y, z, _mm256_set1_ps(c));
+  __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(y, z), x, x);
+  __m256 one = _mm256_set1_ps(1.0f);
+  __m256 e = expAvx2(_mm256_add_ps(magnitude, magnitude));
+  __m256 large = _mm256_sub_ps(
+      one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+  __m256 isSmall =
+      _mm256_cmp_ps(magnitude, _mm256_set1_ps(kTanhSmall), _CMP_LT_OQ);
+  __m256 result = _mm256_blendv_ps(large, small, isSmall);
+  result = _mm256_or_ps(_mm256_andnot_ps(signMask, result),
+                        _mm256_and_ps(signMask, x));
+  return keepNan(x, result);
+}
+
+// The same operations sixteen lanes at a time (the same multiply-adds
+// fused: the bits of the AVX2 and portable versions).
+/// expReduced sixteen lanes at a time.
+__attribute__((target("avx512f"))) inline __m512 expReducedAvx512(__m512 x,
+                                                                  __m512 &n) {
+  n = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x);
+  x = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), x);
+  __m512 z = _mm512_mul_ps(x, x);
+  __m512 y = _mm512_set1_ps(kExpP0);
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(c));
+  y = _mm512_fmadd_ps(y, z, x);
+  return _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+}
+
+__attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(kExpLow));
+  x = _mm512_min_ps(x, _mm512_set1_ps(kExpHigh));
+  __m512 n;
+  __m512 y = expReducedAvx512(x, n);
+  // y * 2^n in one instruction: exact here (the clamped range keeps the
+  // result normal), so the same bits as the product by 2^n elsewhere.
+  return _mm512_scalef_ps(y, n);
+}
+
+__attribute__((target("avx512f"))) inline __m512 keepNan(__m512 x,
+                                                         __m512 result) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result,
+                              x);
+}
+
+__attribute__((target("avx512f"))) inline __m512 expWideAvx512(__m512 x) {
+  __m512 clamped = _mm512_max_ps(x, _mm512_set1_ps(kExpWideLow));
+  clamped = _mm512_min_ps(clamped, _mm512_set1_ps(kExpWideHigh));
+  __m512 n;
+  __m512 y = expReducedAvx512(clamped, n);
+  __m512i whole = _mm512_cvtps_epi32(n);
+  __m512i half = _mm512_srai_epi32(whole, 1);
+  __m512i bias = _mm512_set1_epi32(127);
+  __m512 first =
+      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, bias), 23));
+  __m512 second = _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_sub_epi32(whole, half), bias), 23));
+  return keepNan(x, _mm512_mul_ps(_mm512_mul_ps(y, first), second));
+}
+
+__attribute__((target("avx512f"))) inline __m512 sigmoidVector(__m512 x) {
+  __m512 one = _mm512_set1_ps(1.0f);
+  __m512 e = expAvx512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return keepNan(x, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+}
+
+__attribute__((target("avx512f"))) inline __m512 tanhVector(__m512 x) {
+  __m512i signMask = _mm512_set1_epi32(INT32_MIN);
+  __m512i xBits = _mm512_castps_si512(x);
+  __m512 magnitude = _mm512_castsi512_ps(_mm512_andnot_si512(signMask, xBits));
+  __m512 z = _mm512_mul_ps(x, x);
+  __m512 y = _mm512_set1_ps(kTanhP0);
+  for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
+    y = _mm512_fmadd_ps(y, z, _mm512_set1_ps(c));
+  __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(y, z), x, x);
+  __m512 one = _mm512_set1_ps(1.0f);
+  __m512 e = expAvx512(_mm512_add_ps(magnitude, magnitude));
+  __m512 large = _mm512_sub_ps(
+      one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+  __mmask16 isSmall =
+      _mm512_cmp_ps_mask(magnitude, _mm512_set1_ps(kTanhSmall), _CMP_LT_OQ);
+  __m512i result =
+      _mm512_castps_si512(_mm512_mask_blend_ps(isSmall, large, small));
+  result = _mm512_or_si512(_mm512_andnot_si512(signMask, result),
+                           _mm512_and_si512(signMask, xBits));
+  return keepNan(x, _mm512_castsi512_ps(result));
+}
+
+#endif
+} // namespace cellrun::cpu::detail::vectors
+
+#endif // CELLRUN_BACKEND_CPU_VECTORMATHINLINE_H

@@ -1,0 +1,227 @@
+//===- RegionFusedGatesTest.cpp - An LSTM's gates as one op ---------------===//
+//
+// The region interpreter runs an LSTM's element-wise step as one op
+// (RegionFusion.cpp, LstmGates.h). It must be found in the example cells
+// that have it (and only there), give the same bits as the ops one by one
+// (CELLRUN_CPU_FUSED_GATES=off) on every example's tasks (ExampleTasks.h),
+// and the fused loop itself must give the same bits on every instruction
+// set, whatever the width, the gates' order and whether the pre-activations
+// are a sum.
+//
+//===----------------------------------------------------------------------===//
+#include "ExampleTasks.h"
+
+#include "backend/cpu/LstmGates.h"
+#include "backend/cpu/RegionInterpreter.h"
+#include "backend/cpu/VectorMath.h"
+
+#include <cstdlib>
+
+namespace {
+using namespace cellc::testing;
+
+/// Gates fused while it lives, run op by op with `off`.
+struct FusionSetting {
+  explicit FusionSetting(bool off) {
+    if (off)
+      setenv("CELLRUN_CPU_FUSED_GATES", "off", 1);
+    else
+      unsetenv("CELLRUN_CPU_FUSED_GATES");
+  }
+  ~FusionSetting() { unsetenv("CELLRUN_CPU_FUSED_GATES"); }
+};
+
+std::shared_ptr<const LoadedArtifact> example(const std::string &model) {
+  auto artifact = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                               model + "/model.cellpack");
+  EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
+  return artifact.ok() ? artifact.value() : nullptr;
+}
+
+/// Fused gates over the region steps of every plan of `model`'s cells.
+int fusedGatesOf(const std::string &model) {
+  auto artifact = example(model);
+  if (!artifact)
+    return -1;
+  int fused = 0;
+  for (const cellpack::CellType *cell : artifact->cells())
+    for (const cellpack::BatchPlan *plan : *cell->plans())
+      for (const cellpack::TaskStep *step : *plan->steps()) {
+        const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+        if (!kernel || !kernel->region())
+          continue;
+        RegionOptions options;
+        options.maxRows = plan->batch_size();
+        auto interpreter = RegionInterpreter::create(*kernel, options);
+        EXPECT_TRUE(interpreter.ok()) << interpreter.status().toString();
+        if (interpreter.ok())
+          fused += interpreter.value()->fusedGateCount();
+      }
+  return fused;
+}
+
+size_t planCount(const std::string &model) {
+  auto artifact = example(model);
+  size_t plans = 0;
+  for (const cellpack::CellType *cell : artifact->cells())
+    plans += cell->plans()->size();
+  return plans;
+}
+
+TEST(RegionFusedGatesTest, FoundInTheLstmCellsOnly) {
+  // One LSTM step in every plan of the LSTM; the attention model's encoder
+  // and decoder are LSTMs too.
+  EXPECT_EQ(fusedGatesOf("lstm"), static_cast<int>(planCount("lstm")));
+  EXPECT_EQ(fusedGatesOf("attention"),
+            static_cast<int>(planCount("attention")));
+  EXPECT_GE(fusedGatesOf("seq2seq"), 1);
+  // Other cells' element-wise steps are not an LSTM's.
+  EXPECT_EQ(fusedGatesOf("gru"), 0);
+  EXPECT_EQ(fusedGatesOf("treelstm"), 0);
+  EXPECT_EQ(fusedGatesOf("mingru"), 0);
+  FusionSetting off(true);
+  EXPECT_EQ(fusedGatesOf("lstm"), 0);
+}
+
+/// Output pools of one task of `cell` at `plan` on `reference`'s inputs.
+std::vector<std::vector<uint8_t>> runTask(const cellpack::CellType &cell,
+                                          const cellpack::BatchPlan &plan,
+                                          const RefCase &reference,
+                                          uint32_t seed) {
+  std::mt19937 random(seed);
+  int64_t rows = reference.batch, poolRows = 2 * plan.batch_size() + 5;
+  std::vector<Pool> inputs, outputs;
+  if (!makeTaskPools(cell, reference, poolRows, random, inputs, outputs))
+    return {};
+  auto runner = CpuTaskRunner::create(cell, plan, {}, nullptr);
+  EXPECT_TRUE(runner.ok()) << runner.status().toString();
+  if (!runner.ok())
+    return {};
+  std::vector<PoolView> inViews, outViews;
+  for (Pool &pool : inputs)
+    inViews.push_back({pool.bytes.data(), pool.taskRows.data()});
+  for (Pool &pool : outputs)
+    outViews.push_back({pool.bytes.data(), pool.taskRows.data()});
+  Status status = runner.value()->run(rows, inViews, outViews);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  std::vector<std::vector<uint8_t>> result;
+  for (Pool &pool : outputs)
+    result.push_back(std::move(pool.bytes));
+  return result;
+}
+
+class RegionFusedGatesExampleTest
+    : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RegionFusedGatesExampleTest, SameBitsAsTheOpsOneByOne) {
+  std::string model = GetParam();
+  auto artifact = example(model);
+  ASSERT_NE(artifact, nullptr);
+  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
+  int tasks = 0;
+  for (const cellpack::CellType *cell : artifact->cells()) {
+    std::vector<RefCase> cases;
+    std::string error;
+    ASSERT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
+        << error;
+    for (const RefCase &reference : cases)
+      for (const cellpack::BatchPlan *plan : *cell->plans()) {
+        if (plan->batch_size() < reference.batch)
+          continue;
+        uint32_t seed = 91 + tasks++;
+        auto fused = runTask(*cell, *plan, reference, seed);
+        std::vector<std::vector<uint8_t>> separate;
+        {
+          FusionSetting off(true);
+          separate = runTask(*cell, *plan, reference, seed);
+        }
+        ASSERT_FALSE(fused.empty());
+        EXPECT_TRUE(fused == separate)
+            << model << ": cell " << cell->name()->str() << ", batch size "
+            << plan->batch_size() << ", " << reference.batch
+            << " rows: the outputs differ with the gates fused";
+      }
+  }
+  EXPECT_GE(tasks, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, RegionFusedGatesExampleTest,
+                         ::testing::Values("lstm", "seq2seq", "stacked",
+                                           "lnlstm", "attention", "bahdanau",
+                                           "slstm"));
+
+/// The fused loop against the scalar functions, op by op, on every
+/// instruction set this machine has: widths with and without a partial
+/// vector, gates in a shuffled order within a wider row, with and without
+/// the sum, inputs spanning sigmoid's and tanh's ranges (and a NaN).
+TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
+  std::vector<CpuIsa> isas = {CpuIsa::Generic};
+  if (detectCpuIsa() != CpuIsa::Generic)
+    isas.push_back(CpuIsa::Avx2);
+  if (detectCpuIsa() == CpuIsa::Avx512)
+    isas.push_back(CpuIsa::Avx512);
+  for (int64_t hidden : {1, 7, 8, 16, 17, 40, 64}) {
+    for (bool summed : {false, true}) {
+      const int64_t rows = 9, width = 4 * hidden + 3; // 3 floats unused
+      const int64_t offsets[4] = {2 * hidden + 3, 0, 3 * hidden + 3, hidden};
+      std::vector<float> a(rows * width), b(rows * width), c(rows * hidden);
+      for (float &x : a)
+        x = wide(random);
+      for (float &x : b)
+        x = wide(random) / 4;
+      for (float &x : c)
+        x = wide(random) / 3;
+      a[offsets[1]] = NAN; // row 0's first forget gate
+      std::vector<const float *> aRows, bRows, cRows;
+      for (int64_t r = rows; r-- > 0;) { // rows in another order
+        aRows.push_back(&a[r * width]);
+        bRows.push_back(&b[r * width]);
+        cRows.push_back(&c[r * hidden]);
+      }
+      // The ops one by one, as the interpreter runs them.
+      std::vector<float> wantCell(rows * hidden), wantHidden(rows * hidden);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < hidden; ++k) {
+          float gate[4];
+          for (int g = 0; g < 4; ++g) {
+            int64_t at = offsets[g] + k;
+            gate[g] = summed ? aRows[r][at] + bRows[r][at] : aRows[r][at];
+          }
+          float kept = sigmoidScalar(gate[1]) * cRows[r][k];
+          float added = sigmoidScalar(gate[0]) * tanhScalar(gate[2]);
+          float cell = kept + added;
+          wantCell[r * hidden + k] = cell;
+          wantHidden[r * hidden + k] =
+              sigmoidScalar(gate[3]) * tanhScalar(cell);
+        }
+      for (CpuIsa isa : isas) {
+        std::vector<float> cell(rows * hidden + 5, -7.0f),
+            out(rows * hidden + 5, -7.0f);
+        LstmGateRows block;
+        block.a = aRows.data();
+        block.b = summed ? bRows.data() : nullptr;
+        block.c = cRows.data();
+        block.cOut = cell.data();
+        block.hOut = out.data();
+        block.rows = rows;
+        block.hidden = hidden;
+        std::copy(offsets, offsets + 4, block.offsets);
+        lstmGateRows(block, isa);
+        std::string where = std::string(cpuIsaName(isa)) + ", hidden " +
+                            std::to_string(hidden) + (summed ? ", summed" : "");
+        EXPECT_EQ(0, std::memcmp(cell.data(), wantCell.data(),
+                                 wantCell.size() * sizeof(float)))
+            << where << ": c'";
+        EXPECT_EQ(0, std::memcmp(out.data(), wantHidden.data(),
+                                 wantHidden.size() * sizeof(float)))
+            << where << ": h'";
+        for (int64_t k = rows * hidden; k < rows * hidden + 5; ++k)
+          EXPECT_EQ(cell[k], -7.0f) << where << ": wrote past the block";
+      }
+    }
+  }
+}
+
+} // namespace
