@@ -24,6 +24,11 @@ using namespace cellrun;
 
 namespace {
 
+/// Rows ahead whose places in the results a task's copies ask for: the
+/// hidden-16 LSTM in `cellrun run` took 179 against 185.5 ns a row-step
+/// with 16 (median of 10 alternating runs; 8 and 32 gained less).
+constexpr size_t kResultPrefetchAhead = 16;
+
 /// A row's bytes: the common small sizes (a token, a small state) as one
 /// inlined copy, the rest through memcpy.
 inline void copyPoolRow(void *to, const void *from, size_t bytes) {
@@ -192,7 +197,15 @@ public:
     bool shared = !delivery && readBytes >= std::min(sharedCopyBytes_,
                                                      cpu::kStreamingMinBytes);
     readCopies_.clear();
-    for (const Executor::RowRead &read : task.io->reads) {
+    // Copied here one by one, the rows' places in the results are asked for
+    // (to write) kResultPrefetchAhead rows ahead: they are cold lines, each
+    // a miss the copies would otherwise wait for in turn.
+    const std::vector<Executor::RowRead> &reads = task.io->reads;
+    bool prefetch = !delivery && !shared;
+    for (size_t index = 0; index < reads.size(); ++index) {
+      const Executor::RowRead &read = reads[index];
+      if (prefetch && index + kResultPrefetchAhead < reads.size())
+        __builtin_prefetch(reads[index + kResultPrefetchAhead].destination, 1);
       SlotPool &source = *outputPools[read.output];
       const uint8_t *row =
           static_cast<const uint8_t *>(source.hostData()) +
