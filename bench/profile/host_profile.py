@@ -17,7 +17,7 @@ CATEGORIES = [
     ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|"
                     r"bf16Block|gemmPanels|packA|PackSix|finishColumns|PackedGemm|sgemm|"
                     r"scaleBias|scaleRowsAddBias"),
-    ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|"
+    ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|lstmGate|"
                             r"RegionMath|executeOp|executeMoves|executeGather|loadRows|storeRows|"
      r"binaryFloats|CpuTaskRunner|rowArrays|arraysAvx|arraysGeneric|runAndNumber"),
     ("row copies (data in, results out)", r"memmove|memcpy|copyRow"),
