@@ -17,6 +17,10 @@ static size_t dataBytes(const RequestResult &result) {
   return bytes;
 }
 
+size_t ResultWriter::keptBytes(const RequestResult &result) const {
+  return out_ ? dataBytes(result) : sizeof(RequestResult);
+}
+
 ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes,
                            bool flushWhenCaughtUp)
     : out_(out), budgetBytes_(budgetBytes),
@@ -43,15 +47,18 @@ void ResultWriter::put(size_t index, RequestResult result) {
   // thread frees it as soon as it takes it, not in its turn (results held
   // behind a long request made the threads that allocate results fault in
   // fresh pages: 11k a 20000-request run), so only the record counts.
-  size_t bytes = out_ ? dataBytes(result) : sizeof(RequestResult);
+  // It is woken too every kDrainEvery results without an output, so that
+  // results behind a long request do not hold their data meanwhile.
+  size_t bytes = keptBytes(result);
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inbox_.push_back({index, std::move(result)});
     pendingBytes_ += bytes;
     ++arrived_;
-    wake = index == taken_;
-    nextArrived_ |= wake;
+    bool next = index == taken_;
+    nextArrived_ |= next;
+    wake = next || (!out_ && inbox_.size() == kDrainEvery);
   }
   if (wake)
     arrivedOne_.notify_one();
@@ -94,6 +101,7 @@ void ResultWriter::writeAll() {
   std::deque<std::optional<RequestResult>> waiting;
   size_t next = 0;
   std::vector<Arrival> taken;
+  size_t duplicateBytes = 0; // of results put twice, not yet uncounted
   std::vector<RequestResult> run;
   std::vector<std::string> lines;
   auto nextIn = [&] { return !waiting.empty() && waiting.front(); };
@@ -103,14 +111,22 @@ void ResultWriter::writeAll() {
       std::unique_lock<std::mutex> lock(mutex_);
       bool inAlready = nextIn();
       arrivedOne_.wait(lock, [&] {
-        return inAlready || nextArrived_ || next == total_ || abandoned_;
+        return inAlready || nextArrived_ || next == total_ || abandoned_ ||
+               (!out_ && inbox_.size() >= kDrainEvery);
       });
       nextArrived_ = false;
+      pendingBytes_ -= duplicateBytes;
+      duplicateBytes = 0;
       taken.swap(inbox_);
       allArrived = arrived_ == total_;
     }
     for (Arrival &arrival : taken) {
       size_t slot = arrival.index - next;
+      if (arrival.index < next ||
+          (slot < waiting.size() && waiting[slot])) { // put twice: ignored
+        duplicateBytes += keptBytes(arrival.result);
+        continue;
+      }
       if (slot >= waiting.size())
         waiting.resize(slot + 1);
       if (!out_)
@@ -120,6 +136,8 @@ void ResultWriter::writeAll() {
     taken.clear();
     if (!nextIn()) {
       std::lock_guard<std::mutex> lock(mutex_);
+      pendingBytes_ -= duplicateBytes;
+      duplicateBytes = 0;
       if (next == total_ || (abandoned_ && inbox_.empty()))
         return; // all written, or abandoned with the next not in
       continue;

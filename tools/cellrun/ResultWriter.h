@@ -61,7 +61,13 @@ public:
   size_t failed = 0;
 
 private:
+  /// Without an output, results in the inbox are taken (and their data
+  /// freed) once this many wait there.
+  static constexpr size_t kDrainEvery = 64;
   void writeAll();
+  /// What a result counts against the budget: its data when written, only
+  /// its record otherwise (the data is freed when the writer takes it).
+  size_t keptBytes(const RequestResult &result) const;
 
   std::ostream *out_;
   size_t budgetBytes_;

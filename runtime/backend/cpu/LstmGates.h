@@ -8,7 +8,8 @@
 // through memory; here each row's gates stay in vector registers from its
 // loads to its two stores. Every element is the same IEEE operations as the
 // ops' (the same vector sigmoid and tanh, VectorMathInline.h; a sum or
-// product of the same two floats), so the results are the same bits.
+// product of the same two floats), so the results are the same bits (a NaN
+// where the ops give a NaN, its payload not promised).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CPU_LSTMGATES_H
@@ -24,8 +25,13 @@ namespace cellrun::cpu {
 /// given), `4 * hidden` floats or more, the gate g's `hidden` of them
 /// starting at offsets[g] (gates in the order input, forget, candidate,
 /// output); its cell state c[r] (`hidden` floats). Row r of the results
-/// goes to cOut and hOut at r * hidden.
+/// goes to cOut and hOut at r * hidden. `swapped` says which products and
+/// the sum take their operands the other way round (c * f, g * i,
+/// i * g + f * c, tanh(c') * o), as the ops do: the same numbers either
+/// way; only which of two NaNs is passed on may follow the order (and the
+/// compiler may swap them anyway, so a NaN's payload is not promised).
 struct LstmGateRows {
+  enum Swapped : uint8_t { kForget = 1, kInput = 2, kSum = 4, kOutput = 8 };
   const float *const *a = nullptr;
   const float *const *b = nullptr;
   const float *const *c = nullptr;
@@ -34,6 +40,7 @@ struct LstmGateRows {
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t offsets[4] = {0, 0, 0, 0};
+  uint8_t swapped = 0;
 };
 
 void lstmGateRows(const LstmGateRows &block, CpuIsa isa = detectCpuIsa());

@@ -13,7 +13,7 @@
 // nothing else and not a result of the region. Which part is which gate
 // follows from where it flows, not from its place in the Split. The bits
 // are those of the ops one by one (CELLRUN_CPU_FUSED_GATES=off runs them so,
-// for comparison).
+// for comparison), a NaN's payload aside (LstmGates.h).
 //
 //===----------------------------------------------------------------------===//
 #include "LstmGates.h"
@@ -39,12 +39,15 @@ void RegionInterpreter::Impl::fuseLstmGates() {
   // Per value: the ops reading it, the op defining it, whether it leaves.
   std::vector<std::vector<size_t>> readers(count);
   std::vector<size_t> definer(count, SIZE_MAX);
+  std::vector<uint32_t> definitions(count, 0);
   std::vector<bool> isResult(count, false);
   for (size_t index = 0; index < ops.size(); ++index) {
     for (uint32_t operand : ops[index].operands)
       readers[operand].push_back(index);
-    for (uint32_t result : ops[index].results)
+    for (uint32_t result : ops[index].results) {
       definer[result] = index;
+      ++definitions[result];
+    }
   }
   for (uint32_t result : results)
     isResult[result] = true;
@@ -198,7 +201,14 @@ void RegionInterpreter::Impl::fuseLstmGates() {
       covered.push_back(readers[splitOp.results[part]][0]);
     if (first != split)
       covered.push_back(first);
-    if (std::any_of(covered.begin(), covered.end(),
+    // Each value made once (a region that redefines one is not this step),
+    // and no op fused twice.
+    bool madeOnce = definitions[state] <= 1;
+    for (size_t index : covered)
+      for (uint32_t result : ops[index].results)
+        madeOnce &= definitions[result] == 1;
+    if (!madeOnce ||
+        std::any_of(covered.begin(), covered.end(),
                     [&](size_t index) { return opFusion[index] != -1; }))
       continue;
     FusedGates fused;
@@ -210,6 +220,18 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     fused.hidden = hidden;
     for (int gate = 0; gate < 4; ++gate)
       fused.offsets[gate] = offsets[role[gate]];
+    // The operands' order as the ops have it (NaN payloads follow it).
+    auto secondIs = [&](size_t index, uint32_t id) {
+      return ops[index].operands[1] == id;
+    };
+    if (secondIs(forgetProduct, activated[role[1]]))
+      fused.swapped |= LstmGateRows::kForget;
+    if (secondIs(inputProduct, activated[role[0]]))
+      fused.swapped |= LstmGateRows::kInput;
+    if (secondIs(cellSum, forgetTerm))
+      fused.swapped |= LstmGateRows::kSum;
+    if (secondIs(hiddenProduct, activated[role[3]]))
+      fused.swapped |= LstmGateRows::kOutput;
     fused.aRows.assign(blockRows, nullptr);
     fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
     fused.cRows.assign(blockRows, nullptr);
@@ -243,6 +265,7 @@ void RegionInterpreter::Impl::runFusedGates(FusedGates &fused, int64_t rows) {
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);
+  block.swapped = fused.swapped;
   lstmGateRows(block);
 }
 
