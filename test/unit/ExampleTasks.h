@@ -17,13 +17,16 @@
 
 #include "artifact/ElementIO.h"
 #include "backend/cpu/CpuTaskRunner.h"
+#include "backend/cpu/RegionInterpreter.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -94,6 +97,14 @@ inline bool makeTaskPools(const cellpack::CellType &cell,
   return true;
 }
 
+/// What a task runner reads of each pool: its bytes and the task's rows.
+inline std::vector<PoolView> poolViews(std::vector<Pool> &pools) {
+  std::vector<PoolView> views;
+  for (Pool &pool : pools)
+    views.push_back({pool.bytes.data(), pool.taskRows.data()});
+  return views;
+}
+
 inline void runCase(const cellpack::CellType &cell,
                     const cellpack::BatchPlan &plan, const RefCase &reference,
                     const KernelLauncher &launcher, std::mt19937 &random,
@@ -110,11 +121,8 @@ inline void runCase(const cellpack::CellType &cell,
 
   auto runner = CpuTaskRunner::create(cell, plan, launcher, pool);
   ASSERT_TRUE(runner.ok()) << runner.status().toString();
-  std::vector<PoolView> inViews, outViews;
-  for (Pool &pool : inputs)
-    inViews.push_back({pool.bytes.data(), pool.taskRows.data()});
-  for (Pool &pool : outputs)
-    outViews.push_back({pool.bytes.data(), pool.taskRows.data()});
+  std::vector<PoolView> inViews = poolViews(inputs),
+                        outViews = poolViews(outputs);
   Status status = runner.value()->run(rows, inViews, outViews);
   ASSERT_TRUE(status.isOk()) << where << ": " << status.toString();
 
@@ -198,6 +206,102 @@ inline int checkExampleAgainstPyTorch(const std::string &model,
         }
   }
   std::printf("%s: %d tasks checked against PyTorch\n", model.c_str(), tasks);
+  return tasks;
+}
+
+/// The example's artifact (`model.cellpack` of CELL_EXAMPLES_BUILD_DIR/model).
+inline std::shared_ptr<const LoadedArtifact>
+loadExample(const std::string &model) {
+  auto artifact = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
+                               model + "/model.cellpack");
+  EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
+  return artifact.ok() ? artifact.value() : nullptr;
+}
+
+/// The sum of `count` over the region interpreters of `model`'s kernel
+/// steps: in every plan, or in each cell's largest only; -1 without the
+/// model.
+inline int
+sumOverRegions(const std::string &model, bool largestPlanOnly,
+               const std::function<int(RegionInterpreter &)> &count) {
+  auto artifact = loadExample(model);
+  if (!artifact)
+    return -1;
+  int sum = 0;
+  for (const cellpack::CellType *cell : artifact->cells())
+    for (uint32_t p = largestPlanOnly ? cell->plans()->size() - 1 : 0;
+         p < cell->plans()->size(); ++p) {
+      const cellpack::BatchPlan *plan = cell->plans()->Get(p);
+      for (const cellpack::TaskStep *step : *plan->steps()) {
+        const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+        if (!kernel || !kernel->region())
+          continue;
+        RegionOptions options;
+        options.maxRows = plan->batch_size();
+        auto interpreter = RegionInterpreter::create(*kernel, options);
+        EXPECT_TRUE(interpreter.ok()) << interpreter.status().toString();
+        if (interpreter.ok())
+          sum += count(*interpreter.value());
+      }
+    }
+  return sum;
+}
+
+/// The output pools of one task of `cell` at `plan` on `reference`'s
+/// inputs, its rows scattered as `seed` draws them.
+inline std::vector<std::vector<uint8_t>>
+taskOutputs(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
+            const RefCase &reference, uint32_t seed) {
+  std::mt19937 random(seed);
+  int64_t rows = reference.batch, poolRows = 2 * plan.batch_size() + 5;
+  std::vector<Pool> inputs, outputs;
+  if (!makeTaskPools(cell, reference, poolRows, random, inputs, outputs))
+    return {};
+  auto runner = CpuTaskRunner::create(cell, plan, {}, nullptr);
+  EXPECT_TRUE(runner.ok()) << runner.status().toString();
+  if (!runner.ok())
+    return {};
+  std::vector<PoolView> inViews = poolViews(inputs),
+                        outViews = poolViews(outputs);
+  Status status = runner.value()->run(rows, inViews, outViews);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  std::vector<std::vector<uint8_t>> result;
+  for (Pool &pool : outputs)
+    result.push_back(std::move(pool.bytes));
+  return result;
+}
+
+/// Runs every task of `model`'s reference cases twice, the second time with
+/// the environment variable `off` set to "off" (a backend switch read when
+/// a task runner is made), and expects the same output pools; the number
+/// of tasks.
+inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
+  auto artifact = loadExample(model);
+  if (!artifact)
+    return 0;
+  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
+  int tasks = 0;
+  for (const cellpack::CellType *cell : artifact->cells()) {
+    std::vector<RefCase> cases;
+    std::string error;
+    EXPECT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
+        << error;
+    for (const RefCase &reference : cases)
+      for (const cellpack::BatchPlan *plan : *cell->plans()) {
+        if (plan->batch_size() < reference.batch)
+          continue;
+        uint32_t seed = 77 + tasks++;
+        auto on = taskOutputs(*cell, *plan, reference, seed);
+        setenv(off, "off", 1);
+        auto without = taskOutputs(*cell, *plan, reference, seed);
+        unsetenv(off);
+        EXPECT_FALSE(on.empty());
+        EXPECT_TRUE(on == without)
+            << model << ": cell " << cell->name()->str() << ", batch size "
+            << plan->batch_size() << ", " << reference.batch
+            << " rows: the outputs differ with " << off << "=off";
+      }
+  }
   return tasks;
 }
 

@@ -20,48 +20,15 @@
 namespace {
 using namespace cellc::testing;
 
-/// Gates fused while it lives, run op by op with `off`.
-struct FusionSetting {
-  explicit FusionSetting(bool off) {
-    if (off)
-      setenv("CELLRUN_CPU_FUSED_GATES", "off", 1);
-    else
-      unsetenv("CELLRUN_CPU_FUSED_GATES");
-  }
-  ~FusionSetting() { unsetenv("CELLRUN_CPU_FUSED_GATES"); }
-};
-
-std::shared_ptr<const LoadedArtifact> example(const std::string &model) {
-  auto artifact = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                               model + "/model.cellpack");
-  EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
-  return artifact.ok() ? artifact.value() : nullptr;
-}
-
 /// Fused gates over the region steps of every plan of `model`'s cells.
 int fusedGatesOf(const std::string &model) {
-  auto artifact = example(model);
-  if (!artifact)
-    return -1;
-  int fused = 0;
-  for (const cellpack::CellType *cell : artifact->cells())
-    for (const cellpack::BatchPlan *plan : *cell->plans())
-      for (const cellpack::TaskStep *step : *plan->steps()) {
-        const cellpack::KernelStep *kernel = step->step_as_KernelStep();
-        if (!kernel || !kernel->region())
-          continue;
-        RegionOptions options;
-        options.maxRows = plan->batch_size();
-        auto interpreter = RegionInterpreter::create(*kernel, options);
-        EXPECT_TRUE(interpreter.ok()) << interpreter.status().toString();
-        if (interpreter.ok())
-          fused += interpreter.value()->fusedGateCount();
-      }
-  return fused;
+  return sumOverRegions(model, false, [](RegionInterpreter &interpreter) {
+    return interpreter.fusedGateCount();
+  });
 }
 
 size_t planCount(const std::string &model) {
-  auto artifact = example(model);
+  auto artifact = loadExample(model);
   size_t plans = 0;
   for (const cellpack::CellType *cell : artifact->cells())
     plans += cell->plans()->size();
@@ -84,70 +51,16 @@ TEST(RegionFusedGatesTest, FoundInTheLstmCellsOnly) {
   EXPECT_EQ(fusedGatesOf("mingru"), 0);
   EXPECT_EQ(fusedGatesOf("lnlstm"), 0);
   EXPECT_EQ(fusedGatesOf("slstm"), 0);
-  FusionSetting off(true);
+  setenv("CELLRUN_CPU_FUSED_GATES", "off", 1);
   EXPECT_EQ(fusedGatesOf("lstm"), 0);
-}
-
-/// Output pools of one task of `cell` at `plan` on `reference`'s inputs.
-std::vector<std::vector<uint8_t>> runTask(const cellpack::CellType &cell,
-                                          const cellpack::BatchPlan &plan,
-                                          const RefCase &reference,
-                                          uint32_t seed) {
-  std::mt19937 random(seed);
-  int64_t rows = reference.batch, poolRows = 2 * plan.batch_size() + 5;
-  std::vector<Pool> inputs, outputs;
-  if (!makeTaskPools(cell, reference, poolRows, random, inputs, outputs))
-    return {};
-  auto runner = CpuTaskRunner::create(cell, plan, {}, nullptr);
-  EXPECT_TRUE(runner.ok()) << runner.status().toString();
-  if (!runner.ok())
-    return {};
-  std::vector<PoolView> inViews, outViews;
-  for (Pool &pool : inputs)
-    inViews.push_back({pool.bytes.data(), pool.taskRows.data()});
-  for (Pool &pool : outputs)
-    outViews.push_back({pool.bytes.data(), pool.taskRows.data()});
-  Status status = runner.value()->run(rows, inViews, outViews);
-  EXPECT_TRUE(status.isOk()) << status.toString();
-  std::vector<std::vector<uint8_t>> result;
-  for (Pool &pool : outputs)
-    result.push_back(std::move(pool.bytes));
-  return result;
+  unsetenv("CELLRUN_CPU_FUSED_GATES");
 }
 
 class RegionFusedGatesExampleTest
     : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(RegionFusedGatesExampleTest, SameBitsAsTheOpsOneByOne) {
-  std::string model = GetParam();
-  auto artifact = example(model);
-  ASSERT_NE(artifact, nullptr);
-  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
-  int tasks = 0;
-  for (const cellpack::CellType *cell : artifact->cells()) {
-    std::vector<RefCase> cases;
-    std::string error;
-    ASSERT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
-        << error;
-    for (const RefCase &reference : cases)
-      for (const cellpack::BatchPlan *plan : *cell->plans()) {
-        if (plan->batch_size() < reference.batch)
-          continue;
-        uint32_t seed = 91 + tasks++;
-        auto fused = runTask(*cell, *plan, reference, seed);
-        std::vector<std::vector<uint8_t>> separate;
-        {
-          FusionSetting off(true);
-          separate = runTask(*cell, *plan, reference, seed);
-        }
-        ASSERT_FALSE(fused.empty());
-        EXPECT_TRUE(fused == separate)
-            << model << ": cell " << cell->name()->str() << ", batch size "
-            << plan->batch_size() << ", " << reference.batch
-            << " rows: the outputs differ with the gates fused";
-      }
-  }
-  EXPECT_GE(tasks, 4);
+  EXPECT_GE(sameOutputsWithSwitchOff(GetParam(), "CELLRUN_CPU_FUSED_GATES"), 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, RegionFusedGatesExampleTest,
