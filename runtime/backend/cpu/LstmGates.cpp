@@ -43,16 +43,11 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
       float forget = sigmoidScalar(gate(1, k));
       float candidate = tanhScalar(gate(2, k));
       float output = sigmoidScalar(gate(3, k));
-      uint8_t swapped = block.swapped;
-      float kept =
-          swapped & LstmGateRows::kForget ? c[k] * forget : forget * c[k];
-      float added = swapped & LstmGateRows::kInput ? candidate * input
-                                                   : input * candidate;
-      float cell = swapped & LstmGateRows::kSum ? added + kept : kept + added;
-      float squashed = tanhScalar(cell);
+      float kept = forget * c[k];
+      float added = input * candidate;
+      float cell = kept + added;
       cOut[k] = cell;
-      hOut[k] = swapped & LstmGateRows::kOutput ? squashed * output
-                                                : output * squashed;
+      hOut[k] = output * tanhScalar(cell);
     }
   }
 }
@@ -75,22 +70,15 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
   }                                                                            \
   __attribute__((target(isa))) inline void                                     \
       name##Chunk(const float *a, const float *b, const float *c, float *cOut, \
-                  float *hOut, const int64_t *offsets, uint8_t swapped,        \
-                  int64_t k, int64_t lanes) {                                  \
+                  float *hOut, const int64_t *offsets, int64_t k,              \
+                  int64_t lanes) {                                             \
     vector input = sigmoidVector(name##Gate(a, b, offsets[0] + k, lanes));     \
     vector forget = sigmoidVector(name##Gate(a, b, offsets[1] + k, lanes));    \
     vector candidate = tanhVector(name##Gate(a, b, offsets[2] + k, lanes));    \
     vector output = sigmoidVector(name##Gate(a, b, offsets[3] + k, lanes));    \
-    vector state = name##In(c + k, lanes);                                     \
-    vector kept = swapped & LstmGateRows::kForget ? mul(state, forget)         \
-                                                  : mul(forget, state);        \
-    vector added = swapped & LstmGateRows::kInput ? mul(candidate, input)      \
-                                                  : mul(input, candidate);     \
     vector cell =                                                              \
-        swapped & LstmGateRows::kSum ? add(added, kept) : add(kept, added);    \
-    vector squashed = tanhVector(cell);                                        \
-    vector h = swapped & LstmGateRows::kOutput ? mul(squashed, output)         \
-                                               : mul(output, squashed);        \
+        add(mul(forget, name##In(c + k, lanes)), mul(input, candidate));       \
+    vector h = mul(output, tanhVector(cell));                                  \
     if (lanes == width) {                                                      \
       store(cOut + k, cell);                                                   \
       store(hOut + k, h);                                                      \
@@ -126,11 +114,9 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
             _MM_HINT_T0);                                                      \
       }                                                                        \
       for (int64_t k = 0; k < full; k += width)                                \
-        name##Chunk(a, b, c, cOut, hOut, block.offsets, block.swapped, k,      \
-                    width);                                                    \
+        name##Chunk(a, b, c, cOut, hOut, block.offsets, k, width);             \
       if (tail)                                                                \
-        name##Chunk(a, b, c, cOut, hOut, block.offsets, block.swapped, full,   \
-                    tail);                                                     \
+        name##Chunk(a, b, c, cOut, hOut, block.offsets, full, tail);           \
     }                                                                          \
   }
 

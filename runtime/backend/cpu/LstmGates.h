@@ -25,13 +25,10 @@ namespace cellrun::cpu {
 /// given), `4 * hidden` floats or more, the gate g's `hidden` of them
 /// starting at offsets[g] (gates in the order input, forget, candidate,
 /// output); its cell state c[r] (`hidden` floats). Row r of the results
-/// goes to cOut and hOut at r * hidden. `swapped` says which products and
-/// the sum take their operands the other way round (c * f, g * i,
-/// i * g + f * c, tanh(c') * o), as the ops do: the same numbers either
-/// way; only which of two NaNs is passed on may follow the order (and the
-/// compiler may swap them anyway, so a NaN's payload is not promised).
+/// goes to cOut and hOut at r * hidden. A product or sum is the same number
+/// whichever way round the ops take its operands (of two NaNs, which one's
+/// payload is passed on is not promised, here or by the ops).
 struct LstmGateRows {
-  enum Swapped : uint8_t { kForget = 1, kInput = 2, kSum = 4, kOutput = 8 };
   const float *const *a = nullptr;
   const float *const *b = nullptr;
   const float *const *c = nullptr;
@@ -40,7 +37,6 @@ struct LstmGateRows {
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t offsets[4] = {0, 0, 0, 0};
-  uint8_t swapped = 0;
 };
 
 void lstmGateRows(const LstmGateRows &block, CpuIsa isa = detectCpuIsa());

@@ -220,18 +220,6 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     fused.hidden = hidden;
     for (int gate = 0; gate < 4; ++gate)
       fused.offsets[gate] = offsets[role[gate]];
-    // The operands' order as the ops have it (NaN payloads follow it).
-    auto secondIs = [&](size_t index, uint32_t id) {
-      return ops[index].operands[1] == id;
-    };
-    if (secondIs(forgetProduct, activated[role[1]]))
-      fused.swapped |= LstmGateRows::kForget;
-    if (secondIs(inputProduct, activated[role[0]]))
-      fused.swapped |= LstmGateRows::kInput;
-    if (secondIs(cellSum, forgetTerm))
-      fused.swapped |= LstmGateRows::kSum;
-    if (secondIs(hiddenProduct, activated[role[3]]))
-      fused.swapped |= LstmGateRows::kOutput;
     fused.aRows.assign(blockRows, nullptr);
     fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
     fused.cRows.assign(blockRows, nullptr);
@@ -265,7 +253,6 @@ void RegionInterpreter::Impl::runFusedGates(FusedGates &fused, int64_t rows) {
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);
-  block.swapped = fused.swapped;
   lstmGateRows(block);
 }
 

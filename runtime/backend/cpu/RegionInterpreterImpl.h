@@ -153,7 +153,6 @@ struct RegionInterpreter::Impl {
     uint32_t a = 0, b = UINT32_MAX, c = 0, cellOut = 0, hiddenOut = 0;
     int64_t hidden = 0;
     int64_t offsets[4] = {0, 0, 0, 0};
-    uint8_t swapped = 0; // LstmGateRows::Swapped: the ops' operand order
     std::vector<const float *> aRows, bRows, cRows; // the block's rows
   };
   std::vector<FusedGates> fusedGates;
