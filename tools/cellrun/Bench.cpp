@@ -98,7 +98,7 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
                  "take turns): which running requests a task takes (as in "
                  "cellrun run --help)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"turns", "longest-first"}));
+      ->check(chainOrderCheck());
   app.add_option("--fill-rows", args.fillRows, kFillRowsHelp)
       ->capture_default_str();
   app.add_flag("--no-move", args.noMove, kNoMoveHelp);

@@ -8,6 +8,8 @@
 #ifndef CELLRUN_TOOLS_COMMANDLINE_H
 #define CELLRUN_TOOLS_COMMANDLINE_H
 
+#include "cellrun/Engine.h"
+
 #include <CLI/CLI.hpp>
 
 #include <optional>
@@ -42,6 +44,16 @@ constexpr const char *kChainOrderHelp =
     "many as spread the steps left evenly over the tasks the longest "
     "request still needs, so the run ends sooner (no long tail of tasks of "
     "a few rows) and short requests wait (not for live traffic)";
+
+/// The check of --chain-order (run, bench): a name parseChainOrder takes.
+inline CLI::Validator chainOrderCheck() {
+  return CLI::Validator(
+      [](std::string &text) {
+        auto order = parseChainOrder(text);
+        return order.ok() ? std::string() : order.status().message();
+      },
+      "turns|longest-first");
+}
 
 /// The help of --no-move (run, bench, serve): EngineOptions::moveRequests.
 constexpr const char *kNoMoveHelp =

@@ -96,7 +96,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->capture_default_str();
   app.add_option("--chain-order", args.chainOrder, kChainOrderHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"turns", "longest-first"}));
+      ->check(chainOrderCheck());
   app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
       ->capture_default_str()
       ->check(positive);
