@@ -5,7 +5,8 @@
 // caller waiting for room is released once results are written; a result
 // put twice is written once; without the total, what is in order is
 // written when the writer is destroyed; without an output, each result's
-// latency is still kept and failures counted.
+// latency is still kept and failures counted, the last result and a caller
+// waiting for room wake the writer.
 //
 //===----------------------------------------------------------------------===//
 #include "ResultWriter.h"
@@ -131,6 +132,40 @@ TEST(ResultWriterTest, WithoutAnOutputLatenciesAndFailuresAreKept) {
   ASSERT_EQ(writer.latenciesMs.size(), 991u);
   EXPECT_DOUBLE_EQ(writer.latenciesMs[0], 0.0);
   EXPECT_DOUBLE_EQ(writer.latenciesMs[1], 1.0); // result 1's 1000 us
+}
+
+TEST(ResultWriterTest, WithoutAnOutputTheLastResultEndsTheWriting) {
+  // Fewer results than the writer takes at once, the total known first:
+  // the last one must wake it (a lost wake-up fails by the test's timeout).
+  ResultWriter writer(nullptr, 1 << 20, false);
+  writer.expectTotal(3);
+  std::thread engine([&] {
+    for (size_t index : {2, 0, 1})
+      writer.put(index, resultOf(index));
+  });
+  engine.join();
+  EXPECT_TRUE(writer.finish());
+  EXPECT_EQ(writer.latenciesMs.size(), 3u);
+}
+
+TEST(ResultWriterTest, WithoutAnOutputWaitingForRoomEnds) {
+  // A budget smaller than one record: the caller waits until the few
+  // results in are counted, fewer than the writer takes at once.
+  ResultWriter writer(nullptr, 1, false);
+  writer.put(1, resultOf(1));
+  std::atomic<bool> roomMade{false};
+  std::thread caller([&] {
+    writer.waitForRoom();
+    roomMade = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(roomMade.load()) << "room before result 0 came";
+  writer.put(0, resultOf(0));
+  caller.join();
+  EXPECT_TRUE(roomMade.load());
+  writer.expectTotal(2);
+  EXPECT_TRUE(writer.finish());
+  EXPECT_EQ(writer.latenciesMs.size(), 2u);
 }
 
 } // namespace
