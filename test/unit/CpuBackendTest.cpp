@@ -238,8 +238,9 @@ TEST(CpuIsaTest, TheVersionAskedForIsTheOneInUse) {
   const char *asked = std::getenv("CELLRUN_CPU_ISA");
   std::string name = asked ? asked : "";
   // bf16 products keep to it too: no AVX-512 BF16 or AMX below AVX-512.
-  if (inUse != CpuIsa::Avx512)
+  if (inUse != CpuIsa::Avx512) {
     EXPECT_STREQ(cellrun::cpu::bf16KernelsName(), "portable");
+  }
   if (name == "generic") {
     EXPECT_EQ(inUse, CpuIsa::Generic);
   } else if (name == "avx2") {
