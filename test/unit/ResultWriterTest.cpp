@@ -118,14 +118,14 @@ TEST(ResultWriterTest, WithoutTheTotalWhatIsInOrderIsWritten) {
 TEST(ResultWriterTest, WithoutAnOutputLatenciesAndFailuresAreKept) {
   ResultWriter writer(nullptr, 1 << 20, false);
   // Result 0 comes last: those behind it are taken (their data freed)
-  // meanwhile, every 64, and still counted once it comes.
+  // meanwhile, every 4 MB of them here, and still counted once it comes.
   for (size_t index = 1000; index-- > 1;) {
-    RequestResult result = resultOf(index, 256);
+    RequestResult result = resultOf(index, 4096);
     if (index % 100 == 0)
       result.status = Status(StatusCode::InvalidArgument, "refused");
     writer.put(index, std::move(result));
   }
-  writer.put(0, resultOf(0, 256));
+  writer.put(0, resultOf(0, 4096));
   writer.expectTotal(1000);
   EXPECT_TRUE(writer.finish());
   EXPECT_EQ(writer.failed, 9u);

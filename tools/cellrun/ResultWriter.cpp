@@ -47,23 +47,25 @@ void ResultWriter::put(size_t index, RequestResult result) {
   // soon as it takes it, not in its turn (results held behind a long request
   // made the threads that allocate results fault in fresh pages: 11k a
   // 20000-request run), so only the record counts.
-  size_t bytes = keptBytes(result);
+  size_t bytes = keptBytes(result), data = dataBytes(result);
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inbox_.push_back({index, std::move(result)});
+    bool drain =
+        inbox_.size() == kDrainEvery ||
+        (inboxBytes_ < kDrainBytes && inboxBytes_ + data >= kDrainBytes);
+    inboxBytes_ += data;
     pendingBytes_ += bytes;
     ++arrived_;
     bool next = index == taken_;
     nextArrived_ |= next;
     // With an output the writing thread waits for this very result (a
     // pipe's reader sees it at once). Without one it only counts, so it is
-    // woken every kDrainEvery results, for the last one, and while the
-    // caller may wait for room: a wake-up a result cost the engine's thread
-    // about 8 ns a row-step of the hidden-16 LSTM (a futex call).
+    // woken to take the inbox (kDrainEvery), for the last result, and
+    // while the caller may wait for room.
     wake = out_ ? next
-                : inbox_.size() >= kDrainEvery || arrived_ == total_ ||
-                      pendingBytes_ > budgetBytes_;
+                : drain || arrived_ == total_ || pendingBytes_ > budgetBytes_;
   }
   if (wake)
     arrivedOne_.notify_one();
@@ -117,12 +119,14 @@ void ResultWriter::writeAll() {
       bool inAlready = nextIn();
       arrivedOne_.wait(lock, [&] {
         return inAlready || nextArrived_ || next == total_ || abandoned_ ||
-               (!out_ && inbox_.size() >= kDrainEvery);
+               (!out_ &&
+                (inbox_.size() >= kDrainEvery || inboxBytes_ >= kDrainBytes));
       });
       nextArrived_ = false;
       pendingBytes_ -= duplicateBytes;
       duplicateBytes = 0;
       taken.swap(inbox_);
+      inboxBytes_ = 0;
       allArrived = arrived_ == total_;
     }
     for (Arrival &arrival : taken) {
