@@ -32,8 +32,8 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
     const float *a = block.a[r];
     const float *b = block.b ? block.b[r] : nullptr;
     const float *c = block.c[r];
-    float *cOut = block.cOut + r * hidden;
-    float *hOut = block.hOut + r * hidden;
+    float *cOut = block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;
+    float *hOut = block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;
     auto gate = [&](int g, int64_t k) {
       int64_t at = block.offsets[g] + k;
       return b ? a[at] + b[at] : a[at];
@@ -96,8 +96,10 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
       const float *a = block.a[r];                                             \
       const float *b = block.b ? block.b[r] : nullptr;                         \
       const float *c = block.c[r];                                             \
-      float *cOut = block.cOut + r * hidden;                                   \
-      float *hOut = block.hOut + r * hidden;                                   \
+      float *cOut =                                                            \
+          block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;        \
+      float *hOut =                                                            \
+          block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;        \
       if (r + kPrefetchAhead < block.rows) {                                   \
         const float *na = block.a[r + kPrefetchAhead];                         \
         const float *nb = block.b ? block.b[r + kPrefetchAhead] : nullptr;     \

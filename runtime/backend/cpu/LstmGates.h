@@ -25,15 +25,20 @@ namespace cellrun::cpu {
 /// given), `4 * hidden` floats or more, the gate g's `hidden` of them
 /// starting at offsets[g] (gates in the order input, forget, candidate,
 /// output); its cell state c[r] (`hidden` floats). Row r of the results
-/// goes to cOut and hOut at r * hidden. A product or sum is the same number
-/// whichever way round the ops take its operands (of two NaNs, which one's
-/// payload is passed on is not promised, here or by the ops).
+/// goes to cOut and hOut at r * hidden, or to cOutRows[r] and hOutRows[r]. A
+/// product or sum is the same number whichever way round the ops take its
+/// operands (of two NaNs, which one's payload is passed on is not promised,
+/// here or by the ops).
 struct LstmGateRows {
   const float *const *a = nullptr;
   const float *const *b = nullptr;
   const float *const *c = nullptr;
   float *cOut = nullptr;
   float *hOut = nullptr;
+  /// When given, row r's results go to cOutRows[r] and hOutRows[r] (the
+  /// task's pool rows) instead.
+  float *const *cOutRows = nullptr;
+  float *const *hOutRows = nullptr;
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t offsets[4] = {0, 0, 0, 0};

@@ -223,6 +223,24 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     fused.aRows.assign(blockRows, nullptr);
     fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
     fused.cRows.assign(blockRows, nullptr);
+    // c' and h' straight to the task's rows: each one fp32 result, read by
+    // none but the fused ops.
+    auto straightResult = [&](uint32_t id) -> int32_t {
+      if (std::count(results.begin(), results.end(), id) != 1)
+        return -1;
+      for (size_t reader : readers[id])
+        if (std::find(covered.begin(), covered.end(), reader) == covered.end())
+          return -1;
+      auto j = std::find(results.begin(), results.end(), id) - results.begin();
+      if (step.outputs()->Get(static_cast<uint32_t>(j))->dtype() !=
+          cellpack::DType::F32)
+        return -1;
+      return static_cast<int32_t>(j);
+    };
+    fused.cellResult = straightResult(cell);
+    fused.hiddenResult = straightResult(hiddenOut);
+    fused.cOutRows.assign(blockRows, nullptr);
+    fused.hOutRows.assign(blockRows, nullptr);
     for (size_t index : covered)
       opFusion[index] = -2;
     opFusion[first] = static_cast<int32_t>(fusedGates.size());
@@ -230,9 +248,12 @@ void RegionInterpreter::Impl::fuseLstmGates() {
   }
   if (fusedGates.empty())
     opFusion.clear();
+  storedAlready.assign(results.size(), 0);
 }
 
-void RegionInterpreter::Impl::runFusedGates(FusedGates &fused, int64_t rows) {
+void RegionInterpreter::Impl::runFusedGates(
+    FusedGates &fused, const std::vector<OutputView> &outputs, int64_t first,
+    int64_t rows) {
   const Value &a = values[fused.a];
   const Value &c = values[fused.c];
   for (int64_t r = 0; r < rows; ++r) {
@@ -250,6 +271,24 @@ void RegionInterpreter::Impl::runFusedGates(FusedGates &fused, int64_t rows) {
   block.c = fused.cRows.data();
   block.cOut = values[fused.cellOut].f.data();
   block.hOut = values[fused.hiddenOut].f.data();
+  // Straight into the task's pool rows where the results go there (rows
+  // given, nothing else to write the row to): storeRows leaves them.
+  auto straight = [&](int32_t result, std::vector<float *> &rowsOut) {
+    if (result < 0)
+      return false;
+    const OutputView &output = outputs[static_cast<size_t>(result)];
+    if (!output.rows)
+      return false;
+    for (int64_t r = 0; r < rows; ++r)
+      rowsOut[r] = static_cast<float *>(output.data) +
+                   output.rows[first + r] * fused.hidden;
+    storedAlready[static_cast<size_t>(result)] = 1;
+    return true;
+  };
+  if (straight(fused.cellResult, fused.cOutRows))
+    block.cOutRows = fused.cOutRows.data();
+  if (straight(fused.hiddenResult, fused.hOutRows))
+    block.hOutRows = fused.hOutRows.data();
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);

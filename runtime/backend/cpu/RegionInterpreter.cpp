@@ -394,7 +394,7 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
     for (size_t index = 0; index < impl.ops.size(); ++index) {
       int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
       if (fusion >= 0)
-        impl.runFusedGates(impl.fusedGates[fusion], rows);
+        impl.runFusedGates(impl.fusedGates[fusion], outputs, first, rows);
       else if (fusion == -1)
         if (Status status = impl.execute(impl.ops[index], rows); !status.isOk())
           return status;

@@ -154,11 +154,20 @@ struct RegionInterpreter::Impl {
     int64_t hidden = 0;
     int64_t offsets[4] = {0, 0, 0, 0};
     std::vector<const float *> aRows, bRows, cRows; // the block's rows
+    /// The region result (its number) that c' and h' are, when nothing
+    /// else reads them and the result is fp32: they are then written
+    /// straight to the task's output rows (cOutRows, hOutRows), not stored
+    /// in the block for storeRows to copy; -1 otherwise.
+    int32_t cellResult = -1, hiddenResult = -1;
+    std::vector<float *> cOutRows, hOutRows;
   };
   std::vector<FusedGates> fusedGates;
   /// Per op (empty when nothing is fused): -1 run it, k >= 0 run
   /// fusedGates[k] in its place, -2 left out (part of a fused op).
   std::vector<int32_t> opFusion;
+  /// Per result: written to the task's rows by a fused op in this block
+  /// (storeRows leaves it).
+  std::vector<uint8_t> storedAlready;
   Impl(const cellpack::KernelStep &step, RegionOptions options)
       : step(step), options(std::move(options)) {}
 
@@ -179,7 +188,8 @@ struct RegionInterpreter::Impl {
   void allocate();
   /// Finds the LSTM gates it can run as one op (after allocate()).
   void fuseLstmGates();
-  void runFusedGates(FusedGates &fused, int64_t rows);
+  void runFusedGates(FusedGates &fused, const std::vector<OutputView> &outputs,
+                     int64_t first, int64_t rows);
   Status execute(PreparedOp &prepared, int64_t rows);
   Status executeOp(PreparedOp &prepared, int64_t rows);
   Status executeArithmetic(PreparedOp &prepared, int64_t rows);
