@@ -186,6 +186,12 @@ uint64_t cellrun::engineRowsInUse(const Engine &engine) {
     rows += worker->executor_->rowsInUse();
   return rows;
 }
+uint64_t cellrun::engineRetiredEntries(const Engine &engine) {
+  AdmissionQueue &admission = engine.impl().admission;
+  std::lock_guard<std::mutex> lock(admission.mutex);
+  return admission.retired.size();
+}
+uint64_t cellrun::engineRetiredLimit() { return AdmissionQueue::kMaxRetired; }
 int64_t cellrun::engineQueuedResultBytes(const Engine &engine) {
   return engine.impl().resultBudget->held.load();
 }
@@ -227,8 +233,11 @@ Status Engine::submit(Request request, Callback done) {
   // A small result is made here, on the submitting thread, rather than by
   // the engine's thread when the request starts.
   entry->graph->prepareChainResult(impl_->resultBudget);
+  // Answered requests' entries, freed here once the mutex is released.
+  std::vector<std::unique_ptr<EngineWorker::Entry>> retired;
   {
     std::lock_guard<std::mutex> lock(admission.mutex);
+    retired.swap(admission.retired);
     if (Status refusal = admission.loadRefusal(); !refusal.isOk()) {
       ++admission.rejected;
       return refusal;

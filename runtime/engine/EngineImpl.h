@@ -291,6 +291,9 @@ private:
     PoolCounts unreserve;
     EngineStats stats;
     std::vector<std::pair<Callback, RequestResult>> answers;
+    /// The answered requests' entries, for the submitting threads to free
+    /// (AdmissionQueue::retired).
+    std::vector<std::unique_ptr<Entry>> retired;
   } heldEnds_;
   void releaseHeldEnds();
 

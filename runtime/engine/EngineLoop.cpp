@@ -96,7 +96,7 @@ void EngineWorker::completeAll(std::vector<InFlight> &flights) {
 }
 
 void EngineWorker::releaseHeldEnds() {
-  bool any = false;
+  bool any = !heldEnds_.retired.empty();
   for (uint32_t pool = 0; pool < heldEnds_.unreserve.size(); ++pool)
     any |= heldEnds_.unreserve[pool] > 0;
   if (any) {
@@ -105,7 +105,16 @@ void EngineWorker::releaseHeldEnds() {
       pools_[pool].reserved -= heldEnds_.unreserve[pool];
       heldEnds_.unreserve[pool] = 0;
     }
+    // The entries (their answers moved out) go to the submitting threads
+    // to free, as many as there is room for.
+    std::vector<std::unique_ptr<Entry>> &retired = admission_->retired;
+    for (std::unique_ptr<Entry> &entry : heldEnds_.retired) {
+      if (retired.size() >= AdmissionQueue::kMaxRetired)
+        break;
+      retired.push_back(std::move(entry));
+    }
   }
+  heldEnds_.retired.clear(); // those past the room are freed here
   EngineStats &ended = heldEnds_.stats;
   if (ended.completed + ended.failed + ended.cancelled > 0) {
     std::lock_guard<std::mutex> lock(mutex_);

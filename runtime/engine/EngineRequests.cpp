@@ -396,11 +396,13 @@ void EngineWorker::deliver(uint64_t key) {
       ++stats->failed;
     stats->deadlineMisses += result.missedDeadline;
   }
-  if (!entry->done)
+  if (endsHeld_) { // answered once its stats and reservation are given back
+    if (entry->done)
+      heldEnds_.answers.push_back({std::move(entry->done), std::move(result)});
+    heldEnds_.retired.push_back(std::move(entry)); // freed elsewhere
     return;
-  if (endsHeld_) // answered once its stats and reservation are given back
-    heldEnds_.answers.push_back({std::move(entry->done), std::move(result)});
-  else
+  }
+  if (entry->done)
     entry->done(std::move(result));
 }
 

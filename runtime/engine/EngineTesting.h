@@ -35,6 +35,11 @@ uint64_t engineKeptOutputs(const Engine &engine);
 /// not started yet (CellGraph::ResultBudget).
 int64_t engineQueuedResultBytes(const Engine &engine);
 
+/// Entries of answered requests waiting for the next submitter to free
+/// them (AdmissionQueue::retired), and the most that may wait.
+uint64_t engineRetiredEntries(const Engine &engine);
+uint64_t engineRetiredLimit();
+
 } // namespace cellrun
 
 #endif // CELLRUN_SCHED_ENGINETESTING_H

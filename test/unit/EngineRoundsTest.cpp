@@ -5,8 +5,10 @@
 // decoder's steps are issued back to back, at most a window ahead of the
 // last token the host has read, and the steps issued past EOS are few;
 // every task is recorded with its cell type and batch size. Also: the
-// queue limit holds exactly under concurrent submitters, and small pools
-// make requests wait, never fail, when rounds overlap.
+// queue limit holds exactly under concurrent submitters, small pools
+// make requests wait, never fail, when rounds overlap, and answered
+// requests' entries wait (at most a limit of them) for the next submitter
+// to free them.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -16,7 +18,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace cellrun;
 using cellc::testing::exampleArtifactPath;
@@ -297,6 +302,32 @@ TEST(EngineRoundsTest, ExecutorTimeSplitsIntoBlockedAndDelivering) {
       EXPECT_EQ(stats.executorDeliverSeconds, 0.0);
     }
   }
+}
+
+TEST(EngineRoundsTest, AnsweredRequestsAreFreedByTheNextSubmitter) {
+  auto artifact = loadArtifactOrFail(exampleArtifactPath("lstm"));
+  ASSERT_TRUE(artifact);
+  RecordingEngine engine(artifact);
+  uint64_t limit = engineRetiredLimit();
+  std::vector<std::future<RequestResult>> answers;
+  for (uint64_t k = 0; k < limit + 40; ++k) {
+    std::string json = "{\"id\": \"r" + std::to_string(k) +
+                       "\", \"tokens\": [" + std::to_string(k % 97 + 1) +
+                       ", 5, 9]}";
+    answers.push_back(engine->submit(engine->parser().parse(json, "").value()));
+  }
+  engine.drain();
+  for (auto &answer : answers)
+    ASSERT_TRUE(answer.get().status.isOk());
+  // Every request answered: as many entries as may wait do, the worker
+  // freed the others.
+  EXPECT_EQ(engineRetiredEntries(*engine), limit);
+  auto next = engine->submit(
+      engine->parser().parse(R"({"id": "n", "tokens": [4, 2]})", "").value());
+  EXPECT_EQ(engineRetiredEntries(*engine), 0u) << "the submitter freed them";
+  engine.drain();
+  ASSERT_TRUE(next.get().status.isOk());
+  EXPECT_EQ(engineRetiredEntries(*engine), 1u);
 }
 
 } // namespace
