@@ -62,9 +62,12 @@ struct AdmissionQueue {
   bool stopping = false;
   /// Entries of answered requests, freed by the next Engine::submit on its
   /// own thread (which made most of their memory) rather than on a
-  /// worker's: about 170 ns a request of the engine's thread (hidden-16
-  /// LSTM). At most kMaxRetired wait; a worker frees the ones past that.
+  /// worker's: about 300 ns a request of the engine's thread (hidden-16
+  /// LSTM). At most kMaxRetired wait, each a chain's of at most
+  /// kMaxRetiredBytes of step data (so an idle engine holds at most 16 MB
+  /// of them); a worker frees the others.
   static constexpr size_t kMaxRetired = 256;
+  static constexpr size_t kMaxRetiredBytes = 64 * 1024;
   std::vector<std::unique_ptr<EngineWorker::Entry>> retired;
   /// Open sessions by id (guarded by the mutex, like the queue).
   std::unordered_map<uint64_t, SessionState> sessions;

@@ -399,7 +399,10 @@ void EngineWorker::deliver(uint64_t key) {
   if (endsHeld_) { // answered once its stats and reservation are given back
     if (entry->done)
       heldEnds_.answers.push_back({std::move(entry->done), std::move(result)});
-    heldEnds_.retired.push_back(std::move(entry)); // freed elsewhere
+    if (graph.isChain() && graph.stepsEvenlySpaced() &&
+        size_t(graph.steps()) * graph.stepStride() <=
+            AdmissionQueue::kMaxRetiredBytes)
+      heldEnds_.retired.push_back(std::move(entry)); // freed elsewhere
     return;
   }
   if (entry->done)
