@@ -224,9 +224,14 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
     fused.cRows.assign(blockRows, nullptr);
     // c' and h' straight to the task's rows: each one fp32 result, read by
-    // none but the fused ops.
+    // none but the fused ops, in rows of at most kStraightRowFloats. A wide
+    // row gains nothing (storeRows' copy of 4 KB may write whole lines
+    // without reading them first): hidden 1024 in task_bench was level to
+    // 2% slower straight, inside that VM's noise.
+    constexpr int64_t kStraightRowFloats = 256;
     auto straightResult = [&](uint32_t id) -> int32_t {
-      if (std::count(results.begin(), results.end(), id) != 1)
+      if (std::count(results.begin(), results.end(), id) != 1 ||
+          hidden > kStraightRowFloats)
         return -1;
       for (size_t reader : readers[id])
         if (std::find(covered.begin(), covered.end(), reader) == covered.end())
