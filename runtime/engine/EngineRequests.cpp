@@ -356,6 +356,17 @@ void EngineWorker::finishRequest(Entry &entry, Status status) {
   returned.swap(returned_);
 }
 
+/// The bytes of a request's step data whose steps are alike (every row of
+/// the first step, times the steps).
+static size_t stepDataBytes(const StepRows &steps) {
+  if (steps.empty())
+    return 0;
+  size_t step = 0;
+  for (size_t row = 0; row < steps.rows(0); ++row)
+    step += steps.rowSize(0, row);
+  return step * steps.size();
+}
+
 void EngineWorker::deliver(uint64_t key) {
   std::unique_ptr<Entry> entry = entries_.erase(key);
   if (!entry)
@@ -400,7 +411,7 @@ void EngineWorker::deliver(uint64_t key) {
     if (entry->done)
       heldEnds_.answers.push_back({std::move(entry->done), std::move(result)});
     if (graph.isChain() && graph.stepsEvenlySpaced() &&
-        size_t(graph.steps()) * graph.stepStride() <=
+        stepDataBytes(graph.request().steps) <=
             AdmissionQueue::kMaxRetiredBytes)
       heldEnds_.retired.push_back(std::move(entry)); // freed elsewhere
     return;

@@ -139,6 +139,8 @@ TEST(ResultWriterTest, WithoutAnOutputTheLastResultEndsTheWriting) {
   // the last one must wake it (a lost wake-up fails by the test's timeout).
   ResultWriter writer(nullptr, 1 << 20, false);
   writer.expectTotal(3);
+  // The writer waits before the first result comes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::thread engine([&] {
     for (size_t index : {2, 0, 1})
       writer.put(index, resultOf(index));
@@ -146,6 +148,20 @@ TEST(ResultWriterTest, WithoutAnOutputTheLastResultEndsTheWriting) {
   engine.join();
   EXPECT_TRUE(writer.finish());
   EXPECT_EQ(writer.latenciesMs.size(), 3u);
+}
+
+TEST(ResultWriterTest, WithoutAnOutputAResultPutTwiceEndsTheWritingOnce) {
+  // The duplicate counts as arrived: the last result must still wake the
+  // writer once every result is in.
+  ResultWriter writer(nullptr, 1 << 20, false);
+  writer.expectTotal(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  writer.put(1, resultOf(1));
+  writer.put(1, resultOf(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  writer.put(0, resultOf(0));
+  EXPECT_TRUE(writer.finish());
+  EXPECT_EQ(writer.latenciesMs.size(), 2u);
 }
 
 TEST(ResultWriterTest, WithoutAnOutputWaitingForRoomEnds) {

@@ -62,10 +62,11 @@ void ResultWriter::put(size_t index, RequestResult result) {
     nextArrived_ |= next;
     // With an output the writing thread waits for this very result (a
     // pipe's reader sees it at once). Without one it only counts, so it is
-    // woken to take the inbox (kDrainEvery), for the last result, and
-    // while the caller may wait for room.
+    // woken to take the inbox (kDrainEvery), for the last result (or any
+    // after it: a result put twice counts as arrived), and while the caller
+    // may wait for room.
     wake = out_ ? next
-                : drain || arrived_ == total_ || pendingBytes_ > budgetBytes_;
+                : drain || arrived_ >= total_ || pendingBytes_ > budgetBytes_;
   }
   if (wake)
     arrivedOne_.notify_one();

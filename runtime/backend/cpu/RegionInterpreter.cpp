@@ -390,6 +390,9 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
   }
   for (int64_t first = begin; first < end; first += impl.blockRows) {
     int64_t rows = std::min(impl.blockRows, end - first);
+    // Set by a fused op for this block only (a block that failed may have
+    // left some).
+    std::fill(impl.storedAlready.begin(), impl.storedAlready.end(), 0);
     impl.loadRows(inputs, first, rows);
     for (size_t index = 0; index < impl.ops.size(); ++index) {
       int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
