@@ -172,12 +172,13 @@ inline void runCase(const cellpack::CellType &cell,
   }
 }
 
-/// Checks every cell of example `model` (built into CELL_EXAMPLES_BUILD_DIR;
-/// "<model>_hoisted": its model-hoisted.cellpack, the input projection in a
-/// cell of its own) and returns how many tasks ran.
-inline int checkExampleAgainstPyTorch(const std::string &model,
-                                      const KernelLauncher &launcher = {},
-                                      ThreadPool *pool = nullptr) {
+/// Where example `model` was built (CELL_EXAMPLES_BUILD_DIR/<model>) and
+/// its artifact there; "<model>_hoisted": its model-hoisted.cellpack, the
+/// input projection in a cell of its own.
+struct ExampleFiles {
+  std::string dir, artifact;
+};
+inline ExampleFiles exampleFiles(const std::string &model) {
   const std::string suffix = "_hoisted";
   bool hoisted =
       model.size() > suffix.size() &&
@@ -185,8 +186,17 @@ inline int checkExampleAgainstPyTorch(const std::string &model,
   std::string dir =
       std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
       (hoisted ? model.substr(0, model.size() - suffix.size()) : model);
-  auto artifact = loadArtifact(
-      dir + (hoisted ? "/model-hoisted.cellpack" : "/model.cellpack"));
+  return {dir, dir + (hoisted ? "/model-hoisted.cellpack" : "/model.cellpack")};
+}
+
+/// Checks every cell of example `model` (exampleFiles) and returns how many
+/// tasks ran.
+inline int checkExampleAgainstPyTorch(const std::string &model,
+                                      const KernelLauncher &launcher = {},
+                                      ThreadPool *pool = nullptr) {
+  ExampleFiles files = exampleFiles(model);
+  const std::string &dir = files.dir;
+  auto artifact = loadArtifact(files.artifact);
   EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
   if (!artifact.ok())
     return 0;
@@ -209,11 +219,10 @@ inline int checkExampleAgainstPyTorch(const std::string &model,
   return tasks;
 }
 
-/// The example's artifact (`model.cellpack` of CELL_EXAMPLES_BUILD_DIR/model).
+/// The example's artifact (exampleFiles).
 inline std::shared_ptr<const LoadedArtifact>
 loadExample(const std::string &model) {
-  auto artifact = loadArtifact(std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-                               model + "/model.cellpack");
+  auto artifact = loadArtifact(exampleFiles(model).artifact);
   EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
   return artifact.ok() ? artifact.value() : nullptr;
 }
@@ -279,7 +288,7 @@ inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
   auto artifact = loadExample(model);
   if (!artifact)
     return 0;
-  std::string dir = std::string(CELL_EXAMPLES_BUILD_DIR) + "/" + model;
+  std::string dir = exampleFiles(model).dir;
   int tasks = 0;
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;

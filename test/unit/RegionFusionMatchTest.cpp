@@ -1,4 +1,4 @@
-//===- RegionFusionMatchTest.cpp - Which regions fuse an LSTM's gates -----===//
+//===- RegionFusionMatchTest.cpp - Which regions fuse LSTM or GRU gates ---===//
 //
 // Regions built here op by op: the LSTM step ONNX exports (with and without
 // the gates' sum, the gates in another order, every product and the sum
@@ -6,7 +6,8 @@
 // the ops one by one over several blocks of rows (a NaN where they have a
 // NaN); regions where a value between the ops is also read elsewhere,
 // is a result of the region, or where c is made after the step begins must
-// not fuse (and still run).
+// not fuse (and still run). The same for a GRU's step (both Splits' parts
+// in any order, operands either way round, h - n or n - h).
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cpu/RegionInterpreter.h"
@@ -125,7 +126,7 @@ RegionSpec lstmStep(bool summed, std::array<int, 4> order = {0, 1, 2, 3},
 }
 
 struct Run {
-  int fused = -1;
+  int fused = -1, fusedGru = -1;
   std::vector<std::vector<float>> outputs;
 };
 
@@ -145,6 +146,7 @@ Run runRegion(const RegionSpec &spec, bool off) {
   if (!interpreter.ok())
     return run;
   run.fused = interpreter.value()->fusedGateCount();
+  run.fusedGru = interpreter.value()->fusedGruCount();
   std::mt19937 random(17);
   std::uniform_real_distribution<float> uniform(-9.0f, 9.0f);
   float nanA, nanB;
@@ -263,6 +265,118 @@ TEST(RegionFusionMatchTest, StepsWhoseValuesAreNeededElsewhereDoNotFuse) {
     RegionSpec spec = lstmStep(true);
     spec.ops[4].code = OpCode::Sigmoid;
     expectNotFused(spec, "no candidate tanh");
+  }
+}
+
+/// The GRU step: a and b split three ways, their parts in `aOrder` and
+/// `bOrder` (the part of reset, update, new), the Adds' and Muls' operands
+/// swapped where `swapped` says, h - n (or n - h without `hFirst`).
+RegionSpec gruStep(std::array<int, 3> aOrder = {0, 1, 2},
+                   std::array<int, 3> bOrder = {0, 1, 2}, bool swapped = false,
+                   bool hFirst = true) {
+  RegionSpec spec;
+  uint32_t next = 0;
+  auto value = [&](int64_t width) {
+    spec.widths.push_back(width);
+    return next++;
+  };
+  uint32_t a = value(3 * kHidden), b = value(3 * kHidden), h = value(kHidden);
+  spec.inputs = next;
+  uint32_t aParts[3], bParts[3];
+  for (uint32_t &part : aParts)
+    part = value(kHidden);
+  for (uint32_t &part : bParts)
+    part = value(kHidden);
+  spec.ops.push_back({OpCode::Split, {a}, {aParts[0], aParts[1], aParts[2]}});
+  spec.ops.push_back({OpCode::Split, {b}, {bParts[0], bParts[1], bParts[2]}});
+  auto pair = [&](uint32_t x, uint32_t y) {
+    return swapped ? std::vector<uint32_t>{y, x} : std::vector<uint32_t>{x, y};
+  };
+  uint32_t sumR = value(kHidden), reset = value(kHidden);
+  uint32_t sumZ = value(kHidden), update = value(kHidden);
+  spec.ops.push_back(
+      {OpCode::Add, pair(bParts[bOrder[0]], aParts[aOrder[0]]), {sumR}});
+  spec.ops.push_back({OpCode::Sigmoid, {sumR}, {reset}});
+  spec.ops.push_back(
+      {OpCode::Add, pair(bParts[bOrder[1]], aParts[aOrder[1]]), {sumZ}});
+  spec.ops.push_back({OpCode::Sigmoid, {sumZ}, {update}});
+  uint32_t product = value(kHidden), sumN = value(kHidden), n = value(kHidden);
+  spec.ops.push_back({OpCode::Mul, pair(bParts[bOrder[2]], reset), {product}});
+  spec.ops.push_back({OpCode::Add, pair(aParts[aOrder[2]], product), {sumN}});
+  spec.ops.push_back({OpCode::Tanh, {sumN}, {n}});
+  uint32_t difference = value(kHidden), scaled = value(kHidden);
+  uint32_t out = value(kHidden);
+  spec.ops.push_back(
+      {OpCode::Sub,
+       hFirst ? std::vector<uint32_t>{h, n} : std::vector<uint32_t>{n, h},
+       {difference}});
+  spec.ops.push_back({OpCode::Mul, pair(difference, update), {scaled}});
+  spec.ops.push_back({OpCode::Add, pair(scaled, n), {out}});
+  spec.results = {out};
+  return spec;
+}
+
+void expectGruFusedWithTheOpsBits(const RegionSpec &spec, const char *what) {
+  Run fused = runRegion(spec, false), separate = runRegion(spec, true);
+  EXPECT_EQ(fused.fusedGru, 1) << what;
+  EXPECT_EQ(fused.fused, 0) << what;
+  EXPECT_EQ(separate.fusedGru, 0) << what;
+  EXPECT_TRUE(sameBits(fused, separate)) << what;
+  size_t nans = 0;
+  for (float x : fused.outputs[0])
+    nans += std::isnan(x);
+  EXPECT_GT(nans, 0u) << what << ": the NaNs reach h'";
+}
+
+TEST(RegionFusionMatchTest, TheGruStepFusesWithTheOpsBits) {
+  expectGruFusedWithTheOpsBits(gruStep(), "as exported");
+  expectGruFusedWithTheOpsBits(gruStep({2, 0, 1}, {1, 2, 0}),
+                               "parts reordered");
+  expectGruFusedWithTheOpsBits(gruStep({0, 1, 2}, {0, 1, 2}, true),
+                               "operands swapped");
+  expectGruFusedWithTheOpsBits(gruStep({1, 0, 2}, {2, 1, 0}, true, false),
+                               "n - h");
+}
+
+void expectGruNotFused(const RegionSpec &spec, const char *what) {
+  Run fused = runRegion(spec, false), separate = runRegion(spec, true);
+  EXPECT_EQ(fused.fusedGru, 0) << what;
+  EXPECT_TRUE(sameBits(fused, separate)) << what;
+}
+
+TEST(RegionFusionMatchTest, GruStepsWhoseValuesAreNeededElsewhereDoNotFuse) {
+  {
+    // n is also a result of the region.
+    RegionSpec spec = gruStep();
+    spec.results.push_back(spec.ops[8].results[0]);
+    expectGruNotFused(spec, "n is a result");
+  }
+  {
+    // The reset gate is read by another op too.
+    RegionSpec spec = gruStep();
+    uint32_t reset = spec.ops[3].results[0];
+    uint32_t extra = static_cast<uint32_t>(spec.widths.size());
+    spec.widths.push_back(kHidden);
+    spec.ops.push_back({OpCode::Add, {reset, reset}, {extra}});
+    spec.results.push_back(extra);
+    expectGruNotFused(spec, "the reset gate read twice");
+  }
+  {
+    // h is made by an op after the step's first op.
+    RegionSpec spec = gruStep();
+    uint32_t hIn = 2, made = static_cast<uint32_t>(spec.widths.size());
+    spec.widths.push_back(kHidden);
+    spec.ops.insert(spec.ops.begin() + 2, {OpCode::Mul, {hIn, hIn}, {made}});
+    for (RegionOp &op : spec.ops)
+      if (op.code == OpCode::Sub)
+        op.operands[0] = made;
+    expectGruNotFused(spec, "h made after the step begins");
+  }
+  {
+    // The candidate through a sigmoid: no GRU step.
+    RegionSpec spec = gruStep();
+    spec.ops[8].code = OpCode::Sigmoid;
+    expectGruNotFused(spec, "no candidate tanh");
   }
 }
 

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LstmGates.h"
-#include "RegionInterpreterImpl.h"
+#include "RegionDataflow.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,64 +31,34 @@ namespace {
 constexpr uint32_t kNone = UINT32_MAX;
 } // namespace
 
-void RegionInterpreter::Impl::fuseLstmGates() {
+void RegionInterpreter::Impl::fuseGates() {
   if (const char *setting = std::getenv("CELLRUN_CPU_FUSED_GATES");
       setting && std::string(setting) == "off")
     return;
-  const size_t count = values.size();
-  // Per value: the ops reading it, the op defining it, whether it leaves.
-  std::vector<std::vector<size_t>> readers(count);
-  std::vector<size_t> definer(count, SIZE_MAX);
-  std::vector<uint32_t> definitions(count, 0);
-  std::vector<bool> isResult(count, false);
-  for (size_t index = 0; index < ops.size(); ++index) {
-    for (uint32_t operand : ops[index].operands)
-      readers[operand].push_back(index);
-    for (uint32_t result : ops[index].results) {
-      definer[result] = index;
-      ++definitions[result];
-    }
-  }
-  for (uint32_t result : results)
-    isResult[result] = true;
   opFusion.assign(ops.size(), -1);
+  fuseLstmGates();
+  fuseGruGates();
+  if (fusedGates.empty() && fusedGru.empty())
+    opFusion.clear();
+  storedAlready.assign(results.size(), 0);
+}
 
-  auto opcode = [&](size_t index) { return ops[index].op->opcode(); };
-  auto plainFloat = [&](uint32_t id) {
-    const Value &value = values[id];
-    return value.isFloat && value.dtype == cellpack::DType::F32;
-  };
-  // A value only the pattern reads: one reader, not a region result.
-  auto onlyReader = [&](uint32_t id) -> size_t {
-    if (isResult[id] || readers[id].size() != 1 || !plainFloat(id))
-      return SIZE_MAX;
-    return readers[id][0];
-  };
-  // An element-wise op of two same-shaped fp32 operands, one result.
+void RegionInterpreter::Impl::fuseLstmGates() {
+  RegionDataflow flow(values, ops, results);
+  const std::vector<std::vector<size_t>> &readers = flow.readers;
+  const std::vector<size_t> &definer = flow.definer;
+  const std::vector<uint32_t> &definitions = flow.definitions;
+  auto opcode = [&](size_t index) { return flow.opcode(index); };
+  auto plainFloat = [&](uint32_t id) { return flow.plainFloat(id); };
+  auto onlyReader = [&](uint32_t id) { return flow.onlyReader(id); };
   auto sameShapeBinary = [&](size_t index, OpCode code) {
-    const PreparedOp &op = ops[index];
-    if (opcode(index) != code || op.operands.size() != 2 ||
-        op.results.size() != 1 || !plainFloat(op.results[0]))
-      return false;
-    for (const std::vector<int64_t> &map : op.broadcast)
-      if (!map.empty())
-        return false;
-    for (uint32_t operand : op.operands)
-      if (!plainFloat(operand) ||
-          values[operand].count != values[op.results[0]].count ||
-          values[operand].hasBatch != values[op.results[0]].hasBatch)
-        return false;
-    return true;
+    return flow.sameShapeBinary(index, code);
   };
   auto unary = [&](size_t index, OpCode code, uint32_t operand) {
-    const PreparedOp &op = ops[index];
-    return index != SIZE_MAX && opcode(index) == code &&
-           op.operands.size() == 1 && op.operands[0] == operand &&
-           op.results.size() == 1 && plainFloat(op.results[0]);
+    return flow.unary(index, code, operand);
   };
   auto other = [&](size_t index, uint32_t one) {
-    const PreparedOp &op = ops[index];
-    return op.operands[0] == one ? op.operands[1] : op.operands[0];
+    return flow.other(index, one);
   };
 
   for (size_t split = 0; split < ops.size(); ++split) {
@@ -251,9 +221,6 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     opFusion[first] = static_cast<int32_t>(fusedGates.size());
     fusedGates.push_back(std::move(fused));
   }
-  if (fusedGates.empty())
-    opFusion.clear();
-  storedAlready.assign(results.size(), 0);
 }
 
 void RegionInterpreter::Impl::runFusedGates(

@@ -398,6 +398,8 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
       int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
       if (fusion >= 0)
         impl.runFusedGates(impl.fusedGates[fusion], outputs, first, rows);
+      else if (fusion <= -3)
+        impl.runFusedGru(impl.fusedGru[-3 - fusion], outputs, first, rows);
       else if (fusion == -1)
         if (Status status = impl.execute(impl.ops[index], rows); !status.isOk())
           return status;

@@ -72,6 +72,8 @@ public:
   /// values kept in registers: LstmGates.h); 0 with
   /// CELLRUN_CPU_FUSED_GATES=off.
   int fusedGateCount() const;
+  /// GRU steps whose gates run as one op (GruGates.h).
+  int fusedGruCount() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

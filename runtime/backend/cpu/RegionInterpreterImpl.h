@@ -162,8 +162,24 @@ struct RegionInterpreter::Impl {
     std::vector<float *> cOutRows, hOutRows;
   };
   std::vector<FusedGates> fusedGates;
+  /// A GRU's gates run as one op (RegionFusionGru.cpp, GruGates.h): the
+  /// projections a and b, the state h and h' (the result), and per
+  /// projection the place of each part (reset, update, new) in its row.
+  struct FusedGru {
+    uint32_t a = 0, b = 0, h = 0, out = 0;
+    int64_t hidden = 0;
+    int64_t aOffsets[3] = {0, 0, 0}, bOffsets[3] = {0, 0, 0};
+    bool hFirst = true; // the step subtracts n from h (else h from n)
+    /// The region result h' is, when it goes straight to the task's rows
+    /// (as FusedGates::hiddenResult); -1 otherwise.
+    int32_t outResult = -1;
+    std::vector<const float *> aRows, bRows, hRows;
+    std::vector<float *> outRows;
+  };
+  std::vector<FusedGru> fusedGru;
   /// Per op (empty when nothing is fused): -1 run it, k >= 0 run
-  /// fusedGates[k] in its place, -2 left out (part of a fused op).
+  /// fusedGates[k] in its place, k <= -3 fusedGru[-3 - k], -2 left out
+  /// (part of a fused op).
   std::vector<int32_t> opFusion;
   /// Per result: written to the task's rows by a fused op in this block
   /// (storeRows leaves it).
@@ -186,8 +202,13 @@ struct RegionInterpreter::Impl {
   /// op reading them reads row by row.
   void chooseViews();
   void allocate();
-  /// Finds the LSTM gates it can run as one op (after allocate()).
+  /// Finds the LSTM and GRU gates it can run as one op (after allocate();
+  /// CELLRUN_CPU_FUSED_GATES=off: none).
+  void fuseGates();
   void fuseLstmGates();
+  void fuseGruGates();
+  void runFusedGru(FusedGru &fused, const std::vector<OutputView> &outputs,
+                   int64_t first, int64_t rows);
   void runFusedGates(FusedGates &fused, const std::vector<OutputView> &outputs,
                      int64_t first, int64_t rows);
   Status execute(PreparedOp &prepared, int64_t rows);

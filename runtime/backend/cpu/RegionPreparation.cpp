@@ -111,7 +111,7 @@ Status RegionInterpreter::Impl::prepare() {
     return invalidRegion("packed weights do not match the inputs");
   chooseViews();
   allocate();
-  fuseLstmGates();
+  fuseGates();
   return Status::ok();
 }
 
