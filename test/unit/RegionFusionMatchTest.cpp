@@ -336,6 +336,14 @@ TEST(RegionFusionMatchTest, TheGruStepFusesWithTheOpsBits) {
                                "operands swapped");
   expectGruFusedWithTheOpsBits(gruStep({1, 0, 2}, {2, 1, 0}, true, false),
                                "n - h");
+  // h' read by another op of the region: fused, stored in the block.
+  RegionSpec read = gruStep();
+  uint32_t out = read.results[0],
+           extra = static_cast<uint32_t>(read.widths.size());
+  read.widths.push_back(kHidden);
+  read.ops.push_back({OpCode::Add, {out, out}, {extra}});
+  read.results.push_back(extra);
+  expectGruFusedWithTheOpsBits(read, "h' read by another op");
 }
 
 void expectGruNotFused(const RegionSpec &spec, const char *what) {
@@ -377,6 +385,12 @@ TEST(RegionFusionMatchTest, GruStepsWhoseValuesAreNeededElsewhereDoNotFuse) {
     RegionSpec spec = gruStep();
     spec.ops[8].code = OpCode::Sigmoid;
     expectGruNotFused(spec, "no candidate tanh");
+  }
+  {
+    // The reset gate sums two parts of the same split.
+    RegionSpec spec = gruStep();
+    spec.ops[2].operands = {spec.ops[0].results[0], spec.ops[0].results[1]};
+    expectGruNotFused(spec, "a gate of one split's parts");
   }
 }
 
