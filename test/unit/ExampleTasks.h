@@ -314,6 +314,28 @@ inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
   return tasks;
 }
 
+/// The instruction sets up to the one in use (detectCpuIsa, which
+/// CELLRUN_CPU_ISA holds to): the loops a test runs on each.
+inline std::vector<CpuIsa> isasUpToTheOneInUse() {
+  std::vector<CpuIsa> isas = {CpuIsa::Generic};
+  if (detectCpuIsa() != CpuIsa::Generic)
+    isas.push_back(CpuIsa::Avx2);
+  if (detectCpuIsa() == CpuIsa::Avx512)
+    isas.push_back(CpuIsa::Avx512);
+  return isas;
+}
+
+/// The same bits as `want`, but that a NaN may carry another payload (which
+/// of two NaN operands is passed on follows their order, and the compiler
+/// may swap a product's or a sum's).
+inline bool sameFloats(const float *got, const std::vector<float> &want) {
+  for (size_t k = 0; k < want.size(); ++k)
+    if (std::memcmp(&got[k], &want[k], sizeof(float)) != 0 &&
+        !(std::isnan(got[k]) && std::isnan(want[k])))
+      return false;
+  return true;
+}
+
 } // namespace cellc::testing
 
 #endif // CELL_TEST_EXAMPLETASKS_H

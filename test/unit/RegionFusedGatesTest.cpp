@@ -68,17 +68,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, RegionFusedGatesExampleTest,
                                            "lnlstm", "attention", "bahdanau",
                                            "slstm"));
 
-/// The same bits as `want`, but that a NaN may carry another payload
-/// (which of two NaN operands is passed on follows their order, and the
-/// compiler may swap a product's or a sum's).
-bool sameFloats(const float *got, const std::vector<float> &want) {
-  for (size_t k = 0; k < want.size(); ++k)
-    if (std::memcmp(&got[k], &want[k], sizeof(float)) != 0 &&
-        !(std::isnan(got[k]) && std::isnan(want[k])))
-      return false;
-  return true;
-}
-
 /// The fused loop against the scalar functions, op by op, on every
 /// instruction set this machine has: widths with and without a partial
 /// vector, gates in a shuffled order within a wider row, with and without
@@ -86,11 +75,7 @@ bool sameFloats(const float *got, const std::vector<float> &want) {
 TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
   std::mt19937 random(5);
   std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
-  std::vector<CpuIsa> isas = {CpuIsa::Generic};
-  if (detectCpuIsa() != CpuIsa::Generic)
-    isas.push_back(CpuIsa::Avx2);
-  if (detectCpuIsa() == CpuIsa::Avx512)
-    isas.push_back(CpuIsa::Avx512);
+  std::vector<CpuIsa> isas = isasUpToTheOneInUse();
   for (int64_t hidden : {1, 7, 8, 16, 17, 40, 64}) {
     for (bool summed : {false, true}) {
       const int64_t rows = 9, width = 4 * hidden + 3; // 3 floats unused

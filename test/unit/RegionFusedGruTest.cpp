@@ -54,15 +54,6 @@ TEST_P(RegionFusedGruExampleTest, SameBitsAsTheOpsOneByOne) {
 INSTANTIATE_TEST_SUITE_P(Examples, RegionFusedGruExampleTest,
                          ::testing::Values("gru", "gru_hoisted"));
 
-/// The same bits as `want`, but that a NaN may carry another payload.
-bool sameFloats(const float *got, const std::vector<float> &want) {
-  for (size_t k = 0; k < want.size(); ++k)
-    if (std::memcmp(&got[k], &want[k], sizeof(float)) != 0 &&
-        !(std::isnan(got[k]) && std::isnan(want[k])))
-      return false;
-  return true;
-}
-
 /// The fused loop against the scalar functions, op by op, on every
 /// instruction set this machine has: widths with and without a partial
 /// vector, the parts in shuffled places within wider rows, h - n and n - h,
@@ -70,11 +61,7 @@ bool sameFloats(const float *got, const std::vector<float> &want) {
 TEST(GruGatesTest, EveryInstructionSetGivesTheOpsBits) {
   std::mt19937 random(11);
   std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
-  std::vector<CpuIsa> isas = {CpuIsa::Generic};
-  if (detectCpuIsa() != CpuIsa::Generic)
-    isas.push_back(CpuIsa::Avx2);
-  if (detectCpuIsa() == CpuIsa::Avx512)
-    isas.push_back(CpuIsa::Avx512);
+  std::vector<CpuIsa> isas = isasUpToTheOneInUse();
   for (int64_t hidden : {1, 7, 8, 16, 17, 40, 64}) {
     for (bool hFirst : {true, false}) {
       const int64_t rows = 9, width = 3 * hidden + 2; // 2 floats unused
