@@ -193,27 +193,9 @@ void RegionInterpreter::Impl::fuseLstmGates() {
     fused.aRows.assign(blockRows, nullptr);
     fused.bRows.assign(b == kNone ? 0 : blockRows, nullptr);
     fused.cRows.assign(blockRows, nullptr);
-    // c' and h' straight to the task's rows: each one fp32 result, read by
-    // none but the fused ops, in rows of at most kStraightRowFloats. A wide
-    // row gains nothing (storeRows' copy of 4 KB may write whole lines
-    // without reading them first): hidden 1024 in task_bench was level to
-    // 2% slower straight, inside that VM's noise.
-    constexpr int64_t kStraightRowFloats = 256;
-    auto straightResult = [&](uint32_t id) -> int32_t {
-      if (std::count(results.begin(), results.end(), id) != 1 ||
-          hidden > kStraightRowFloats)
-        return -1;
-      for (size_t reader : readers[id])
-        if (std::find(covered.begin(), covered.end(), reader) == covered.end())
-          return -1;
-      auto j = std::find(results.begin(), results.end(), id) - results.begin();
-      if (step.outputs()->Get(static_cast<uint32_t>(j))->dtype() !=
-          cellpack::DType::F32)
-        return -1;
-      return static_cast<int32_t>(j);
-    };
-    fused.cellResult = straightResult(cell);
-    fused.hiddenResult = straightResult(hiddenOut);
+    // c' and h' straight to the task's rows where they can.
+    fused.cellResult = straightResult(cell, readers[cell], covered);
+    fused.hiddenResult = straightResult(hiddenOut, readers[hiddenOut], covered);
     fused.cOutRows.assign(blockRows, nullptr);
     fused.hOutRows.assign(blockRows, nullptr);
     for (size_t index : covered)
@@ -243,28 +225,46 @@ void RegionInterpreter::Impl::runFusedGates(
   block.c = fused.cRows.data();
   block.cOut = values[fused.cellOut].f.data();
   block.hOut = values[fused.hiddenOut].f.data();
-  // Straight into the task's pool rows where the results go there (rows
-  // given, nothing else to write the row to): storeRows leaves them.
-  auto straight = [&](int32_t result, std::vector<float *> &rowsOut) {
-    if (result < 0)
-      return false;
-    const OutputView &output = outputs[static_cast<size_t>(result)];
-    if (!output.rows)
-      return false;
-    for (int64_t r = 0; r < rows; ++r)
-      rowsOut[r] = static_cast<float *>(output.data) +
-                   output.rows[first + r] * fused.hidden;
-    storedAlready[static_cast<size_t>(result)] = 1;
-    return true;
-  };
-  if (straight(fused.cellResult, fused.cOutRows))
-    block.cOutRows = fused.cOutRows.data();
-  if (straight(fused.hiddenResult, fused.hOutRows))
-    block.hOutRows = fused.hOutRows.data();
+  block.cOutRows =
+      straightRows(fused.cellResult, fused.cOutRows, outputs, first, rows);
+  block.hOutRows =
+      straightRows(fused.hiddenResult, fused.hOutRows, outputs, first, rows);
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);
   lstmGateRows(block);
+}
+
+int32_t RegionInterpreter::Impl::straightResult(
+    uint32_t id, const std::vector<size_t> &readers,
+    const std::vector<size_t> &covered) const {
+  if (std::count(results.begin(), results.end(), id) != 1 ||
+      values[id].count > kStraightRowFloats)
+    return -1;
+  for (size_t reader : readers)
+    if (std::find(covered.begin(), covered.end(), reader) == covered.end())
+      return -1;
+  auto j = std::find(results.begin(), results.end(), id) - results.begin();
+  if (step.outputs()->Get(static_cast<uint32_t>(j))->dtype() !=
+      cellpack::DType::F32)
+    return -1;
+  return static_cast<int32_t>(j);
+}
+
+float *const *RegionInterpreter::Impl::straightRows(
+    int32_t result, std::vector<float *> &rowsOut,
+    const std::vector<OutputView> &outputs, int64_t first, int64_t rows) {
+  if (result < 0)
+    return nullptr;
+  const OutputView &output = outputs[static_cast<size_t>(result)];
+  if (!output.rows) // no pool rows: through the block
+    return nullptr;
+  int64_t width = values[results[static_cast<size_t>(result)]].count;
+  for (int64_t r = 0; r < rows; ++r)
+    rowsOut[r] =
+        static_cast<float *>(output.data) + output.rows[first + r] * width;
+  storedAlready[static_cast<size_t>(result)] = 1;
+  return rowsOut.data();
 }
 
 int RegionInterpreter::fusedGateCount() const {

@@ -30,10 +30,6 @@ using cellpack::OpCode;
 namespace {
 constexpr uint32_t kNoValue = UINT32_MAX;
 
-/// Rows of at most this many floats go straight into the task's pool rows
-/// (as the LSTM's, RegionFusion.cpp).
-constexpr int64_t kStraightRowFloats = 256;
-
 /// A Split of one fp32 batch value into three parts of `hidden` floats,
 /// each one run of the operand's row.
 bool threeWaySplit(const RegionDataflow &flow, size_t index, int64_t hidden) {
@@ -49,6 +45,18 @@ bool threeWaySplit(const RegionDataflow &flow, size_t index, int64_t hidden) {
       return false;
   }
   return true;
+}
+
+/// The operands of two-operand op `index`: `made` the one an op `code`
+/// defines, `other` the other (kNoValue where none is, or both are).
+void byDefiner(const RegionDataflow &flow, size_t index, OpCode code,
+               uint32_t &made, uint32_t &other) {
+  made = other = kNoValue;
+  for (uint32_t operand : flow.ops[index].operands) {
+    size_t definer = flow.definer[operand];
+    (definer != SIZE_MAX && flow.opcode(definer) == code ? made : other) =
+        operand;
+  }
 }
 
 /// The Split defining `id`, and which of its results `id` is.
@@ -78,14 +86,8 @@ void RegionInterpreter::Impl::fuseGruGates() {
     if (sumNOp == SIZE_MAX || flow.onlyReader(sumN) != tanhOp ||
         !flow.sameShapeBinary(sumNOp, OpCode::Add) || hidden < 1)
       continue;
-    uint32_t aN = kNoValue, product = kNoValue;
-    for (uint32_t operand : ops[sumNOp].operands) {
-      size_t definer = flow.definer[operand];
-      if (definer != SIZE_MAX && flow.opcode(definer) == OpCode::Mul)
-        product = operand;
-      else
-        aN = operand;
-    }
+    uint32_t product, aN;
+    byDefiner(flow, sumNOp, OpCode::Mul, product, aN);
     if (aN == kNoValue || product == kNoValue ||
         flow.onlyReader(product) != sumNOp || flow.onlyReader(aN) != sumNOp)
       continue;
@@ -93,14 +95,8 @@ void RegionInterpreter::Impl::fuseGruGates() {
     if (!flow.sameShapeBinary(productOp, OpCode::Mul))
       continue;
     // One factor is b_n (a Split part), the other r = sigmoid(a_r + b_r).
-    uint32_t bN = kNoValue, reset = kNoValue;
-    for (uint32_t operand : ops[productOp].operands) {
-      size_t definer = flow.definer[operand];
-      if (definer != SIZE_MAX && flow.opcode(definer) == OpCode::Sigmoid)
-        reset = operand;
-      else
-        bN = operand;
-    }
+    uint32_t reset, bN;
+    byDefiner(flow, productOp, OpCode::Sigmoid, reset, bN);
     size_t splitA, splitB;
     int partAN, partBN;
     if (bN == kNoValue || reset == kNoValue ||
@@ -210,14 +206,8 @@ void RegionInterpreter::Impl::fuseGruGates() {
       fused.aOffsets[p] = ops[splitA].runs[aParts[p]][0].from;
       fused.bOffsets[p] = ops[splitB].runs[bParts[p]][0].from;
     }
-    // h' straight to the task's rows: one fp32 result read by no op.
-    if (std::count(results.begin(), results.end(), out) == 1 &&
-        flow.readers[out].empty() && hidden <= kStraightRowFloats) {
-      auto j = std::find(results.begin(), results.end(), out) - results.begin();
-      if (step.outputs()->Get(static_cast<uint32_t>(j))->dtype() ==
-          cellpack::DType::F32)
-        fused.outResult = static_cast<int32_t>(j);
-    }
+    // h' straight to the task's rows where it can.
+    fused.outResult = straightResult(out, flow.readers[out], covered);
     fused.aRows.assign(blockRows, nullptr);
     fused.bRows.assign(blockRows, nullptr);
     fused.hRows.assign(blockRows, nullptr);
@@ -248,16 +238,8 @@ void RegionInterpreter::Impl::runFusedGru(
   block.hFirst = fused.hFirst;
   std::copy(fused.aOffsets, fused.aOffsets + 3, block.aOffsets);
   std::copy(fused.bOffsets, fused.bOffsets + 3, block.bOffsets);
-  if (fused.outResult >= 0) {
-    const OutputView &output = outputs[static_cast<size_t>(fused.outResult)];
-    if (output.rows) {
-      for (int64_t r = 0; r < rows; ++r)
-        fused.outRows[r] = static_cast<float *>(output.data) +
-                           output.rows[first + r] * fused.hidden;
-      block.outRows = fused.outRows.data();
-      storedAlready[static_cast<size_t>(fused.outResult)] = 1;
-    }
-  }
+  block.outRows =
+      straightRows(fused.outResult, fused.outRows, outputs, first, rows);
   gruGateRows(block);
 }
 

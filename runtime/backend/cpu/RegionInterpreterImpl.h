@@ -202,6 +202,23 @@ struct RegionInterpreter::Impl {
   /// op reading them reads row by row.
   void chooseViews();
   void allocate();
+  /// A fused op's result goes straight into the task's pool rows (not into
+  /// the block for storeRows to copy) in rows of at most this many floats.
+  /// A wide row gains nothing (storeRows' copy of 4 KB may write whole lines
+  /// without reading them first): hidden 1024 in task_bench was level to 2%
+  /// slower straight, inside that VM's noise.
+  static constexpr int64_t kStraightRowFloats = 256;
+  /// The region result (its number) that value `id`, made by a fused op
+  /// covering ops `covered`, goes straight to: `id` is one fp32 result,
+  /// read by none but the covered ops (`readers`), in narrow rows; else -1.
+  int32_t straightResult(uint32_t id, const std::vector<size_t> &readers,
+                         const std::vector<size_t> &covered) const;
+  /// For a fused op's result `result` (straightResult, or -1): the task's
+  /// pool rows of the block's rows first..first+rows-1 in `rowsOut`, marked
+  /// stored (storedAlready); null where it goes through the block.
+  float *const *straightRows(int32_t result, std::vector<float *> &rowsOut,
+                             const std::vector<OutputView> &outputs,
+                             int64_t first, int64_t rows);
   /// Finds the LSTM and GRU gates it can run as one op (after allocate();
   /// CELLRUN_CPU_FUSED_GATES=off: none).
   void fuseGates();

@@ -83,10 +83,8 @@ void RegionInterpreter::Impl::loadRows(const std::vector<InputView> &inputs,
 void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
                                         int64_t first, int64_t rows) {
   for (size_t j = 0; j < results.size(); ++j) {
-    if (!storedAlready.empty() && storedAlready[j]) {
-      storedAlready[j] = 0; // by a fused op (RegionFusion.cpp)
-      continue;
-    }
+    if (!storedAlready.empty() && storedAlready[j])
+      continue; // by a fused op (RegionFusion.cpp)
     const Value &value = values[results[j]];
     cellpack::DType type = step.outputs()->Get(j)->dtype();
     if (!outputs[j].rows && value.hasBatch && value.isFloat && !value.view &&
