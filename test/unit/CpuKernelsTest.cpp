@@ -331,8 +331,11 @@ TEST(VectorMathTest, SigmoidAndTanhAreAccurateOverTheirRange) {
   std::vector<float> inputs;
   for (float x = -30.0f; x <= 30.0f; x += 0.00731f)
     inputs.push_back(x);
-  for (float x :
-       {0.0f, -0.0f, 0.625f, -0.625f, 1e-30f, 88.0f, -88.0f, 1000.0f, -1000.0f})
+  // tanh's rational function is clamped at 9.02 (and 9.0109 is where tanh
+  // rounds to 1); 5.99860096 is where it is furthest from tanh (5.26 ulp,
+  // found over every float).
+  for (float x : {0.0f, -0.0f, 0.625f, -0.625f, 1e-30f, 88.0f, -88.0f, 1000.0f,
+                  -1000.0f, 9.0109f, 9.02f, -9.03f, 5.99860096f, -5.99860096f})
     inputs.push_back(x);
   for (CpuIsa isa : isas()) {
     std::vector<float> sigmoid(inputs.size()), tanh(inputs.size());
@@ -353,8 +356,9 @@ TEST(VectorMathTest, SigmoidAndTanhAreAccurateOverTheirRange) {
                                                    : ulps(tanh[i], wantTanh));
     }
     EXPECT_LE(worstSigmoid, 4.0) << cpuIsaName(isa);
-    EXPECT_LE(worstTanh, 4.0) << cpuIsaName(isa);
-    EXPECT_EQ(std::signbit(tanh[inputs.size() - 8]), true) << "tanh(-0)";
+    EXPECT_LE(worstTanh, 5.5) << cpuIsaName(isa);
+    EXPECT_GT(worstTanh, 5.0) << cpuIsaName(isa) << ": the worst input moved";
+    EXPECT_EQ(std::signbit(tanh[inputs.size() - 13]), true) << "tanh(-0)";
     std::printf("%s: worst sigmoid %.2f ulp, worst tanh %.2f ulp\n",
                 cpuIsaName(isa), worstSigmoid, worstTanh);
   }
@@ -430,8 +434,8 @@ TEST(VectorMathTest, EveryVersionGivesThePortableBits) {
   std::vector<float> inputs = randomFloats(10001, random);
   for (float &x : inputs)
     x *= 12.0f;
-  // And many below tanh's 0.625, where its odd polynomial's rounding shows
-  // in about one result in 500.
+  // And many small ones, where the roundings of tanh's x P(x^2) / Q(x^2)
+  // (a multiply-add fused in one version and not in another) show.
   for (float x : randomFloats(40000, random))
     inputs.push_back(x * 0.7f);
   std::vector<float> portable(inputs.size()), vector(inputs.size());

@@ -80,17 +80,16 @@ float cellrun::cpu::tanhScalar(float x) {
   if (std::isnan(x))
     return x;
   float magnitude = std::fabs(x);
-  float result;
-  if (magnitude < kTanhSmall) {
-    float z = x * x;
-    float y = kTanhP0;
-    for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-      y = std::fma(y, z, c);
-    result = std::fma(y * z, x, x);
-  } else {
-    float e = expScalar(magnitude + magnitude);
-    result = 1.0f - 2.0f / (e + 1.0f);
-  }
+  magnitude = magnitude < kTanhClamp ? magnitude : kTanhClamp;
+  float z = magnitude * magnitude;
+  float p = kTanhP[5];
+  for (int k = 4; k >= 0; --k)
+    p = std::fma(p, z, kTanhP[k]);
+  float q = kTanhQ[4];
+  for (int k = 3; k >= 0; --k)
+    q = std::fma(q, z, kTanhQ[k]);
+  float result = magnitude * p / q;
+  result = result < 1.0f ? result : 1.0f;
   return std::copysign(result, x); // tanh is odd, tanh(-0) = -0
 }
 

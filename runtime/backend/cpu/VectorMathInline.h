@@ -25,10 +25,23 @@ constexpr float kExpP0 = 1.9875691500e-4f, kExpP1 = 1.3981999507e-3f,
 // The exp op's range: below kExpWideLow the result is 0 in fp32 (after the
 // subnormals), above kExpWideHigh (the float above ln(FLT_MAX)) it is +inf.
 constexpr float kExpWideLow = -104.0f, kExpWideHigh = 88.72283935546875f;
-constexpr float kTanhSmall = 0.625f;
-constexpr float kTanhP0 = -5.70498872745e-3f, kTanhP1 = 2.06390887954e-2f,
-                kTanhP2 = -5.37397155531e-2f, kTanhP3 = 1.33314422036e-1f,
-                kTanhP4 = -3.33332819422e-1f;
+// tanh(x) = x P(x^2) / Q(x^2) for |x| up to kTanhClamp (beyond it tanh is
+// 1 in fp32): a (5, 4) rational function in x^2 fitted to tanh(x) / x by
+// scripts/fit-tanh.py, within 1.4e-9 relative before rounding. Evaluated in
+// fp32 (Horner, every step a multiply-add) it is within 5.3 ulp of tanh over
+// every float, 92% of them correctly rounded (bench/activation_accuracy).
+// One division and nine multiply-adds: the two-branch version it replaced
+// (an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above, both
+// computed for every lane) took 1.8 times as long a vector.
+constexpr float kTanhClamp = 9.02f;
+constexpr float kTanhP[] = {1.0f,
+                            1.367989630e-01f,
+                            3.868304193e-03f,
+                            2.800694529e-05f,
+                            3.058366360e-08f,
+                            -1.220235891e-11f};
+constexpr float kTanhQ[] = {1.0f, 4.701322913e-01f, 2.724575438e-02f,
+                            3.938588197e-04f, 1.287329042e-06f};
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma"))) inline __m256 expAvx2(__m256 x) {
@@ -63,21 +76,18 @@ __attribute__((target("avx2,fma"))) inline __m256 sigmoidVector(__m256 x) {
 
 __attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
   __m256 signMask = _mm256_set1_ps(-0.0f);
-  __m256 magnitude = _mm256_andnot_ps(signMask, x);
-  __m256 z = _mm256_mul_ps(x, x);
-  __m256 y = _mm256_set1_ps(kTanhP0);
-  for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-    y = _mm256_fmadd_ps(y, z, _mm256_set1_ps(c));
-  __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(y, z), x, x);
-  __m256 one = _mm256_set1_ps(1.0f);
-  __m256 e = expAvx2(_mm256_add_ps(magnitude, magnitude));
-  __m256 large = _mm256_sub_ps(
-      one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
-  __m256 isSmall =
-      _mm256_cmp_ps(magnitude, _mm256_set1_ps(kTanhSmall), _CMP_LT_OQ);
-  __m256 result = _mm256_blendv_ps(large, small, isSmall);
-  result = _mm256_or_ps(_mm256_andnot_ps(signMask, result),
-                        _mm256_and_ps(signMask, x));
+  __m256 magnitude =
+      _mm256_min_ps(_mm256_andnot_ps(signMask, x), _mm256_set1_ps(kTanhClamp));
+  __m256 z = _mm256_mul_ps(magnitude, magnitude);
+  __m256 p = _mm256_set1_ps(kTanhP[5]);
+  for (int k = 4; k >= 0; --k)
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(kTanhP[k]));
+  __m256 q = _mm256_set1_ps(kTanhQ[4]);
+  for (int k = 3; k >= 0; --k)
+    q = _mm256_fmadd_ps(q, z, _mm256_set1_ps(kTanhQ[k]));
+  __m256 result = _mm256_min_ps(_mm256_div_ps(_mm256_mul_ps(magnitude, p), q),
+                                _mm256_set1_ps(1.0f));
+  result = _mm256_or_ps(result, _mm256_and_ps(signMask, x));
   return keepNan(x, result);
 }
 
@@ -139,23 +149,22 @@ __attribute__((target("avx512f"))) inline __m512 sigmoidVector(__m512 x) {
 __attribute__((target("avx512f"))) inline __m512 tanhVector(__m512 x) {
   __m512i signMask = _mm512_set1_epi32(INT32_MIN);
   __m512i xBits = _mm512_castps_si512(x);
-  __m512 magnitude = _mm512_castsi512_ps(_mm512_andnot_si512(signMask, xBits));
-  __m512 z = _mm512_mul_ps(x, x);
-  __m512 y = _mm512_set1_ps(kTanhP0);
-  for (float c : {kTanhP1, kTanhP2, kTanhP3, kTanhP4})
-    y = _mm512_fmadd_ps(y, z, _mm512_set1_ps(c));
-  __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(y, z), x, x);
-  __m512 one = _mm512_set1_ps(1.0f);
-  __m512 e = expAvx512(_mm512_add_ps(magnitude, magnitude));
-  __m512 large = _mm512_sub_ps(
-      one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
-  __mmask16 isSmall =
-      _mm512_cmp_ps_mask(magnitude, _mm512_set1_ps(kTanhSmall), _CMP_LT_OQ);
-  __m512i result =
-      _mm512_castps_si512(_mm512_mask_blend_ps(isSmall, large, small));
-  result = _mm512_or_si512(_mm512_andnot_si512(signMask, result),
-                           _mm512_and_si512(signMask, xBits));
-  return keepNan(x, _mm512_castsi512_ps(result));
+  __m512 magnitude =
+      _mm512_min_ps(_mm512_castsi512_ps(_mm512_andnot_si512(signMask, xBits)),
+                    _mm512_set1_ps(kTanhClamp));
+  __m512 z = _mm512_mul_ps(magnitude, magnitude);
+  __m512 p = _mm512_set1_ps(kTanhP[5]);
+  for (int k = 4; k >= 0; --k)
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kTanhP[k]));
+  __m512 q = _mm512_set1_ps(kTanhQ[4]);
+  for (int k = 3; k >= 0; --k)
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(kTanhQ[k]));
+  __m512 result = _mm512_min_ps(_mm512_div_ps(_mm512_mul_ps(magnitude, p), q),
+                                _mm512_set1_ps(1.0f));
+  // result | (x & sign): the magnitude given x's sign, in one instruction.
+  __m512i withSign = _mm512_ternarylogic_epi32(_mm512_castps_si512(result),
+                                               xBits, signMask, 0xF8);
+  return keepNan(x, _mm512_castsi512_ps(withSign));
 }
 
 #endif
