@@ -11,7 +11,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   libopenblas0-pthread libopenblas-dev
-  python3-onnx python3-numpy python3-torch python3-yaml
+  python3-onnx python3-numpy python3-torch python3-yaml python3-mpmath
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev protobuf-compiler-grpc python3-prometheus-client python3-venv
   gnuplot-nox libmimalloc-dev libboost-dev zlib1g-dev libbrotli-dev libsimdjson-dev
