@@ -96,6 +96,10 @@ private:
   size_t total_ = SIZE_MAX; // unknown until expectTotal
   bool abandoned_ = false;
   size_t pendingBytes_ = 0;
+  /// Without an output: the mean data of the results taken so far (0: none
+  /// yet), which put() counts towards kDrainBytes instead of reading a
+  /// result's tensor sizes.
+  std::atomic<size_t> meanDataBytes_{0};
   std::thread thread_;
 };
 
