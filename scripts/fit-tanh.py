@@ -4,8 +4,9 @@ P of degree NP and Q of degree NQ in z = x^2, Q(0) = 1, near-minimax in
 relative error. Loeb's linearisation (P - f Q = 0, weighted by the last
 Q) with Lawson's reweighting towards equal ripple, in 40-digit arithmetic
 (Debian's python3-mpmath); points clustered at both ends of [0, CLAMP].
-Prints the relative error before rounding and the coefficients as the float
-literals of runtime/backend/cpu/VectorMathInline.h; the error after fp32
+Prints the relative error as fitted and with the coefficients rounded to
+floats, and the coefficients as the float literals of
+runtime/backend/cpu/VectorMathInline.h; the error after fp32
 evaluation is bench/activation_accuracy's to measure (every float).
 
   scripts/fit-tanh.py [CLAMP NP NQ ITERATIONS]   (default 9.02 5 4 40)"""
@@ -52,12 +53,29 @@ def fit(clamp, np_, nq, iterations, points=600):
     return best
 
 
+def rounded_error(p, q, clamp, points=4000):
+    """The largest relative error of x P(x^2) / Q(x^2) on a grid of (0, clamp],
+    in exact arithmetic (the error of the coefficients alone)."""
+    worst = mp.mpf(0)
+    for i in range(1, points + 1):
+        x = clamp * i / points
+        z = x * x
+        value = x * sum(c * z**k for k, c in enumerate(p)) / sum(
+            c * z**k for k, c in enumerate(q))
+        worst = max(worst, abs(value / mp.tanh(x) - 1))
+    return worst
+
+
 def main():
     args = sys.argv[1:] or ["9.02", "5", "4", "40"]
     clamp, np_, nq, iterations = (mp.mpf(args[0]), int(args[1]), int(args[2]),
                                   int(args[3]))
     worst, p, q = fit(clamp, np_, nq, iterations)
-    print(f"relative error before rounding: {mp.nstr(worst, 4)}")
+    print(f"relative error as fitted: {mp.nstr(worst, 4)}")
+    rounded_p = [mp.mpf(as_float(c)) for c in p]
+    rounded_q = [mp.mpf(as_float(c)) for c in q]
+    print("relative error with the coefficients rounded to floats: "
+          f"{mp.nstr(rounded_error(rounded_p, rounded_q, clamp), 4)}")
     for name, coefficients in (("kTanhP", p), ("kTanhQ", q)):
         literals = ", ".join(f"{as_float(c):.9e}f" for c in coefficients)
         print(f"constexpr float {name}[] = {{{literals}}};")

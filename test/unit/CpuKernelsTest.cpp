@@ -376,6 +376,7 @@ TEST(VectorMathTest, NanPassesThroughAndLimitsHold) {
     EXPECT_EQ(sigmoid[3], 1.0f);
     EXPECT_EQ(tanh[1], 1.0f);
     EXPECT_EQ(tanh[2], -1.0f);
+    EXPECT_EQ(tanh[3], 1.0f);
     EXPECT_EQ(tanh[4], -1.0f);
     EXPECT_EQ(sigmoid[5], 0.5f);
     EXPECT_EQ(tanh[5], 0.0f);
@@ -438,15 +439,27 @@ TEST(VectorMathTest, EveryVersionGivesThePortableBits) {
   // (a multiply-add fused in one version and not in another) show.
   for (float x : randomFloats(40000, random))
     inputs.push_back(x * 0.7f);
+  // And the edges: zeros, infinities, a NaN with a payload, subnormals, the
+  // clamps.
+  float payloadNan;
+  uint32_t payloadBits = 0x7fc01234u;
+  std::memcpy(&payloadNan, &payloadBits, sizeof(payloadNan));
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, payloadNan, -payloadNan,
+                  1e-40f, -1e-40f, 1e-45f, 9.02f, -9.02f, 88.0f, -104.0f})
+    inputs.push_back(x);
   std::vector<float> portable(inputs.size()), vector(inputs.size());
   std::vector<float> portableTanh(inputs.size());
   sigmoidArray(inputs.data(), portable.data(), inputs.size(), CpuIsa::Generic);
   tanhArray(inputs.data(), portableTanh.data(), inputs.size(), CpuIsa::Generic);
   for (CpuIsa isa : isas()) {
     sigmoidArray(inputs.data(), vector.data(), inputs.size(), isa);
-    EXPECT_EQ(vector, portable) << cpuIsaName(isa);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ASSERT_EQ(std::memcmp(&vector[i], &portable[i], sizeof(float)), 0)
+          << cpuIsaName(isa) << " sigmoid(" << inputs[i] << ")";
     tanhArray(inputs.data(), vector.data(), inputs.size(), isa);
-    EXPECT_EQ(vector, portableTanh) << cpuIsaName(isa);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ASSERT_EQ(std::memcmp(&vector[i], &portableTanh[i], sizeof(float)), 0)
+          << cpuIsaName(isa) << " tanh(" << inputs[i] << ")";
   }
   // exp over more of its range: results from subnormal to near FLT_MAX.
   for (float &x : inputs)

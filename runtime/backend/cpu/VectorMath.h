@@ -4,7 +4,7 @@
 // where the processor has AVX2, sixteen where it has AVX-512. exp is Cephes'
 // range reduction with a degree-6 polynomial (within 2 ulp); sigmoid is 1 / (1
 // + exp(-x)); tanh is x P(x^2) / Q(x^2), a (5, 4) rational function fitted
-// here, clamped at 9.02 (within 5.3 ulp). The vector and the portable
+// by scripts/fit-tanh.py, clamped at 9.02 (within 5.3 ulp). The vector and the portable
 // versions do the same operations in the same order, the same ones fused
 // (multiply-adds of the range reduction and the polynomials: std::fma in the
 // portable version), so they give the same bits, and an element's result
