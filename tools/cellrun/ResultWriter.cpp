@@ -119,7 +119,8 @@ void ResultWriter::writeAll() {
   size_t next = 0;
   std::vector<Arrival> taken;
   size_t duplicateBytes = 0; // of results put twice, not yet uncounted
-  size_t takenResults = 0, takenDataBytes = 0; // for meanDataBytes_
+  // For meanDataBytes_: results taken so far, and in the last take.
+  size_t takenResults = 0, takenDataBytes = 0;
   std::vector<RequestResult> run;
   std::vector<std::string> lines;
   auto nextIn = [&] { return !waiting.empty() && waiting.front(); };
@@ -140,6 +141,7 @@ void ResultWriter::writeAll() {
       inboxBytes_ = 0;
       allArrived = arrived_ == total_;
     }
+    size_t takeResults = 0, takeDataBytes = 0;
     for (Arrival &arrival : taken) {
       size_t slot = arrival.index - next;
       if (arrival.index < next ||
@@ -150,15 +152,21 @@ void ResultWriter::writeAll() {
       if (slot >= waiting.size())
         waiting.resize(slot + 1);
       if (!out_) {
-        ++takenResults;
-        takenDataBytes += dataBytes(arrival.result);
+        size_t data = dataBytes(arrival.result);
+        ++takeResults;
+        takeDataBytes += data;
         arrival.result.outputs = std::vector<OutputTensor>();
       }
       waiting[slot] = std::move(arrival.result);
     }
-    if (takenResults > 0)
-      meanDataBytes_.store(takenDataBytes / takenResults,
-                           std::memory_order_relaxed);
+    // The mean so far, or the last take's when larger (results that grow,
+    // e.g. inputs sorted by length, drain as soon as the next take shows it).
+    takenResults += takeResults;
+    takenDataBytes += takeDataBytes;
+    if (takeResults > 0)
+      meanDataBytes_.store(
+          std::max(takenDataBytes / takenResults, takeDataBytes / takeResults),
+          std::memory_order_relaxed);
     taken.clear();
     if (!nextIn()) {
       std::lock_guard<std::mutex> lock(mutex_);
