@@ -9,7 +9,8 @@
 // is, the mean, and the share of results that are the correctly rounded
 // float, and counts the results whose bits differ from the portable
 // version's (none may). Not a test: every float of tanh's range takes about
-// two minutes (the exact values once, each instruction set's in turn).
+// three minutes on the 2-core VM (the exact values once, then each
+// instruction set's results).
 //
 //   activation_accuracy [--function tanh|sigmoid|exp|all] [--stride N]
 //                       [--csv FILE]
