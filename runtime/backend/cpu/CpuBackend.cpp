@@ -26,8 +26,11 @@ namespace {
 
 /// Rows ahead whose places in the results a task's copies ask for: the
 /// hidden-16 LSTM in `cellrun run` took 179 against 185.5 ns a row-step
-/// with 16 (median of 10 alternating runs; 8 and 32 gained less).
-constexpr size_t kResultPrefetchAhead = 16;
+/// with 16 (median of 10 alternating runs; 8 and 32 gained less then).
+/// Once its tasks were shorter (the rational tanh), 32 took 162.5 against
+/// 165 with 16 (16 alternating pairs; two runs of 8 before: -10 and -5);
+/// 64 was level with 32.
+constexpr size_t kResultPrefetchAhead = 32;
 
 /// A row's bytes: the common small sizes (a token, a small state) as one
 /// inlined copy, the rest through memcpy.
