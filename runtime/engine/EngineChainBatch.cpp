@@ -303,7 +303,9 @@ void EngineWorker::launchLongestChainsFirst(std::vector<InFlight> &round,
 
 EngineWorker::InFlight
 EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
-  InFlight flight = takeFlight();
+  // Its nodes, writes and reads sized as they were (every field of each
+  // one kept is set below).
+  InFlight flight = takeFlight(/*sized=*/true);
   flight.round = roundNumber_;
   flight.chainBatch = true;
   flight.task.part = 0;

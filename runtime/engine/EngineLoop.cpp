@@ -130,11 +130,16 @@ void EngineWorker::releaseHeldEnds() {
   heldEnds_.answers.clear();
 }
 
-EngineWorker::InFlight EngineWorker::takeFlight() {
+EngineWorker::InFlight EngineWorker::takeFlight(bool sized) {
   if (spareFlights_.empty())
     return InFlight();
   InFlight flight = std::move(spareFlights_.back());
   spareFlights_.pop_back();
+  if (!sized) {
+    flight.nodes.clear();
+    flight.io.writes.clear();
+    flight.io.reads.clear();
+  }
   return flight;
 }
 
@@ -142,12 +147,9 @@ void EngineWorker::recycle(InFlight &&flight) {
   if (spareFlights_.size() >= 4 * std::max(1u, options_.maxTasksToSubmit))
     return;
   flight.task = PlannedTask();
-  flight.nodes.clear();
   flight.ticket = 0;
   flight.batchSize = 0;
   flight.dataRows.clear();
-  flight.io.writes.clear();
-  flight.io.reads.clear();
   flight.io.places.clear();
   flight.reads.clear();
   flight.firstRead.clear();
