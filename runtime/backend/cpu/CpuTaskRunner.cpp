@@ -95,6 +95,7 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
       runner->kernels_.push_back(std::move(perWorker));
     }
   runner->foldRowGathers();
+  runner->foldGemmsIntoGates();
   runner->findInputsReadInPlace();
   return runner;
 }
@@ -124,72 +125,6 @@ void CpuTaskRunner::findInputsReadInPlace() {
             r >= kernel->input_access()->size() ||
             kernel->input_access()->Get(r) != cellpack::Access::Gather)
           notInPlace(refs->Get(r)); // only row-indexed inputs by row
-  }
-}
-
-void CpuTaskRunner::foldRowGathers() {
-  size_t count = plan_.steps() ? plan_.steps()->size() : 0;
-  folded_.assign(count, 0);
-  gatheredInput_.assign(count, -1);
-  if (launcher_) // the launcher's kernels are what its tests run
-    return;
-  for (size_t i = 0; i + 1 < count; ++i) {
-    const cellpack::KernelStep *kernel =
-        plan_.steps()->Get(i)->step_as_KernelStep();
-    const cellpack::GemmStep *gemm =
-        plan_.steps()->Get(i + 1)->step_as_GemmStep();
-    if (!kernel || !gemm || !packedGemms_[i + 1].fp32)
-      continue;
-    const cellpack::PortableRegion *region = kernel->region();
-    if (!kernel->inputs() || kernel->inputs()->size() != 1 ||
-        !kernel->outputs() || kernel->outputs()->size() != 1 || !region ||
-        region->num_inputs() != 1 || !region->ops() ||
-        region->ops()->size() != 1 || !region->results() ||
-        region->results()->size() != 1)
-      continue;
-    const cellpack::PortableOp *op = region->ops()->Get(0);
-    const cellpack::ValueRef &in = *kernel->inputs()->Get(0);
-    const cellpack::ValueRef &out = *kernel->outputs()->Get(0);
-    const cellpack::ValueRef &a = *gemm->a();
-    // One Identity of a cell input's fp32 rows into exactly what the GEMM
-    // reads as A, rows of k floats.
-    if (op->opcode() != cellpack::OpCode::Identity || !op->operands() ||
-        op->operands()->size() != 1 || op->operands()->Get(0) != 0 ||
-        !op->results() || op->results()->size() != 1 ||
-        region->results()->Get(0) != op->results()->Get(0) ||
-        in.kind() != cellpack::ValueKind::CellInput ||
-        in.dtype() != cellpack::DType::F32 ||
-        out.kind() != cellpack::ValueKind::Workspace ||
-        a.kind() != cellpack::ValueKind::Workspace ||
-        a.offset() != out.offset() || valueBytes(a) != valueBytes(out) ||
-        gemm->trans_a() || !in.shape() || in.shape()->size() != 2 ||
-        in.shape()->Get(1) != gemm->k() || valueBytes(in) != valueBytes(out))
-      continue;
-    // Nothing else reads or writes those workspace bytes.
-    uint64_t begin = out.offset(), end = begin + valueBytes(out);
-    bool alone = !overlapsWorkspace(gemm->b(), begin, end) &&
-                 !overlapsWorkspace(gemm->c(), begin, end) &&
-                 !overlapsWorkspace(gemm->d(), begin, end);
-    for (size_t j = 0; alone && j < count; ++j) {
-      if (j == i || j == i + 1)
-        continue;
-      const cellpack::TaskStep *step = plan_.steps()->Get(j);
-      if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
-        alone = !overlapsWorkspace(other->a(), begin, end) &&
-                !overlapsWorkspace(other->b(), begin, end) &&
-                !overlapsWorkspace(other->c(), begin, end) &&
-                !overlapsWorkspace(other->d(), begin, end);
-        continue;
-      }
-      const cellpack::KernelStep *other = step->step_as_KernelStep();
-      for (const auto *refs : {other->inputs(), other->outputs()})
-        for (uint32_t r = 0; alone && refs && r < refs->size(); ++r)
-          alone = !overlapsWorkspace(refs->Get(r), begin, end);
-    }
-    if (!alone)
-      continue;
-    folded_[i] = 1;
-    gatheredInput_[i + 1] = static_cast<int32_t>(in.index());
   }
 }
 
@@ -291,13 +226,7 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, size_t step,
   const float *const *gathered = nullptr;
   if (int32_t input = gatheredInput_[step]; input >= 0) {
     // A's rows where they lie in the cell input's pool (foldRowGathers).
-    const PoolView &view = inputs[static_cast<uint32_t>(input)];
-    gatheredRows_.resize(static_cast<size_t>(m));
-    const float *base = static_cast<const float *>(view.data);
-    for (int64_t r = 0; r < m; ++r)
-      gatheredRows_[r] = view.rowData
-                             ? static_cast<const float *>(view.rowData[r])
-                             : base + (view.rows ? view.rows[r] : r) * k;
+    gatherRows(inputs[static_cast<uint32_t>(input)], m, k);
     gathered = gatheredRows_.data();
   }
   auto *out = static_cast<float *>(const_cast<void *>(d.value()));
@@ -342,6 +271,16 @@ Status CpuTaskRunner::runGemm(const cellpack::GemmStep &gemm, size_t step,
   return Status::ok();
 }
 
+void CpuTaskRunner::gatherRows(const PoolView &view, int64_t rows,
+                               int64_t floats) {
+  gatheredRows_.resize(static_cast<size_t>(rows));
+  const float *base = static_cast<const float *>(view.data);
+  for (int64_t r = 0; r < rows; ++r)
+    gatheredRows_[r] = view.rowData
+                           ? static_cast<const float *>(view.rowData[r])
+                           : base + (view.rows ? view.rows[r] : r) * floats;
+}
+
 Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
                           const std::vector<PoolView> &outputs) {
   if (rows < 1 || rows > plan_.batch_size())
@@ -354,6 +293,8 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
     if (folded_[i])
       continue; // the next step, a GEMM, reads the rows itself
     if (const cellpack::GemmStep *gemm = step->step_as_GemmStep()) {
+      if (gemmInGates_[i])
+        continue; // the next step's gates make its rows
       if (Status status =
               runGemm(*gemm, i, packedGemms_[i], rows, inputs, outputs);
           !status.isOk())
@@ -361,6 +302,11 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
       continue;
     }
     const cellpack::KernelStep &kernel = *step->step_as_KernelStep();
+    if (int32_t input = gemmRowsOf_[i]; input >= 0) {
+      gatherRows(inputs[static_cast<uint32_t>(input)], rows, gemmDepth_[i]);
+      for (auto &interpreter : kernels_[i])
+        interpreter->setGemmRows(gatheredRows_.data());
+    }
     std::vector<InputView> in;
     std::vector<OutputView> out;
     for (const cellpack::ValueRef *ref : *kernel.inputs()) {

@@ -63,6 +63,8 @@ public:
              const std::vector<PoolView> &outputs);
 
   uint32_t batchSize() const { return plan_.batch_size(); }
+  /// GEMM steps run inside the next step's LSTM gates (foldGemmsIntoGates).
+  int gemmsInGates() const;
   /// Whether cell input `input` may be given as PoolView::rowData: every
   /// step reads it row by row (the region interpreter, or a GEMM's A packed
   /// from its rows where they lie), none through a kernel launcher.
@@ -102,6 +104,13 @@ private:
   /// else reads: the GEMM then reads the rows where they lie in the pool
   /// (packedGemmGathered) and the copy is skipped.
   void foldRowGathers();
+  /// Finds the GEMMs (after foldRowGathers, their A a cell input's rows)
+  /// whose result only the next step's fused LSTM sum reads, in narrow rows
+  /// of a weight product: the gates' loop then makes it (LstmGateGemm.cpp,
+  /// on AVX-512) and the GEMM step is skipped.
+  void foldGemmsIntoGates();
+  /// gatheredRows_ = the addresses of `rows` rows of `floats` of `view`.
+  void gatherRows(const PoolView &view, int64_t rows, int64_t floats);
 
   const cellpack::CellType &cell_;
   const cellpack::BatchPlan &plan_;
@@ -122,6 +131,12 @@ private:
   std::vector<uint8_t> folded_;
   std::vector<int32_t> gatheredInput_;
   std::vector<const float *> gatheredRows_;
+  /// Per step: a GEMM made in the next step's gates (skipped); for that
+  /// kernel step, the cell input whose rows are the GEMM's A (-1: none)
+  /// and their floats.
+  std::vector<uint8_t> gemmInGates_;
+  std::vector<int32_t> gemmRowsOf_;
+  std::vector<int64_t> gemmDepth_;
   std::vector<uint8_t> readsInPlace_; // per cell input
 };
 

@@ -92,6 +92,8 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
       const LstmGateRows &block) {                                             \
     const int64_t hidden = block.hidden;                                       \
     const int64_t full = hidden - hidden % width, tail = hidden % width;       \
+    const int64_t prefetchRows =                                               \
+        block.prefetchRows ? block.prefetchRows : block.rows;                  \
     for (int64_t r = 0; r < block.rows; ++r) {                                 \
       const float *a = block.a[r];                                             \
       const float *b = block.b ? block.b[r] : nullptr;                         \
@@ -100,7 +102,7 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
           block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;        \
       float *hOut =                                                            \
           block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;        \
-      if (r + kPrefetchAhead < block.rows) {                                   \
+      if (r + kPrefetchAhead < prefetchRows) {                                 \
         const float *na = block.a[r + kPrefetchAhead];                         \
         const float *nb = block.b ? block.b[r + kPrefetchAhead] : nullptr;     \
         for (int g = 0; g < 4; ++g) {                                          \
@@ -139,6 +141,8 @@ void cellrun::cpu::detail::lstmGateRowsAvx2(const LstmGateRows &block) {
 #endif
 
 void cellrun::cpu::lstmGateRows(const LstmGateRows &block, CpuIsa isa) {
+  if (block.gemm)
+    return detail::lstmGateRowsWithGemm(block, isa);
 #if defined(__x86_64__)
   if (isa == CpuIsa::Avx512)
     return detail::lstmGateRowsAvx512(block);

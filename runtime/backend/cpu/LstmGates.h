@@ -20,6 +20,21 @@
 #include <cstdint>
 
 namespace cellrun::cpu {
+class PackedMatrix;
+
+/// The pre-activations' addend `a` made in the loop rather than read
+/// (LstmGateGemm.cpp): row r's is alpha * (rows[r] x weights), then
+/// + beta * bias where there is a bias, as PackedGemm computes a row on the
+/// same instruction set (PackedGemm.h), so the same bits as the GEMM step
+/// it stands for. Rows of at most
+/// kMaxGateGemmColumns, a multiple of 16.
+struct GateGemm {
+  const float *const *rows = nullptr; // the block's rows of A (k floats)
+  const PackedMatrix *weights = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  const float *bias = nullptr; // one a column, or none
+};
+constexpr int64_t kMaxGateGemmColumns = 128;
 
 /// One block of rows: row r's pre-activations are a[r] (plus b[r] when b is
 /// given), `4 * hidden` floats or more, the gate g's `hidden` of them
@@ -42,9 +57,21 @@ struct LstmGateRows {
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t offsets[4] = {0, 0, 0, 0};
+  /// When given, `a` is made in the loop (GateGemm), not read.
+  const GateGemm *gemm = nullptr;
+  /// Rows from the first whose data may be asked for ahead (0: `rows`): a
+  /// part of a larger block prefetches into the rest of it.
+  int64_t prefetchRows = 0;
 };
 
 void lstmGateRows(const LstmGateRows &block, CpuIsa isa = detectCpuIsa());
+
+namespace detail {
+/// lstmGateRows of a block with a GateGemm, part by part: the GEMM's rows
+/// (AVX-512: in registers, the weights read in place; other instruction
+/// sets: packedGemmGathered) into a small buffer, then the gates.
+void lstmGateRowsWithGemm(const LstmGateRows &block, CpuIsa isa);
+} // namespace detail
 
 namespace detail {
 void lstmGateRowsAvx512(const LstmGateRows &block);

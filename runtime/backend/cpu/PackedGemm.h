@@ -4,8 +4,9 @@
 // panels of 16 columns. The same routine serves one row and 512: B is read
 // once per call whatever the row count (no matrix-vector loop per row, no
 // packing of the weights per call), and every element of D is the sum over
-// k in order 0..K-1 of one fused multiply-add after another, then the
-// epilogue. So a row's result does not depend on which rows it was batched
+// k in order 0..K-1 of one fused multiply-add after another (AVX2 and
+// AVX-512 alike; the portable kernel, for processors without FMA,
+// multiplies and adds apart: bits of its own), then the epilogue. So a row's result does not depend on which rows it was batched
 // with, nor on how the work was split among threads: the same bits alone
 // and in a batch of 512.
 //

@@ -210,10 +210,13 @@ void RegionInterpreter::Impl::runFusedGates(
     int64_t rows) {
   const Value &a = values[fused.a];
   const Value &c = values[fused.c];
-  for (int64_t r = 0; r < rows; ++r) {
-    fused.aRows[r] = a.floatRow(r);
+  for (int64_t r = 0; r < rows; ++r)
     fused.cRows[r] = c.floatRow(r);
-  }
+  if (fused.gemmFolded) // a is made in the loop
+    fused.gemm.rows = gemmRows + first;
+  else
+    for (int64_t r = 0; r < rows; ++r)
+      fused.aRows[r] = a.floatRow(r);
   if (fused.b != kNone) {
     const Value &b = values[fused.b];
     for (int64_t r = 0; r < rows; ++r)
@@ -232,7 +235,59 @@ void RegionInterpreter::Impl::runFusedGates(
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);
+  if (fused.gemmFolded)
+    block.gemm = &fused.gemm;
   lstmGateRows(block);
+}
+
+bool RegionInterpreter::canFoldGemmInto(uint32_t input) const {
+  const Impl &impl = *impl_;
+  uint32_t numInputs = impl.step.region()->num_inputs();
+  if (input >= numInputs || !impl.values[input].hasBatch ||
+      impl.values[input].dtype != cellpack::DType::F32 ||
+      std::count(impl.results.begin(), impl.results.end(), input) != 0)
+    return false;
+  // The fused gates' sum reads it (and is the first op they cover), and
+  // no other op does.
+  const Impl::FusedGates *gates = nullptr;
+  for (size_t index = 0; index < impl.ops.size(); ++index) {
+    const PreparedOp &op = impl.ops[index];
+    if (std::find(op.operands.begin(), op.operands.end(), input) ==
+        op.operands.end())
+      continue;
+    int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
+    if (fusion < 0 || gates)
+      return false;
+    gates = &impl.fusedGates[static_cast<size_t>(fusion)];
+  }
+  return gates && !gates->gemmFolded && gates->b != kNone &&
+         (gates->a == input) != (gates->b == input);
+}
+
+void RegionInterpreter::foldGemm(uint32_t input, const PackedMatrix *weights,
+                                 float alpha, float beta, const float *bias) {
+  for (Impl::FusedGates &gates : impl_->fusedGates) {
+    if (gates.a != input && gates.b != input)
+      continue;
+    if (gates.b == input) // a sum is the same either way round
+      std::swap(gates.a, gates.b);
+    gates.gemmFolded = true;
+    gates.gemm.weights = weights;
+    gates.gemm.alpha = alpha;
+    gates.gemm.beta = beta;
+    gates.gemm.bias = bias;
+    return;
+  }
+}
+
+void RegionInterpreter::setGemmRows(const float *const *rows) {
+  impl_->gemmRows = rows;
+}
+
+int RegionInterpreter::foldedGemmCount() const {
+  return static_cast<int>(std::count_if(
+      impl_->fusedGates.begin(), impl_->fusedGates.end(),
+      [](const Impl::FusedGates &gates) { return gates.gemmFolded; }));
 }
 
 int32_t RegionInterpreter::Impl::straightResult(

@@ -74,6 +74,21 @@ public:
   int fusedGateCount() const;
   /// GRU steps whose gates run as one op (GruGates.h).
   int fusedGruCount() const;
+
+  /// Whether region input `input` is an fp32 batch value that nothing reads
+  /// but the sum of a fused LSTM's pre-activations: then the GEMM step
+  /// that writes it may run in the gates' loop instead (foldGemm).
+  bool canFoldGemmInto(uint32_t input) const;
+  /// Region input `input` (canFoldGemmInto) is no longer read: the fused
+  /// gates make its rows from the GEMM of A's rows (setGemmRows) by
+  /// `weights` (alpha, beta and a bias of one a column, or none: GateGemm).
+  void foldGemm(uint32_t input, const PackedMatrix *weights, float alpha,
+                float beta, const float *bias);
+  /// The task's rows of the folded GEMM's A (row r at rows[r]), for the
+  /// runs that follow; the caller keeps them.
+  void setGemmRows(const float *const *rows);
+  /// GEMMs folded into the gates (foldGemm).
+  int foldedGemmCount() const;
   ~RegionInterpreter();
 
   /// Runs the region for rows 0..rows-1.

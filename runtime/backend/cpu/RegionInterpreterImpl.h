@@ -8,6 +8,7 @@
 #ifndef CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H
 #define CELLRUN_BACKEND_CPU_REGIONINTERPRETERIMPL_H
 
+#include "LstmGates.h"
 #include "RegionInterpreter.h"
 
 #include <string>
@@ -160,8 +161,14 @@ struct RegionInterpreter::Impl {
     /// in the block for storeRows to copy; -1 otherwise.
     int32_t cellResult = -1, hiddenResult = -1;
     std::vector<float *> cOutRows, hOutRows;
+    /// `a` made in the loop from a GEMM (RegionInterpreter::foldGemm): its
+    /// weights, alpha, beta and bias; rows set per block.
+    bool gemmFolded = false;
+    GateGemm gemm;
   };
   std::vector<FusedGates> fusedGates;
+  /// The task's rows of A of the GEMMs folded into fused gates.
+  const float *const *gemmRows = nullptr;
   /// A GRU's gates run as one op (RegionFusionGru.cpp, GruGates.h): the
   /// projections a and b, the state h and h' (the result), and per
   /// projection the place of each part (reset, update, new) in its row.
