@@ -35,7 +35,7 @@ struct Epilogue {
 TEST(LstmGateGemmTest, EveryInstructionSetGivesTheGemmThenTheGatesBits) {
   std::mt19937 random(11);
   int cases = 0;
-  for (int64_t hidden : {4, 8, 16, 24, 32})
+  for (int64_t hidden : {4, 8, 12, 16, 20, 24, 28, 32}) // 1-8 panels
     for (int64_t depth : {1, 7, 16, 33})
       for (int64_t rows : {1, 5, 16, 17, 40})
         for (Epilogue epilogue :
@@ -114,7 +114,7 @@ TEST(LstmGateGemmTest, EveryInstructionSetGivesTheGemmThenTheGatesBits) {
               ++cases;
             }
           }
-  EXPECT_GE(cases, 800);
+  EXPECT_GE(cases, 1280);
 }
 
 /// Random inputs for every row of a task's input pools (tokens below the
@@ -150,6 +150,8 @@ TEST(GemmInGatesTest, TheHiddenSixteenLstmsGemmsRunInTheGatesWithTheSameBits) {
   ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
   const cellpack::CellType &cell = *artifact.value()->cells().front();
   int folded = 0, gemmSteps = 0;
+  ThreadPool workers(2);
+  ASSERT_EQ(cell.inputs()->Get(1)->name()->str(), "h");
   for (const cellpack::BatchPlan *plan : *cell.plans()) {
     for (const cellpack::TaskStep *step : *plan->steps())
       gemmSteps += step->step_as_GemmStep() != nullptr;
@@ -158,7 +160,7 @@ TEST(GemmInGatesTest, TheHiddenSixteenLstmsGemmsRunInTheGatesWithTheSameBits) {
       std::mt19937 random(static_cast<uint32_t>(batch * 7 + rows));
       std::vector<Pool> inputs, outputs;
       fillTask(cell, rows, 2 * batch + 5, random, inputs, outputs);
-      std::vector<Pool> outputsOff = outputs;
+      std::vector<Pool> outputsOff = outputs, outputsPool = outputs;
       std::vector<PoolView> in = poolViews(inputs);
       auto runner = CpuTaskRunner::create(cell, *plan);
       ASSERT_TRUE(runner.ok()) << runner.status().toString();
@@ -166,6 +168,20 @@ TEST(GemmInGatesTest, TheHiddenSixteenLstmsGemmsRunInTheGatesWithTheSameBits) {
         folded += runner.value()->gemmsInGates();
       std::vector<PoolView> out = poolViews(outputs);
       ASSERT_TRUE(runner.value()->run(rows, in, out).isOk());
+      // With workers sharing the rows (each its own interpreter), and the
+      // state h read where its rows lie rather than through the pool.
+      auto shared = CpuTaskRunner::create(cell, *plan, {}, &workers);
+      ASSERT_TRUE(shared.ok()) << shared.status().toString();
+      EXPECT_EQ(shared.value()->gemmsInGates(), runner.value()->gemmsInGates());
+      std::vector<PoolView> inPlace = in;
+      std::vector<const void *> hRows;
+      ASSERT_TRUE(shared.value()->readsInPlace(1)) << "batch size " << batch;
+      for (int64_t r = 0; r < rows; ++r)
+        hRows.push_back(inputs[1].bytes.data() +
+                        inputs[1].taskRows[r] * inputs[1].rowBytes);
+      inPlace[1] = PoolView{nullptr, nullptr, hRows.data()};
+      std::vector<PoolView> outPool = poolViews(outputsPool);
+      ASSERT_TRUE(shared.value()->run(rows, inPlace, outPool).isOk());
       setenv("CELLRUN_CPU_FUSED_GATES", "off", 1);
       auto unfused = CpuTaskRunner::create(cell, *plan);
       unsetenv("CELLRUN_CPU_FUSED_GATES");
@@ -173,10 +189,14 @@ TEST(GemmInGatesTest, TheHiddenSixteenLstmsGemmsRunInTheGatesWithTheSameBits) {
       EXPECT_EQ(unfused.value()->gemmsInGates(), 0);
       std::vector<PoolView> outOff = poolViews(outputsOff);
       ASSERT_TRUE(unfused.value()->run(rows, in, outOff).isOk());
-      for (size_t j = 0; j < outputs.size(); ++j)
+      for (size_t j = 0; j < outputs.size(); ++j) {
         EXPECT_TRUE(outputs[j].bytes == outputsOff[j].bytes)
             << "batch size " << batch << ", " << rows << " rows: output " << j
             << " differs from the unfused run's";
+        EXPECT_TRUE(outputsPool[j].bytes == outputsOff[j].bytes)
+            << "batch size " << batch << ", " << rows << " rows: output " << j
+            << " differs with two workers and h read in place";
+      }
     }
   }
   // The plans past the one-kernel step's batch sizes have a GEMM step each:

@@ -17,6 +17,29 @@
 using namespace cellrun;
 using namespace cellrun::cpu;
 
+bool CpuTaskRunner::othersLeaveAlone(size_t first, uint64_t begin,
+                                     uint64_t end) const {
+  size_t count = plan_.steps() ? plan_.steps()->size() : 0;
+  for (size_t j = 0; j < count; ++j) {
+    if (j == first || j == first + 1)
+      continue;
+    const cellpack::TaskStep *step = plan_.steps()->Get(j);
+    if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
+      for (const cellpack::ValueRef *ref :
+           {other->a(), other->b(), other->c(), other->d()})
+        if (overlapsWorkspace(ref, begin, end))
+          return false;
+      continue;
+    }
+    const cellpack::KernelStep *other = step->step_as_KernelStep();
+    for (const auto *refs : {other->inputs(), other->outputs()})
+      for (uint32_t r = 0; refs && r < refs->size(); ++r)
+        if (overlapsWorkspace(refs->Get(r), begin, end))
+          return false;
+  }
+  return true;
+}
+
 void CpuTaskRunner::foldRowGathers() {
   size_t count = plan_.steps() ? plan_.steps()->size() : 0;
   folded_.assign(count, 0);
@@ -60,23 +83,7 @@ void CpuTaskRunner::foldRowGathers() {
     bool alone = !overlapsWorkspace(gemm->b(), begin, end) &&
                  !overlapsWorkspace(gemm->c(), begin, end) &&
                  !overlapsWorkspace(gemm->d(), begin, end);
-    for (size_t j = 0; alone && j < count; ++j) {
-      if (j == i || j == i + 1)
-        continue;
-      const cellpack::TaskStep *step = plan_.steps()->Get(j);
-      if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
-        alone = !overlapsWorkspace(other->a(), begin, end) &&
-                !overlapsWorkspace(other->b(), begin, end) &&
-                !overlapsWorkspace(other->c(), begin, end) &&
-                !overlapsWorkspace(other->d(), begin, end);
-        continue;
-      }
-      const cellpack::KernelStep *other = step->step_as_KernelStep();
-      for (const auto *refs : {other->inputs(), other->outputs()})
-        for (uint32_t r = 0; alone && refs && r < refs->size(); ++r)
-          alone = !overlapsWorkspace(refs->Get(r), begin, end);
-    }
-    if (!alone)
+    if (!alone || !othersLeaveAlone(i, begin, end))
       continue;
     folded_[i] = 1;
     gatheredInput_[i + 1] = static_cast<int32_t>(in.index());
@@ -133,27 +140,12 @@ void CpuTaskRunner::foldGemmsIntoGates() {
          alone && kernel->outputs() && r < kernel->outputs()->size(); ++r)
       alone = !overlapsWorkspace(kernel->outputs()->Get(r), begin, end);
     alone = alone && input >= 0 && !overlapsWorkspace(gemm->a(), begin, end);
-    for (size_t j = 0; alone && j < count; ++j) {
-      if (j == i || j == i + 1)
-        continue;
-      const cellpack::TaskStep *step = plan_.steps()->Get(j);
-      if (const cellpack::GemmStep *other = step->step_as_GemmStep()) {
-        for (const cellpack::ValueRef *ref :
-             {other->a(), other->b(), other->c(), other->d()})
-          alone = alone && !overlapsWorkspace(ref, begin, end);
-        continue;
-      }
-      const cellpack::KernelStep *other = step->step_as_KernelStep();
-      for (const auto *refs : {other->inputs(), other->outputs()})
-        for (uint32_t r = 0; alone && refs && r < refs->size(); ++r)
-          alone = !overlapsWorkspace(refs->Get(r), begin, end);
-    }
-    if (!alone)
+    if (!alone || !othersLeaveAlone(i, begin, end))
       continue;
     uint32_t region = static_cast<uint32_t>(input);
     bool every = true;
     for (const auto &interpreter : kernels_[i + 1])
-      every = every && interpreter->canFoldGemmInto(region);
+      every = every && interpreter->canFoldGemmInto(region, gemm->n());
     if (!every)
       continue;
     for (const auto &interpreter : kernels_[i + 1])

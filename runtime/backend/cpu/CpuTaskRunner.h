@@ -109,6 +109,9 @@ private:
   /// of a weight product: the gates' loop then makes it (LstmGateGemm.cpp,
   /// on AVX-512) and the GEMM step is skipped.
   void foldGemmsIntoGates();
+  /// Whether no step but `first` and the one after it reads or writes the
+  /// workspace bytes [begin, end).
+  bool othersLeaveAlone(size_t first, uint64_t begin, uint64_t end) const;
   /// gatheredRows_ = the addresses of `rows` rows of `floats` of `view`.
   void gatherRows(const PoolView &view, int64_t rows, int64_t floats);
 

@@ -240,10 +240,12 @@ void RegionInterpreter::Impl::runFusedGates(
   lstmGateRows(block);
 }
 
-bool RegionInterpreter::canFoldGemmInto(uint32_t input) const {
+bool RegionInterpreter::canFoldGemmInto(uint32_t input,
+                                        int64_t columns) const {
   const Impl &impl = *impl_;
   uint32_t numInputs = impl.step.region()->num_inputs();
   if (input >= numInputs || !impl.values[input].hasBatch ||
+      impl.values[input].count != columns ||
       impl.values[input].dtype != cellpack::DType::F32 ||
       std::count(impl.results.begin(), impl.results.end(), input) != 0)
     return false;

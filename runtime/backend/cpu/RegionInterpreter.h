@@ -75,10 +75,11 @@ public:
   /// GRU steps whose gates run as one op (GruGates.h).
   int fusedGruCount() const;
 
-  /// Whether region input `input` is an fp32 batch value that nothing reads
-  /// but the sum of a fused LSTM's pre-activations: then the GEMM step
-  /// that writes it may run in the gates' loop instead (foldGemm).
-  bool canFoldGemmInto(uint32_t input) const;
+  /// Whether region input `input` is an fp32 batch value of `columns`
+  /// floats a row that nothing reads but the sum of a fused LSTM's
+  /// pre-activations: then the GEMM step that writes it may run in the
+  /// gates' loop instead (foldGemm).
+  bool canFoldGemmInto(uint32_t input, int64_t columns) const;
   /// Region input `input` (canFoldGemmInto) is no longer read: the fused
   /// gates make its rows from the GEMM of A's rows (setGemmRows) by
   /// `weights` (alpha, beta and a bias of one a column, or none: GateGemm).
