@@ -53,9 +53,8 @@ void ResultWriter::put(size_t index, RequestResult result) {
   // were made on the submitting thread, and reading their sizes here cost
   // the engine's thread a cache miss a request (9 ns a row-step of the
   // hidden-16 LSTM). With an output, it counts against the budget: exact.
-  size_t data = out_ ? 0 : meanDataBytes_.load(std::memory_order_relaxed);
-  if (data == 0)
-    data = dataBytes(result);
+  size_t mean = meanDataBytes_.load(std::memory_order_relaxed);
+  size_t data = !out_ && mean > 0 ? mean : dataBytes(result);
   size_t bytes = out_ ? data : sizeof(RequestResult);
   bool wake;
   {

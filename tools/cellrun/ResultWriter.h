@@ -63,9 +63,9 @@ public:
 private:
   /// Without an output, results in the inbox are taken (and their data
   /// freed) once this many wait there, or once their data comes to
-  /// kDrainBytes (estimated: meanDataBytes_ a result). Each take wakes this thread, about 8 us of the engine's
-  /// thread on the 2-core VM (a futex call): taking every 64 results cost
-  /// the hidden-16 LSTM 5 ns a row-step.
+  /// kDrainBytes (estimated: meanDataBytes_ a result). Each take wakes this
+  /// thread, about 8 us of the engine's thread on the 2-core VM (a futex call):
+  /// taking every 64 results cost the hidden-16 LSTM 5 ns a row-step.
   static constexpr size_t kDrainEvery = 1024;
   static constexpr size_t kDrainBytes = size_t(4) << 20;
   void writeAll();

@@ -93,8 +93,6 @@ void CpuTaskRunner::foldRowGathers() {
 void CpuTaskRunner::foldGemmsIntoGates() {
   size_t count = plan_.steps() ? plan_.steps()->size() : 0;
   gemmInGates_.assign(count, 0);
-  gemmRowsOf_.assign(count, -1);
-  gemmDepth_.assign(count, 0);
   // The loop's fast form is AVX-512's (elsewhere the GEMM step is as fast).
   if (launcher_ || detectCpuIsa() != CpuIsa::Avx512)
     return;
@@ -152,8 +150,6 @@ void CpuTaskRunner::foldGemmsIntoGates() {
       interpreter->foldGemm(region, packedGemms_[i].fp32, gemm->alpha(),
                             gemm->beta(), bias);
     gemmInGates_[i] = 1;
-    gemmRowsOf_[i + 1] = gatheredInput_[i];
-    gemmDepth_[i + 1] = gemm->k();
   }
 }
 

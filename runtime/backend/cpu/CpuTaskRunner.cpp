@@ -302,8 +302,9 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
       continue;
     }
     const cellpack::KernelStep &kernel = *step->step_as_KernelStep();
-    if (int32_t input = gemmRowsOf_[i]; input >= 0) {
-      gatherRows(inputs[static_cast<uint32_t>(input)], rows, gemmDepth_[i]);
+    if (i > 0 && gemmInGates_[i - 1]) { // the GEMM before it: its A's rows
+      gatherRows(inputs[static_cast<uint32_t>(gatheredInput_[i - 1])], rows,
+                 plan_.steps()->Get(i - 1)->step_as_GemmStep()->k());
       for (auto &interpreter : kernels_[i])
         interpreter->setGemmRows(gatheredRows_.data());
     }

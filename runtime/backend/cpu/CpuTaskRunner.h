@@ -134,12 +134,9 @@ private:
   std::vector<uint8_t> folded_;
   std::vector<int32_t> gatheredInput_;
   std::vector<const float *> gatheredRows_;
-  /// Per step: a GEMM made in the next step's gates (skipped); for that
-  /// kernel step, the cell input whose rows are the GEMM's A (-1: none)
-  /// and their floats.
+  /// Per step: a GEMM made in the next step's gates (skipped; its A is
+  /// the rows of cell input gatheredInput_ of it).
   std::vector<uint8_t> gemmInGates_;
-  std::vector<int32_t> gemmRowsOf_;
-  std::vector<int64_t> gemmDepth_;
   std::vector<uint8_t> readsInPlace_; // per cell input
 };
 

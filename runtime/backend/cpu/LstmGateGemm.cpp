@@ -28,9 +28,9 @@ namespace {
 /// Rows of a part: their GEMM rows (at most 16 x 128 floats, 8 KB) stay in
 /// the first-level cache between the GEMM and the gates.
 constexpr int64_t kPartRows = 16;
-/// The gates' loop asks for rows ahead (8, LstmGates.cpp): a part's `a`
-/// pointers run on this far past its rows, into the same buffer.
-constexpr int64_t kRingSlack = 16;
+/// The gates' loop asks for rows ahead (detail::kLstmRowsAhead): a part's
+/// `a` pointers run on that far past its rows, into the same buffer.
+constexpr int64_t kRingSlack = detail::kLstmRowsAhead;
 
 #if defined(__x86_64__)
 /// Rows x (Panels x 16) of the GEMM, the accumulators in registers: per k,
@@ -79,14 +79,10 @@ gemmRowsAvx512(const float *const *rows, int64_t depth, const PackedMatrix &w,
 #pragma GCC unroll 8
     for (int i = 0; i < Rows; ++i) {
       __m512 d = acc[i][p];
-      if (!gemm.bias) {
-        if (gemm.alpha != 1.0f)
-          d = _mm512_mul_ps(alpha, d);
-      } else {
-        if (gemm.alpha != 1.0f)
-          d = _mm512_mul_ps(alpha, d);
+      if (gemm.alpha != 1.0f)
+        d = _mm512_mul_ps(alpha, d);
+      if (gemm.bias)
         d = _mm512_add_ps(d, scaledBias);
-      }
       _mm512_store_ps(out + i * ldo + p * kPanelColumns, d);
     }
   }

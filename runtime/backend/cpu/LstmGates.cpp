@@ -16,16 +16,6 @@ using namespace cellrun::cpu;
 using namespace cellrun::cpu::detail;
 using namespace cellrun::cpu::detail::vectors;
 
-namespace {
-/// Rows ahead whose gates and cell state are asked for before a row is
-/// computed: a task's rows lie scattered over the pools and a table (not
-/// a stream the processor would prefetch by itself), and one row's
-/// activations take long enough to hide the next rows' loads. The
-/// hidden-16 LSTM's tasks in `cellrun run` took 103 ns a row-step with 4 or
-/// 8 rows ahead against 111 with none (median of 8 alternating runs).
-constexpr int64_t kPrefetchAhead = 8;
-} // namespace
-
 void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
   const int64_t hidden = block.hidden;
   for (int64_t r = 0; r < block.rows; ++r) {
@@ -102,9 +92,9 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
           block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;        \
       float *hOut =                                                            \
           block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;        \
-      if (r + kPrefetchAhead < prefetchRows) {                                 \
-        const float *na = block.a[r + kPrefetchAhead];                         \
-        const float *nb = block.b ? block.b[r + kPrefetchAhead] : nullptr;     \
+      if (r + kLstmRowsAhead < prefetchRows) {                                 \
+        const float *na = block.a[r + kLstmRowsAhead];                         \
+        const float *nb = block.b ? block.b[r + kLstmRowsAhead] : nullptr;     \
         for (int g = 0; g < 4; ++g) {                                          \
           _mm_prefetch(reinterpret_cast<const char *>(na + block.offsets[g]),  \
                        _MM_HINT_T0);                                           \
@@ -114,7 +104,7 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
                 _MM_HINT_T0);                                                  \
         }                                                                      \
         _mm_prefetch(                                                          \
-            reinterpret_cast<const char *>(block.c[r + kPrefetchAhead]),       \
+            reinterpret_cast<const char *>(block.c[r + kLstmRowsAhead]),       \
             _MM_HINT_T0);                                                      \
       }                                                                        \
       for (int64_t k = 0; k < full; k += width)                                \
