@@ -6,7 +6,8 @@
 // (CELLRUN_CPU_FUSED_GATES=off) on every example's tasks (ExampleTasks.h),
 // and the fused loop itself must give the same bits on every instruction
 // set, whatever the width, the gates' order and whether the pre-activations
-// are a sum.
+// are a sum, and write the rows given copy places there too (a request's
+// results) and nowhere else.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
@@ -123,12 +124,23 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
       for (CpuIsa isa : isas) {
         std::vector<float> cell(rows * hidden + 5, -7.0f),
             out(rows * hidden + 5, -7.0f);
+        // Copies of some rows elsewhere (a request's results): c' of odd
+        // rows, h' of rows not divisible by 3; the others none.
+        std::vector<float> cellCopy(rows * hidden, -9.0f),
+            outCopy(rows * hidden, -9.0f);
+        std::vector<float *> cellCopyRows, outCopyRows;
+        for (int64_t r = 0; r < rows; ++r) {
+          cellCopyRows.push_back(r % 2 ? &cellCopy[r * hidden] : nullptr);
+          outCopyRows.push_back(r % 3 ? &outCopy[r * hidden] : nullptr);
+        }
         LstmGateRows block;
         block.a = aRows.data();
         block.b = summed ? bRows.data() : nullptr;
         block.c = cRows.data();
         block.cOut = cell.data();
         block.hOut = out.data();
+        block.cCopyRows = cellCopyRows.data();
+        block.hCopyRows = outCopyRows.data();
         block.rows = rows;
         block.hidden = hidden;
         std::copy(offsets, offsets + 4, block.offsets);
@@ -140,6 +152,18 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
         for (int64_t k = rows * hidden; k < rows * hidden + 5; ++k) {
           EXPECT_EQ(cell[k], -7.0f) << where << ": wrote past c'";
           EXPECT_EQ(out[k], -7.0f) << where << ": wrote past h'";
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<float> wantCellCopy(hidden, -9.0f),
+              wantOutCopy(hidden, -9.0f);
+          if (r % 2)
+            wantCellCopy.assign(&cell[r * hidden], &cell[(r + 1) * hidden]);
+          if (r % 3)
+            wantOutCopy.assign(&out[r * hidden], &out[(r + 1) * hidden]);
+          EXPECT_TRUE(sameFloats(&cellCopy[r * hidden], wantCellCopy))
+              << where << ": row " << r << "'s copy of c'";
+          EXPECT_TRUE(sameFloats(&outCopy[r * hidden], wantOutCopy))
+              << where << ": row " << r << "'s copy of h'";
         }
       }
     }

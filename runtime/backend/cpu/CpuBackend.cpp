@@ -3,7 +3,9 @@
 // Pools in host memory; a task runs when it is submitted, on the calling
 // thread and the backend's ThreadPool: its row writes, its plan's runner
 // (one prepared per plan of every cell when the backend is created), then
-// its row reads. A ticket is a count of tasks run.
+// its row reads (most of them written into the results by the step that
+// makes the rows, as it stores them: cpu::PoolView::copyTo). A ticket is a
+// count of tasks run.
 //
 //===----------------------------------------------------------------------===//
 #include "../Backend.h"
@@ -165,8 +167,24 @@ public:
     for (uint32_t i = 0; i < inputCount; ++i)
       inputs_.push_back({inputPools[i]->data(), inputRows[i].data(),
                          inPlace_[i] ? rowData_[i].data() : nullptr});
+    // Rows read into the results the steps write there themselves as they
+    // store them (cpu::PoolView::copyTo), when nothing else is to be done
+    // with them after the task: no delivery later, no copies shared among
+    // threads or streamed, no places that might change a pool row first.
+    size_t readBytes = 0;
+    for (const Executor::RowRead &read : task.io->reads)
+      readBytes += outputPools[read.output]->rowBytes();
+    bool shared =
+        !readsAtWait_ &&
+        readBytes >= std::min(sharedCopyBytes_, cpu::kStreamingMinBytes);
+    copies_.assign(outputRows.size(), 0);
+    const std::vector<Executor::RowRead> &reads =
+        !readsAtWait_ && !shared && task.io->places.empty() && !nullTasks_
+            ? readsByStep(runner, task)
+            : task.io->reads;
     for (uint32_t i = 0; i < outputRows.size(); ++i)
-      outputs_.push_back({outputPools[i]->data(), outputRows[i].data()});
+      outputs_.push_back({outputPools[i]->data(), outputRows[i].data(), nullptr,
+                          copies_[i] ? copyTo_[i].data() : nullptr});
     if (!nullTasks_)
       if (Status status = runner.run(task.rows, inputs_, outputs_);
           !status.isOk())
@@ -182,28 +200,18 @@ public:
         delivery->rows.clear();
       }
       delivery->ticket = tickets_ + 1;
-      size_t bytes = 0; // sized first: the copies point into it
-      for (const Executor::RowRead &read : task.io->reads)
-        bytes += outputPools[read.output]->rowBytes();
-      delivery->bytes.resize(bytes);
+      delivery->bytes.resize(readBytes); // sized first: copies point into it
     }
     size_t taken = 0;
-    size_t readBytes = 0;
-    if (!delivery)
-      for (const Executor::RowRead &read : task.io->reads)
-        readBytes += outputPools[read.output]->rowBytes();
     // Into the results: through copyRows when it may do more than memcpy
     // here, i.e. share the copies among the task's threads (from
     // sharedCopyBytes_: a first write into fresh result memory faults its
     // pages in, at hidden 1024 about as long as the copy again) or stream
     // them past the cache (from kStreamingMinBytes); it decides which.
-    bool shared = !delivery && readBytes >= std::min(sharedCopyBytes_,
-                                                     cpu::kStreamingMinBytes);
     readCopies_.clear();
     // Copied here one by one, the rows' places in the results are asked for
     // (to write) kResultPrefetchAhead rows ahead: they are cold lines, each
     // a miss the copies would otherwise wait for in turn.
-    const std::vector<Executor::RowRead> &reads = task.io->reads;
     bool prefetch = !delivery && !shared;
     for (size_t index = 0; index < reads.size(); ++index) {
       const Executor::RowRead &read = reads[index];
@@ -230,6 +238,34 @@ public:
     if (shared)
       cpu::copyRows(readCopies_, threads_.get(), sharedCopyBytes_);
     return ++tickets_;
+  }
+
+  /// Sets copyTo_ and copies_ for the task's reads of outputs the runner's
+  /// steps write into the results themselves (one destination a row), and
+  /// returns the reads left to copy after the task.
+  const std::vector<Executor::RowRead> &
+  readsByStep(const cpu::CpuTaskRunner &runner, const BackendTask &task) {
+    const auto &outputPools = *task.outputPools;
+    size_t outputCount = outputPools.size();
+    copyTo_.resize(outputCount);
+    leftReads_.clear();
+    for (const Executor::RowRead &read : task.io->reads) {
+      uint32_t output = read.output;
+      if (runner.copyBytes(output) != outputPools[output]->rowBytes()) {
+        leftReads_.push_back(read);
+        continue;
+      }
+      if (!copies_[output]) {
+        copies_[output] = 1;
+        copyTo_[output].assign(task.rows, nullptr);
+      }
+      void *&to = copyTo_[output][read.row];
+      if (to)
+        leftReads_.push_back(read); // a second place for the same row
+      else
+        to = read.destination;
+    }
+    return leftReads_;
   }
 
   /// The task's places: zeros first, then the copies.
@@ -307,6 +343,12 @@ private:
   std::vector<std::vector<const void *>> rowData_;
   std::vector<uint8_t> inPlace_;
   std::vector<cpu::RowCopy> readCopies_; // a task's rows into the results
+  /// Per output, where its steps write each task row into the results too
+  /// (readsByStep; copies_ says which outputs have them this task), and
+  /// the reads copied after the task instead.
+  std::vector<std::vector<void *>> copyTo_;
+  std::vector<uint8_t> copies_;
+  std::vector<Executor::RowRead> leftReads_;
 };
 
 } // namespace

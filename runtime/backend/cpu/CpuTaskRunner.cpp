@@ -97,7 +97,44 @@ CpuTaskRunner::create(const cellpack::CellType &cell,
   runner->foldRowGathers();
   runner->foldGemmsIntoGates();
   runner->findInputsReadInPlace();
+  runner->findOutputsCopiedByStep();
   return runner;
+}
+
+void CpuTaskRunner::findOutputsCopiedByStep() {
+  uint32_t outputs = cell_.outputs() ? cell_.outputs()->size() : 0;
+  copyBytes_.assign(outputs, 0);
+  if (launcher_ || !plan_.steps())
+    return;
+  std::vector<uint32_t> writers(outputs, 0);
+  auto count = [&](const cellpack::ValueRef *ref) {
+    if (ref && ref->kind() == cellpack::ValueKind::CellOutput &&
+        ref->index() < outputs)
+      ++writers[ref->index()];
+  };
+  for (const cellpack::TaskStep *step : *plan_.steps()) {
+    if (const cellpack::GemmStep *gemm = step->step_as_GemmStep()) {
+      count(gemm->d());
+      continue;
+    }
+    for (const cellpack::ValueRef *ref : *step->step_as_KernelStep()->outputs())
+      count(ref);
+  }
+  for (const cellpack::TaskStep *step : *plan_.steps()) {
+    const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+    if (!kernel || !kernel->outputs())
+      continue;
+    for (const cellpack::ValueRef *ref : *kernel->outputs()) {
+      if (ref->kind() != cellpack::ValueKind::CellOutput ||
+          ref->index() >= outputs || writers[ref->index()] != 1 ||
+          !ref->shape() || ref->shape()->size() < 1)
+        continue;
+      size_t elements = 1;
+      for (uint32_t d = 1; d < ref->shape()->size(); ++d)
+        elements *= static_cast<size_t>(ref->shape()->Get(d));
+      copyBytes_[ref->index()] = elements * elementSize(ref->dtype());
+    }
+  }
 }
 
 void CpuTaskRunner::findInputsReadInPlace() {
@@ -327,7 +364,11 @@ Status CpuTaskRunner::run(int64_t rows, const std::vector<PoolView> &inputs,
       auto data = resolve(*ref, inputs, outputs, &refRows);
       if (!data.ok())
         return data.status();
-      out.push_back({const_cast<void *>(data.value()), refRows});
+      void *const *copyTo = nullptr;
+      if (ref->kind() == cellpack::ValueKind::CellOutput &&
+          copyBytes(ref->index()))
+        copyTo = outputs[ref->index()].copyTo;
+      out.push_back({const_cast<void *>(data.value()), refRows, copyTo});
     }
     if (launcher_) {
       if (Status status = launcher_(kernel, rows, in, out); !status.isOk())

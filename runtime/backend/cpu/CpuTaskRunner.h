@@ -28,6 +28,10 @@ struct PoolView {
   /// copied into a pool first): row r at rowData[r]; data and rows unused.
   /// Only for inputs the runner reads in place (readsInPlace).
   const void *const *rowData = nullptr;
+  /// A cell output whose rows also go elsewhere (only for outputs the
+  /// runner writes copies of, writesCopies): row r to copyTo[r] too, where
+  /// that is not null, as the step that makes it stores it.
+  void *const *copyTo = nullptr;
 };
 
 /// Runs one kernel step for `rows` rows in place of the region interpreter
@@ -71,6 +75,12 @@ public:
   bool readsInPlace(uint32_t input) const {
     return input < readsInPlace_.size() && readsInPlace_[input];
   }
+  /// The bytes of a row of cell output `output` the step that makes it
+  /// writes to PoolView::copyTo as well, when one kernel step of the region
+  /// interpreter makes it (0 otherwise: copyTo is not read).
+  size_t copyBytes(uint32_t output) const {
+    return output < copyBytes_.size() ? copyBytes_[output] : 0;
+  }
 
 private:
   CpuTaskRunner(const cellpack::CellType &cell, const cellpack::BatchPlan &plan)
@@ -87,6 +97,8 @@ private:
                  const std::vector<PoolView> &outputs);
   /// Which cell inputs readsInPlace (after foldRowGathers).
   void findInputsReadInPlace();
+  /// Which cell outputs one interpreted kernel step makes (copyBytes).
+  void findOutputsCopiedByStep();
   Result<const void *> resolve(const cellpack::ValueRef &ref,
                                const std::vector<PoolView> &inputs,
                                const std::vector<PoolView> &outputs,
@@ -138,6 +150,7 @@ private:
   /// the rows of cell input gatheredInput_ of it).
   std::vector<uint8_t> gemmInGates_;
   std::vector<uint8_t> readsInPlace_; // per cell input
+  std::vector<size_t> copyBytes_;     // per cell output
 };
 
 } // namespace cellrun::cpu

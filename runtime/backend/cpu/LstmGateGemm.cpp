@@ -169,6 +169,8 @@ void cellrun::cpu::detail::lstmGateRowsWithGemm(const LstmGateRows &block,
     part.hOut = block.hOut ? block.hOut + first * block.hidden : nullptr;
     part.cOutRows = block.cOutRows ? block.cOutRows + first : nullptr;
     part.hOutRows = block.hOutRows ? block.hOutRows + first : nullptr;
+    part.cCopyRows = block.cCopyRows ? block.cCopyRows + first : nullptr;
+    part.hCopyRows = block.hCopyRows ? block.hCopyRows + first : nullptr;
     part.rows = rows;
     part.prefetchRows = prefetchRows - first;
     lstmGateRows(part, isa);

@@ -24,6 +24,8 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
     const float *c = block.c[r];
     float *cOut = block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;
     float *hOut = block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;
+    float *cCopy = block.cCopyRows ? block.cCopyRows[r] : nullptr;
+    float *hCopy = block.hCopyRows ? block.hCopyRows[r] : nullptr;
     auto gate = [&](int g, int64_t k) {
       int64_t at = block.offsets[g] + k;
       return b ? a[at] + b[at] : a[at];
@@ -36,8 +38,13 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
       float kept = forget * c[k];
       float added = input * candidate;
       float cell = kept + added;
+      float hidden = output * tanhScalar(cell);
       cOut[k] = cell;
-      hOut[k] = output * tanhScalar(cell);
+      hOut[k] = hidden;
+      if (cCopy)
+        cCopy[k] = cell;
+      if (hCopy)
+        hCopy[k] = hidden;
     }
   }
 }
@@ -60,8 +67,8 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
   }                                                                            \
   __attribute__((target(isa))) inline void                                     \
       name##Chunk(const float *a, const float *b, const float *c, float *cOut, \
-                  float *hOut, const int64_t *offsets, int64_t k,              \
-                  int64_t lanes) {                                             \
+                  float *hOut, float *cCopy, float *hCopy,                     \
+                  const int64_t *offsets, int64_t k, int64_t lanes) {          \
     vector input = sigmoidVector(name##Gate(a, b, offsets[0] + k, lanes));     \
     vector forget = sigmoidVector(name##Gate(a, b, offsets[1] + k, lanes));    \
     vector candidate = tanhVector(name##Gate(a, b, offsets[2] + k, lanes));    \
@@ -72,9 +79,17 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
     if (lanes == width) {                                                      \
       store(cOut + k, cell);                                                   \
       store(hOut + k, h);                                                      \
+      if (cCopy)                                                               \
+        store(cCopy + k, cell);                                                \
+      if (hCopy)                                                               \
+        store(hCopy + k, h);                                                   \
     } else {                                                                   \
       storeTail(cOut + k, lanes, cell);                                        \
       storeTail(hOut + k, lanes, h);                                           \
+      if (cCopy)                                                               \
+        storeTail(cCopy + k, lanes, cell);                                     \
+      if (hCopy)                                                               \
+        storeTail(hCopy + k, lanes, h);                                        \
     }                                                                          \
   }                                                                            \
   }                                                                            \
@@ -92,6 +107,8 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
           block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;        \
       float *hOut =                                                            \
           block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;        \
+      float *cCopy = block.cCopyRows ? block.cCopyRows[r] : nullptr;           \
+      float *hCopy = block.hCopyRows ? block.hCopyRows[r] : nullptr;           \
       if (r + kLstmRowsAhead < prefetchRows) {                                 \
         const float *na = block.a[r + kLstmRowsAhead];                         \
         const float *nb = block.b ? block.b[r + kLstmRowsAhead] : nullptr;     \
@@ -107,10 +124,23 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
             reinterpret_cast<const char *>(block.c[r + kLstmRowsAhead]),       \
             _MM_HINT_T0);                                                      \
       }                                                                        \
+      /* A request's results: cold lines, asked for further ahead. */          \
+      if (r + kCopyRowsAhead < prefetchRows) {                                 \
+        if (block.hCopyRows && block.hCopyRows[r + kCopyRowsAhead])            \
+          _mm_prefetch(reinterpret_cast<const char *>(                         \
+                           block.hCopyRows[r + kCopyRowsAhead]),               \
+                       _MM_HINT_T0);                                           \
+        if (block.cCopyRows && block.cCopyRows[r + kCopyRowsAhead])            \
+          _mm_prefetch(reinterpret_cast<const char *>(                         \
+                           block.cCopyRows[r + kCopyRowsAhead]),               \
+                       _MM_HINT_T0);                                           \
+      }                                                                        \
       for (int64_t k = 0; k < full; k += width)                                \
-        name##Chunk(a, b, c, cOut, hOut, block.offsets, k, width);             \
+        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, block.offsets, k,       \
+                    width);                                                    \
       if (tail)                                                                \
-        name##Chunk(a, b, c, cOut, hOut, block.offsets, full, tail);           \
+        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, block.offsets, full,    \
+                    tail);                                                     \
     }                                                                          \
   }
 

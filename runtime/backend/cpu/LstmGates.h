@@ -54,6 +54,11 @@ struct LstmGateRows {
   /// task's pool rows) instead.
   float *const *cOutRows = nullptr;
   float *const *hOutRows = nullptr;
+  /// When given, row r's results are written to cCopyRows[r] and
+  /// hCopyRows[r] too, where those are not null: a request's own results,
+  /// the same floats as its pool rows, with no copy after the task.
+  float *const *cCopyRows = nullptr;
+  float *const *hCopyRows = nullptr;
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t offsets[4] = {0, 0, 0, 0};
@@ -74,6 +79,9 @@ namespace detail {
 /// hidden-16 LSTM's tasks in `cellrun run` took 103 ns a row-step with 4 or
 /// 8 rows ahead against 111 with none (median of 8 alternating runs).
 constexpr int64_t kLstmRowsAhead = 8;
+/// Rows ahead whose results' lines (LstmGateRows::hCopyRows) the loop asks
+/// for: lines of the requests' results, cold, so further ahead.
+constexpr int64_t kCopyRowsAhead = 16;
 /// lstmGateRows of a block with a GateGemm, part by part: the GEMM's rows
 /// (AVX-512: in registers, the weights read in place; other instruction
 /// sets: packedGemmGathered) into a small buffer, then the gates.

@@ -41,6 +41,7 @@ void RegionInterpreter::Impl::fuseGates() {
   if (fusedGates.empty() && fusedGru.empty())
     opFusion.clear();
   storedAlready.assign(results.size(), 0);
+  copiedAlready.assign(results.size(), 0);
 }
 
 void RegionInterpreter::Impl::fuseLstmGates() {
@@ -232,6 +233,8 @@ void RegionInterpreter::Impl::runFusedGates(
       straightRows(fused.cellResult, fused.cOutRows, outputs, first, rows);
   block.hOutRows =
       straightRows(fused.hiddenResult, fused.hOutRows, outputs, first, rows);
+  block.cCopyRows = straightCopies(fused.cellResult, outputs, first);
+  block.hCopyRows = straightCopies(fused.hiddenResult, outputs, first);
   block.rows = rows;
   block.hidden = fused.hidden;
   std::copy(fused.offsets, fused.offsets + 4, block.offsets);
@@ -240,8 +243,7 @@ void RegionInterpreter::Impl::runFusedGates(
   lstmGateRows(block);
 }
 
-bool RegionInterpreter::canFoldGemmInto(uint32_t input,
-                                        int64_t columns) const {
+bool RegionInterpreter::canFoldGemmInto(uint32_t input, int64_t columns) const {
   const Impl &impl = *impl_;
   uint32_t numInputs = impl.step.region()->num_inputs();
   if (input >= numInputs || !impl.values[input].hasBatch ||
@@ -322,6 +324,17 @@ float *const *RegionInterpreter::Impl::straightRows(
         static_cast<float *>(output.data) + output.rows[first + r] * width;
   storedAlready[static_cast<size_t>(result)] = 1;
   return rowsOut.data();
+}
+
+float *const *RegionInterpreter::Impl::straightCopies(
+    int32_t result, const std::vector<OutputView> &outputs, int64_t first) {
+  if (result < 0 || !storedAlready[static_cast<size_t>(result)])
+    return nullptr; // through the block: copyRows copies it
+  const OutputView &output = outputs[static_cast<size_t>(result)];
+  if (!output.copyTo)
+    return nullptr;
+  copiedAlready[static_cast<size_t>(result)] = 1;
+  return reinterpret_cast<float *const *>(output.copyTo + first);
 }
 
 int RegionInterpreter::fusedGateCount() const {

@@ -393,6 +393,7 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
     // Set by a fused op for this block only (a block that failed may have
     // left some).
     std::fill(impl.storedAlready.begin(), impl.storedAlready.end(), 0);
+    std::fill(impl.copiedAlready.begin(), impl.copiedAlready.end(), 0);
     impl.loadRows(inputs, first, rows);
     for (size_t index = 0; index < impl.ops.size(); ++index) {
       int32_t fusion = impl.opFusion.empty() ? -1 : impl.opFusion[index];
@@ -405,6 +406,7 @@ Status RegionInterpreter::runRows(int64_t begin, int64_t end,
           return status;
     }
     impl.storeRows(outputs, first, rows);
+    impl.copyRows(outputs, first, rows);
   }
   return Status::ok();
 }

@@ -36,6 +36,10 @@ struct InputView {
 struct OutputView {
   void *data = nullptr;
   const int32_t *rows = nullptr; // null: row r goes to index r
+  /// When given (with pool rows), row r's bytes also go to copyTo[r] where
+  /// that is not null: a request's own results, written as the block's
+  /// rows are stored rather than copied from the pool after the task.
+  void *const *copyTo = nullptr;
 };
 
 struct RegionOptions {

@@ -191,6 +191,9 @@ struct RegionInterpreter::Impl {
   /// Per result: written to the task's rows by a fused op in this block
   /// (storeRows leaves it).
   std::vector<uint8_t> storedAlready;
+  /// Per result: written to its OutputView::copyTo by a fused op in this
+  /// block (copyRows leaves it).
+  std::vector<uint8_t> copiedAlready;
   Impl(const cellpack::KernelStep &step, RegionOptions options)
       : step(step), options(std::move(options)) {}
 
@@ -226,6 +229,17 @@ struct RegionInterpreter::Impl {
   float *const *straightRows(int32_t result, std::vector<float *> &rowsOut,
                              const std::vector<OutputView> &outputs,
                              int64_t first, int64_t rows);
+  /// For a result that goes straight to the task's rows (straightRows):
+  /// the places its block rows are copied to too (OutputView::copyTo from
+  /// `first`), marked copied (copiedAlready); null when there are none.
+  float *const *straightCopies(int32_t result,
+                               const std::vector<OutputView> &outputs,
+                               int64_t first);
+  /// After storeRows: the block's rows of every result with copy places
+  /// that no fused op wrote there, copied from the task's pool rows (still
+  /// in cache) to them.
+  void copyRows(const std::vector<OutputView> &outputs, int64_t first,
+                int64_t rows);
   /// Finds the LSTM and GRU gates it can run as one op (after allocate();
   /// CELLRUN_CPU_FUSED_GATES=off: none).
   void fuseGates();

@@ -118,3 +118,19 @@ void RegionInterpreter::Impl::storeRows(const std::vector<OutputView> &outputs,
     }
   }
 }
+
+void RegionInterpreter::Impl::copyRows(const std::vector<OutputView> &outputs,
+                                       int64_t first, int64_t rows) {
+  for (size_t j = 0; j < results.size(); ++j) {
+    const OutputView &output = outputs[j];
+    if (!output.copyTo || !output.rows ||
+        (!copiedAlready.empty() && copiedAlready[j]))
+      continue;
+    size_t rowBytes =
+        values[results[j]].count * elementSize(step.outputs()->Get(j)->dtype());
+    const uint8_t *pool = static_cast<const uint8_t *>(output.data);
+    for (int64_t r = first; r < first + rows; ++r)
+      if (void *to = output.copyTo[r])
+        std::memcpy(to, pool + output.rows[r] * rowBytes, rowBytes);
+  }
+}
