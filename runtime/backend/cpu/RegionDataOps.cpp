@@ -132,6 +132,23 @@ Status RegionInterpreter::Impl::executeGather(PreparedOp &prepared,
       index += length;
     return index >= 0 && index < length;
   };
+  if (out.view && outer == 1 && indices.count == 1 && !data.hasBatch &&
+      !indices.isFloat && indices.hasBatch) {
+    // One whole table row a row (an embedding): its address, nothing
+    // copied, in a loop of its own.
+    const int64_t *index = indices.ints();
+    const float *table = data.floats();
+    for (int64_t r = 0; r < outRows; ++r) {
+      int64_t at = index[r] < 0 ? index[r] + length : index[r];
+      if (at < 0 || at >= length)
+        return Status(StatusCode::OutOfRange, "index " + std::to_string(at) +
+                                                  " is outside a table of " +
+                                                  std::to_string(length) +
+                                                  " rows");
+      out.rowPointers[r] = table + at * inner;
+    }
+    return Status::ok();
+  }
   for (int64_t r = 0; r < outRows; ++r) {
     int64_t k = r * out.count;
     int64_t dataBase = data.hasBatch ? r * data.count : 0;
