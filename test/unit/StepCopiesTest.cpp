@@ -6,10 +6,13 @@
 // instead of being copied from the pools after the task. On every example
 // cell and plan, each copy must hold its pool row's bytes, rows without a
 // place must be left alone, and the outputs must be the same as without
-// copies; the LSTM's outputs must be among those copied.
+// copies, on one thread and with the rows split among three workers; the
+// LSTM's outputs must be among those copied.
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleTasks.h"
+
+#include "backend/cpu/ThreadPool.h"
 
 namespace {
 using namespace cellc::testing;
@@ -21,7 +24,7 @@ constexpr uint8_t kUntouched = 0x5a;
 /// returns how many rows were copied.
 int checkCopies(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
                 const RefCase &reference, uint32_t seed,
-                const std::string &where) {
+                const std::string &where, ThreadPool *pool) {
   std::mt19937 random(seed);
   int64_t rows = reference.batch, poolRows = 2 * plan.batch_size() + 5;
   std::vector<Pool> inputs, outputs;
@@ -29,7 +32,7 @@ int checkCopies(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
     ADD_FAILURE() << where << ": no pools";
     return 0;
   }
-  auto created = CpuTaskRunner::create(cell, plan, {}, nullptr);
+  auto created = CpuTaskRunner::create(cell, plan, {}, pool);
   EXPECT_TRUE(created.ok()) << where << ": " << created.status().toString();
   if (!created.ok())
     return 0;
@@ -86,16 +89,17 @@ int checkCopies(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
 
 class StepCopiesTest : public ::testing::TestWithParam<const char *> {};
 
-TEST_P(StepCopiesTest, CopiesHoldThePoolRowsAndNothingElseIsWritten) {
-  std::string model = GetParam();
+/// checkCopies on every reference case and plan of `model`; the tasks.
+int checkModel(const std::string &model, ThreadPool *pool) {
   auto artifact = loadExample(model);
-  ASSERT_TRUE(artifact);
+  if (!artifact)
+    return 0;
   std::string dir = exampleFiles(model).dir;
   int tasks = 0, copied = 0;
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;
     std::string error;
-    ASSERT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
+    EXPECT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
         << error;
     for (const RefCase &reference : cases)
       for (const cellpack::BatchPlan *plan : *cell->plans()) {
@@ -105,14 +109,25 @@ TEST_P(StepCopiesTest, CopiesHoldThePoolRowsAndNothingElseIsWritten) {
                             ", batch size " +
                             std::to_string(plan->batch_size()) + ", " +
                             std::to_string(reference.batch) + " rows";
-        copied += checkCopies(*cell, *plan, reference, 300 + tasks++, where);
+        copied +=
+            checkCopies(*cell, *plan, reference, 300 + tasks++, where, pool);
       }
   }
   std::printf("%s: %d tasks, %d rows copied by their steps\n", model.c_str(),
               tasks, copied);
-  EXPECT_GT(tasks, 0);
-  if (model == "lstm" || model == "gru")
+  if (model == "lstm" || model == "gru") {
     EXPECT_GT(copied, 0) << "the recurrent cells' outputs are copied";
+  }
+  return tasks;
+}
+
+TEST_P(StepCopiesTest, CopiesHoldThePoolRowsAndNothingElseIsWritten) {
+  EXPECT_GT(checkModel(GetParam(), nullptr), 0);
+}
+
+TEST_P(StepCopiesTest, SameWithRowsSplitAmongThreeWorkers) {
+  ThreadPool pool(3);
+  EXPECT_GT(checkModel(GetParam(), &pool), 0);
 }
 
 TEST(StepCopiesTest, TheLstmStepCopiesBothOfItsOutputs) {

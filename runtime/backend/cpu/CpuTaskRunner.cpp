@@ -117,8 +117,10 @@ void CpuTaskRunner::findOutputsCopiedByStep() {
       count(gemm->d());
       continue;
     }
-    for (const cellpack::ValueRef *ref : *step->step_as_KernelStep()->outputs())
-      count(ref);
+    const cellpack::KernelStep *kernel = step->step_as_KernelStep();
+    if (kernel && kernel->outputs())
+      for (const cellpack::ValueRef *ref : *kernel->outputs())
+        count(ref);
   }
   for (const cellpack::TaskStep *step : *plan_.steps()) {
     const cellpack::KernelStep *kernel = step->step_as_KernelStep();

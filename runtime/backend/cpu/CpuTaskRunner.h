@@ -29,7 +29,7 @@ struct PoolView {
   /// Only for inputs the runner reads in place (readsInPlace).
   const void *const *rowData = nullptr;
   /// A cell output whose rows also go elsewhere (only for outputs the
-  /// runner writes copies of, writesCopies): row r to copyTo[r] too, where
+  /// runner writes copies of, copyBytes): row r to copyTo[r] too, where
   /// that is not null, as the step that makes it stores it.
   void *const *copyTo = nullptr;
 };

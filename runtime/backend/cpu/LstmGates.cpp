@@ -38,13 +38,13 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
       float kept = forget * c[k];
       float added = input * candidate;
       float cell = kept + added;
-      float hidden = output * tanhScalar(cell);
+      float h = output * tanhScalar(cell);
       cOut[k] = cell;
-      hOut[k] = hidden;
+      hOut[k] = h;
       if (cCopy)
         cCopy[k] = cell;
       if (hCopy)
-        hCopy[k] = hidden;
+        hCopy[k] = h;
     }
   }
 }
