@@ -93,8 +93,10 @@ void CpuTaskRunner::foldRowGathers() {
 void CpuTaskRunner::foldGemmsIntoGates() {
   size_t count = plan_.steps() ? plan_.steps()->size() : 0;
   gemmInGates_.assign(count, 0);
-  // The loop's fast form is AVX-512's (elsewhere the GEMM step is as fast).
-  if (launcher_ || detectCpuIsa() != CpuIsa::Avx512)
+  // The loop's fast forms are AVX-512's and AVX2's (the portable one packs
+  // A like the GEMM step: no gain).
+  CpuIsa isa = detectCpuIsa();
+  if (launcher_ || (isa != CpuIsa::Avx512 && isa != CpuIsa::Avx2))
     return;
   for (size_t i = 0; i + 1 < count; ++i) {
     const cellpack::GemmStep *gemm = plan_.steps()->Get(i)->step_as_GemmStep();

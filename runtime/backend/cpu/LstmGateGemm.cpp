@@ -4,13 +4,13 @@
 // floats) the GEMM step before the gates costs more in its own pass than in
 // its arithmetic: A packed, D written out, a bias pass, D read back. Here
 // the block is done a part of kPartRows rows at a time: the part's GEMM rows
-// into a small buffer that stays in the first-level cache (on AVX-512 the
-// accumulators in registers, A's rows read where they lie, the packed
-// weights in place; elsewhere packedGemmGathered), then the gates over it
-// (LstmGates.cpp). Every element is what PackedGemm computes on AVX-512
-// (one fused multiply-add per k in k order from zero, then alpha and
-// beta * bias as scaleRowsAddBias applies them), so the bits are the GEMM
-// step's and the gates' as before.
+// into a small buffer that stays in the first-level cache (on AVX-512 and
+// AVX2 the accumulators in registers, A's rows read where they lie, the
+// packed weights in place; elsewhere packedGemmGathered), then the gates
+// over it (LstmGates.cpp). Every element is what PackedGemm computes on the
+// same instruction set (one fused multiply-add per k in k order from zero,
+// then alpha and beta * bias as scaleRowsAddBias applies them), so the bits
+// are the GEMM step's and the gates' as before.
 //
 //===----------------------------------------------------------------------===//
 #include "LstmGates.h"
@@ -104,6 +104,90 @@ gemmPartAvx512(const float *const *rows, int64_t count, int64_t depth,
     gemmRowsAvx512<Panels, 1>(rows + r, depth, w, gemm, out + r * ldo, ldo);
 }
 
+/// Rows x 16 of the GEMM on AVX2 (one panel, two 8-float accumulators a
+/// row, at most six rows: 12 accumulators, the panel's two vectors and a
+/// broadcast in the 16 registers), A's rows read where they lie; per k one
+/// fused multiply-add in k order from zero, as the AVX2 micro-kernel
+/// (GemmKernelAvx2.cpp) does on packed A, then the epilogue.
+template <int Rows>
+__attribute__((target("avx2,fma"))) void
+gemmPanelAvx2(const float *const *rows, int64_t depth, const float *panel,
+              const GateGemm &gemm, const float *bias, float *out,
+              int64_t ldo) {
+  __m256 low[Rows], high[Rows];
+#pragma GCC unroll 8
+  for (int i = 0; i < Rows; ++i)
+    low[i] = high[i] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < depth; ++k) {
+    __m256 panelLow = _mm256_load_ps(panel + k * kPanelColumns);
+    __m256 panelHigh = _mm256_load_ps(panel + k * kPanelColumns + 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < Rows; ++i) {
+      __m256 a = _mm256_broadcast_ss(rows[i] + k);
+      low[i] = _mm256_fmadd_ps(a, panelLow, low[i]);
+      high[i] = _mm256_fmadd_ps(a, panelHigh, high[i]);
+    }
+  }
+  const __m256 alpha = _mm256_set1_ps(gemm.alpha);
+  const __m256 beta = _mm256_set1_ps(gemm.beta);
+  __m256 biasLow = _mm256_setzero_ps(), biasHigh = _mm256_setzero_ps();
+  if (bias) {
+    biasLow = _mm256_mul_ps(beta, _mm256_loadu_ps(bias));
+    biasHigh = _mm256_mul_ps(beta, _mm256_loadu_ps(bias + 8));
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < Rows; ++i) {
+    __m256 dLow = low[i], dHigh = high[i];
+    if (gemm.alpha != 1.0f) {
+      dLow = _mm256_mul_ps(alpha, dLow);
+      dHigh = _mm256_mul_ps(alpha, dHigh);
+    }
+    if (bias) {
+      dLow = _mm256_add_ps(dLow, biasLow);
+      dHigh = _mm256_add_ps(dHigh, biasHigh);
+    }
+    _mm256_store_ps(out + i * ldo, dLow);
+    _mm256_store_ps(out + i * ldo + 8, dHigh);
+  }
+}
+
+/// gemmPanelAvx2 over `count` rows and every panel: six rows at a time
+/// (the rest in one smaller group), each group's rows walking the panels
+/// while they are in the first-level cache.
+__attribute__((target("avx2,fma"))) void
+gemmPartAvx2(const float *const *rows, int64_t count, int64_t depth,
+             const PackedMatrix &w, const GateGemm &gemm, float *out,
+             int64_t ldo) {
+  const int64_t panels = w.columns() / kPanelColumns;
+  for (int64_t r = 0; r < count; r += 6) {
+    int64_t group = std::min<int64_t>(6, count - r);
+    for (int64_t p = 0; p < panels; ++p) {
+      const float *panel = w.panel(p);
+      const float *bias = gemm.bias ? gemm.bias + p * kPanelColumns : nullptr;
+      float *at = out + r * ldo + p * kPanelColumns;
+      switch (group) {
+      case 6:
+        gemmPanelAvx2<6>(rows + r, depth, panel, gemm, bias, at, ldo);
+        break;
+      case 5:
+        gemmPanelAvx2<5>(rows + r, depth, panel, gemm, bias, at, ldo);
+        break;
+      case 4:
+        gemmPanelAvx2<4>(rows + r, depth, panel, gemm, bias, at, ldo);
+        break;
+      case 3:
+        gemmPanelAvx2<3>(rows + r, depth, panel, gemm, bias, at, ldo);
+        break;
+      case 2:
+        gemmPanelAvx2<2>(rows + r, depth, panel, gemm, bias, at, ldo);
+        break;
+      default:
+        gemmPanelAvx2<1>(rows + r, depth, panel, gemm, bias, at, ldo);
+      }
+    }
+  }
+}
+
 void gemmPartFast(const float *const *rows, int64_t count, int64_t depth,
                   const PackedMatrix &w, const GateGemm &gemm, float *out,
                   int64_t ldo) {
@@ -150,6 +234,8 @@ void cellrun::cpu::detail::lstmGateRowsWithGemm(const LstmGateRows &block,
 #if defined(__x86_64__)
     if (isa == CpuIsa::Avx512)
       gemmPartFast(gemm.rows + first, rows, depth, weights, gemm, buffer, n);
+    else if (isa == CpuIsa::Avx2)
+      gemmPartAvx2(gemm.rows + first, rows, depth, weights, gemm, buffer, n);
     else
 #endif
     {

@@ -83,8 +83,9 @@ constexpr int64_t kLstmRowsAhead = 8;
 /// for: lines of the requests' results, cold, so further ahead.
 constexpr int64_t kCopyRowsAhead = 16;
 /// lstmGateRows of a block with a GateGemm, part by part: the GEMM's rows
-/// (AVX-512: in registers, the weights read in place; other instruction
-/// sets: packedGemmGathered) into a small buffer, then the gates.
+/// (AVX-512 and AVX2: in registers, A's rows and the weights read in
+/// place; the portable form: packedGemmGathered) into a small buffer, then
+/// the gates.
 void lstmGateRowsWithGemm(const LstmGateRows &block, CpuIsa isa);
 } // namespace detail
 
