@@ -14,7 +14,7 @@ import sys
 # First match wins; symbols as perf prints them for our Release builds
 # (before and after the host-path work, so both names of a part appear).
 CATEGORIES = [
-    ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|gemmRows|gemmPart|"
+    ("tasks: GEMM", r"avx2Tile|avx2Wide|avx2Block|avx512Block|avx512Micro|gemmRows|gemmPart|gemmPanel|"
                     r"bf16Block|gemmPanels|packA|PackSix|finishColumns|PackedGemm|sgemm|"
                     r"scaleBias|scaleRowsAddBias"),
     ("tasks: element-wise", r"sigmoid|tanh|expAvx|VectorMath|RegionInterpreter|lstmGate|"

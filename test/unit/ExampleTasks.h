@@ -280,16 +280,17 @@ taskOutputs(const cellpack::CellType &cell, const cellpack::BatchPlan &plan,
   return result;
 }
 
-/// Runs every task of `model`'s reference cases twice, the second time with
-/// the environment variable `off` set to "off" (a backend switch read when
-/// a task runner is made), and expects the same output pools; the number
-/// of tasks.
-inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
+/// Calls visit(cell, plan, reference, index, where) for every reference
+/// case of the example `model` on every plan whose batch size holds its rows
+/// (index counts the calls from 0; where names the case for messages);
+/// returns the number of calls (0 when the example is not built).
+template <typename Visit>
+int forEachCaseAndPlan(const std::string &model, Visit visit) {
   auto artifact = loadExample(model);
   if (!artifact)
     return 0;
   std::string dir = exampleFiles(model).dir;
-  int tasks = 0;
+  int index = 0;
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;
     std::string error;
@@ -299,19 +300,34 @@ inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
       for (const cellpack::BatchPlan *plan : *cell->plans()) {
         if (plan->batch_size() < reference.batch)
           continue;
-        uint32_t seed = 77 + tasks++;
-        auto on = taskOutputs(*cell, *plan, reference, seed);
-        setenv(off, "off", 1);
-        auto without = taskOutputs(*cell, *plan, reference, seed);
-        unsetenv(off);
-        EXPECT_FALSE(on.empty());
-        EXPECT_TRUE(on == without)
-            << model << ": cell " << cell->name()->str() << ", batch size "
-            << plan->batch_size() << ", " << reference.batch
-            << " rows: the outputs differ with " << off << "=off";
+        std::string where = model + ": cell " + cell->name()->str() +
+                            ", batch size " +
+                            std::to_string(plan->batch_size()) + ", " +
+                            std::to_string(reference.batch) + " rows";
+        visit(*cell, *plan, reference, index++, where);
       }
   }
-  return tasks;
+  return index;
+}
+
+/// Runs every task of `model`'s reference cases twice, the second time with
+/// the environment variable `off` set to "off" (a backend switch read when
+/// a task runner is made), and expects the same output pools; the number
+/// of tasks.
+inline int sameOutputsWithSwitchOff(const std::string &model, const char *off) {
+  return forEachCaseAndPlan(model, [&](const cellpack::CellType &cell,
+                                       const cellpack::BatchPlan &plan,
+                                       const RefCase &reference, int index,
+                                       const std::string &where) {
+    uint32_t seed = 77 + index;
+    auto on = taskOutputs(cell, plan, reference, seed);
+    setenv(off, "off", 1);
+    auto without = taskOutputs(cell, plan, reference, seed);
+    unsetenv(off);
+    EXPECT_FALSE(on.empty());
+    EXPECT_TRUE(on == without)
+        << where << ": the outputs differ with " << off << "=off";
+  });
 }
 
 /// The instruction sets up to the one in use (detectCpuIsa, which

@@ -91,28 +91,13 @@ class StepCopiesTest : public ::testing::TestWithParam<const char *> {};
 
 /// checkCopies on every reference case and plan of `model`; the tasks.
 int checkModel(const std::string &model, ThreadPool *pool) {
-  auto artifact = loadExample(model);
-  if (!artifact)
-    return 0;
-  std::string dir = exampleFiles(model).dir;
-  int tasks = 0, copied = 0;
-  for (const cellpack::CellType *cell : artifact->cells()) {
-    std::vector<RefCase> cases;
-    std::string error;
-    EXPECT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
-        << error;
-    for (const RefCase &reference : cases)
-      for (const cellpack::BatchPlan *plan : *cell->plans()) {
-        if (plan->batch_size() < reference.batch)
-          continue;
-        std::string where = model + ": cell " + cell->name()->str() +
-                            ", batch size " +
-                            std::to_string(plan->batch_size()) + ", " +
-                            std::to_string(reference.batch) + " rows";
-        copied +=
-            checkCopies(*cell, *plan, reference, 300 + tasks++, where, pool);
-      }
-  }
+  int copied = 0;
+  int tasks = forEachCaseAndPlan(model, [&](const cellpack::CellType &cell,
+                                            const cellpack::BatchPlan &plan,
+                                            const RefCase &reference, int index,
+                                            const std::string &where) {
+    copied += checkCopies(cell, plan, reference, 300 + index, where, pool);
+  });
   std::printf("%s: %d tasks, %d rows copied by their steps\n", model.c_str(),
               tasks, copied);
   if (model == "lstm" || model == "gru") {
