@@ -5,7 +5,11 @@
 // field an array indexed by slot, so that binding a task walks dense arrays
 // instead of a request's records (scheduler subgraph, policy record, entry,
 // cell graph) row by row. A request joins with add() and leaves with
-// remove(), which moves the last slot into the hole: both O(1).
+// remove(): both O(1) amortised. A slot left stays a hole (no steps to run,
+// so the rounds' walks pass over it) until an add() takes it, the most
+// recently left first (its lines are the warmest), and holes at the end are
+// cut off (walks stay as long as the slots in use): no other request's slot
+// moves, so leaving touches no other request's records.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_ENGINE_CHAINSLOTS_H
@@ -31,12 +35,26 @@ struct ChainSlots {
     emittedAt.assign(emitted, {});
     emittedFinalAt.assign(emitted, {});
     finalAt.assign(finalOnly, {});
+    holes.clear();
   }
 
+  /// Slots in all, holes included: walks go over [0, size()).
   uint32_t size() const { return static_cast<uint32_t>(keys.size()); }
 
-  /// A new slot at the end (its fields set by the caller); its index.
+  /// A slot for a new request, a hole or a new one at the end, its fields
+  /// as a new slot's (the caller sets them); its index.
   uint32_t add() {
+    while (!holes.empty()) {
+      uint32_t slot = holes.back();
+      holes.pop_back();
+      if (slot >= size() || keys[slot] != 0)
+        continue; // cut off the end since it was left
+      startedAt[slot] = {};
+      boundRound[slot] = 0;
+      flags[slot] = 0;
+      return slot;
+    }
+    // No holes are listed now, so none can name the slot made here.
     auto grow = [](auto &columns) {
       for (auto &column : columns)
         column.emplace_back();
@@ -60,36 +78,36 @@ struct ChainSlots {
     return size() - 1;
   }
 
-  /// Removes slot `slot`: the last slot takes its place (returns the key
-  /// that moved, or `keys[slot]` itself when it was the last).
-  uint64_t remove(uint32_t slot) {
-    uint32_t last = size() - 1;
-    auto move = [&](auto &column) {
-      column[slot] = column[last];
-      column.pop_back();
-    };
-    auto moveAll = [&](auto &columns) {
+  /// Makes slot `slot` a hole (key 0, which no request has: no steps left,
+  /// so walks skip it; no deadline); holes at the end are cut off.
+  void remove(uint32_t slot) {
+    keys[slot] = 0;
+    next[slot] = 0;
+    steps[slot] = 0;
+    deadline[slot] = UINT64_MAX;
+    holes.push_back(slot);
+    auto shrink = [](auto &columns) {
       for (auto &column : columns)
-        move(column);
+        column.pop_back();
     };
-    uint64_t moved = keys[last];
-    move(keys);
-    move(next);
-    move(steps);
-    move(deadline);
-    move(stride);
-    move(flags);
-    move(startedAt);
-    move(boundRound);
-    moveAll(rows[0]);
-    moveAll(rows[1]);
-    moveAll(initial);
-    moveAll(data);
-    moveAll(products);
-    moveAll(emittedAt);
-    moveAll(emittedFinalAt);
-    moveAll(finalAt);
-    return moved;
+    while (!keys.empty() && keys.back() == 0) {
+      keys.pop_back();
+      next.pop_back();
+      steps.pop_back();
+      deadline.pop_back();
+      stride.pop_back();
+      flags.pop_back();
+      startedAt.pop_back();
+      boundRound.pop_back();
+      shrink(rows[0]);
+      shrink(rows[1]);
+      shrink(initial);
+      shrink(data);
+      shrink(products);
+      shrink(emittedAt);
+      shrink(emittedFinalAt);
+      shrink(finalAt);
+    }
   }
 
   enum Flag : uint8_t {
@@ -101,6 +119,8 @@ struct ChainSlots {
     kStarted = 4,
   };
 
+  /// Slots no request holds, taken by add() from the back.
+  std::vector<uint32_t> holes;
   std::vector<uint64_t> keys;     // the request's key in the worker's table
   std::vector<uint32_t> next;     // the step the next task runs
   std::vector<uint32_t> steps;    // its steps in all

@@ -196,11 +196,8 @@ void EngineWorker::leaveChainBatch(Entry &entry) {
     graph.started = true;
     graph.firstStart = chainSlots_.startedAt[slot];
   }
-  uint64_t moved = chainSlots_.remove(slot);
+  chainSlots_.remove(slot);
   entry.chainSlot = -1;
-  if (moved != entry.key)
-    if (Entry *other = entries_.find(moved))
-      other->chainSlot = static_cast<int32_t>(slot);
 }
 
 uint32_t EngineWorker::nodesLeft(const Entry &entry) const {
