@@ -69,6 +69,14 @@ INSTANTIATE_TEST_SUITE_P(Examples, RegionFusedGatesExampleTest,
                                            "lnlstm", "attention", "bahdanau",
                                            "slstm"));
 
+/// The first 64-byte aligned float of `floats` (at least 16 floats longer than
+/// what is used from there), every float set to `fill`.
+float *alignedFloats(std::vector<float> &floats, float fill) {
+  std::fill(floats.begin(), floats.end(), fill);
+  uintptr_t at = reinterpret_cast<uintptr_t>(floats.data());
+  return floats.data() + ((64 - at % 64) % 64) / sizeof(float);
+}
+
 /// The fused loop against the scalar functions, op by op, on every
 /// instruction set this machine has: widths with and without a partial
 /// vector, gates in a shuffled order within a wider row, with and without
@@ -125,13 +133,20 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
         std::vector<float> cell(rows * hidden + 5, -7.0f),
             out(rows * hidden + 5, -7.0f);
         // Copies of some rows elsewhere (a request's results): c' of odd
-        // rows, h' of rows not divisible by 3; the others none.
-        std::vector<float> cellCopy(rows * hidden, -9.0f),
-            outCopy(rows * hidden, -9.0f);
+        // rows, h' of rows not divisible by 3; the others none. Each row's
+        // copy starts a cache line (written by non-temporal stores where
+        // the row is whole lines) but row 3's and row 7's, 4 floats on;
+        // `stride` floats a row, the floats between left alone.
+        const int64_t stride = hidden + 32;
+        auto at = [&](int64_t r) { return r * stride + (r % 4 == 3 ? 4 : 0); };
+        std::vector<float> cellCopyFloats(rows * stride + 32),
+            outCopyFloats(rows * stride + 32);
+        float *cellCopy = alignedFloats(cellCopyFloats, -9.0f);
+        float *outCopy = alignedFloats(outCopyFloats, -9.0f);
         std::vector<float *> cellCopyRows, outCopyRows;
         for (int64_t r = 0; r < rows; ++r) {
-          cellCopyRows.push_back(r % 2 ? &cellCopy[r * hidden] : nullptr);
-          outCopyRows.push_back(r % 3 ? &outCopy[r * hidden] : nullptr);
+          cellCopyRows.push_back(r % 2 ? cellCopy + at(r) : nullptr);
+          outCopyRows.push_back(r % 3 ? outCopy + at(r) : nullptr);
         }
         LstmGateRows block;
         block.a = aRows.data();
@@ -153,18 +168,20 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
           EXPECT_EQ(cell[k], -7.0f) << where << ": wrote past c'";
           EXPECT_EQ(out[k], -7.0f) << where << ": wrote past h'";
         }
+        std::vector<float> wantCellCopies(rows * stride + 8, -9.0f),
+            wantOutCopies(rows * stride + 8, -9.0f);
         for (int64_t r = 0; r < rows; ++r) {
-          std::vector<float> wantCellCopy(hidden, -9.0f),
-              wantOutCopy(hidden, -9.0f);
           if (r % 2)
-            wantCellCopy.assign(&cell[r * hidden], &cell[(r + 1) * hidden]);
+            std::copy(&cell[r * hidden], &cell[(r + 1) * hidden],
+                      wantCellCopies.begin() + at(r));
           if (r % 3)
-            wantOutCopy.assign(&out[r * hidden], &out[(r + 1) * hidden]);
-          EXPECT_TRUE(sameFloats(&cellCopy[r * hidden], wantCellCopy))
-              << where << ": row " << r << "'s copy of c'";
-          EXPECT_TRUE(sameFloats(&outCopy[r * hidden], wantOutCopy))
-              << where << ": row " << r << "'s copy of h'";
+            std::copy(&out[r * hidden], &out[(r + 1) * hidden],
+                      wantOutCopies.begin() + at(r));
         }
+        EXPECT_TRUE(sameFloats(cellCopy, wantCellCopies))
+            << where << ": the copies of c' (or the floats around them)";
+        EXPECT_TRUE(sameFloats(outCopy, wantOutCopies))
+            << where << ": the copies of h' (or the floats around them)";
       }
     }
   }

@@ -259,6 +259,6 @@ void cellrun::cpu::detail::lstmGateRowsWithGemm(const LstmGateRows &block,
     part.hCopyRows = block.hCopyRows ? block.hCopyRows + first : nullptr;
     part.rows = rows;
     part.prefetchRows = prefetchRows - first;
-    lstmGateRows(part, isa);
+    lstmGateRowsUnfenced(part, isa); // lstmGateRows fences the whole block
   }
 }

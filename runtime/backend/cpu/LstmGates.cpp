@@ -50,11 +50,28 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
 }
 
 #if defined(__x86_64__)
+namespace {
+/// Rows of at most this many floats (four lines) have their copies
+/// streamed: a longer row's lines are consecutive, and the processor's own
+/// prefetchers read them ahead of the stores.
+constexpr int64_t kMostStreamedFloats = 64;
+
+/// Whether a row's copies go out by non-temporal stores: rows of whole
+/// lines, each copy (where there is one) starting a line.
+inline bool streamsCopies(bool wholeLines, const float *cCopy,
+                          const float *hCopy) {
+  return wholeLines && (cCopy || hCopy) &&
+         !((reinterpret_cast<uintptr_t>(cCopy) |
+            reinterpret_cast<uintptr_t>(hCopy)) &
+           63);
+}
+} // namespace
+
 // The body for `width`-lane vectors (no lambdas: they would not inherit the
 // target attribute). A row's chunk of `lanes` floats at k, all `width` of
 // them or the row's last partial vector.
 #define CELL_LSTM_GATES(name, isa, width, vector, load, store, loadTail,       \
-                        storeTail, add, mul)                                   \
+                        storeTail, add, mul, stream)                           \
   namespace {                                                                  \
   __attribute__((target(isa))) inline vector name##In(const float *from,       \
                                                       int64_t lanes) {         \
@@ -67,7 +84,7 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
   }                                                                            \
   __attribute__((target(isa))) inline void                                     \
       name##Chunk(const float *a, const float *b, const float *c, float *cOut, \
-                  float *hOut, float *cCopy, float *hCopy,                     \
+                  float *hOut, float *cCopy, float *hCopy, bool streamCopies,  \
                   const int64_t *offsets, int64_t k, int64_t lanes) {          \
     vector input = sigmoidVector(name##Gate(a, b, offsets[0] + k, lanes));     \
     vector forget = sigmoidVector(name##Gate(a, b, offsets[1] + k, lanes));    \
@@ -79,10 +96,17 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
     if (lanes == width) {                                                      \
       store(cOut + k, cell);                                                   \
       store(hOut + k, h);                                                      \
-      if (cCopy)                                                               \
-        store(cCopy + k, cell);                                                \
-      if (hCopy)                                                               \
-        store(hCopy + k, h);                                                   \
+      if (streamCopies) {                                                      \
+        if (cCopy)                                                             \
+          stream(cCopy + k, cell);                                             \
+        if (hCopy)                                                             \
+          stream(hCopy + k, h);                                                \
+      } else {                                                                 \
+        if (cCopy)                                                             \
+          store(cCopy + k, cell);                                              \
+        if (hCopy)                                                             \
+          store(hCopy + k, h);                                                 \
+      }                                                                        \
     } else {                                                                   \
       storeTail(cOut + k, lanes, cell);                                        \
       storeTail(hOut + k, lanes, h);                                           \
@@ -99,6 +123,7 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
     const int64_t full = hidden - hidden % width, tail = hidden % width;       \
     const int64_t prefetchRows =                                               \
         block.prefetchRows ? block.prefetchRows : block.rows;                  \
+    const bool wholeLines = hidden % 16 == 0 && hidden <= kMostStreamedFloats; \
     for (int64_t r = 0; r < block.rows; ++r) {                                 \
       const float *a = block.a[r];                                             \
       const float *b = block.b ? block.b[r] : nullptr;                         \
@@ -124,32 +149,37 @@ void cellrun::cpu::detail::lstmGateRowsGeneric(const LstmGateRows &block) {
             reinterpret_cast<const char *>(block.c[r + kLstmRowsAhead]),       \
             _MM_HINT_T0);                                                      \
       }                                                                        \
-      /* A request's results: cold lines, asked for further ahead. */          \
+      /* A request's results: whole lines, each starting a line, are           \
+         written past the caches (no line read in first); others are cold      \
+         lines, asked for further ahead. */                                    \
+      bool streamCopies = streamsCopies(wholeLines, cCopy, hCopy);             \
       if (r + kCopyRowsAhead < prefetchRows) {                                 \
-        if (block.hCopyRows && block.hCopyRows[r + kCopyRowsAhead])            \
-          _mm_prefetch(reinterpret_cast<const char *>(                         \
-                           block.hCopyRows[r + kCopyRowsAhead]),               \
-                       _MM_HINT_T0);                                           \
-        if (block.cCopyRows && block.cCopyRows[r + kCopyRowsAhead])            \
-          _mm_prefetch(reinterpret_cast<const char *>(                         \
-                           block.cCopyRows[r + kCopyRowsAhead]),               \
-                       _MM_HINT_T0);                                           \
+        float *cLater =                                                        \
+            block.cCopyRows ? block.cCopyRows[r + kCopyRowsAhead] : nullptr;   \
+        float *hLater =                                                        \
+            block.hCopyRows ? block.hCopyRows[r + kCopyRowsAhead] : nullptr;   \
+        if (!streamsCopies(wholeLines, cLater, hLater)) {                      \
+          if (hLater)                                                          \
+            _mm_prefetch(reinterpret_cast<const char *>(hLater), _MM_HINT_T0); \
+          if (cLater)                                                          \
+            _mm_prefetch(reinterpret_cast<const char *>(cLater), _MM_HINT_T0); \
+        }                                                                      \
       }                                                                        \
       for (int64_t k = 0; k < full; k += width)                                \
-        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, block.offsets, k,       \
-                    width);                                                    \
+        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, streamCopies,           \
+                    block.offsets, k, width);                                  \
       if (tail)                                                                \
-        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, block.offsets, full,    \
-                    tail);                                                     \
+        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, false, block.offsets,   \
+                    full, tail);                                               \
     }                                                                          \
   }
 
 CELL_LSTM_GATES(lstmGateRowsAvx2, "avx2,fma", 8, __m256, _mm256_loadu_ps,
                 _mm256_storeu_ps, loadTailAvx2, storeTailAvx2, _mm256_add_ps,
-                _mm256_mul_ps)
+                _mm256_mul_ps, _mm256_stream_ps)
 CELL_LSTM_GATES(lstmGateRowsAvx512, "avx512f", 16, __m512, _mm512_loadu_ps,
                 _mm512_storeu_ps, loadTailAvx512, storeTailAvx512,
-                _mm512_add_ps, _mm512_mul_ps)
+                _mm512_add_ps, _mm512_mul_ps, _mm512_stream_ps)
 #undef CELL_LSTM_GATES
 #else
 void cellrun::cpu::detail::lstmGateRowsAvx512(const LstmGateRows &block) {
@@ -160,7 +190,8 @@ void cellrun::cpu::detail::lstmGateRowsAvx2(const LstmGateRows &block) {
 }
 #endif
 
-void cellrun::cpu::lstmGateRows(const LstmGateRows &block, CpuIsa isa) {
+void cellrun::cpu::detail::lstmGateRowsUnfenced(const LstmGateRows &block,
+                                                CpuIsa isa) {
   if (block.gemm)
     return detail::lstmGateRowsWithGemm(block, isa);
 #if defined(__x86_64__)
@@ -170,4 +201,14 @@ void cellrun::cpu::lstmGateRows(const LstmGateRows &block, CpuIsa isa) {
     return detail::lstmGateRowsAvx2(block);
 #endif
   detail::lstmGateRowsGeneric(block);
+}
+
+void cellrun::cpu::lstmGateRows(const LstmGateRows &block, CpuIsa isa) {
+  detail::lstmGateRowsUnfenced(block, isa);
+#if defined(__x86_64__)
+  // Copies streamed past the caches are weakly ordered: done before the
+  // task's end hands the results on to another thread.
+  if (block.cCopyRows || block.hCopyRows)
+    _mm_sfence();
+#endif
 }
