@@ -484,6 +484,8 @@ private:
   /// (their records were made on the submitting thread, or last touched a
   /// request's length ago).
   static void prefetchRecords(const Entry &entry);
+  /// Waiting requests whose records admit() asks for ahead of taking them.
+  static constexpr size_t kRecordsAhead = 6;
   /// The reads of task row `row` (node `node` of `entry`'s graph), laid
   /// out in the flight's read buffer unless copied straight to the result.
   void planReads(Entry &entry, uint32_t node, uint32_t row,

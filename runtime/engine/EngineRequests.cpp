@@ -148,6 +148,12 @@ bool EngineWorker::admit() {
     taken.clear();
     {
       std::lock_guard<std::mutex> lock(admission_->mutex);
+      // The waiting requests' records were made on the submitting threads:
+      // the first few asked for at once, then one more for each taken, so
+      // their misses overlap instead of coming one after another.
+      auto &waiting = admission_->waiting;
+      for (size_t i = 0; i < std::min(waiting.size(), kRecordsAhead); ++i)
+        prefetchRecords(*waiting[i]);
       while (true) {
         // The first waiting request blocks those behind it until some
         // worker takes it (or it is refused).
@@ -160,6 +166,8 @@ bool EngineWorker::admit() {
         if (takesHead(**head, holds)) {
           std::unique_ptr<Entry> entry = std::move(*head);
           admission_->waiting.erase(head);
+          if (waiting.size() >= kRecordsAhead)
+            prefetchRecords(*waiting[kRecordsAhead - 1]);
           // A continuing chunk holds its session's state from now on.
           entry->held = parkedFor(*entry);
           for (uint32_t pool = 0; pool < pools_.size(); ++pool)
