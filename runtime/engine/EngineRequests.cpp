@@ -218,6 +218,8 @@ bool EngineWorker::admit() {
     admitted.push_back(entries_.find(start.key));
     prefetchRecords(*admitted.back()); // made on the submitting thread
   }
+  for (const Entry *entry : admitted) // its address in the records above
+    entry->graph->prefetchPreparedOutputs();
   Status projected = projectInputs(admitted);
   for (Starting &start : starting) {
     startRequest(*entries_.find(start.key), projected);
