@@ -372,6 +372,9 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
                         ? entries_.find(slots.keys[slot])
                               ->graph->stepRow(steps[r], input.index)
                         : base[slot] + size_t(steps[r]) * stride[slot];
+      // Request data, last read a round ago or made on the submitting
+      // thread: asked for now, long before the task reads it.
+      __builtin_prefetch(write.bytes);
     }
   }
   writes.resize(written);
