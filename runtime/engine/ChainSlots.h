@@ -55,26 +55,7 @@ struct ChainSlots {
       return slot;
     }
     // No holes are listed now, so none can name the slot made here.
-    auto grow = [](auto &columns) {
-      for (auto &column : columns)
-        column.emplace_back();
-    };
-    keys.emplace_back();
-    next.emplace_back();
-    steps.emplace_back();
-    deadline.emplace_back();
-    stride.emplace_back();
-    flags.emplace_back();
-    startedAt.emplace_back();
-    boundRound.emplace_back();
-    grow(rows[0]);
-    grow(rows[1]);
-    grow(initial);
-    grow(data);
-    grow(products);
-    grow(emittedAt);
-    grow(emittedFinalAt);
-    grow(finalAt);
+    forEachColumn([](auto &column) { column.emplace_back(); });
     return size() - 1;
   }
 
@@ -86,28 +67,8 @@ struct ChainSlots {
     steps[slot] = 0;
     deadline[slot] = UINT64_MAX;
     holes.push_back(slot);
-    auto shrink = [](auto &columns) {
-      for (auto &column : columns)
-        column.pop_back();
-    };
-    while (!keys.empty() && keys.back() == 0) {
-      keys.pop_back();
-      next.pop_back();
-      steps.pop_back();
-      deadline.pop_back();
-      stride.pop_back();
-      flags.pop_back();
-      startedAt.pop_back();
-      boundRound.pop_back();
-      shrink(rows[0]);
-      shrink(rows[1]);
-      shrink(initial);
-      shrink(data);
-      shrink(products);
-      shrink(emittedAt);
-      shrink(emittedFinalAt);
-      shrink(finalAt);
-    }
+    while (!keys.empty() && keys.back() == 0)
+      forEachColumn([](auto &column) { column.pop_back(); });
   }
 
   enum Flag : uint8_t {
@@ -118,6 +79,30 @@ struct ChainSlots {
     /// Bound at least once (startedAt is set).
     kStarted = 4,
   };
+
+  /// Calls visit(column) for every array indexed by slot.
+  template <typename Visit> void forEachColumn(Visit visit) {
+    visit(keys);
+    visit(next);
+    visit(steps);
+    visit(deadline);
+    visit(stride);
+    visit(flags);
+    visit(startedAt);
+    visit(boundRound);
+    for (auto *columns : {&rows[0], &rows[1]})
+      for (auto &column : *columns)
+        visit(column);
+    for (auto &column : initial)
+      visit(column);
+    for (auto &column : data)
+      visit(column);
+    for (auto &column : products)
+      visit(column);
+    for (auto *columns : {&emittedAt, &emittedFinalAt, &finalAt})
+      for (auto &column : *columns)
+        visit(column);
+  }
 
   /// Slots no request holds, taken by add() from the back.
   std::vector<uint32_t> holes;

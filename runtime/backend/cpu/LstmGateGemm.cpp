@@ -158,33 +158,19 @@ __attribute__((target("avx2,fma"))) void
 gemmPartAvx2(const float *const *rows, int64_t count, int64_t depth,
              const PackedMatrix &w, const GateGemm &gemm, float *out,
              int64_t ldo) {
+  using PanelKernel =
+      void (*)(const float *const *, int64_t, const float *, const GateGemm &,
+               const float *, float *, int64_t);
+  static constexpr PanelKernel kernels[] = {
+      nullptr,          gemmPanelAvx2<1>, gemmPanelAvx2<2>, gemmPanelAvx2<3>,
+      gemmPanelAvx2<4>, gemmPanelAvx2<5>, gemmPanelAvx2<6>};
   const int64_t panels = w.columns() / kPanelColumns;
   for (int64_t r = 0; r < count; r += 6) {
-    int64_t group = std::min<int64_t>(6, count - r);
-    for (int64_t p = 0; p < panels; ++p) {
-      const float *panel = w.panel(p);
-      const float *bias = gemm.bias ? gemm.bias + p * kPanelColumns : nullptr;
-      float *at = out + r * ldo + p * kPanelColumns;
-      switch (group) {
-      case 6:
-        gemmPanelAvx2<6>(rows + r, depth, panel, gemm, bias, at, ldo);
-        break;
-      case 5:
-        gemmPanelAvx2<5>(rows + r, depth, panel, gemm, bias, at, ldo);
-        break;
-      case 4:
-        gemmPanelAvx2<4>(rows + r, depth, panel, gemm, bias, at, ldo);
-        break;
-      case 3:
-        gemmPanelAvx2<3>(rows + r, depth, panel, gemm, bias, at, ldo);
-        break;
-      case 2:
-        gemmPanelAvx2<2>(rows + r, depth, panel, gemm, bias, at, ldo);
-        break;
-      default:
-        gemmPanelAvx2<1>(rows + r, depth, panel, gemm, bias, at, ldo);
-      }
-    }
+    PanelKernel kernel = kernels[std::min<int64_t>(6, count - r)];
+    for (int64_t p = 0; p < panels; ++p)
+      kernel(rows + r, depth, w.panel(p), gemm,
+             gemm.bias ? gemm.bias + p * kPanelColumns : nullptr,
+             out + r * ldo + p * kPanelColumns, ldo);
   }
 }
 
