@@ -36,8 +36,8 @@ TEST(LstmGateGemmTest, EveryInstructionSetGivesTheGemmThenTheGatesBits) {
   std::mt19937 random(11);
   int cases = 0;
   for (int64_t hidden : {4, 8, 12, 16, 20, 24, 28, 32}) // 1-8 panels
-    for (int64_t depth : {1, 7, 16, 33})
-      for (int64_t rows : {1, 5, 16, 17, 40})
+    for (int64_t depth : {1, 7, 16, 33, 256})
+      for (int64_t rows : {1, 3, 5, 16, 17, 40})
         for (Epilogue epilogue :
              {Epilogue{1.0f, 1.0f, true}, Epilogue{1.0f, 0.0f, false},
               Epilogue{0.5f, 2.0f, true}, Epilogue{0.75f, 0.0f, false}})
