@@ -459,8 +459,5 @@ void EngineWorker::completeChainRows(InFlight &flight) {
 
 void EngineWorker::prefetchRecords(const Entry &entry) {
   // The graph lies in the entry (one allocation): its lines are the entry's.
-  uintptr_t begin = reinterpret_cast<uintptr_t>(&entry) & ~uintptr_t(63);
-  uintptr_t end = reinterpret_cast<uintptr_t>(&entry) + sizeof(Entry);
-  for (uintptr_t line = begin; line < end; line += 64)
-    __builtin_prefetch(reinterpret_cast<const void *>(line));
+  prefetchLines(&entry, sizeof(Entry));
 }

@@ -24,6 +24,7 @@
 #define CELLRUN_SCHED_CELLGRAPH_H
 
 #include "base/FunctionRef.h"
+#include "base/PrefetchLines.h"
 #include "base/Span.h"
 #include "request/ModelStructure.h"
 
@@ -334,10 +335,8 @@ public:
   /// Asks for the records of the result tensors made for it before it
   /// started (made on the submitting thread; its start reads them).
   void prefetchPreparedOutputs() const {
-    auto at = reinterpret_cast<uintptr_t>(preparedOutputs_.data());
-    uintptr_t end = at + preparedOutputs_.size() * sizeof(OutputTensor);
-    for (at &= ~uintptr_t(63); at < end; at += 64)
-      __builtin_prefetch(reinterpret_cast<const void *>(at));
+    prefetchLines(preparedOutputs_.data(),
+                  preparedOutputs_.size() * sizeof(OutputTensor));
   }
 
   Clock::time_point arrival;

@@ -59,10 +59,9 @@ struct LstmGateRows {
   /// the same floats as its pool rows, with no copy after the task. Where a
   /// row is one to four whole cache lines (hidden 16, 32, 48 or 64) and its
   /// copies start on a line, the vector loops write them with non-temporal
-  /// stores
-  /// (lines nobody will read on this core soon, not read in first: on an
-  /// EPYC VM 51 ns a row-step less in `cellrun run` than prefetching them);
-  /// lstmGateRows ends with a store fence.
+  /// stores (lines this core will not read soon, so not read in first: on
+  /// an EPYC VM about 30 ns a row-step less in `cellrun run` than
+  /// prefetching them); lstmGateRows ends with a store fence.
   float *const *cCopyRows = nullptr;
   float *const *hCopyRows = nullptr;
   int64_t rows = 0;
