@@ -101,15 +101,16 @@ struct AdmissionQueue {
   /// Under the mutex: `entry` into the waiting queue, earliest deadline
   /// first, then in arrival order.
   void enqueue(std::unique_ptr<EngineWorker::Entry> entry);
+  /// Results made on the submitting threads before their requests start
+  /// (the workers give their room back once a round).
+  std::shared_ptr<CellGraph::ResultBudget> resultBudget =
+      std::make_shared<CellGraph::ResultBudget>();
 };
 
 class Engine::Impl {
 public:
   AdmissionQueue admission;
   std::vector<std::unique_ptr<EngineWorker>> workers;
-  /// Results made on the submitting threads before their requests start.
-  std::shared_ptr<CellGraph::ResultBudget> resultBudget =
-      std::make_shared<CellGraph::ResultBudget>();
   /// The worker threads serve (else the caller drives runOnce and drain).
   bool threadsRun() const {
     return !workers.empty() && workers[0]->worker_.joinable();

@@ -193,7 +193,7 @@ uint64_t cellrun::engineRetiredEntries(const Engine &engine) {
 }
 uint64_t cellrun::engineRetiredLimit() { return AdmissionQueue::kMaxRetired; }
 int64_t cellrun::engineQueuedResultBytes(const Engine &engine) {
-  return engine.impl().resultBudget->held.load();
+  return engine.impl().admission.resultBudget->held.load();
 }
 uint64_t cellrun::engineKeptOutputs(const Engine &engine) {
   uint64_t kept = 0;
@@ -232,7 +232,7 @@ Status Engine::submit(Request request, Callback done) {
   entry->deadline = entry->graph->deadline();
   // A small result is made here, on the submitting thread, rather than by
   // the engine's thread when the request starts.
-  entry->graph->prepareChainResult(impl_->resultBudget);
+  entry->graph->prepareChainResult(impl_->admission.resultBudget);
   // Answered requests' entries, freed here once the mutex is released.
   std::vector<std::unique_ptr<EngineWorker::Entry>> retired;
   {

@@ -450,6 +450,9 @@ private:
   /// The last admit() left a request at the head of the queue that was not
   /// taken (no room here, or another worker has more).
   bool headWaits_ = false;
+  /// Room of prepared results (CellGraph::takePreparedRoom) of the requests
+  /// admit() started, given back to the budget once when it ends.
+  int64_t preparedRoomToGiveBack_ = 0;
   /// Sets chainBatch_ and chainSlots_' layout (at initialisation).
   void setUpChainBatch(uint32_t largestBatch);
   /// Whether `subgraph` of `entry` (a whole chain from some step on) runs

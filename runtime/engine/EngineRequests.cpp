@@ -228,6 +228,9 @@ bool EngineWorker::admit() {
     if (start.cancelReason && entries_.find(start.key))
       endAsCancelled(start.key, *start.cancelReason);
   }
+  if (preparedRoomToGiveBack_ > 0) // the started requests' prepared results
+    admission_->resultBudget->held.fetch_sub(
+        std::exchange(preparedRoomToGiveBack_, 0));
   publishLoad();
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = static_cast<uint32_t>(entries_.size());
@@ -310,6 +313,7 @@ void EngineWorker::startRequest(Entry &entry, const Status &projected) {
     finishRequest(entry, started);
     return;
   }
+  preparedRoomToGiveBack_ += entry.graph->takePreparedRoom();
   addReady(entry, ready_);
 }
 

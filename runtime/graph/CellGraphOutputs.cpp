@@ -136,8 +136,7 @@ void CellGraph::createChainOutputs() {
   std::vector<OutputTensor> tensors = preparedOutputs_.empty()
                                           ? makeChainTensors()
                                           : std::move(preparedOutputs_);
-  preparedOutputs_.clear();
-  releasePreparedBytes(); // this request's now, not a queued one's
+  preparedOutputs_.clear(); // its room: takePreparedRoom
   // Each tensor's place, in makeChainTensors' order.
   int32_t next = static_cast<int32_t>(result_.outputs.size());
   if (result_.outputs.empty())

@@ -69,9 +69,14 @@ inline bool streamsCopies(bool wholeLines, const float *cCopy,
 
 // The body for `width`-lane vectors (no lambdas: they would not inherit the
 // target attribute). A row's chunk of `lanes` floats at k, all `width` of
-// them or the row's last partial vector.
+// them or the row's last partial vector. `streams`: whether result rows of
+// whole lines go out by non-temporal stores at all. They do on AVX2 (a Zen 3
+// EPYC: about 30 ns a row-step faster than a prefetch and a store through
+// the caches); on AVX-512 (a Xeon) they measured 5 ns slower, so there the
+// lines are prefetched and stored like any others
+// (bench/results/2026-12-02-cpu-xeon-host-path).
 #define CELL_LSTM_GATES(name, isa, width, vector, load, store, loadTail,       \
-                        storeTail, add, mul, stream)                           \
+                        storeTail, add, mul, stream, streams)                  \
   namespace {                                                                  \
   __attribute__((target(isa))) inline vector name##In(const float *from,       \
                                                       int64_t lanes) {         \
@@ -152,13 +157,13 @@ inline bool streamsCopies(bool wholeLines, const float *cCopy,
       /* A request's results: whole lines, each starting a line, are           \
          written past the caches (no line read in first); others are cold      \
          lines, asked for further ahead. */                                    \
-      bool streamCopies = streamsCopies(wholeLines, cCopy, hCopy);             \
+      bool streamCopies = streams && streamsCopies(wholeLines, cCopy, hCopy);  \
       if (r + kCopyRowsAhead < prefetchRows) {                                 \
         float *cLater =                                                        \
             block.cCopyRows ? block.cCopyRows[r + kCopyRowsAhead] : nullptr;   \
         float *hLater =                                                        \
             block.hCopyRows ? block.hCopyRows[r + kCopyRowsAhead] : nullptr;   \
-        if (!streamsCopies(wholeLines, cLater, hLater)) {                      \
+        if (!(streams && streamsCopies(wholeLines, cLater, hLater))) {         \
           if (hLater)                                                          \
             _mm_prefetch(reinterpret_cast<const char *>(hLater), _MM_HINT_T0); \
           if (cLater)                                                          \
@@ -176,10 +181,10 @@ inline bool streamsCopies(bool wholeLines, const float *cCopy,
 
 CELL_LSTM_GATES(lstmGateRowsAvx2, "avx2,fma", 8, __m256, _mm256_loadu_ps,
                 _mm256_storeu_ps, loadTailAvx2, storeTailAvx2, _mm256_add_ps,
-                _mm256_mul_ps, _mm256_stream_ps)
+                _mm256_mul_ps, _mm256_stream_ps, true)
 CELL_LSTM_GATES(lstmGateRowsAvx512, "avx512f", 16, __m512, _mm512_loadu_ps,
                 _mm512_storeu_ps, loadTailAvx512, storeTailAvx512,
-                _mm512_add_ps, _mm512_mul_ps, _mm512_stream_ps)
+                _mm512_add_ps, _mm512_mul_ps, _mm512_stream_ps, false)
 #undef CELL_LSTM_GATES
 #else
 void cellrun::cpu::detail::lstmGateRowsAvx512(const LstmGateRows &block) {
