@@ -50,6 +50,10 @@ public:
   virtual Status copyOut(void *host, const void *pool, size_t bytes) = 0;
   /// Runs (or enqueues) a checked task; returns its ticket.
   virtual Result<uint64_t> submit(const BackendTask &task) = 0;
+  /// Whether submit takes the task's writes and reads by the column
+  /// (Executor::WriteColumn, ReadColumn); if not, the executor hands it
+  /// single ones.
+  virtual bool takesColumns() const { return false; }
   /// Waits for `ticket` and every ticket before it.
   virtual Status wait(uint64_t ticket) = 0;
   /// Executor::times.

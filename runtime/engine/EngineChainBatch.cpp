@@ -346,11 +346,14 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   for (const ChainInput &zero : chainZeros_)
     std::fill_n(flight.inputRowData[zero.input], capacity,
                 static_cast<int32_t>(zero.index)); // the zero row
-  // Request data: its rows, and the bytes written into them with the task;
-  // a projected input's products are already in their rows.
-  std::vector<Executor::RowWrite> &writes = flight.io.writes;
-  writes.resize(capacity * chainData_.size());
-  size_t written = 0;
+  // Request data: its rows, and the bytes written into them with the task,
+  // a column an input (a projected input's products are in their rows
+  // already: no column then).
+  Executor::TaskIO &io = flight.io;
+  io.writes.clear();
+  io.reads.clear();
+  io.writeColumns.resize(chainData_.size());
+  size_t columns = 0;
   for (size_t k = 0; k < chainData_.size(); ++k) {
     const ChainInput &input = chainData_[k];
     int32_t *rows = flight.inputRowData[input.input];
@@ -358,54 +361,73 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     const uint8_t *const *base = slots.data[k].data();
     const int32_t *const *products = slots.products[k].data();
     const uint32_t *stride = slots.stride.data();
+    Executor::WriteColumn &column = io.writeColumns[columns];
+    column.input = input.input;
+    column.bytes.resize(capacity);
+    bool written = false;
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
       if (products[slot]) {
         rows[r] = products[slot][steps[r]];
         continue;
       }
-      Executor::RowWrite &write = writes[written++];
-      write.input = input.input;
-      write.row = r;
-      write.onlyThisTask = true; // a step's data row, read by it alone
-      write.bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
-                        ? entries_.find(slots.keys[slot])
-                              ->graph->stepRow(steps[r], input.index)
-                        : base[slot] + size_t(steps[r]) * stride[slot];
+      written = true;
+      const uint8_t *bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
+                                 ? entries_.find(slots.keys[slot])
+                                       ->graph->stepRow(steps[r], input.index)
+                                 : base[slot] + size_t(steps[r]) * stride[slot];
+      column.bytes[r] = bytes;
       // Request data, last read a round ago or made on the submitting
       // thread: asked for now, long before the task reads it.
-      __builtin_prefetch(write.bytes);
+      __builtin_prefetch(bytes);
     }
+    if (!written)
+      continue;
+    // Some rows' products, others' data (requests admitted while the
+    // projections could not run): the data row by row.
+    bool everyRow = true;
+    for (uint32_t r = 0; r < capacity; ++r)
+      everyRow &= !products[order[r]];
+    if (everyRow) {
+      ++columns;
+      continue;
+    }
+    for (uint32_t r = 0; r < capacity; ++r)
+      if (!products[order[r]])
+        io.writes.push_back({input.input, r, column.bytes[r], true});
   }
-  writes.resize(written);
+  io.writeColumns.resize(columns);
   // Emitted rows go straight into the results, on every executor (an
   // asynchronous one writes them as it finishes the task: a request that
   // ends before then keeps its outputs until that round has completed,
   // keptOutputs_); a last step's final states that are not emitted too.
   // A request that did not ask for an output's rows reads none of them,
   // only its last step's when it asked for the final state.
-  std::vector<Executor::RowRead> &reads = flight.io.reads;
-  reads.resize(capacity * roles.emitted.size());
-  size_t planned = 0;
+  io.readColumns.resize(roles.emitted.size() + chainFinalOnly_.size());
   for (size_t e = 0; e < roles.emitted.size(); ++e) {
-    uint32_t output = roles.emitted[e];
-    size_t rowBytes = roles.outputRowBytes[output];
+    Executor::ReadColumn &column = io.readColumns[e];
+    column.output = roles.emitted[e];
+    column.to.resize(capacity);
+    size_t rowBytes = roles.outputRowBytes[column.output];
     uint8_t *const *at = slots.emittedAt[e].data();
     uint8_t *const *finalAt = slots.emittedFinalAt[e].data();
+    uint32_t count = 0;
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
       uint8_t *destination = at[slot] ? at[slot] + size_t(steps[r]) * rowBytes
                              : steps[r] + 1 == slots.steps[slot] ? finalAt[slot]
                                                                  : nullptr;
-      if (!destination)
-        continue;
-      Executor::RowRead &read = reads[planned++];
-      read.output = output;
-      read.row = r;
-      read.destination = destination;
+      column.to[r] = destination;
+      count += destination != nullptr;
     }
+    column.count = count;
   }
-  reads.resize(planned);
+  for (size_t k = 0; k < chainFinalOnly_.size(); ++k) {
+    Executor::ReadColumn &column = io.readColumns[roles.emitted.size() + k];
+    column.output = chainFinalOnly_[k];
+    column.to.assign(capacity, nullptr); // last steps' below
+    column.count = 0;
+  }
   // Nothing is read into the flight's buffer.
   std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
   flight.nodes.resize(capacity);
@@ -429,10 +451,9 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     for (size_t k = 0; last && k < chainFinalOnly_.size(); ++k) {
       if (!slots.finalAt[k][slot])
         continue; // not asked for
-      Executor::RowRead &read = reads.emplace_back();
-      read.output = chainFinalOnly_[k];
-      read.row = r;
-      read.destination = slots.finalAt[k][slot];
+      Executor::ReadColumn &column = io.readColumns[roles.emitted.size() + k];
+      column.to[r] = slots.finalAt[k][slot];
+      ++column.count;
     }
   }
   if (!flight.nodes.empty())

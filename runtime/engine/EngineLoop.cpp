@@ -139,6 +139,8 @@ EngineWorker::InFlight EngineWorker::takeFlight(bool sized) {
     flight.nodes.clear();
     flight.io.writes.clear();
     flight.io.reads.clear();
+    flight.io.writeColumns.clear(); // the chain batch's (launchChainTask)
+    flight.io.readColumns.clear();
   }
   return flight;
 }

@@ -184,8 +184,11 @@ Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
   for (const RowRead &read : io.reads)
     outside |=
         (read.output >= outputs) | (read.row >= rows) | !read.destination;
-  if (!outside)
+  if (!outside) {
+    if (Status status = checkColumns(inputs, outputs, rows, io); !status.isOk())
+      return status;
     return checkPlaces(io.places);
+  }
   for (const RowWrite &write : io.writes)
     if (write.input >= inputs || write.row >= rows || !write.bytes)
       return Status(StatusCode::InvalidArgument,
@@ -199,6 +202,49 @@ Status Executor::checkIO(const cellpack::CellType &cell, uint32_t rows,
                         " of row " + std::to_string(read.row) +
                         ", outside the task");
   return Status::ok();
+}
+
+Status Executor::checkColumns(uint32_t inputs, uint32_t outputs, uint32_t rows,
+                              const TaskIO &io) {
+  for (const WriteColumn &column : io.writeColumns) {
+    bool fits = column.input < inputs && column.bytes.size() == rows;
+    for (const void *bytes : column.bytes) // no branch: one pass
+      fits &= bytes != nullptr;
+    if (!fits)
+      return Status(StatusCode::InvalidArgument,
+                    "the writes of input " + std::to_string(column.input) +
+                        " are not one a row of the task's " +
+                        std::to_string(rows));
+  }
+  for (const ReadColumn &column : io.readColumns) {
+    uint32_t count = 0;
+    for (const void *to : column.to)
+      count += to != nullptr;
+    if (column.output >= outputs || column.to.size() != rows ||
+        count != column.count)
+      return Status(StatusCode::InvalidArgument,
+                    "the reads of output " + std::to_string(column.output) +
+                        " are not one a row of the task's " +
+                        std::to_string(rows) + " (or not " +
+                        std::to_string(column.count) + ")");
+  }
+  return Status::ok();
+}
+
+const Executor::TaskIO &Executor::withoutColumns(const TaskIO &io) {
+  if (io.writeColumns.empty() && io.readColumns.empty())
+    return io;
+  columns_.writes = io.writes;
+  columns_.reads = io.reads;
+  columns_.places = io.places;
+  for (const WriteColumn &column : io.writeColumns)
+    for (uint32_t r = 0; r < column.bytes.size(); ++r)
+      columns_.writes.push_back({column.input, r, column.bytes[r], true});
+  for (const ReadColumn &column : io.readColumns)
+    for (uint32_t r = 0; r < column.to.size(); ++r)
+      if (column.to[r])
+        columns_.reads.push_back({column.output, r, column.to[r]});
+  return columns_;
 }
 
 Status Executor::checkPlaces(const std::vector<RowPlace> &places) const {
@@ -296,7 +342,7 @@ Result<uint64_t> Executor::issue(
   task.outputRows = &outputRows;
   task.inputPools = &pools.inputs;
   task.outputPools = &pools.outputs;
-  task.io = &io;
+  task.io = backend_->takesColumns() ? &io : &withoutColumns(io);
   return backend_->submit(task);
 }
 

@@ -121,10 +121,30 @@ public:
   /// The small host inputs and results of a task, moved with it: on cuda
   /// the writes go in the task's one host-to-device copy and the reads come
   /// back gathered in one device-to-host copy.
+  /// Writes of one input for every row of the task, each for this task
+  /// only: row r reads the pool's row bytes at bytes[r] (a RowWrite with
+  /// onlyThisTask of each). The cpu backend hands the array to the task's
+  /// steps as it is; others get the writes one by one.
+  struct WriteColumn {
+    uint32_t input = 0;
+    std::vector<const void *> bytes; // one a task row, none null
+  };
+  /// Reads of one output: row r's bytes to to[r] once the task has finished,
+  /// none where to[r] is null (a RowRead of each). `count`: how many are not
+  /// null. The cpu backend's steps write them there as they store the rows.
+  struct ReadColumn {
+    uint32_t output = 0;
+    std::vector<void *> to; // one a task row
+    uint32_t count = 0;
+  };
   struct TaskIO {
     std::vector<RowWrite> writes;
     std::vector<RowRead> reads;
     std::vector<RowPlace> places;
+    /// The engine's chain batch: writes and reads by the column, none of
+    /// whose rows is also in `writes` or `reads`.
+    std::vector<WriteColumn> writeColumns;
+    std::vector<ReadColumn> readColumns;
   };
 
   /// Runs one task of `cell` for `rows` rows: inputRows[i][r] is the pool
@@ -182,6 +202,12 @@ private:
   Status checkPlaces(const std::vector<RowPlace> &places) const;
   Status checkIO(const cellpack::CellType &cell, uint32_t rows,
                  const TaskIO &io);
+  Status checkColumns(uint32_t inputs, uint32_t outputs, uint32_t rows,
+                      const TaskIO &io);
+  /// `io` with its columns as single writes and reads (in columns_), for a
+  /// backend that takes none.
+  const TaskIO &withoutColumns(const TaskIO &io);
+  TaskIO columns_;
   /// Runs (cpu) or enqueues (cuda) a checked task.
   Result<uint64_t> issue(const cellpack::CellType &cell,
                          const cellpack::BatchPlan &plan, uint32_t rows,

@@ -116,6 +116,8 @@ public:
     return Status::ok();
   }
 
+  bool takesColumns() const override { return true; }
+
   Result<uint64_t> submit(const BackendTask &task) override {
     auto found = runners_.find(task.plan);
     if (found == runners_.end())
@@ -136,6 +138,18 @@ public:
     size_t inputCount = inputRows.size();
     rowData_.resize(inputCount);
     inPlace_.assign(inputCount, 0);
+    columnData_.assign(inputCount, nullptr);
+    // A column (every row, this task only): read where it lies, else
+    // copied below; an input written row by row too is copied whole.
+    for (const Executor::WriteColumn &column : task.io->writeColumns)
+      if (runner.readsInPlace(column.input))
+        columnData_[column.input] = column.bytes.data();
+    for (const Executor::RowWrite &write : writes)
+      columnData_[write.input] = nullptr;
+    for (const Executor::WriteColumn &column : task.io->writeColumns)
+      if (!columnData_[column.input])
+        for (uint32_t r = 0; r < task.rows; ++r)
+          copyInputRow(task, column.input, r, column.bytes[r]);
     for (const Executor::RowWrite &write : writes)
       if (write.onlyThisTask && runner.readsInPlace(write.input) &&
           !inPlace_[write.input]) {
@@ -153,20 +167,16 @@ public:
           (inPlace_[i] &&
            std::count(rowData_[i].begin(), rowData_[i].end(), nullptr) != 0))
         inPlace_[i] = 0; // not every row: copied as before
-    for (const Executor::RowWrite &write : writes) {
-      if (inPlace_[write.input])
-        continue;
-      SlotPool &target = *inputPools[write.input];
-      copyPoolRow(static_cast<uint8_t *>(target.hostData()) +
-                      static_cast<size_t>(inputRows[write.input][write.row]) *
-                          target.rowBytes(),
-                  write.bytes, target.rowBytes());
-    }
+    for (const Executor::RowWrite &write : writes)
+      if (!inPlace_[write.input])
+        copyInputRow(task, write.input, write.row, write.bytes);
     inputs_.clear();
     outputs_.clear();
     for (uint32_t i = 0; i < inputCount; ++i)
       inputs_.push_back({inputPools[i]->data(), inputRows[i].data(),
-                         inPlace_[i] ? rowData_[i].data() : nullptr});
+                         columnData_[i] ? columnData_[i]
+                         : inPlace_[i]  ? rowData_[i].data()
+                                        : nullptr});
     // Rows read into the results the steps write there themselves as they
     // store them (cpu::PoolView::copyTo), when nothing else is to be done
     // with them after the task: no delivery later, no copies shared among
@@ -174,17 +184,22 @@ public:
     size_t readBytes = 0;
     for (const Executor::RowRead &read : task.io->reads)
       readBytes += outputPools[read.output]->rowBytes();
+    for (const Executor::ReadColumn &column : task.io->readColumns)
+      readBytes += column.count * outputPools[column.output]->rowBytes();
     bool shared =
         !readsAtWait_ &&
         readBytes >= std::min(sharedCopyBytes_, cpu::kStreamingMinBytes);
     copies_.assign(outputRows.size(), 0);
+    columnTo_.assign(outputRows.size(), nullptr);
     const std::vector<Executor::RowRead> &reads =
         !readsAtWait_ && !shared && task.io->places.empty() && !nullTasks_
             ? readsByStep(runner, task)
-            : task.io->reads;
+            : readsOneByOne(task);
     for (uint32_t i = 0; i < outputRows.size(); ++i)
       outputs_.push_back({outputPools[i]->data(), outputRows[i].data(), nullptr,
-                          copies_[i] ? copyTo_[i].data() : nullptr});
+                          columnTo_[i] ? columnTo_[i]
+                          : copies_[i] ? copyTo_[i].data()
+                                       : nullptr});
     if (!nullTasks_)
       if (Status status = runner.run(task.rows, inputs_, outputs_);
           !status.isOk())
@@ -249,9 +264,21 @@ public:
     size_t outputCount = outputPools.size();
     copyTo_.resize(outputCount);
     leftReads_.clear();
+    // A column is the steps' array of places as it is.
+    for (const Executor::ReadColumn &column : task.io->readColumns) {
+      uint32_t output = column.output;
+      if (runner.copyBytes(output) == outputPools[output]->rowBytes() &&
+          !copies_[output]) {
+        copies_[output] = 1;
+        columnTo_[output] = column.to.data();
+      } else {
+        addColumnReads(column);
+      }
+    }
     for (const Executor::RowRead &read : task.io->reads) {
       uint32_t output = read.output;
-      if (runner.copyBytes(output) != outputPools[output]->rowBytes()) {
+      if (runner.copyBytes(output) != outputPools[output]->rowBytes() ||
+          columnTo_[output]) {
         leftReads_.push_back(read);
         continue;
       }
@@ -266,6 +293,31 @@ public:
         to = read.destination;
     }
     return leftReads_;
+  }
+
+  /// The task's reads, its columns' among them, copied after it.
+  const std::vector<Executor::RowRead> &readsOneByOne(const BackendTask &task) {
+    if (task.io->readColumns.empty())
+      return task.io->reads;
+    leftReads_ = task.io->reads;
+    for (const Executor::ReadColumn &column : task.io->readColumns)
+      addColumnReads(column);
+    return leftReads_;
+  }
+  void addColumnReads(const Executor::ReadColumn &column) {
+    for (uint32_t r = 0; r < column.to.size(); ++r)
+      if (column.to[r])
+        leftReads_.push_back({column.output, r, column.to[r]});
+  }
+
+  /// Input `input` of task row `row` from `bytes`, into its pool row.
+  static void copyInputRow(const BackendTask &task, uint32_t input,
+                           uint32_t row, const void *bytes) {
+    SlotPool &target = *(*task.inputPools)[input];
+    copyPoolRow(static_cast<uint8_t *>(target.hostData()) +
+                    static_cast<size_t>((*task.inputRows)[input][row]) *
+                        target.rowBytes(),
+                bytes, target.rowBytes());
   }
 
   /// The task's places: zeros first, then the copies.
@@ -348,6 +400,10 @@ private:
   /// the reads copied after the task instead.
   std::vector<std::vector<void *>> copyTo_;
   std::vector<uint8_t> copies_;
+  /// Per input and output, a column's array given to the steps as it is
+  /// (null: none).
+  std::vector<const void *const *> columnData_;
+  std::vector<void *const *> columnTo_;
   std::vector<Executor::RowRead> leftReads_;
 };
 
