@@ -317,31 +317,44 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   uint32_t outputs = roles.outputCount;
   std::vector<uint32_t> &steps = chainSteps_;
   steps.resize(capacity);
+  chainScratchRows_.resize(capacity);
   for (uint32_t r = 0; r < capacity; ++r)
     steps[r] = slots.next[order[r]];
   // This step's generation of rows, and the one before it for the states
-  // (step 0: zeros, or a session's state).
+  // (step 0: zeros, or a session's state): a state input and the output
+  // that feeds it in one pass over the output's two generations.
   // Rows of random requests alternate generations at random: a select by
   // mask, not a branch the processor would mispredict half the time.
-  auto generationRows = [&](uint32_t column, int32_t *to, bool previous) {
+  auto generationRows = [&](uint32_t column, int32_t *to, int32_t *before,
+                            const int32_t *initial) {
     const int32_t *even = slots.rows[0][column].data();
     const int32_t *odd = slots.rows[1][column].data();
-    uint32_t flip = previous ? 1 : 0;
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
-      int32_t takeOdd = -static_cast<int32_t>((steps[r] ^ flip) & 1);
-      to[r] = (even[slot] & ~takeOdd) | (odd[slot] & takeOdd);
+      int32_t takeOdd = -static_cast<int32_t>(steps[r] & 1);
+      int32_t evenRow = even[slot], oddRow = odd[slot];
+      to[r] = (evenRow & ~takeOdd) | (oddRow & takeOdd);
+      if (!before)
+        continue; // the same every row: predicted
+      int32_t first = -static_cast<int32_t>(steps[r] == 0);
+      int32_t previous = (oddRow & ~takeOdd) | (evenRow & takeOdd);
+      before[r] = (previous & ~first) | (initial[slot] & first);
     }
   };
-  for (uint32_t o = 0; o < outputs; ++o)
-    generationRows(o, flight.outputRowData[o], false);
-  for (size_t k = 0; k < chainStates_.size(); ++k) {
-    int32_t *to = flight.inputRowData[chainStates_[k].input];
-    generationRows(chainStates_[k].index, to, true);
-    const int32_t *initial = slots.initial[k].data();
-    for (uint32_t r = 0; r < capacity; ++r)
-      if (steps[r] == 0)
-        to[r] = initial[order[r]];
+  // The first state an output feeds comes with it; another (rare) on its
+  // own, the output's rows made again into a scratch column.
+  for (uint32_t o = 0; o < outputs; ++o) {
+    bool fed = false;
+    for (size_t k = 0; k < chainStates_.size(); ++k) {
+      if (chainStates_[k].index != o)
+        continue;
+      generationRows(
+          o, fed ? chainScratchRows_.data() : flight.outputRowData[o],
+          flight.inputRowData[chainStates_[k].input], slots.initial[k].data());
+      fed = true;
+    }
+    if (!fed)
+      generationRows(o, flight.outputRowData[o], nullptr, nullptr);
   }
   for (const ChainInput &zero : chainZeros_)
     std::fill_n(flight.inputRowData[zero.input], capacity,
@@ -357,7 +370,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   for (size_t k = 0; k < chainData_.size(); ++k) {
     const ChainInput &input = chainData_[k];
     int32_t *rows = flight.inputRowData[input.input];
-    generationRows(outputs + input.index, rows, false);
+    generationRows(outputs + input.index, rows, nullptr, nullptr);
     const uint8_t *const *base = slots.data[k].data();
     const int32_t *const *products = slots.products[k].data();
     const uint32_t *stride = slots.stride.data();
