@@ -36,6 +36,7 @@ struct ChainSlots {
     emittedFinalAt.assign(emitted, {});
     finalAt.assign(finalOnly, {});
     holes.clear();
+    withDeadlines = 0;
   }
 
   /// Slots in all, holes included: walks go over [0, size()).
@@ -56,12 +57,14 @@ struct ChainSlots {
     }
     // No holes are listed now, so none can name the slot made here.
     forEachColumn([](auto &column) { column.emplace_back(); });
+    deadline.back() = UINT64_MAX; // none until the caller sets one
     return size() - 1;
   }
 
   /// Makes slot `slot` a hole (key 0, which no request has: no steps left,
   /// so walks skip it; no deadline); holes at the end are cut off.
   void remove(uint32_t slot) {
+    withDeadlines -= deadline[slot] != UINT64_MAX;
     keys[slot] = 0;
     next[slot] = 0;
     steps[slot] = 0;
@@ -110,7 +113,10 @@ struct ChainSlots {
   std::vector<uint32_t> next;     // the step the next task runs
   std::vector<uint32_t> steps;    // its steps in all
   std::vector<uint64_t> deadline; // CellGraph::deadline()
-  std::vector<uint32_t> stride;   // bytes from one step's data to the next
+  /// Slots whose deadline is not UINT64_MAX (the caller counts the ones it
+  /// sets; remove() the ones that go): none, and the rounds look for none.
+  uint32_t withDeadlines = 0;
+  std::vector<uint32_t> stride; // bytes from one step's data to the next
   std::vector<uint8_t> flags;
   /// When its first step was bound (kStarted), for its queue time.
   std::vector<std::chrono::steady_clock::time_point> startedAt;

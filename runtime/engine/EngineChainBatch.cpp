@@ -140,6 +140,7 @@ Status EngineWorker::joinChainBatch(Entry &entry,
   slots.next[slot] = subgraph.first;
   slots.steps[slot] = graph.steps();
   slots.deadline[slot] = entry.deadline;
+  slots.withDeadlines += entry.deadline != UINT64_MAX;
   uint8_t flags = 0;
   if (graph.started) {
     flags |= ChainSlots::kStarted;
@@ -223,10 +224,14 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
   auto hasDeadline = [&](uint32_t slot) {
     return slots.deadline[slot] != UINT64_MAX;
   };
+  auto anyDeadline = [&] {
+    return slots.withDeadlines > 0 &&
+           std::any_of(order.begin(), order.end(), hasDeadline);
+  };
   // Longest first, unless requests wait for room: those that finish
   // first, making room, are the short ones.
   if (options_.chainOrder == EngineOptions::ChainOrder::LongestFirst &&
-      !headWaits_ && std::none_of(order.begin(), order.end(), hasDeadline)) {
+      !headWaits_ && !anyDeadline()) {
     launchLongestChainsFirst(round, tasks);
     return;
   }
@@ -245,7 +250,7 @@ void EngineWorker::launchChainTasks(std::vector<InFlight> &round) {
     return;
   }
   // More than a task holds: tasks of the largest batch, one step each.
-  if (std::any_of(order.begin(), order.end(), hasDeadline))
+  if (anyDeadline())
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return slots.deadline[a] < slots.deadline[b];
     });

@@ -3,8 +3,9 @@
 // ChainSlots (engine/ChainSlots.h) keeps a worker's running chains in flat
 // arrays. A request that leaves leaves a hole: no other slot moves, the
 // next request takes the most recent hole, holes at the end are cut off, and
-// a hole never looks like a slot with steps to run. Checked here against a
-// model of which slots hold which request, over random joins and leaves.
+// a hole never looks like a slot with steps to run, and the slots with a
+// deadline are counted. Checked here against a model of which slots hold
+// which request, over random joins and leaves.
 //
 //===----------------------------------------------------------------------===//
 #include "engine/ChainSlots.h"
@@ -22,7 +23,9 @@ void fill(ChainSlots &slots, uint32_t slot, uint64_t key) {
   slots.keys[slot] = key;
   slots.next[slot] = 0;
   slots.steps[slot] = static_cast<uint32_t>(key % 7 + 1);
-  slots.deadline[slot] = UINT64_MAX;
+  // Every third request has a deadline, counted as joinChainBatch does.
+  slots.deadline[slot] = key % 3 == 0 ? key * 10 : UINT64_MAX;
+  slots.withDeadlines += slots.deadline[slot] != UINT64_MAX;
   for (auto &generation : slots.rows)
     for (auto &column : generation)
       column[slot] = static_cast<int32_t>(key);
@@ -88,9 +91,10 @@ TEST(ChainSlotsTest, RandomJoinsAndLeavesKeepEveryRequestInItsSlot) {
     most = std::max(most, slotOf.size());
     // Every request where it was put; every other slot a hole without
     // steps; the arrays no longer than the highest slot in use.
-    uint32_t highest = 0, live = 0;
+    uint32_t highest = 0, live = 0, withDeadlines = 0;
     for (const auto &[key, slot] : slotOf) {
       ASSERT_EQ(slots.keys[slot], key);
+      withDeadlines += key % 3 == 0;
       ASSERT_EQ(slots.rows[0][1][slot], static_cast<int32_t>(key));
       highest = std::max(highest, slot + 1);
     }
@@ -101,6 +105,8 @@ TEST(ChainSlotsTest, RandomJoinsAndLeavesKeepEveryRequestInItsSlot) {
         ASSERT_EQ(slots.steps[slot], slots.next[slot]);
     ASSERT_EQ(live, slotOf.size());
     ASSERT_EQ(slots.size(), highest);
+    // The count the rounds consult before they look for deadlines.
+    ASSERT_EQ(slots.withDeadlines, withDeadlines);
   }
   EXPECT_GT(most, 50u);
 }
