@@ -72,7 +72,7 @@ inline bool streamsCopies(bool wholeLines, const float *cCopy,
 // them or the row's last partial vector. `streams`: whether result rows of
 // whole lines go out by non-temporal stores at all. They do on AVX2 (a Zen 3
 // EPYC: about 30 ns a row-step faster than a prefetch and a store through
-// the caches); on AVX-512 (a Xeon) they measured 5 ns slower, so there the
+// the caches); on AVX-512 (a Xeon) they measured 5-8 ns slower, so there the
 // lines are prefetched and stored like any others
 // (bench/results/2026-12-02-cpu-xeon-host-path).
 #define CELL_LSTM_GATES(name, isa, width, vector, load, store, loadTail,       \
