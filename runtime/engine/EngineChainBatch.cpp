@@ -305,8 +305,8 @@ void EngineWorker::launchLongestChainsFirst(std::vector<InFlight> &round,
 
 EngineWorker::InFlight
 EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
-  // Its nodes, writes and reads sized as they were (every field of each
-  // one kept is set below).
+  // Its nodes and columns sized as they were (every field of each one kept
+  // is set below).
   InFlight flight = takeFlight(/*sized=*/true);
   flight.round = roundNumber_;
   flight.chainBatch = true;
@@ -370,7 +370,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   Executor::TaskIO &io = flight.io;
   io.writes.clear();
   io.reads.clear();
-  io.writeColumns.resize(chainData_.size());
+  resizeColumns(io.writeColumns, spareWriteColumns_, chainData_.size());
   size_t columns = 0;
   for (size_t k = 0; k < chainData_.size(); ++k) {
     const ChainInput &input = chainData_[k];
@@ -382,14 +382,14 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     Executor::WriteColumn &column = io.writeColumns[columns];
     column.input = input.input;
     column.bytes.resize(capacity);
-    bool written = false;
+    uint32_t written = 0;
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
       if (products[slot]) {
         rows[r] = products[slot][steps[r]];
         continue;
       }
-      written = true;
+      ++written;
       const uint8_t *bytes = slots.flags[slot] & ChainSlots::kUnevenSteps
                                  ? entries_.find(slots.keys[slot])
                                        ->graph->stepRow(steps[r], input.index)
@@ -399,29 +399,27 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       // thread: asked for now, long before the task reads it.
       __builtin_prefetch(bytes);
     }
-    if (!written)
+    if (written == 0)
       continue;
-    // Some rows' products, others' data (requests admitted while the
-    // projections could not run): the data row by row.
-    bool everyRow = true;
-    for (uint32_t r = 0; r < capacity; ++r)
-      everyRow &= !products[order[r]];
-    if (everyRow) {
+    if (written == capacity) {
       ++columns;
       continue;
     }
+    // Some rows' products, others' data (requests admitted while the
+    // projections could not run): the data row by row.
     for (uint32_t r = 0; r < capacity; ++r)
       if (!products[order[r]])
         io.writes.push_back({input.input, r, column.bytes[r], true});
   }
-  io.writeColumns.resize(columns);
+  resizeColumns(io.writeColumns, spareWriteColumns_, columns);
   // Emitted rows go straight into the results, on every executor (an
   // asynchronous one writes them as it finishes the task: a request that
   // ends before then keeps its outputs until that round has completed,
   // keptOutputs_); a last step's final states that are not emitted too.
   // A request that did not ask for an output's rows reads none of them,
   // only its last step's when it asked for the final state.
-  io.readColumns.resize(roles.emitted.size() + chainFinalOnly_.size());
+  resizeColumns(io.readColumns, spareReadColumns_,
+                roles.emitted.size() + chainFinalOnly_.size());
   for (size_t e = 0; e < roles.emitted.size(); ++e) {
     Executor::ReadColumn &column = io.readColumns[e];
     column.output = roles.emitted[e];

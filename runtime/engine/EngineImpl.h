@@ -279,11 +279,31 @@ private:
   /// Finished flights, cleared, kept for their vectors' capacity; their
   /// nodes and row writes and reads keep their sizes too (stale entries).
   std::vector<InFlight> spareFlights_;
-  /// A spare flight (or a new one), its nodes and row writes and reads
-  /// empty; `sized`: left as they were, for a chain task that sets every
-  /// field of each entry it keeps (resizing them from empty would first
-  /// set each to zero: 5 ns a row-step of the hidden-16 LSTM).
+  /// A spare flight (or a new one), its nodes, row writes and reads and
+  /// columns empty; `sized`: its nodes and columns left as they were, for a
+  /// chain task that sets every field of each entry it keeps (resizing them
+  /// from empty would first set each to zero: 5 ns a row-step of the
+  /// hidden-16 LSTM).
   InFlight takeFlight(bool sized = false);
+  /// Columns of a task's writes and reads (Executor::WriteColumn,
+  /// ReadColumn) not in use, their arrays' room kept: a flight that takes
+  /// none leaves its columns here and a chain task takes them back.
+  std::vector<Executor::WriteColumn> spareWriteColumns_;
+  std::vector<Executor::ReadColumn> spareReadColumns_;
+  /// `columns` made `size` long, from and into `spare`.
+  template <typename Column>
+  static void resizeColumns(std::vector<Column> &columns,
+                            std::vector<Column> &spare, size_t size) {
+    while (columns.size() > size) {
+      spare.push_back(std::move(columns.back()));
+      columns.pop_back();
+    }
+    while (columns.size() < size && !spare.empty()) {
+      columns.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+    columns.resize(size); // new ones past the spares
+  }
   void recycle(InFlight &&flight);
   /// Completes `flights` in order, then keeps them for reuse.
   void completeAll(std::vector<InFlight> &flights);

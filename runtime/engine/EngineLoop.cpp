@@ -139,8 +139,9 @@ EngineWorker::InFlight EngineWorker::takeFlight(bool sized) {
     flight.nodes.clear();
     flight.io.writes.clear();
     flight.io.reads.clear();
-    flight.io.writeColumns.clear(); // the chain batch's (launchChainTask)
-    flight.io.readColumns.clear();
+    // A chain task's columns (launchChainTask), kept for the next one.
+    resizeColumns(flight.io.writeColumns, spareWriteColumns_, 0);
+    resizeColumns(flight.io.readColumns, spareReadColumns_, 0);
   }
   return flight;
 }

@@ -118,31 +118,34 @@ public:
     uint32_t offset = 0;
     uint32_t bytes = 0;
   };
-  /// The small host inputs and results of a task, moved with it: on cuda
-  /// the writes go in the task's one host-to-device copy and the reads come
-  /// back gathered in one device-to-host copy.
   /// Writes of one input for every row of the task, each for this task
   /// only: row r reads the pool's row bytes at bytes[r] (a RowWrite with
   /// onlyThisTask of each). The cpu backend hands the array to the task's
-  /// steps as it is; others get the writes one by one.
+  /// steps as it is where they read the input row by row (else it copies
+  /// the rows into the pool); others get the writes one by one.
   struct WriteColumn {
     uint32_t input = 0;
     std::vector<const void *> bytes; // one a task row, none null
   };
   /// Reads of one output: row r's bytes to to[r] once the task has finished,
   /// none where to[r] is null (a RowRead of each). `count`: how many are not
-  /// null. The cpu backend's steps write them there as they store the rows.
+  /// null. Where the cpu backend's step that makes the output can, it writes
+  /// them there as it stores the rows; else they are copied after the task.
   struct ReadColumn {
     uint32_t output = 0;
     std::vector<void *> to; // one a task row
     uint32_t count = 0;
   };
+  /// The small host inputs and results of a task, moved with it: on cuda
+  /// the writes go in the task's one host-to-device copy and the reads come
+  /// back gathered in one device-to-host copy.
   struct TaskIO {
     std::vector<RowWrite> writes;
     std::vector<RowRead> reads;
     std::vector<RowPlace> places;
     /// The engine's chain batch: writes and reads by the column, none of
-    /// whose rows is also in `writes` or `reads`.
+    /// whose rows is also in `writes` or `reads` (other rows of the same
+    /// input or output may be: the cpu backend then copies them all).
     std::vector<WriteColumn> writeColumns;
     std::vector<ReadColumn> readColumns;
   };

@@ -5,9 +5,12 @@
 // with its request data and results given row by row and given by the
 // column lands the same bytes in the same places, on the cpu backend's
 // every way of reading results (the steps writing them, copies after the
-// task, copies shared among threads, deliveries at wait) and, on cuda, once
-// the executor has made single writes and reads of them. Columns that do not
-// fit the task are refused.
+// task when it also places rows, copies shared among threads, deliveries at
+// wait) and, on cuda, once the executor has made single writes and reads of
+// them; request data by the column for the token and for the h state (this
+// model's steps read both where they lie; a column they could not is copied
+// into the pool as single writes are, CpuBackend's copyInputRow). Columns
+// that do not fit the task are refused.
 //
 //===----------------------------------------------------------------------===//
 #include "exec/Executor.h"
@@ -31,7 +34,7 @@ std::string examplesDir() {
 }
 
 /// The cpu backend's ways of reading a task's rows back (cuda: its own).
-enum class Reads { BySteps, Shared, AtWait };
+enum class Reads { BySteps, WithPlaces, Shared, AtWait };
 
 class RowColumnsTest : public ::testing::TestWithParam<Reads> {
 protected:
@@ -55,10 +58,15 @@ protected:
     executor_ = std::move(created).value();
     cell_ = executor_->artifact().cell("lstm").value();
     SlotPool &states = executor_->pool(*cell_, false, 1);
+    states_ = &states;
     rowFloats_ = states.rowBytes() / sizeof(float);
-    // Random states in the input rows (never zeros).
+    // Random states in the input rows, and h rows the task writes from the
+    // host (never zeros).
     std::mt19937 random(7);
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    hostH_.resize(3 * rowFloats_);
+    for (float &x : hostH_)
+      x = value(random);
     for (int32_t row : {1, 2, 3, 4, 5, 6}) {
       std::vector<float> state(rowFloats_);
       for (float &x : state)
@@ -69,7 +77,14 @@ protected:
 
   /// Three rows: tokens from rows 0-2 of their pool (overwritten by the
   /// task's writes), h from 1-3, c from 4-6; h to 7-9, c to 10-12.
-  Status run(const Executor::TaskIO &io) {
+  Status run(Executor::TaskIO io) {
+    if (GetParam() == Reads::WithPlaces) { // zeros into a row no one reads
+      Executor::RowPlace zeros;
+      zeros.to = states_;
+      zeros.toRow = 14;
+      zeros.bytes = static_cast<uint32_t>(states_->rowBytes());
+      io.places.push_back(zeros);
+    }
     auto ticket =
         executor_->submit(*cell_, 3, {{0, 1, 2}, {1, 2, 3}, {4, 5, 6}},
                           {{7, 8, 9}, {10, 11, 12}}, nullptr, io);
@@ -78,9 +93,15 @@ protected:
     return executor_->wait(ticket.value());
   }
 
+  const float *hostH(uint32_t row) const {
+    return hostH_.data() + row * rowFloats_;
+  }
+
   std::unique_ptr<Executor> executor_;
   const cellpack::CellType *cell_ = nullptr;
+  SlotPool *states_ = nullptr;
   size_t rowFloats_ = 0;
+  std::vector<float> hostH_;
   const int64_t tokens_[3] = {7, 11, 13};
 };
 
@@ -88,8 +109,10 @@ TEST_P(RowColumnsTest, ColumnsLandWhereSingleWritesAndReadsDo) {
   // Row by row: h of rows 0 and 2, c of row 1.
   std::vector<float> hSingle(3 * rowFloats_, -7.0f), cSingle(rowFloats_, -7.0f);
   Executor::TaskIO single;
-  for (uint32_t r = 0; r < 3; ++r)
+  for (uint32_t r = 0; r < 3; ++r) {
     single.writes.push_back({0, r, &tokens_[r], true});
+    single.writes.push_back({1, r, hostH(r), true});
+  }
   single.reads.push_back({0, 0, hSingle.data()});
   single.reads.push_back({0, 2, hSingle.data() + 2 * rowFloats_});
   single.reads.push_back({1, 1, cSingle.data()});
@@ -98,6 +121,7 @@ TEST_P(RowColumnsTest, ColumnsLandWhereSingleWritesAndReadsDo) {
   std::vector<float> hColumn(3 * rowFloats_, -9.0f), cColumn(rowFloats_, -9.0f);
   Executor::TaskIO columns;
   columns.writeColumns.push_back({0, {&tokens_[0], &tokens_[1], &tokens_[2]}});
+  columns.writeColumns.push_back({1, {hostH(0), hostH(1), hostH(2)}});
   columns.readColumns.push_back(
       {0, {hColumn.data(), nullptr, hColumn.data() + 2 * rowFloats_}, 2});
   columns.readColumns.push_back({1, {nullptr, cColumn.data(), nullptr}, 1});
@@ -150,12 +174,14 @@ TEST_P(RowColumnsTest, ColumnsThatDoNotFitTheTaskAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reads, RowColumnsTest,
-                         ::testing::Values(Reads::BySteps, Reads::Shared,
-                                           Reads::AtWait),
+                         ::testing::Values(Reads::BySteps, Reads::WithPlaces,
+                                           Reads::Shared, Reads::AtWait),
                          [](const ::testing::TestParamInfo<Reads> &info) {
                            switch (info.param) {
                            case Reads::BySteps:
                              return "BySteps";
+                           case Reads::WithPlaces:
+                             return "WithPlaces";
                            case Reads::Shared:
                              return "Shared";
                            case Reads::AtWait:

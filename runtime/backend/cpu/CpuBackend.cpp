@@ -140,7 +140,8 @@ public:
     inPlace_.assign(inputCount, 0);
     columnData_.assign(inputCount, nullptr);
     // A column (every row, this task only): read where it lies, else
-    // copied below; an input written row by row too is copied whole.
+    // copied below; an input with single writes too (for other rows) has
+    // all its rows copied.
     for (const Executor::WriteColumn &column : task.io->writeColumns)
       if (runner.readsInPlace(column.input))
         columnData_[column.input] = column.bytes.data();
@@ -255,9 +256,10 @@ public:
     return ++tickets_;
   }
 
-  /// Sets copyTo_ and copies_ for the task's reads of outputs the runner's
-  /// steps write into the results themselves (one destination a row), and
-  /// returns the reads left to copy after the task.
+  /// Sets copies_ and copyTo_ (single reads) or columnTo_ (a column's
+  /// array) for the task's reads of outputs the runner's steps write into
+  /// the results themselves (one destination a row), and returns the reads
+  /// left to copy after the task.
   const std::vector<Executor::RowRead> &
   readsByStep(const cpu::CpuTaskRunner &runner, const BackendTask &task) {
     const auto &outputPools = *task.outputPools;
