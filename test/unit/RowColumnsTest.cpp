@@ -16,6 +16,7 @@
 #include "exec/Executor.h"
 
 #include "CudaProbe.h"
+#include "LstmExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -27,11 +28,6 @@
 using namespace cellrun;
 
 namespace {
-
-std::string examplesDir() {
-  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
-  return override ? override : CELL_EXAMPLES_BUILD_DIR;
-}
 
 /// The cpu backend's ways of reading a task's rows back (cuda: its own).
 enum class Reads { BySteps, WithPlaces, Shared, AtWait };
@@ -51,12 +47,9 @@ protected:
     options.readsAtWait = GetParam() == Reads::AtWait;
     if (GetParam() == Reads::Shared)
       options.sharedCopyBytes = 1; // every task's copies shared
-    auto artifact = loadArtifact(examplesDir() + "/lstm/model.cellpack");
-    ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
-    auto created = Executor::create(artifact.value(), 16, options);
-    ASSERT_TRUE(created.ok()) << created.status().toString();
-    executor_ = std::move(created).value();
-    cell_ = executor_->artifact().cell("lstm").value();
+    cellc::testing::makeLstmExecutor(options, executor_, cell_);
+    if (HasFatalFailure())
+      return;
     SlotPool &states = executor_->pool(*cell_, false, 1);
     states_ = &states;
     rowFloats_ = states.rowBytes() / sizeof(float);

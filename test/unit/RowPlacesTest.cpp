@@ -11,6 +11,7 @@
 #include "exec/Executor.h"
 
 #include "CudaProbe.h"
+#include "LstmExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -22,11 +23,6 @@ using namespace cellrun;
 
 namespace {
 
-std::string examplesDir() {
-  const char *override = std::getenv("CELL_EXAMPLES_BUILD_DIR");
-  return override ? override : CELL_EXAMPLES_BUILD_DIR;
-}
-
 class RowPlacesTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -36,12 +32,9 @@ protected:
       CELL_SKIP_WITHOUT_CUDA(probe, "cuda backend");
       options.device = DeviceKind::Cuda;
     }
-    auto artifact = loadArtifact(examplesDir() + "/lstm/model.cellpack");
-    ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
-    auto created = Executor::create(artifact.value(), 16, options);
-    ASSERT_TRUE(created.ok()) << created.status().toString();
-    executor_ = std::move(created).value();
-    cell_ = executor_->artifact().cell("lstm").value();
+    cellc::testing::makeLstmExecutor(options, executor_, cell_);
+    if (HasFatalFailure())
+      return;
   }
 
   /// One task of the LSTM (token row 0, states rows 4 and 5, outputs rows
