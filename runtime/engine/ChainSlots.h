@@ -109,14 +109,14 @@ struct ChainSlots {
 
   /// Slots no request holds, taken by add() from the back.
   std::vector<uint32_t> holes;
+  /// Slots whose deadline is not UINT64_MAX (the caller counts the ones it
+  /// sets; remove() the ones that go): none, and the rounds look for none.
+  uint32_t withDeadlines = 0;
   std::vector<uint64_t> keys;     // the request's key in the worker's table
   std::vector<uint32_t> next;     // the step the next task runs
   std::vector<uint32_t> steps;    // its steps in all
   std::vector<uint64_t> deadline; // CellGraph::deadline()
-  /// Slots whose deadline is not UINT64_MAX (the caller counts the ones it
-  /// sets; remove() the ones that go): none, and the rounds look for none.
-  uint32_t withDeadlines = 0;
-  std::vector<uint32_t> stride; // bytes from one step's data to the next
+  std::vector<uint32_t> stride;   // bytes from one step's data to the next
   std::vector<uint8_t> flags;
   /// When its first step was bound (kStarted), for its queue time.
   std::vector<std::chrono::steady_clock::time_point> startedAt;

@@ -322,7 +322,6 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
   uint32_t outputs = roles.outputCount;
   std::vector<uint32_t> &steps = chainSteps_;
   steps.resize(capacity);
-  chainScratchRows_.resize(capacity);
   for (uint32_t r = 0; r < capacity; ++r)
     steps[r] = slots.next[order[r]];
   // This step's generation of rows, and the one before it for the states
@@ -346,18 +345,17 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
       before[r] = (previous & ~first) | (initial[slot] & first);
     }
   };
-  // The first state an output feeds comes with it; another (rare) on its
-  // own, the output's rows made again into a scratch column.
+  // Each state with the output that feeds it (a second state fed by the
+  // same output, if any, makes the output's rows again: the same values).
   for (uint32_t o = 0; o < outputs; ++o) {
     bool fed = false;
-    for (size_t k = 0; k < chainStates_.size(); ++k) {
-      if (chainStates_[k].index != o)
-        continue;
-      generationRows(
-          o, fed ? chainScratchRows_.data() : flight.outputRowData[o],
-          flight.inputRowData[chainStates_[k].input], slots.initial[k].data());
-      fed = true;
-    }
+    for (size_t k = 0; k < chainStates_.size(); ++k)
+      if (chainStates_[k].index == o) {
+        generationRows(o, flight.outputRowData[o],
+                       flight.inputRowData[chainStates_[k].input],
+                       slots.initial[k].data());
+        fed = true;
+      }
     if (!fed)
       generationRows(o, flight.outputRowData[o], nullptr, nullptr);
   }
@@ -427,22 +425,18 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     size_t rowBytes = roles.outputRowBytes[column.output];
     uint8_t *const *at = slots.emittedAt[e].data();
     uint8_t *const *finalAt = slots.emittedFinalAt[e].data();
-    uint32_t count = 0;
     for (uint32_t r = 0; r < capacity; ++r) {
       uint32_t slot = order[r];
       uint8_t *destination = at[slot] ? at[slot] + size_t(steps[r]) * rowBytes
                              : steps[r] + 1 == slots.steps[slot] ? finalAt[slot]
                                                                  : nullptr;
       column.to[r] = destination;
-      count += destination != nullptr;
     }
-    column.count = count;
   }
   for (size_t k = 0; k < chainFinalOnly_.size(); ++k) {
     Executor::ReadColumn &column = io.readColumns[roles.emitted.size() + k];
     column.output = chainFinalOnly_[k];
     column.to.assign(capacity, nullptr); // last steps' below
-    column.count = 0;
   }
   // Nothing is read into the flight's buffer.
   std::fill(flight.firstRead.begin(), flight.firstRead.end(), 0);
@@ -469,7 +463,6 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
         continue; // not asked for
       Executor::ReadColumn &column = io.readColumns[roles.emitted.size() + k];
       column.to[r] = slots.finalAt[k][slot];
-      ++column.count;
     }
   }
   if (!flight.nodes.empty())

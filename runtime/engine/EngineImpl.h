@@ -462,8 +462,6 @@ private:
   /// The step of each row of the task being bound, the round's slots with
   /// steps left and a task's slots (reused: nothing allocated a round).
   std::vector<uint32_t> chainSteps_, chainOrder_, chainTaskSlots_;
-  /// An output's rows made again beside a second state it feeds.
-  std::vector<int32_t> chainScratchRows_;
   /// Rounds begun, and the last whose tasks have all completed.
   uint64_t roundNumber_ = 0, completedRound_ = 0;
   /// Where the next round's first task starts when the slots need more

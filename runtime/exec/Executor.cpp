@@ -216,18 +216,12 @@ Status Executor::checkColumns(uint32_t inputs, uint32_t outputs, uint32_t rows,
                         " are not one a row of the task's " +
                         std::to_string(rows));
   }
-  for (const ReadColumn &column : io.readColumns) {
-    uint32_t count = 0;
-    for (const void *to : column.to)
-      count += to != nullptr;
-    if (column.output >= outputs || column.to.size() != rows ||
-        count != column.count)
+  for (const ReadColumn &column : io.readColumns)
+    if (column.output >= outputs || column.to.size() != rows)
       return Status(StatusCode::InvalidArgument,
                     "the reads of output " + std::to_string(column.output) +
                         " are not one a row of the task's " +
-                        std::to_string(rows) + " (or not " +
-                        std::to_string(column.count) + ")");
-  }
+                        std::to_string(rows));
   return Status::ok();
 }
 

@@ -128,13 +128,12 @@ public:
     std::vector<const void *> bytes; // one a task row, none null
   };
   /// Reads of one output: row r's bytes to to[r] once the task has finished,
-  /// none where to[r] is null (a RowRead of each). `count`: how many are not
-  /// null. Where the cpu backend's step that makes the output can, it writes
-  /// them there as it stores the rows; else they are copied after the task.
+  /// none where to[r] is null (a RowRead of each). Where the cpu backend's
+  /// step that makes the output can, it writes them there as it stores the
+  /// rows; else they are copied after the task.
   struct ReadColumn {
     uint32_t output = 0;
     std::vector<void *> to; // one a task row
-    uint32_t count = 0;
   };
   /// The small host inputs and results of a task, moved with it: on cuda
   /// the writes go in the task's one host-to-device copy and the reads come

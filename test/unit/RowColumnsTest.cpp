@@ -116,8 +116,8 @@ TEST_P(RowColumnsTest, ColumnsLandWhereSingleWritesAndReadsDo) {
   columns.writeColumns.push_back({0, {&tokens_[0], &tokens_[1], &tokens_[2]}});
   columns.writeColumns.push_back({1, {hostH(0), hostH(1), hostH(2)}});
   columns.readColumns.push_back(
-      {0, {hColumn.data(), nullptr, hColumn.data() + 2 * rowFloats_}, 2});
-  columns.readColumns.push_back({1, {nullptr, cColumn.data(), nullptr}, 1});
+      {0, {hColumn.data(), nullptr, hColumn.data() + 2 * rowFloats_}});
+  columns.readColumns.push_back({1, {nullptr, cColumn.data(), nullptr}});
   ASSERT_TRUE(run(columns).isOk());
 
   // Computed (not the fill), and the same bits both ways.
@@ -150,15 +150,15 @@ TEST_P(RowColumnsTest, ColumnsThatDoNotFitTheTaskAreRefused) {
       << status.message();
 
   Executor::TaskIO short_; // two places for three rows
-  short_.readColumns.push_back({0, {h.data(), nullptr}, 1});
+  short_.readColumns.push_back({0, {h.data(), nullptr}});
   status = run(short_);
   EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
   EXPECT_NE(status.message().find("the reads of output 0"), std::string::npos)
       << status.message();
 
-  Executor::TaskIO miscounted; // one place, said to be two
-  miscounted.readColumns.push_back({1, {h.data(), nullptr, nullptr}, 2});
-  EXPECT_EQ(run(miscounted).code(), StatusCode::InvalidArgument);
+  Executor::TaskIO noSuchOutput;
+  noSuchOutput.readColumns.push_back({5, {h.data(), nullptr, nullptr}});
+  EXPECT_EQ(run(noSuchOutput).code(), StatusCode::InvalidArgument);
 
   Executor::TaskIO noSuchInput;
   noSuchInput.writeColumns.push_back(

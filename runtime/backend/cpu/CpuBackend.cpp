@@ -186,7 +186,9 @@ public:
     for (const Executor::RowRead &read : task.io->reads)
       readBytes += outputPools[read.output]->rowBytes();
     for (const Executor::ReadColumn &column : task.io->readColumns)
-      readBytes += column.count * outputPools[column.output]->rowBytes();
+      readBytes += outputPools[column.output]->rowBytes() *
+                   (column.to.size() -
+                    std::count(column.to.begin(), column.to.end(), nullptr));
     bool shared =
         !readsAtWait_ &&
         readBytes >= std::min(sharedCopyBytes_, cpu::kStreamingMinBytes);
