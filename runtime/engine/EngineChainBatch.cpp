@@ -48,6 +48,11 @@ void EngineWorker::setUpChainBatch(uint32_t largestBatch) {
   if (!chainBatch_)
     return;
   chainLargest_ = std::max(1u, largestBatch);
+  // One task's worth running at once unless told otherwise; longest first
+  // orders every request that fits.
+  if (options_.chainOrder == EngineOptions::ChainOrder::Turns)
+    runningCap_.store(options_.maxRunning ? options_.maxRunning : chainLargest_,
+                      std::memory_order_relaxed);
   chainFinalOnly_.clear();
   for (uint32_t output : roles.stateOutputs)
     if (std::find(roles.emitted.begin(), roles.emitted.end(), output) ==

@@ -457,6 +457,14 @@ private:
   ChainSlots chainSlots_;
   /// The batch sizes of the chain's cell: tasks hold at most the largest.
   uint32_t chainLargest_ = 0;
+  /// The requests this worker runs at once (EngineOptions::maxRunning), or
+  /// no limit; other workers admitting read it (takesHead).
+  std::atomic<uint32_t> runningCap_{UINT32_MAX};
+  /// As other workers see it: this one admits no more until some end.
+  bool atRunningCap() const {
+    return load_.load(std::memory_order_relaxed) >=
+           runningCap_.load(std::memory_order_relaxed);
+  }
   /// The chain's state outputs that are not emitted (read at a last step).
   std::vector<uint32_t> chainFinalOnly_;
   /// The step of each row of the task being bound, the round's slots with

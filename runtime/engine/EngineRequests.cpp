@@ -97,8 +97,9 @@ bool EngineWorker::takesHead(const Entry &head, bool holdsRequests) const {
   // and no slack, a task had 5 rows on average where one worker had 340).
   double mine = room() + options_.admissionSlack;
   for (const EngineWorker *other : admission_->workers) {
-    if (other == this || other->exited_ || !other->fits(head.need))
-      continue;
+    if (other == this || other->exited_ || !other->fits(head.need) ||
+        (head.deadline == UINT64_MAX && other->atRunningCap()))
+      continue; // it cannot take the head now
     double theirs = other->room();
     if (theirs > mine || (theirs == mine && other->index_ < index_))
       return false;
@@ -163,6 +164,16 @@ bool EngineWorker::admit() {
           break;
         }
         bool holds = !entries_.empty() || !taken.empty();
+        // As many running as the cap allows: the head waits for one to
+        // end (a running request always does), refused by nobody here. A
+        // request with a deadline (the queue's first) starts whenever it
+        // fits, and goes before the running ones by its deadline.
+        if ((*head)->deadline == UINT64_MAX &&
+            entries_.size() + taken.size() >=
+                runningCap_.load(std::memory_order_relaxed)) {
+          more = false;
+          break;
+        }
         if (takesHead(**head, holds)) {
           std::unique_ptr<Entry> entry = std::move(*head);
           admission_->waiting.erase(head);

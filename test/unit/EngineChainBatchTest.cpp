@@ -8,10 +8,12 @@
 // when it is on; also as on the GPU (rounds overlapped, the rows the host
 // reads written into the results as each task completes; requests cancelled
 // with tasks in flight, or failing in the middle of a round, keep their
-// outputs until those tasks are done). With one task a
-// round and more requests than it holds, every request still gets its turn, no
-// task is larger than the largest batch, and requests with the earliest
-// deadlines run first.
+// outputs until those tasks are done). By default a worker runs one task's
+// worth of requests at once (EngineOptions::maxRunning), the rest waiting,
+// or as many as it is told; with one task a round and more running
+// requests than it holds, every request still gets its turn, no task is
+// larger than the largest batch, and requests with the earliest deadlines
+// start beyond the cap and run first.
 //
 //===----------------------------------------------------------------------===//
 #include "FaultTests.h"
@@ -42,10 +44,11 @@ std::unique_ptr<Engine>
 manualEngine(std::shared_ptr<const LoadedArtifact> artifact, bool chainBatch,
              uint32_t maxTasks = 5,
              std::function<void(const TaskRecord &)> onTask = nullptr,
-             bool asOnTheGpu = false) {
+             bool asOnTheGpu = false, uint32_t maxRunning = 0) {
   EngineOptions options;
   options.startWorker = false;
   options.chainBatch = chainBatch;
+  options.maxRunning = maxRunning;
   if (asOnTheGpu) { // rounds overlap, reads go through the tasks' buffers
     options.overlapRounds = EngineOptions::Overlap::On;
     options.readsThroughTasks = true;
@@ -131,9 +134,10 @@ TEST(ChainBatchTurnsTest, MoreRequestsThanATaskHoldsAllGetTheirTurn) {
   ASSERT_TRUE(artifact);
   uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
   uint32_t biggest = 0;
-  auto engine = manualEngine(artifact, true, 1, [&](const TaskRecord &task) {
-    biggest = std::max(biggest, task.nodes);
-  });
+  auto engine = manualEngine(
+      artifact, true, 1,
+      [&](const TaskRecord &task) { biggest = std::max(biggest, task.nodes); },
+      false, 3 * largest);
   ASSERT_TRUE(engine);
   std::vector<std::future<RequestResult>> futures;
   for (uint32_t i = 0; i < 3 * largest; ++i)
@@ -156,6 +160,80 @@ TEST(ChainBatchTurnsTest, MoreRequestsThanATaskHoldsAllGetTheirTurn) {
     EXPECT_TRUE(future.get().status.isOk());
 }
 
+/// Requests t0, t1, ... of `steps` tokens each, submitted to `engine`.
+std::vector<std::future<RequestResult>>
+submitShort(Engine &engine, uint32_t count, uint32_t steps) {
+  std::vector<std::future<RequestResult>> futures;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string tokens;
+    for (uint32_t t = 0; t < steps; ++t)
+      tokens += (t ? ", " : "") + std::to_string(3 + (i + t) % 40);
+    futures.push_back(
+        engine.submit(engine.parser()
+                          .parse("{\"id\": \"t" + std::to_string(i) +
+                                     "\", \"tokens\": [" + tokens + "]}",
+                                 "line")
+                          .value()));
+  }
+  return futures;
+}
+
+TEST(ChainBatchTurnsTest, OneTasksWorthRunsAtOnceByDefault) {
+  // Three tasks' worth of two-step requests, one task a round: the first
+  // `largest` run (the rest wait) and end after two rounds, before any
+  // other starts; taking turns among all of them, none would have ended.
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
+  std::vector<uint32_t> taskRows;
+  auto engine = manualEngine(artifact, true, 1, [&](const TaskRecord &task) {
+    taskRows.push_back(task.nodes);
+  });
+  ASSERT_TRUE(engine);
+  auto futures = submitShort(*engine, 3 * largest, 2);
+  engine->runOnce();
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.running, largest);
+  EXPECT_EQ(stats.waiting, 2 * largest);
+  engine->runOnce();
+  stats = engine->stats();
+  EXPECT_EQ(stats.completed, uint64_t(largest))
+      << "the running requests end before the waiting ones start";
+  EXPECT_EQ(stats.running, 0u); // the next start in the next round
+  engine->drain();
+  EXPECT_EQ(taskRows, std::vector<uint32_t>(6, largest));
+  for (auto &future : futures)
+    EXPECT_TRUE(future.get().status.isOk());
+}
+
+TEST(ChainBatchTurnsTest, MaxRunningCapsTheRequestsRunningAtOnce) {
+  // Told to run five at once: every round's tasks hold five rows (five
+  // steps of the same requests), never more, and every request ends with
+  // the bits it has when all run at once.
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  std::vector<uint32_t> taskRows;
+  auto capped = manualEngine(
+      artifact, true, 5,
+      [&](const TaskRecord &task) { taskRows.push_back(task.nodes); }, false,
+      5);
+  auto all = manualEngine(artifact, true, 5, nullptr, false, 1000);
+  ASSERT_TRUE(capped && all);
+  auto futures = submitShort(*capped, 23, 5);
+  auto reference = submitShort(*all, 23, 5);
+  while (capped->stats().completed + capped->stats().failed < 23) {
+    capped->runOnce();
+    EXPECT_LE(capped->stats().running, 5u);
+  }
+  all->drain();
+  ASSERT_EQ(taskRows.size(), 25u) << "five rounds of five full tasks";
+  EXPECT_EQ(taskRows.front(), 5u);
+  EXPECT_EQ(taskRows.back(), 3u); // the last three requests
+  for (size_t i = 0; i < futures.size(); ++i)
+    expectSameBits(futures[i].get(), reference[i].get(),
+                   "t" + std::to_string(i));
+}
+
 TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {
   auto artifact = loadExample("lstm");
   ASSERT_TRUE(artifact);
@@ -166,8 +244,9 @@ TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {
   std::mutex mutex;
   std::string tokens = "[5, 6, 7, 8]";
   // `largest` requests without a deadline run a step; then `largest` with
-  // one join them (admission alone orders by deadline, so they come
-  // after): from then on they take the one task a round and finish first.
+  // one join them, beyond the running cap (admission alone orders by
+  // deadline, so they come after): from then on they take the one task a
+  // round and finish first.
   for (uint32_t i = 0; i < 2 * largest; ++i) {
     if (i == largest)
       engine->runOnce();

@@ -8,7 +8,9 @@
 // on the GPU (rounds overlapped, rows read through the tasks); while
 // requests wait for room in the pools the tasks take every running
 // request, as the default order does, and once all are in they go longest
-// first; requests with deadlines still go by deadline.
+// first; requests with deadlines still go by deadline. (Taking turns among
+// every request that fits ends in tasks of a few rows; by default a task's
+// worth run at once.)
 //
 //===----------------------------------------------------------------------===//
 #include "FaultTests.h"
@@ -39,14 +41,16 @@ struct ChainRun {
 };
 
 /// Requests of `lengths` tokens (random ids), all submitted before the first
-/// round, run to the end with `order`.
+/// round, run to the end with `order` (and EngineOptions::maxRunning).
 ChainRun runAll(std::shared_ptr<const LoadedArtifact> artifact,
                 const std::vector<uint32_t> &lengths,
                 EngineOptions::ChainOrder order, uint32_t poolRows = 4096,
-                bool deadlines = false, bool asOnTheGpu = false) {
+                bool deadlines = false, bool asOnTheGpu = false,
+                uint32_t maxRunning = 0) {
   ChainRun run;
   EngineOptions options;
   options.startWorker = false;
+  options.maxRunning = maxRunning;
   if (asOnTheGpu) { // rounds overlap, reads go through the tasks' buffers
     options.overlapRounds = EngineOptions::Overlap::On;
     options.readsThroughTasks = true;
@@ -161,9 +165,16 @@ TEST(ChainOrderTest, LongestFirstRunsAsManyTasksAsTheLongestHasSteps) {
     expectSameResults(longest, turns, how);
     EXPECT_EQ(longest.taskRows, want) << how;
   }
-  // The default order ends in tasks of the three long requests alone.
-  EXPECT_GT(turns.taskRows.size(), want.size());
-  EXPECT_EQ(turns.taskRows.back(), 1u);
+  // Taking turns among every request that fits ends in tasks of the three
+  // long requests alone. (By default a task's worth run at once, here
+  // with the three long ones among them from the start: as many tasks.)
+  ChainRun everyOne =
+      runAll(artifact, lengths, EngineOptions::ChainOrder::Turns, 4096, false,
+             false, UINT32_MAX);
+  expectSameResults(everyOne, turns, "turns, every request running");
+  EXPECT_GT(everyOne.taskRows.size(), want.size());
+  EXPECT_EQ(everyOne.taskRows.back(), 1u);
+  EXPECT_EQ(turns.taskRows.size(), want.size());
 }
 
 TEST(ChainOrderTest, TheLargestBatchCapsATask) {

@@ -93,6 +93,8 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
   app.add_option("--max-queue", args.maxQueue,
                  "requests waiting for admission (default: the whole trace, "
                  "so nothing is dropped)");
+  app.add_option("--max-running", args.maxRunning, kMaxRunningHelp)
+      ->capture_default_str();
   app.add_option("--chain-order", args.chainOrder,
                  "cellular, a chain model, the --offline round (online runs "
                  "take turns): which running requests a task takes (as in "

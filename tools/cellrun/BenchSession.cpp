@@ -118,6 +118,7 @@ Status BenchSession::load(DeviceKind device) {
   base_.moveRequests = !args_.noMove;
   base_.chainBatch = !args_.noChainBatch;
   base_.chainOrder = parseChainOrder(args_.chainOrder).value();
+  base_.maxRunning = args_.maxRunning;
   for (const CellInfo &cell : model_.cells)
     largestBatch_ = std::max(largestBatch_, cell.batchSizes.back());
   setup_.model = args_.model;

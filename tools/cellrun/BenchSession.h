@@ -46,7 +46,8 @@ struct BenchArgs {
   uint64_t memoryBudget = 0; // bytes; 0: poolRows
   uint32_t workers = 1, workersPerDevice = 1, threads = 0, copyThreads = 0,
            poolRows = 4096, maxQueue = 0, bucketWidth = 10, fillRows = 32,
-           peerBuckets = 0, peerMaxBatch = 0, offline = 0, repeat = 1;
+           peerBuckets = 0, peerMaxBatch = 0, offline = 0, repeat = 1,
+           maxRunning = 0;
   std::string server, serverModel;
   uint32_t connections = 64;
   std::string peerWeights, python = defaultPeerPython(),

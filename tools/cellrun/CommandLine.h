@@ -45,6 +45,12 @@ constexpr const char *kChainOrderHelp =
     "request still needs, so the run ends sooner (no long tail of tasks of "
     "a few rows) and short requests wait (not for live traffic)";
 
+/// The help of --max-running (run, bench, serve): EngineOptions::maxRunning.
+constexpr const char *kMaxRunningHelp =
+    "cellular, a chain model taking turns: requests a worker runs at once, "
+    "the rest waiting in the queue (0: the largest batch size, one task's "
+    "worth, so each running request steps in every task)";
+
 /// The check of --chain-order (run, bench): a name parseChainOrder takes.
 inline CLI::Validator chainOrderCheck() {
   return CLI::Validator(

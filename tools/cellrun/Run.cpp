@@ -40,7 +40,7 @@ struct RunArgs {
   std::string policy = "cellular", device = "auto", chainOrder = "turns";
   uint32_t poolRows = 4096, maxQueue = 1024, batchRequests = 0, bucketWidth = 8,
            fillRows = 32, threads = 0, copyThreads = 0, workers = 1,
-           workersPerDevice = 1, resultBufferMb = 256,
+           workersPerDevice = 1, resultBufferMb = 256, maxRunning = 0,
            maxSteps = RequestLimits().maxSteps;
   uint64_t memoryBudget = 0;              // bytes; 0: poolRows
   uint64_t readAhead = uint64_t(1) << 30; // bytes of request text
@@ -97,6 +97,8 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_option("--chain-order", args.chainOrder, kChainOrderHelp)
       ->capture_default_str()
       ->check(chainOrderCheck());
+  app.add_option("--max-running", args.maxRunning, kMaxRunningHelp)
+      ->capture_default_str();
   app.add_option("--bucket-width", args.bucketWidth, "padded: lengths a bucket")
       ->capture_default_str()
       ->check(positive);
@@ -250,6 +252,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.workersPerDevice = args.workersPerDevice;
   engineOptions.poolRows = args.poolRows;
   engineOptions.maxQueue = args.maxQueue;
+  engineOptions.maxRunning = args.maxRunning;
   engineOptions.batchRequests = args.batchRequests;
   engineOptions.bucketWidth = args.bucketWidth;
   engineOptions.fillRows = args.fillRows;

@@ -31,7 +31,7 @@ struct ServeArgs {
   std::string device = "auto", policy = "cellular", logLevel = "info";
   uint32_t maxQueue = 1024, poolRows = 4096, workers = 1, threads = 0,
            copyThreads = 0, fillRows = EngineOptions().fillRows,
-           workersPerDevice = 1;
+           workersPerDevice = 1, maxRunning = 0;
   uint64_t memoryBudget = 0;
   bool noMove = false, noChainBatch = false;
   uint64_t maxBodyBytes = 64u << 20;
@@ -76,6 +76,8 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
                  "requests waiting for admission; beyond it: 429 at once")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 24));
+  app.add_option("--max-running", args.maxRunning, kMaxRunningHelp)
+      ->capture_default_str();
   app.add_option("--pool-rows", args.poolRows,
                  "rows of every state pool (the memory budget in rows)")
       ->capture_default_str()
@@ -202,6 +204,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.workers = args.workers;
   options.workersPerDevice = args.workersPerDevice;
   options.maxQueue = args.maxQueue;
+  options.maxRunning = args.maxRunning;
   options.poolRows = args.poolRows;
   options.fillRows = args.fillRows;
   options.moveRequests = !args.noMove;

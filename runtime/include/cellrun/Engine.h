@@ -117,6 +117,16 @@ struct EngineOptions {
   /// longest chain.
   enum class ChainOrder { Turns, LongestFirst };
   ChainOrder chainOrder = ChainOrder::Turns;
+  /// The persistent batch taking turns: the requests a worker runs at
+  /// once; more wait in the queue. 0: the cell's largest batch size, one
+  /// task's worth, so each running request steps in every task of a round
+  /// and what a round touches (the requests' rows, results and records)
+  /// stays in the caches. Pools with room for more let a worker admit
+  /// several tasks' worth that then took turns, each request a step every
+  /// few tasks: longer latency, no more rows a task, and on a 2 MB
+  /// second-level cache slower a row-step (docs/runtime.md). LongestFirst
+  /// admits every request that fits (it orders the whole set).
+  uint32_t maxRunning = 0;
   /// The rows the host reads (emitted rows, final states) reach their
   /// destinations only when each task is waited for, as on an asynchronous
   /// executor (the cuda backend), even on the cpu one (which then takes
