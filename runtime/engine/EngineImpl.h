@@ -312,6 +312,10 @@ private:
   /// two at its end, then answers the requests (a caller that has its
   /// result sees it counted).
   bool endsHeld_ = false;
+  /// While complete() handles a finished task: when it saw the task done,
+  /// the end of the requests it finishes (one clock read a task, not one a
+  /// request); the epoch otherwise.
+  Clock::time_point taskFinishedAt_{};
   struct HeldEnds {
     PoolCounts unreserve;
     EngineStats stats;

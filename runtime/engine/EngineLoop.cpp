@@ -294,6 +294,7 @@ void EngineWorker::complete(InFlight &flight) {
   record.failed = !flight.status.isOk();
   record.submitted = flight.submitted;
   record.finished = Clock::now();
+  taskFinishedAt_ = record.finished;
   if (!flight.status.isOk()) {
     for (const PlannedNode &node : flight.nodes)
       if (Entry *entry = entries_.find(node.request); entry && !entry->complete)
@@ -319,6 +320,7 @@ void EngineWorker::complete(InFlight &flight) {
     if (Entry *entry = entries_.find(node.request);
         entry && !entry->complete && !entry->failure.isOk())
       finishRequest(*entry, entry->failure);
+  taskFinishedAt_ = Clock::time_point();
   if (!flight.chainBatch) // the batch's tasks are not the policy's
     policy_->finished(task);
   if (options_.onTask && !flight.nodes.empty())

@@ -408,7 +408,8 @@ void EngineWorker::deliver(uint64_t key) {
                                           tensor.name) == wanted.end();
                        }),
         result.outputs.end());
-  Clock::time_point now = Clock::now();
+  Clock::time_point now =
+      taskFinishedAt_ != Clock::time_point() ? taskFinishedAt_ : Clock::now();
   size_t running = entries_.size();
   Clock::time_point start = graph.started ? graph.firstStart : now;
   result.queueMicros = microsBetween(graph.arrival, start);
