@@ -209,24 +209,14 @@ void RegionInterpreter::Impl::fuseLstmGates() {
 void RegionInterpreter::Impl::runFusedGates(
     FusedGates &fused, const std::vector<OutputView> &outputs, int64_t first,
     int64_t rows) {
-  const Value &a = values[fused.a];
-  const Value &c = values[fused.c];
-  for (int64_t r = 0; r < rows; ++r)
-    fused.cRows[r] = c.floatRow(r);
+  LstmGateRows block;
   if (fused.gemmFolded) // a is made in the loop
     fused.gemm.rows = gemmRows + first;
   else
-    for (int64_t r = 0; r < rows; ++r)
-      fused.aRows[r] = a.floatRow(r);
-  if (fused.b != kNone) {
-    const Value &b = values[fused.b];
-    for (int64_t r = 0; r < rows; ++r)
-      fused.bRows[r] = b.floatRow(r);
-  }
-  LstmGateRows block;
-  block.a = fused.aRows.data();
-  block.b = fused.b == kNone ? nullptr : fused.bRows.data();
-  block.c = fused.cRows.data();
+    block.a = rowsOfBlock(fused.a, fused.aRows, rows);
+  block.b =
+      fused.b == kNone ? nullptr : rowsOfBlock(fused.b, fused.bRows, rows);
+  block.c = rowsOfBlock(fused.c, fused.cRows, rows);
   block.cOut = values[fused.cellOut].f.data();
   block.hOut = values[fused.hiddenOut].f.data();
   block.cOutRows =

@@ -222,16 +222,10 @@ void RegionInterpreter::Impl::fuseGruGates() {
 void RegionInterpreter::Impl::runFusedGru(
     FusedGru &fused, const std::vector<OutputView> &outputs, int64_t first,
     int64_t rows) {
-  const Value &a = values[fused.a], &b = values[fused.b], &h = values[fused.h];
-  for (int64_t r = 0; r < rows; ++r) {
-    fused.aRows[r] = a.floatRow(r);
-    fused.bRows[r] = b.floatRow(r);
-    fused.hRows[r] = h.floatRow(r);
-  }
   GruGateRows block;
-  block.a = fused.aRows.data();
-  block.b = fused.bRows.data();
-  block.h = fused.hRows.data();
+  block.a = rowsOfBlock(fused.a, fused.aRows, rows);
+  block.b = rowsOfBlock(fused.b, fused.bRows, rows);
+  block.h = rowsOfBlock(fused.h, fused.hRows, rows);
   block.out = values[fused.out].f.data();
   block.rows = rows;
   block.hidden = fused.hidden;

@@ -235,6 +235,18 @@ struct RegionInterpreter::Impl {
   float *const *straightCopies(int32_t result,
                                const std::vector<OutputView> &outputs,
                                int64_t first);
+  /// Where the block's first `rows` rows of value `id` lie: a view's row
+  /// pointers as they are, other values' rows listed in `listed`.
+  const float *const *rowsOfBlock(uint32_t id,
+                                  std::vector<const float *> &listed,
+                                  int64_t rows) const {
+    const Value &value = values[id];
+    if (value.view)
+      return value.rowPointers.data();
+    for (int64_t r = 0; r < rows; ++r)
+      listed[r] = value.floatRow(r);
+    return listed.data();
+  }
   /// After storeRows: the block's rows of every result with copy places
   /// that no fused op wrote there, copied from the task's pool rows (still
   /// in cache) to them.
