@@ -41,11 +41,27 @@ root, cellrun, model = sys.argv[1:4]
 run_dir = tempfile.mkdtemp(prefix="cellrun-replicas-")
 
 
+def ephemeral_low():
+    """The lowest port the kernel hands out to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_base():
-    """A port base whose HAProxy, Prometheus and replica ports are free."""
+    """A port base whose HAProxy, Prometheus and replica ports are free,
+    below the ports outgoing connections take (Prometheus' scrapes and the
+    health checks, or another test's clients, could take one between the
+    check here and a listener's bind: HAProxy once found its port so)."""
     rng = random.Random(os.getpid())
+    high = min(ephemeral_low(), 60000) - 100
+    low = 10000 if high > 12000 else 20000
+    if high <= low:
+        high = 60000
     for _ in range(200):
-        base = rng.randrange(20000, 60000, 100)
+        base = rng.randrange(low, high, 100)
         ports = [base, base + 1, base + 2] + [base + 10 * i + k
                                               for i in (1, 2, 3) for k in (0, 1, 2)]
         try:
