@@ -202,6 +202,7 @@ void EngineWorker::leaveChainBatch(Entry &entry) {
     graph.started = true;
     graph.firstStart = chainSlots_.startedAt[slot];
   }
+  chainSlotsDone_ -= chainSlots_.next[slot] >= chainSlots_.steps[slot];
   chainSlots_.remove(slot);
   entry.chainSlot = -1;
 }
@@ -456,6 +457,7 @@ EngineWorker::launchChainTask(const std::vector<uint32_t> &taskSlots) {
     slots.boundRound[slot] = roundNumber_;
     uint8_t flags = slots.flags[slot];
     bool last = step + 1 == slots.steps[slot];
+    chainSlotsDone_ += last;
     if (!(flags & ChainSlots::kStarted)) { // its graph hears at the end
       slots.startedAt[slot] = flight.submitted;
       slots.flags[slot] = flags | ChainSlots::kStarted;

@@ -464,6 +464,14 @@ private:
   /// The requests this worker runs at once (EngineOptions::maxRunning), or
   /// no limit; other workers admitting read it (takesHead).
   std::atomic<uint32_t> runningCap_{UINT32_MAX};
+  /// Chain slots whose every step is bound (their requests end when those
+  /// tasks complete: a round later with overlapped rounds): not counted
+  /// against the cap.
+  uint32_t chainSlotsDone_ = 0;
+  /// Whether `head` waits while this worker runs as many as its cap: not
+  /// one with a deadline (it goes first by it), a session's chunk (its
+  /// state is parked) or a cancelled one (it ends as it is admitted).
+  bool heldByCap(const Entry &head) const;
   /// As other workers see it: this one admits no more until some end.
   bool atRunningCap() const {
     return load_.load(std::memory_order_relaxed) >=

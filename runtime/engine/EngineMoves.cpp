@@ -101,6 +101,14 @@ void EngineWorker::moveRequests() {
   }
   if (!target || mine < 2 * theirs + 2)
     return;
+  // Running a task's worth at most (maxRunning), the other takes waiting
+  // requests from the queue rather than this worker's.
+  if (runningCap_.load(std::memory_order_relaxed) != UINT32_MAX &&
+      !target->atRunningCap()) {
+    std::lock_guard<std::mutex> lock(admission_->mutex);
+    if (!admission_->waiting.empty())
+      return;
+  }
   // Not what admission would undo: the other must have more room than this
   // one by more than the slack a worker admitting keeps (a bunch just
   // admitted here stays to fill this worker's tasks).

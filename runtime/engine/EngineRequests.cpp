@@ -84,6 +84,12 @@ double EngineWorker::room() const {
   return room;
 }
 
+bool EngineWorker::heldByCap(const Entry &head) const {
+  const Request &request = head.graph->request();
+  return head.deadline == UINT64_MAX && request.session.id == 0 &&
+         !head.cancelled && !(request.cancel && request.cancel->cancelled());
+}
+
 bool EngineWorker::takesHead(const Entry &head, bool holdsRequests) const {
   if (head.pinnedWorker >= 0) // headForMe() passed over others' chunks
     return fits(head);
@@ -98,7 +104,7 @@ bool EngineWorker::takesHead(const Entry &head, bool holdsRequests) const {
   double mine = room() + options_.admissionSlack;
   for (const EngineWorker *other : admission_->workers) {
     if (other == this || other->exited_ || !other->fits(head.need) ||
-        (head.deadline == UINT64_MAX && other->atRunningCap()))
+        (other->heldByCap(head) && other->atRunningCap()))
       continue; // it cannot take the head now
     double theirs = other->room();
     if (theirs > mine || (theirs == mine && other->index_ < index_))
@@ -164,12 +170,11 @@ bool EngineWorker::admit() {
           break;
         }
         bool holds = !entries_.empty() || !taken.empty();
-        // As many running as the cap allows: the head waits for one to
-        // end (a running request always does), refused by nobody here. A
-        // request with a deadline (the queue's first) starts whenever it
-        // fits, and goes before the running ones by its deadline.
-        if ((*head)->deadline == UINT64_MAX &&
-            entries_.size() + taken.size() >=
+        // As many running as the cap allows (not those whose every step
+        // is bound): the head waits for one to end (a running request
+        // always does), refused by nobody here.
+        if (heldByCap(**head) &&
+            entries_.size() - chainSlotsDone_ + taken.size() >=
                 runningCap_.load(std::memory_order_relaxed)) {
           more = false;
           break;

@@ -221,7 +221,9 @@ TEST(ChainBatchTurnsTest, MaxRunningCapsTheRequestsRunningAtOnce) {
   ASSERT_TRUE(capped && all);
   auto futures = submitShort(*capped, 23, 5);
   auto reference = submitShort(*all, 23, 5);
-  while (capped->stats().completed + capped->stats().failed < 23) {
+  for (int round = 0;
+       round < 100 && capped->stats().completed + capped->stats().failed < 23;
+       ++round) {
     capped->runOnce();
     EXPECT_LE(capped->stats().running, 5u);
   }
@@ -232,6 +234,63 @@ TEST(ChainBatchTurnsTest, MaxRunningCapsTheRequestsRunningAtOnce) {
   for (size_t i = 0; i < futures.size(); ++i)
     expectSameBits(futures[i].get(), reference[i].get(),
                    "t" + std::to_string(i));
+}
+
+TEST(ChainBatchTurnsTest, RequestsWithEveryStepBoundDoNotCountAgainstTheCap) {
+  // As on the GPU (rounds overlapped): four requests of five steps bind
+  // every step in one round and end only when it completes, after the next
+  // round is bound; that round takes the next four already. Twelve such
+  // requests take three rounds of tasks and one more to complete the last
+  // (counted against the cap, they would leave every other round empty).
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  std::vector<uint32_t> taskRows;
+  auto engine = manualEngine(
+      artifact, true, 5,
+      [&](const TaskRecord &task) { taskRows.push_back(task.nodes); }, true, 4);
+  ASSERT_TRUE(engine);
+  auto futures = submitShort(*engine, 12, 5);
+  int rounds = 0;
+  while (engine->stats().completed < 12 && rounds < 20) {
+    engine->runOnce();
+    ++rounds;
+  }
+  EXPECT_EQ(rounds, 4);
+  EXPECT_EQ(taskRows, std::vector<uint32_t>(15, 4));
+  for (auto &future : futures)
+    EXPECT_TRUE(future.get().status.isOk());
+}
+
+TEST(ChainBatchTurnsTest, SessionChunksStartBeyondTheCap) {
+  // One running at a time: a long request runs; a session's chunk submitted
+  // after it starts at once (its state is the session's), a plain request
+  // waits for the long one to end.
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  auto engine = manualEngine(artifact, true, 1, nullptr, false, 1);
+  ASSERT_TRUE(engine);
+  auto parse = [&](const std::string &id, int steps) {
+    std::string tokens;
+    for (int t = 0; t < steps; ++t)
+      tokens += (t ? ", " : "") + std::to_string(3 + t);
+    return engine->parser()
+        .parse("{\"id\": \"" + id + "\", \"tokens\": [" + tokens + "]}", "line")
+        .value();
+  };
+  auto longOne = engine->submit(parse("long", 20));
+  engine->runOnce();
+  Request chunk = parse("chunk", 3);
+  chunk.session = {7, true, true};
+  auto chunkResult = engine->submit(std::move(chunk));
+  auto plain = engine->submit(parse("plain", 3));
+  engine->runOnce();
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.running, 2u) << "the long request and the session's chunk";
+  EXPECT_EQ(stats.waiting, 1u) << "the plain request";
+  engine->drain();
+  EXPECT_TRUE(longOne.get().status.isOk());
+  EXPECT_TRUE(chunkResult.get().status.isOk());
+  EXPECT_TRUE(plain.get().status.isOk());
 }
 
 TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {

@@ -125,7 +125,9 @@ struct EngineOptions {
   /// several tasks' worth that then took turns, each request a step every
   /// few tasks: longer latency, no more rows a task, and on a 2 MB
   /// second-level cache slower a row-step (docs/runtime.md). LongestFirst
-  /// admits every request that fits (it orders the whole set).
+  /// admits every request that fits (it orders the whole set); requests
+  /// with a deadline, sessions' chunks and cancelled requests start
+  /// whenever they fit. Requests the cap holds back count in maxQueue.
   uint32_t maxRunning = 0;
   /// The rows the host reads (emitted rows, final states) reach their
   /// destinations only when each task is waited for, as on an asynchronous
