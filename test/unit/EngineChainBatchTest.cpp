@@ -160,22 +160,50 @@ TEST(ChainBatchTurnsTest, MoreRequestsThanATaskHoldsAllGetTheirTurn) {
     EXPECT_TRUE(future.get().status.isOk());
 }
 
+/// Request `id` of `steps` tokens from `first` on (wrapping below 43).
+Request shortRequest(Engine &engine, const std::string &id, uint32_t steps,
+                     uint32_t first = 3) {
+  std::string tokens;
+  for (uint32_t t = 0; t < steps; ++t)
+    tokens += (t ? ", " : "") + std::to_string(3 + (first + t) % 40);
+  return engine.parser()
+      .parse("{\"id\": \"" + id + "\", \"tokens\": [" + tokens + "]}", "line")
+      .value();
+}
+
 /// Requests t0, t1, ... of `steps` tokens each, submitted to `engine`.
 std::vector<std::future<RequestResult>>
 submitShort(Engine &engine, uint32_t count, uint32_t steps) {
   std::vector<std::future<RequestResult>> futures;
-  for (uint32_t i = 0; i < count; ++i) {
-    std::string tokens;
-    for (uint32_t t = 0; t < steps; ++t)
-      tokens += (t ? ", " : "") + std::to_string(3 + (i + t) % 40);
+  for (uint32_t i = 0; i < count; ++i)
     futures.push_back(
-        engine.submit(engine.parser()
-                          .parse("{\"id\": \"t" + std::to_string(i) +
-                                     "\", \"tokens\": [" + tokens + "]}",
-                                 "line")
-                          .value()));
-  }
+        engine.submit(shortRequest(engine, "t" + std::to_string(i), steps, i)));
   return futures;
+}
+
+/// The lstm example's engine, each task's rows appended to `taskRows`.
+std::unique_ptr<Engine> recordingLstm(std::vector<uint32_t> &taskRows,
+                                      uint32_t maxTasks, bool asOnTheGpu,
+                                      uint32_t maxRunning) {
+  auto artifact = loadExample("lstm");
+  if (!artifact)
+    return nullptr;
+  return manualEngine(
+      artifact, true, maxTasks,
+      [&taskRows](const TaskRecord &task) { taskRows.push_back(task.nodes); },
+      asOnTheGpu, maxRunning);
+}
+
+/// Rounds of `engine` until `count` requests have ended (at most `limit`):
+/// how many it took.
+int roundsUntilEnded(Engine &engine, uint64_t count, int limit = 100) {
+  int rounds = 0;
+  while (rounds < limit &&
+         engine.stats().completed + engine.stats().failed < count) {
+    engine.runOnce();
+    ++rounds;
+  }
+  return rounds;
 }
 
 TEST(ChainBatchTurnsTest, OneTasksWorthRunsAtOnceByDefault) {
@@ -186,9 +214,7 @@ TEST(ChainBatchTurnsTest, OneTasksWorthRunsAtOnceByDefault) {
   ASSERT_TRUE(artifact);
   uint32_t largest = artifact->batchSizes(*artifact->cells()[0]).back();
   std::vector<uint32_t> taskRows;
-  auto engine = manualEngine(artifact, true, 1, [&](const TaskRecord &task) {
-    taskRows.push_back(task.nodes);
-  });
+  auto engine = recordingLstm(taskRows, 1, false, 0);
   ASSERT_TRUE(engine);
   auto futures = submitShort(*engine, 3 * largest, 2);
   engine->runOnce();
@@ -210,27 +236,20 @@ TEST(ChainBatchTurnsTest, MaxRunningCapsTheRequestsRunningAtOnce) {
   // Told to run five at once: every round's tasks hold five rows (five
   // steps of the same requests), never more, and every request ends with
   // the bits it has when all run at once.
-  auto artifact = loadExample("lstm");
-  ASSERT_TRUE(artifact);
-  std::vector<uint32_t> taskRows;
-  auto capped = manualEngine(
-      artifact, true, 5,
-      [&](const TaskRecord &task) { taskRows.push_back(task.nodes); }, false,
-      5);
-  auto all = manualEngine(artifact, true, 5, nullptr, false, 1000);
+  std::vector<uint32_t> taskRows, allRows;
+  auto capped = recordingLstm(taskRows, 5, false, 5);
+  auto all = recordingLstm(allRows, 5, false, 1000);
   ASSERT_TRUE(capped && all);
   auto futures = submitShort(*capped, 23, 5);
   auto reference = submitShort(*all, 23, 5);
-  for (int round = 0;
-       round < 100 && capped->stats().completed + capped->stats().failed < 23;
-       ++round) {
-    capped->runOnce();
+  for (int round = 0; round < 100 && roundsUntilEnded(*capped, 23, 1) == 1;
+       ++round)
     EXPECT_LE(capped->stats().running, 5u);
-  }
   all->drain();
   ASSERT_EQ(taskRows.size(), 25u) << "five rounds of five full tasks";
   EXPECT_EQ(taskRows.front(), 5u);
   EXPECT_EQ(taskRows.back(), 3u); // the last three requests
+  EXPECT_EQ(allRows.front(), 23u);
   for (size_t i = 0; i < futures.size(); ++i)
     expectSameBits(futures[i].get(), reference[i].get(),
                    "t" + std::to_string(i));
@@ -242,20 +261,11 @@ TEST(ChainBatchTurnsTest, RequestsWithEveryStepBoundDoNotCountAgainstTheCap) {
   // round is bound; that round takes the next four already. Twelve such
   // requests take three rounds of tasks and one more to complete the last
   // (counted against the cap, they would leave every other round empty).
-  auto artifact = loadExample("lstm");
-  ASSERT_TRUE(artifact);
   std::vector<uint32_t> taskRows;
-  auto engine = manualEngine(
-      artifact, true, 5,
-      [&](const TaskRecord &task) { taskRows.push_back(task.nodes); }, true, 4);
+  auto engine = recordingLstm(taskRows, 5, true, 4);
   ASSERT_TRUE(engine);
   auto futures = submitShort(*engine, 12, 5);
-  int rounds = 0;
-  while (engine->stats().completed < 12 && rounds < 20) {
-    engine->runOnce();
-    ++rounds;
-  }
-  EXPECT_EQ(rounds, 4);
+  EXPECT_EQ(roundsUntilEnded(*engine, 12, 20), 4);
   EXPECT_EQ(taskRows, std::vector<uint32_t>(15, 4));
   for (auto &future : futures)
     EXPECT_TRUE(future.get().status.isOk());
@@ -265,28 +275,20 @@ TEST(ChainBatchTurnsTest, SessionChunksStartBeyondTheCap) {
   // One running at a time: a long request runs; a session's chunk submitted
   // after it starts at once (its state is the session's), a plain request
   // waits for the long one to end.
-  auto artifact = loadExample("lstm");
-  ASSERT_TRUE(artifact);
-  auto engine = manualEngine(artifact, true, 1, nullptr, false, 1);
+  std::vector<uint32_t> taskRows;
+  auto engine = recordingLstm(taskRows, 1, false, 1);
   ASSERT_TRUE(engine);
-  auto parse = [&](const std::string &id, int steps) {
-    std::string tokens;
-    for (int t = 0; t < steps; ++t)
-      tokens += (t ? ", " : "") + std::to_string(3 + t);
-    return engine->parser()
-        .parse("{\"id\": \"" + id + "\", \"tokens\": [" + tokens + "]}", "line")
-        .value();
-  };
-  auto longOne = engine->submit(parse("long", 20));
+  auto longOne = engine->submit(shortRequest(*engine, "long", 20));
   engine->runOnce();
-  Request chunk = parse("chunk", 3);
+  Request chunk = shortRequest(*engine, "chunk", 3);
   chunk.session = {7, true, true};
   auto chunkResult = engine->submit(std::move(chunk));
-  auto plain = engine->submit(parse("plain", 3));
+  auto plain = engine->submit(shortRequest(*engine, "plain", 3));
   engine->runOnce();
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.running, 2u) << "the long request and the session's chunk";
   EXPECT_EQ(stats.waiting, 1u) << "the plain request";
+  EXPECT_EQ(taskRows.back(), 2u);
   engine->drain();
   EXPECT_TRUE(longOne.get().status.isOk());
   EXPECT_TRUE(chunkResult.get().status.isOk());

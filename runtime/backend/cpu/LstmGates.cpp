@@ -157,30 +157,29 @@ inline void askAhead(const LstmGateRows &block, int64_t r, int64_t prefetchRows,
         storeTail(hCopy + k, lanes, h);                                        \
     }                                                                          \
   }                                                                            \
-  /* Two rows' chunks of whole vectors, their gates side by side: two          \
-     independent chains for the processor to overlap, in program order. */     \
+  /* Gate `at` of two rows through sigmoid (or tanh), the rows side by         \
+     side: two independent chains for the processor to overlap. */             \
+  __attribute__((target(isa))) inline void                                     \
+      name##TwoRows(const float *const *a, const float *const *b, int64_t at,  \
+                    bool squash, vector &first, vector &second) {              \
+    vector x = name##Gate(a[0], b ? b[0] : nullptr, at, width);                \
+    vector y = name##Gate(a[1], b ? b[1] : nullptr, at, width);                \
+    first = squash ? tanhVector(x) : sigmoidVector(x);                         \
+    second = squash ? tanhVector(y) : sigmoidVector(y);                        \
+  }                                                                            \
+  /* Two rows' chunks of whole vectors, each gate of both rows before the      \
+     next, in program order. */                                                \
   __attribute__((target(isa))) inline void                                     \
       name##Pair(const float *const *a, const float *const *b,                 \
                  const float *const *c, float *const *cOut,                    \
                  float *const *hOut, float *const *cCopy, float *const *hCopy, \
                  const int64_t *offsets, int64_t k) {                          \
-    const float *b0 = b ? b[0] : nullptr, *b1 = b ? b[1] : nullptr;            \
-    vector input0 =                                                            \
-        sigmoidVector(name##Gate(a[0], b0, offsets[0] + k, width));            \
-    vector input1 =                                                            \
-        sigmoidVector(name##Gate(a[1], b1, offsets[0] + k, width));            \
-    vector forget0 =                                                           \
-        sigmoidVector(name##Gate(a[0], b0, offsets[1] + k, width));            \
-    vector forget1 =                                                           \
-        sigmoidVector(name##Gate(a[1], b1, offsets[1] + k, width));            \
-    vector candidate0 =                                                        \
-        tanhVector(name##Gate(a[0], b0, offsets[2] + k, width));               \
-    vector candidate1 =                                                        \
-        tanhVector(name##Gate(a[1], b1, offsets[2] + k, width));               \
-    vector output0 =                                                           \
-        sigmoidVector(name##Gate(a[0], b0, offsets[3] + k, width));            \
-    vector output1 =                                                           \
-        sigmoidVector(name##Gate(a[1], b1, offsets[3] + k, width));            \
+    vector input0, input1, forget0, forget1, candidate0, candidate1, output0,  \
+        output1;                                                               \
+    name##TwoRows(a, b, offsets[0] + k, false, input0, input1);                \
+    name##TwoRows(a, b, offsets[1] + k, false, forget0, forget1);              \
+    name##TwoRows(a, b, offsets[2] + k, true, candidate0, candidate1);         \
+    name##TwoRows(a, b, offsets[3] + k, false, output0, output1);              \
     vector cell0 = add(mul(forget0, load(c[0] + k)), mul(input0, candidate0)); \
     vector cell1 = add(mul(forget1, load(c[1] + k)), mul(input1, candidate1)); \
     vector h0 = mul(output0, tanhVector(cell0));                               \
