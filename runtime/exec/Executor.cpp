@@ -232,12 +232,9 @@ const Executor::TaskIO &Executor::withoutColumns(const TaskIO &io) {
   columns_.reads = io.reads;
   columns_.places = io.places;
   for (const WriteColumn &column : io.writeColumns)
-    for (uint32_t r = 0; r < column.bytes.size(); ++r)
-      columns_.writes.push_back({column.input, r, column.bytes[r], true});
+    column.appendTo(columns_.writes);
   for (const ReadColumn &column : io.readColumns)
-    for (uint32_t r = 0; r < column.to.size(); ++r)
-      if (column.to[r])
-        columns_.reads.push_back({column.output, r, column.to[r]});
+    column.appendTo(columns_.reads);
   return columns_;
 }
 

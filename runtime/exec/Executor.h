@@ -126,6 +126,11 @@ public:
   struct WriteColumn {
     uint32_t input = 0;
     std::vector<const void *> bytes; // one a task row, none null
+    /// Its rows as single writes, appended to `writes`.
+    void appendTo(std::vector<RowWrite> &writes) const {
+      for (uint32_t r = 0; r < bytes.size(); ++r)
+        writes.push_back({input, r, bytes[r], true});
+    }
   };
   /// Reads of one output: row r's bytes to to[r] once the task has finished,
   /// none where to[r] is null (a RowRead of each). Where the cpu backend's
@@ -134,6 +139,12 @@ public:
   struct ReadColumn {
     uint32_t output = 0;
     std::vector<void *> to; // one a task row
+    /// Its rows as single reads (those with a place), appended to `reads`.
+    void appendTo(std::vector<RowRead> &reads) const {
+      for (uint32_t r = 0; r < to.size(); ++r)
+        if (to[r])
+          reads.push_back({output, r, to[r]});
+    }
   };
   /// The small host inputs and results of a task, moved with it: on cuda
   /// the writes go in the task's one host-to-device copy and the reads come

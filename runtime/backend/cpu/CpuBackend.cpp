@@ -276,7 +276,7 @@ public:
         copies_[output] = 1;
         columnTo_[output] = column.to.data();
       } else {
-        addColumnReads(column);
+        column.appendTo(leftReads_);
       }
     }
     for (const Executor::RowRead &read : task.io->reads) {
@@ -305,13 +305,8 @@ public:
       return task.io->reads;
     leftReads_ = task.io->reads;
     for (const Executor::ReadColumn &column : task.io->readColumns)
-      addColumnReads(column);
+      column.appendTo(leftReads_);
     return leftReads_;
-  }
-  void addColumnReads(const Executor::ReadColumn &column) {
-    for (uint32_t r = 0; r < column.to.size(); ++r)
-      if (column.to[r])
-        leftReads_.push_back({column.output, r, column.to[r]});
   }
 
   /// Input `input` of task row `row` from `bytes`, into its pool row.

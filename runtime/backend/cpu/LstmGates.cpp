@@ -70,6 +70,22 @@ inline bool streamsCopies(bool wholeLines, const float *cCopy,
            63);
 }
 
+/// Where a block's row reads and writes (LstmGateRows).
+struct RowPlaces {
+  const float *a, *b, *c;
+  float *cOut, *hOut, *cCopy, *hCopy;
+};
+
+inline RowPlaces placesOf(const LstmGateRows &block, int64_t r) {
+  return {block.a[r],
+          block.b ? block.b[r] : nullptr,
+          block.c[r],
+          block.cOutRows ? block.cOutRows[r] : block.cOut + r * block.hidden,
+          block.hOutRows ? block.hOutRows[r] : block.hOut + r * block.hidden,
+          block.cCopyRows ? block.cCopyRows[r] : nullptr,
+          block.hCopyRows ? block.hCopyRows[r] : nullptr};
+}
+
 /// Asks for what row `r + kLstmRowsAhead` reads (its gates' lines and cell
 /// state) and for the lines of row `r + kCopyRowsAhead`'s results, cold
 /// (unless they go out by non-temporal stores: `streams`).
@@ -160,42 +176,43 @@ inline void askAhead(const LstmGateRows &block, int64_t r, int64_t prefetchRows,
   /* Gate `at` of two rows through sigmoid (or tanh), the rows side by         \
      side: two independent chains for the processor to overlap. */             \
   __attribute__((target(isa))) inline void                                     \
-      name##TwoRows(const float *const *a, const float *const *b, int64_t at,  \
+      name##TwoRows(const RowPlaces &one, const RowPlaces &two, int64_t at,    \
                     bool squash, vector &first, vector &second) {              \
-    vector x = name##Gate(a[0], b ? b[0] : nullptr, at, width);                \
-    vector y = name##Gate(a[1], b ? b[1] : nullptr, at, width);                \
+    vector x = name##Gate(one.a, one.b, at, width);                            \
+    vector y = name##Gate(two.a, two.b, at, width);                            \
     first = squash ? tanhVector(x) : sigmoidVector(x);                         \
     second = squash ? tanhVector(y) : sigmoidVector(y);                        \
   }                                                                            \
   /* Two rows' chunks of whole vectors, each gate of both rows before the      \
      next, in program order. */                                                \
-  __attribute__((target(isa))) inline void                                     \
-      name##Pair(const float *const *a, const float *const *b,                 \
-                 const float *const *c, float *const *cOut,                    \
-                 float *const *hOut, float *const *cCopy, float *const *hCopy, \
-                 const int64_t *offsets, int64_t k) {                          \
+  __attribute__((target(isa))) inline void name##Pair(const RowPlaces &one,    \
+                                                      const RowPlaces &two,    \
+                                                      const int64_t *offsets,  \
+                                                      int64_t k) {             \
     vector input0, input1, forget0, forget1, candidate0, candidate1, output0,  \
         output1;                                                               \
-    name##TwoRows(a, b, offsets[0] + k, false, input0, input1);                \
-    name##TwoRows(a, b, offsets[1] + k, false, forget0, forget1);              \
-    name##TwoRows(a, b, offsets[2] + k, true, candidate0, candidate1);         \
-    name##TwoRows(a, b, offsets[3] + k, false, output0, output1);              \
-    vector cell0 = add(mul(forget0, load(c[0] + k)), mul(input0, candidate0)); \
-    vector cell1 = add(mul(forget1, load(c[1] + k)), mul(input1, candidate1)); \
+    name##TwoRows(one, two, offsets[0] + k, false, input0, input1);            \
+    name##TwoRows(one, two, offsets[1] + k, false, forget0, forget1);          \
+    name##TwoRows(one, two, offsets[2] + k, true, candidate0, candidate1);     \
+    name##TwoRows(one, two, offsets[3] + k, false, output0, output1);          \
+    vector cell0 =                                                             \
+        add(mul(forget0, load(one.c + k)), mul(input0, candidate0));           \
+    vector cell1 =                                                             \
+        add(mul(forget1, load(two.c + k)), mul(input1, candidate1));           \
     vector h0 = mul(output0, tanhVector(cell0));                               \
     vector h1 = mul(output1, tanhVector(cell1));                               \
-    store(cOut[0] + k, cell0);                                                 \
-    store(hOut[0] + k, h0);                                                    \
-    store(cOut[1] + k, cell1);                                                 \
-    store(hOut[1] + k, h1);                                                    \
-    if (cCopy[0])                                                              \
-      store(cCopy[0] + k, cell0);                                              \
-    if (hCopy[0])                                                              \
-      store(hCopy[0] + k, h0);                                                 \
-    if (cCopy[1])                                                              \
-      store(cCopy[1] + k, cell1);                                              \
-    if (hCopy[1])                                                              \
-      store(hCopy[1] + k, h1);                                                 \
+    store(one.cOut + k, cell0);                                                \
+    store(one.hOut + k, h0);                                                   \
+    store(two.cOut + k, cell1);                                                \
+    store(two.hOut + k, h1);                                                   \
+    if (one.cCopy)                                                             \
+      store(one.cCopy + k, cell0);                                             \
+    if (one.hCopy)                                                             \
+      store(one.hCopy + k, h0);                                                \
+    if (two.cCopy)                                                             \
+      store(two.cCopy + k, cell1);                                             \
+    if (two.hCopy)                                                             \
+      store(two.hCopy + k, h1);                                                \
   }                                                                            \
   }                                                                            \
   __attribute__((target(isa))) void cellrun::cpu::detail::name(                \
@@ -209,41 +226,21 @@ inline void askAhead(const LstmGateRows &block, int64_t r, int64_t prefetchRows,
       askAhead(block, r, prefetchRows, wholeLines, streams);                   \
       if (!streams && tail == 0 && r + 1 < block.rows) {                       \
         askAhead(block, r + 1, prefetchRows, wholeLines, streams);             \
-        const float *a[2] = {block.a[r], block.a[r + 1]};                      \
-        const float *b[2] = {block.b ? block.b[r] : nullptr,                   \
-                             block.b ? block.b[r + 1] : nullptr};              \
-        const float *c[2] = {block.c[r], block.c[r + 1]};                      \
-        float *cOut[2], *hOut[2], *cCopy[2], *hCopy[2];                        \
-        for (int64_t i = 0; i < 2; ++i) {                                      \
-          cOut[i] = block.cOutRows ? block.cOutRows[r + i]                     \
-                                   : block.cOut + (r + i) * hidden;            \
-          hOut[i] = block.hOutRows ? block.hOutRows[r + i]                     \
-                                   : block.hOut + (r + i) * hidden;            \
-          cCopy[i] = block.cCopyRows ? block.cCopyRows[r + i] : nullptr;       \
-          hCopy[i] = block.hCopyRows ? block.hCopyRows[r + i] : nullptr;       \
-        }                                                                      \
+        RowPlaces one = placesOf(block, r), two = placesOf(block, r + 1);      \
         for (int64_t k = 0; k < full; k += width)                              \
-          name##Pair(a, block.b ? b : nullptr, c, cOut, hOut, cCopy, hCopy,    \
-                     block.offsets, k);                                        \
+          name##Pair(one, two, block.offsets, k);                              \
         ++r;                                                                   \
         continue;                                                              \
       }                                                                        \
-      const float *a = block.a[r];                                             \
-      const float *b = block.b ? block.b[r] : nullptr;                         \
-      const float *c = block.c[r];                                             \
-      float *cOut =                                                            \
-          block.cOutRows ? block.cOutRows[r] : block.cOut + r * hidden;        \
-      float *hOut =                                                            \
-          block.hOutRows ? block.hOutRows[r] : block.hOut + r * hidden;        \
-      float *cCopy = block.cCopyRows ? block.cCopyRows[r] : nullptr;           \
-      float *hCopy = block.hCopyRows ? block.hCopyRows[r] : nullptr;           \
-      bool streamCopies = streams && streamsCopies(wholeLines, cCopy, hCopy);  \
+      RowPlaces row = placesOf(block, r);                                      \
+      bool streamCopies =                                                      \
+          streams && streamsCopies(wholeLines, row.cCopy, row.hCopy);          \
       for (int64_t k = 0; k < full; k += width)                                \
-        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, streamCopies,           \
-                    block.offsets, k, width);                                  \
+        name##Chunk(row.a, row.b, row.c, row.cOut, row.hOut, row.cCopy,        \
+                    row.hCopy, streamCopies, block.offsets, k, width);         \
       if (tail)                                                                \
-        name##Chunk(a, b, c, cOut, hOut, cCopy, hCopy, false, block.offsets,   \
-                    full, tail);                                               \
+        name##Chunk(row.a, row.b, row.c, row.cOut, row.hOut, row.cCopy,        \
+                    row.hCopy, false, block.offsets, full, tail);              \
     }                                                                          \
   }
 
