@@ -3,6 +3,10 @@
 #include "RunReport.h"
 #include "Shares.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -25,7 +29,13 @@ ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes,
                            bool flushWhenCaughtUp)
     : out_(out), budgetBytes_(budgetBytes),
       flushWhenCaughtUp_(flushWhenCaughtUp) {
-  thread_ = std::thread([this] { writeAll(); });
+  thread_ = std::thread([this] {
+    // Serving comes first: on a busy machine the engine's and the
+    // submitting threads get the cores, and this one what they leave.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+                kWriterNice);
+    writeAll();
+  });
 }
 
 ResultWriter::~ResultWriter() {

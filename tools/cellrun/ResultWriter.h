@@ -5,8 +5,10 @@
 // in, and forgets each once written, so the whole result set is never held
 // at once: the caller waits for room (waitForRoom) before it submits more
 // when the results not yet written exceed a byte budget. How many results
-// there are is told once the input has ended (expectTotal). Once every
-// result is in (serving is over), the lines are formatted on all cores. Without
+// there are is told once the input has ended (expectTotal). The writing
+// thread runs at a lower priority (nice 10): while the machine is busy the
+// serving goes first. Once every result is in (serving is over), the lines
+// are formatted on all cores. Without
 // an output file, failed requests' messages go to stderr in input order. It
 // keeps each successful request's latency for the summary.
 //
@@ -68,6 +70,8 @@ private:
   /// taking every 64 results cost the hidden-16 LSTM 5 ns a row-step.
   static constexpr size_t kDrainEvery = 1024;
   static constexpr size_t kDrainBytes = size_t(4) << 20;
+  /// The writing thread's nice value (Linux: a thread's own).
+  static constexpr int kWriterNice = 10;
   void writeAll();
   /// What a result counts against the budget: its data when written, only
   /// its record otherwise (the data is freed when the writer takes it).
