@@ -240,33 +240,45 @@ TEST(EngineWorkersTest, TwoWorkerThreadsOnTheGpuPathAgreeWithOne) {
     for (int i = 0; i < 300; ++i)
       texts.push_back(randomRequest(model, i, random));
     auto single = makeEngine(artifact, Policy::Cellular);
+    std::vector<std::future<RequestResult>> alone;
+    for (const std::string &text : texts)
+      alone.push_back(single->submit(single->parser().parse(text, "").value()));
+    single->drain();
+    std::vector<RequestResult> expected;
+    for (std::future<RequestResult> &result : alone)
+      expected.push_back(result.get());
     EngineOptions options;
     options.workers = 2;
     options.workersPerDevice = 2;
     // Strict turns: once one worker holds requests the other, with more
-    // room, must take the next, so both run some (asserted).
+    // room, must take the next, so both run some, as long as the system
+    // schedules the second thread during the run (about 25 ms): on a loaded
+    // 2-core machine it once did not (seen under ctest -j2), so a run in
+    // which one worker ran nothing is repeated, up to three runs.
     options.admissionSlack = 0;
     options.readsThroughTasks = true;
     options.overlapRounds = EngineOptions::Overlap::On;
-    auto pair = Engine::create(artifact, options);
-    ASSERT_TRUE(pair.ok()) << pair.status().toString();
-    std::vector<std::future<RequestResult>> alone, shared;
-    for (const std::string &text : texts)
-      shared.push_back(
-          pair.value()->submit(pair.value()->parser().parse(text, "").value()));
-    // The worker threads serve: drain() is for manual mode and does
-    // nothing here (the answers are waited for below).
-    EXPECT_FALSE(pair.value()->runOnce());
-    pair.value()->drain();
-    for (const std::string &text : texts)
-      alone.push_back(single->submit(single->parser().parse(text, "").value()));
-    single->drain();
-    for (size_t i = 0; i < texts.size(); ++i)
-      expectSameResult(shared[i].get(), alone[i].get(),
-                       std::string(model) + " request " + std::to_string(i));
-    EngineStats stats = pair.value()->stats();
-    EXPECT_EQ(stats.completed, texts.size());
-    ASSERT_EQ(stats.workerTasks.size(), 2u);
+    EngineStats stats;
+    for (int run = 0; run < 3; ++run) {
+      auto pair = Engine::create(artifact, options);
+      ASSERT_TRUE(pair.ok()) << pair.status().toString();
+      std::vector<std::future<RequestResult>> shared;
+      for (const std::string &text : texts)
+        shared.push_back(pair.value()->submit(
+            pair.value()->parser().parse(text, "").value()));
+      // The worker threads serve: drain() is for manual mode and does
+      // nothing here (the answers are waited for below).
+      EXPECT_FALSE(pair.value()->runOnce());
+      pair.value()->drain();
+      for (size_t i = 0; i < texts.size(); ++i)
+        expectSameResult(shared[i].get(), expected[i],
+                         std::string(model) + " request " + std::to_string(i));
+      stats = pair.value()->stats();
+      EXPECT_EQ(stats.completed, texts.size());
+      ASSERT_EQ(stats.workerTasks.size(), 2u);
+      if (stats.workerTasks[0] > 0 && stats.workerTasks[1] > 0)
+        break;
+    }
     EXPECT_GT(stats.workerTasks[0], 0u) << model;
     EXPECT_GT(stats.workerTasks[1], 0u) << model;
   }
