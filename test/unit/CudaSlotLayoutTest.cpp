@@ -8,6 +8,8 @@
 // bytes and none overlapping; each read row is delivered from its place in
 // the read-back area to its destination. Checked against a reference built
 // here from the same task, and with the layout reused from task to task.
+// Writes and reads by the column lay out exactly as their rows given one by
+// one (Executor::WriteColumn::appendTo, ReadColumn::appendTo).
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cuda/CudaSlotLayout.h"
@@ -83,14 +85,14 @@ TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
     std::vector<const std::vector<int32_t> *> rowIndices;
     for (const auto &indices : task.rowIndices)
       rowIndices.push_back(&indices);
-    layout.layOut(task.writes, task.reads, task.inputs, task.outputs,
-                  rowIndices.size(), batch);
+    RowMoves moves{&task.writes, &task.reads};
+    layout.layOut(moves, task.inputs, task.outputs, rowIndices.size(), batch);
     std::vector<uint8_t> host(layout.bytes() + 64, 0xEE);
     std::vector<uint8_t> back(layout.backBytes() + 64);
     std::vector<cpu::RowCopy> deliveries;
     uint64_t ticket = 1000 + round;
-    layout.fill(host.data(), ticket, rowIndices, rows, batch, task.writes,
-                task.reads, back.data(), deliveries);
+    layout.fill(host.data(), ticket, rowIndices, rows, batch, moves,
+                back.data(), deliveries);
 
     // The ticket and the row-index blocks.
     uint64_t stored = 0;
@@ -206,6 +208,98 @@ TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
       EXPECT_EQ(deliveries[r].to, read.destination);
       EXPECT_EQ(deliveries[r].bytes, task.outputs[read.output].rowBytes);
       EXPECT_LE(group->data + (k + 1) * group->rowBytes, layout.backBytes());
+    }
+  }
+}
+
+TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
+  // A task with some single writes and reads and columns of others (as the
+  // engine's chain batch gives them: a column per input, reads with gaps):
+  // the same slot bytes, read-back layout and deliveries as the columns
+  // expanded into single ones.
+  std::mt19937 random(29);
+  std::vector<uint8_t> pools(4000);
+  SlotLayout byColumns, byRows; // both reused from task to task
+  for (uint32_t round = 0; round < 40; ++round) {
+    uint32_t batch = 1u << (round % 8);
+    uint32_t rows = 1 + random() % batch;
+    Task task = randomTask(random, rows, batch, pools);
+    std::vector<const std::vector<int32_t> *> rowIndices;
+    for (const auto &indices : task.rowIndices)
+      rowIndices.push_back(&indices);
+    // Input 1 and output 0 by the column: their single ones dropped.
+    std::vector<std::vector<uint8_t>> columnData(rows);
+    Executor::WriteColumn writeColumn;
+    writeColumn.input = 1;
+    for (uint32_t r = 0; r < rows; ++r) {
+      columnData[r].resize(task.inputs[1].rowBytes);
+      for (uint8_t &b : columnData[r])
+        b = static_cast<uint8_t>(random());
+      writeColumn.bytes.push_back(columnData[r].data());
+    }
+    Executor::ReadColumn readColumn;
+    readColumn.output = 0;
+    std::vector<uint8_t> columnDestinations(size_t(rows) * 64);
+    for (uint32_t r = 0; r < rows; ++r)
+      readColumn.to.push_back(random() % 3 == 0
+                                  ? nullptr
+                                  : columnDestinations.data() + size_t(r) * 64);
+    task.writes.erase(std::remove_if(task.writes.begin(), task.writes.end(),
+                                     [](const Executor::RowWrite &w) {
+                                       return w.input == 1;
+                                     }),
+                      task.writes.end());
+    task.reads.erase(std::remove_if(task.reads.begin(), task.reads.end(),
+                                    [](const Executor::RowRead &r) {
+                                      return r.output == 0;
+                                    }),
+                     task.reads.end());
+    std::vector<Executor::WriteColumn> writeColumns = {writeColumn};
+    std::vector<Executor::ReadColumn> readColumns = {readColumn};
+    std::vector<Executor::RowWrite> singleWrites = task.writes;
+    std::vector<Executor::RowRead> singleReads = task.reads;
+    writeColumn.appendTo(singleWrites);
+    readColumn.appendTo(singleReads);
+
+    auto laidOut = [&](SlotLayout &layout, const RowMoves &moves,
+                       std::vector<uint8_t> &host, std::vector<uint8_t> &back,
+                       std::vector<cpu::RowCopy> &deliveries) {
+      layout.layOut(moves, task.inputs, task.outputs, rowIndices.size(), batch);
+      host.assign(layout.bytes(), 0xEE);
+      back.resize(layout.backBytes() + 16);
+      layout.fill(host.data(), 7 + round, rowIndices, rows, batch, moves,
+                  back.data(), deliveries);
+    };
+    std::vector<uint8_t> hostColumns, backColumns, hostRows, backRows;
+    std::vector<cpu::RowCopy> deliveriesColumns, deliveriesRows;
+    laidOut(byColumns, {&task.writes, &task.reads, &writeColumns, &readColumns},
+            hostColumns, backColumns, deliveriesColumns);
+    laidOut(byRows, {&singleWrites, &singleReads}, hostRows, backRows,
+            deliveriesRows);
+
+    ASSERT_EQ(byColumns.bytes(), byRows.bytes());
+    ASSERT_EQ(byColumns.backBytes(), byRows.backBytes());
+    EXPECT_EQ(hostColumns, hostRows) << "round " << round;
+    auto sameGroups = [](const std::vector<PoolGroup> &a,
+                         const std::vector<PoolGroup> &b) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t g = 0; g < a.size(); ++g) {
+        EXPECT_EQ(a[g].pool, b[g].pool);
+        EXPECT_EQ(a[g].count, b[g].count);
+        EXPECT_EQ(a[g].indices, b[g].indices);
+        EXPECT_EQ(a[g].data, b[g].data);
+      }
+    };
+    sameGroups(byColumns.writeGroups(), byRows.writeGroups());
+    sameGroups(byColumns.readGroups(), byRows.readGroups());
+    ASSERT_EQ(deliveriesColumns.size(), deliveriesRows.size());
+    for (size_t d = 0; d < deliveriesRows.size(); ++d) {
+      EXPECT_EQ(static_cast<const uint8_t *>(deliveriesColumns[d].from) -
+                    backColumns.data(),
+                static_cast<const uint8_t *>(deliveriesRows[d].from) -
+                    backRows.data());
+      EXPECT_EQ(deliveriesColumns[d].to, deliveriesRows[d].to);
+      EXPECT_EQ(deliveriesColumns[d].bytes, deliveriesRows[d].bytes);
     }
   }
 }

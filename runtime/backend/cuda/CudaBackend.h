@@ -56,10 +56,10 @@ struct PoolMemory {
 /// CudaBackend::submit only).
 struct TaskTransfers {
   /// Request data written into input rows before the task's kernels, and
-  /// output rows read back after them: the executor's, as they are (it has
-  /// checked that each names an input or output and a row of the task).
-  const std::vector<Executor::RowWrite> *writes = nullptr;
-  const std::vector<Executor::RowRead> *reads = nullptr;
+  /// output rows read back after them: the executor's, single ones and
+  /// columns as they are (it has checked that each names an input or output
+  /// and a row of the task).
+  RowMoves moves;
   /// Per cell input, and per cell output: its pool (where writes and reads
   /// are, there is one for every input and output).
   std::vector<PoolRef> inputs, outputs;

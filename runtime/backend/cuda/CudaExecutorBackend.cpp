@@ -24,6 +24,8 @@ public:
 
   std::string describe() const override { return cuda_->device().describe(); }
   bool asynchronous() const override { return true; }
+  /// The slot layout takes columns as they are (CudaSlotLayout.h).
+  bool takesColumns() const override { return true; }
   Executor::Times times() const override { return cuda_->times(); }
 
   Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,
@@ -55,10 +57,11 @@ public:
       outputs_.push_back((*task.outputPools)[i]->data());
       rowIndices_.push_back(&outputRows[i]);
     }
-    // The executor's writes and reads as they are; the places converted.
+    // The executor's writes and reads as they are, columns too; the places
+    // converted.
     cuda::TaskTransfers &transfers = transfers_;
-    transfers.writes = &task.io->writes;
-    transfers.reads = &task.io->reads;
+    transfers.moves = {&task.io->writes, &task.io->reads,
+                       &task.io->writeColumns, &task.io->readColumns};
     transfers.inputs.clear();
     transfers.outputs.clear();
     for (SlotPool *pool : *task.inputPools)
@@ -78,8 +81,7 @@ public:
     }
     auto ticket = cuda_->submit(*task.cell, *task.plan, task.rows, inputs_,
                                 outputs_, rowIndices_, transfers);
-    transfers.writes = nullptr; // read during submit only
-    transfers.reads = nullptr;
+    transfers.moves = {}; // read during submit only
     return ticket;
   }
 

@@ -24,10 +24,15 @@ uint32_t groupFor(std::vector<PoolGroup> &groups, std::vector<int32_t> &groupOf,
   groupOf[index] = static_cast<int32_t>(found - groups.begin());
   return static_cast<uint32_t>(groupOf[index]);
 }
+
+template <typename T>
+const std::vector<T> &orNone(const std::vector<T> *moves) {
+  static const std::vector<T> kNone;
+  return moves ? *moves : kNone;
+}
 } // namespace
 
-void SlotLayout::layOut(const std::vector<Executor::RowWrite> &writes,
-                        const std::vector<Executor::RowRead> &reads,
+void SlotLayout::layOut(const RowMoves &moves,
                         const std::vector<PoolRef> &inputs,
                         const std::vector<PoolRef> &outputs, size_t indexBlocks,
                         uint32_t batch) {
@@ -36,14 +41,27 @@ void SlotLayout::layOut(const std::vector<Executor::RowWrite> &writes,
   inputCount_ = inputs.size();
   groupOfInput_.assign(inputs.size(), -1);
   groupOfOutput_.assign(outputs.size(), -1);
-  for (const Executor::RowWrite &write : writes)
+  for (const Executor::RowWrite &write : orNone(moves.writes))
     ++writeGroups_[groupFor(writeGroups_, groupOfInput_, write.input,
                             inputs[write.input])]
           .count;
-  for (const Executor::RowRead &read : reads)
+  for (const Executor::WriteColumn &column : orNone(moves.writeColumns))
+    writeGroups_[groupFor(writeGroups_, groupOfInput_, column.input,
+                          inputs[column.input])]
+        .count += static_cast<uint32_t>(column.bytes.size());
+  for (const Executor::RowRead &read : orNone(moves.reads))
     ++readGroups_[groupFor(readGroups_, groupOfOutput_, read.output,
                            outputs[read.output])]
           .count;
+  for (const Executor::ReadColumn &column : orNone(moves.readColumns)) {
+    uint32_t taken = 0;
+    for (void *to : column.to)
+      taken += to != nullptr;
+    if (taken > 0)
+      readGroups_[groupFor(readGroups_, groupOfOutput_, column.output,
+                           outputs[column.output])]
+          .count += taken;
+  }
   size_t at = align16(kTicketBytes + indexBlocks * batch * sizeof(int32_t));
   for (PoolGroup &group : writeGroups_) {
     group.indices = at;
@@ -65,8 +83,7 @@ void SlotLayout::layOut(const std::vector<Executor::RowWrite> &writes,
 void SlotLayout::fill(
     uint8_t *host, uint64_t ticket,
     const std::vector<const std::vector<int32_t> *> &rowIndices, uint32_t rows,
-    uint32_t batch, const std::vector<Executor::RowWrite> &writes,
-    const std::vector<Executor::RowRead> &reads, uint8_t *hostBack,
+    uint32_t batch, const RowMoves &moves, uint8_t *hostBack,
     std::vector<cpu::RowCopy> &deliveries) {
   std::memcpy(host, &ticket, sizeof ticket);
   auto *hostRows = reinterpret_cast<int32_t *>(host + kTicketBytes);
@@ -74,23 +91,33 @@ void SlotLayout::fill(
     std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
                 rows * sizeof(int32_t));
   filled_.assign(writeGroups_.size(), 0);
-  for (const Executor::RowWrite &write : writes) {
-    uint32_t g = static_cast<uint32_t>(groupOfInput_[write.input]);
+  auto write = [&](uint32_t input, uint32_t row, const void *bytes) {
+    uint32_t g = static_cast<uint32_t>(groupOfInput_[input]);
     const PoolGroup &group = writeGroups_[g];
     uint32_t k = filled_[g]++;
     reinterpret_cast<int32_t *>(host + group.indices)[k] =
-        (*rowIndices[write.input])[write.row];
-    std::memcpy(host + group.data + k * group.rowBytes, write.bytes,
-                group.rowBytes);
-  }
+        (*rowIndices[input])[row];
+    std::memcpy(host + group.data + k * group.rowBytes, bytes, group.rowBytes);
+  };
+  for (const Executor::RowWrite &single : orNone(moves.writes))
+    write(single.input, single.row, single.bytes);
+  for (const Executor::WriteColumn &column : orNone(moves.writeColumns))
+    for (uint32_t r = 0; r < column.bytes.size(); ++r)
+      write(column.input, r, column.bytes[r]);
   filled_.assign(readGroups_.size(), 0);
-  for (const Executor::RowRead &read : reads) {
-    uint32_t g = static_cast<uint32_t>(groupOfOutput_[read.output]);
+  auto read = [&](uint32_t output, uint32_t row, void *destination) {
+    uint32_t g = static_cast<uint32_t>(groupOfOutput_[output]);
     const PoolGroup &group = readGroups_[g];
     uint32_t k = filled_[g]++;
     reinterpret_cast<int32_t *>(host + group.indices)[k] =
-        (*rowIndices[inputCount_ + read.output])[read.row];
+        (*rowIndices[inputCount_ + output])[row];
     deliveries.push_back({hostBack + group.data + k * group.rowBytes,
-                          read.destination, group.rowBytes});
-  }
+                          destination, group.rowBytes});
+  };
+  for (const Executor::RowRead &single : orNone(moves.reads))
+    read(single.output, single.row, single.destination);
+  for (const Executor::ReadColumn &column : orNone(moves.readColumns))
+    for (uint32_t r = 0; r < column.to.size(); ++r)
+      if (column.to[r])
+        read(column.output, r, column.to[r]);
 }

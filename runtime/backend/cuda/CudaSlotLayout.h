@@ -7,9 +7,12 @@
 // per pool of written rows their pool indices and their bytes, then per
 // pool of read rows their pool indices; its read-back area holds the read
 // rows, pool after pool. Rows are grouped by pool in the order the pools
-// first appear (one row-copy kernel a group), in their order within a group.
-// The layout keeps its vectors from task to task: nothing is allocated per
-// row, and each row is visited once to count and once to fill.
+// first appear (one row-copy kernel a group), in their order within a group:
+// the single writes (reads) first, then the columns' rows, column after
+// column, which is the order Executor::WriteColumn::appendTo (ReadColumn)
+// would give them as single ones. The layout keeps its vectors from task to
+// task: nothing is allocated per row, and each row is visited once to count
+// and once to fill.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDASLOTLAYOUT_H
@@ -45,15 +48,23 @@ struct PoolGroup {
                       // reads: offset in the read-back area
 };
 
+/// The rows a task writes and reads, as the executor gives them (checked:
+/// Executor::checkIO, checkColumns): single ones and columns (none where a
+/// pointer is null).
+struct RowMoves {
+  const std::vector<Executor::RowWrite> *writes = nullptr;
+  const std::vector<Executor::RowRead> *reads = nullptr;
+  const std::vector<Executor::WriteColumn> *writeColumns = nullptr;
+  const std::vector<Executor::ReadColumn> *readColumns = nullptr;
+};
+
 class SlotLayout {
 public:
-  /// Lays out a task whose rows written and read are `writes` and `reads`
-  /// (input i's pool is inputs[i], output o's outputs[o]; every input and
-  /// output they name within those), after `indexBlocks` batch-size blocks
-  /// of row indices.
-  void layOut(const std::vector<Executor::RowWrite> &writes,
-              const std::vector<Executor::RowRead> &reads,
-              const std::vector<PoolRef> &inputs,
+  /// Lays out a task whose rows written and read are `moves` (input i's
+  /// pool is inputs[i], output o's outputs[o]; every input and output they
+  /// name within those), after `indexBlocks` batch-size blocks of row
+  /// indices.
+  void layOut(const RowMoves &moves, const std::vector<PoolRef> &inputs,
               const std::vector<PoolRef> &outputs, size_t indexBlocks,
               uint32_t batch);
   /// Bytes of the host-to-device area laid out so far, and of the
@@ -68,15 +79,12 @@ public:
   /// a `batch`-size block), the written rows (pool indices and bytes) and
   /// the read rows' pool indices; appends to `deliveries` each read row's
   /// copy from the read-back area `hostBack` to its destination. The same
-  /// writes and reads as layOut; rowIndices has a block for each of its
-  /// inputs, then for each of its outputs, and every row they name is below
-  /// `rows`.
+  /// moves as layOut; rowIndices has a block for each of its inputs, then
+  /// for each of its outputs, and every row they name is below `rows`.
   void fill(uint8_t *host, uint64_t ticket,
             const std::vector<const std::vector<int32_t> *> &rowIndices,
-            uint32_t rows, uint32_t batch,
-            const std::vector<Executor::RowWrite> &writes,
-            const std::vector<Executor::RowRead> &reads, uint8_t *hostBack,
-            std::vector<cpu::RowCopy> &deliveries);
+            uint32_t rows, uint32_t batch, const RowMoves &moves,
+            uint8_t *hostBack, std::vector<cpu::RowCopy> &deliveries);
 
 private:
   std::vector<PoolGroup> writeGroups_, readGroups_;

@@ -187,12 +187,8 @@ Status CudaBackend::enqueueTask(
   uint8_t *deviceBack = deviceReadBack_.data() + slotIndex * readBackBytes_;
 
   // Lay the slot out.
-  static const std::vector<Executor::RowWrite> kNoWrites;
-  static const std::vector<Executor::RowRead> kNoReads;
-  const auto &writes = transfers.writes ? *transfers.writes : kNoWrites;
-  const auto &reads = transfers.reads ? *transfers.reads : kNoReads;
   SlotLayout &layout = layout_;
-  layout.layOut(writes, reads, transfers.inputs, transfers.outputs,
+  layout.layOut(transfers.moves, transfers.inputs, transfers.outputs,
                 rowIndices.size(), batch);
   size_t at = layout.bytes(), back = layout.backBytes();
   if (at > slotBytes_ || back > readBackBytes_)
@@ -208,7 +204,7 @@ Status CudaBackend::enqueueTask(
                   "a task places more rows than its staging slot holds");
 
   // Fill it; rows of mapped pools are written in place.
-  layout.fill(host, ticket, rowIndices, rows, batch, writes, reads, hostBack,
+  layout.fill(host, ticket, rowIndices, rows, batch, transfers.moves, hostBack,
               slot.deliveries);
 
   // One copy in; data rows into their pools; the task; the read rows
