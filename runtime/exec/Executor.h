@@ -122,7 +122,8 @@ public:
   /// only: row r reads the pool's row bytes at bytes[r] (a RowWrite with
   /// onlyThisTask of each). The cpu backend hands the array to the task's
   /// steps as it is where they read the input row by row (else it copies
-  /// the rows into the pool); others get the writes one by one.
+  /// the rows into the pool); the cuda backend stages the rows as they are;
+  /// a backend that takes no columns gets the writes one by one.
   struct WriteColumn {
     uint32_t input = 0;
     std::vector<const void *> bytes; // one a task row, none null
