@@ -48,12 +48,9 @@ public:
   /// (stream-ordered; copyOut waits for what was enqueued before it).
   virtual Status copyIn(void *pool, const void *host, size_t bytes) = 0;
   virtual Status copyOut(void *host, const void *pool, size_t bytes) = 0;
-  /// Runs (or enqueues) a checked task; returns its ticket.
+  /// Runs (or enqueues) a checked task, its writes and reads single ones
+  /// and by the column (Executor::TaskIO); returns its ticket.
   virtual Result<uint64_t> submit(const BackendTask &task) = 0;
-  /// Whether submit takes the task's writes and reads by the column
-  /// (Executor::WriteColumn, ReadColumn); if not, the executor hands it
-  /// single ones.
-  virtual bool takesColumns() const { return false; }
   /// Waits for `ticket` and every ticket before it.
   virtual Status wait(uint64_t ticket) = 0;
   /// Executor::times.

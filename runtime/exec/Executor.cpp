@@ -225,19 +225,6 @@ Status Executor::checkColumns(uint32_t inputs, uint32_t outputs, uint32_t rows,
   return Status::ok();
 }
 
-const Executor::TaskIO &Executor::withoutColumns(const TaskIO &io) {
-  if (io.writeColumns.empty() && io.readColumns.empty())
-    return io;
-  columns_.writes = io.writes;
-  columns_.reads = io.reads;
-  columns_.places = io.places;
-  for (const WriteColumn &column : io.writeColumns)
-    column.appendTo(columns_.writes);
-  for (const ReadColumn &column : io.readColumns)
-    column.appendTo(columns_.reads);
-  return columns_;
-}
-
 Status Executor::checkPlaces(const std::vector<RowPlace> &places) const {
   auto mine = [&](const SlotPool *pool) {
     for (const auto &[key, owned] : pools_)
@@ -333,7 +320,7 @@ Result<uint64_t> Executor::issue(
   task.outputRows = &outputRows;
   task.inputPools = &pools.inputs;
   task.outputPools = &pools.outputs;
-  task.io = backend_->takesColumns() ? &io : &withoutColumns(io);
+  task.io = &io;
   return backend_->submit(task);
 }
 

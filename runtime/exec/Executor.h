@@ -122,8 +122,8 @@ public:
   /// only: row r reads the pool's row bytes at bytes[r] (a RowWrite with
   /// onlyThisTask of each). The cpu backend hands the array to the task's
   /// steps as it is where they read the input row by row (else it copies
-  /// the rows into the pool); the cuda backend stages the rows as they are;
-  /// a backend that takes no columns gets the writes one by one.
+  /// the rows into the pool); the cuda backend stages the rows as they
+  /// are.
   struct WriteColumn {
     uint32_t input = 0;
     std::vector<const void *> bytes; // one a task row, none null
@@ -218,10 +218,6 @@ private:
                  const TaskIO &io);
   Status checkColumns(uint32_t inputs, uint32_t outputs, uint32_t rows,
                       const TaskIO &io);
-  /// `io` with its columns as single writes and reads (in columns_), for a
-  /// backend that takes none.
-  const TaskIO &withoutColumns(const TaskIO &io);
-  TaskIO columns_;
   /// Runs (cpu) or enqueues (cuda) a checked task.
   Result<uint64_t> issue(const cellpack::CellType &cell,
                          const cellpack::BatchPlan &plan, uint32_t rows,

@@ -227,31 +227,35 @@ TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
     std::vector<const std::vector<int32_t> *> rowIndices;
     for (const auto &indices : task.rowIndices)
       rowIndices.push_back(&indices);
-    // Input 1 and output 0 by the column: their single ones dropped.
+    // One input and one output by the column (at random: inputs 0 and 2
+    // share a pool, as do outputs 0 and 2, so column rows and single ones
+    // share groups), their single ones dropped.
+    uint32_t columnInput = random() % 3, columnOutput = random() % 3;
+    size_t columnBytes = task.inputs[columnInput].rowBytes;
     std::vector<std::vector<uint8_t>> columnData(rows);
     Executor::WriteColumn writeColumn;
-    writeColumn.input = 1;
+    writeColumn.input = columnInput;
     for (uint32_t r = 0; r < rows; ++r) {
-      columnData[r].resize(task.inputs[1].rowBytes);
+      columnData[r].resize(columnBytes);
       for (uint8_t &b : columnData[r])
         b = static_cast<uint8_t>(random());
       writeColumn.bytes.push_back(columnData[r].data());
     }
     Executor::ReadColumn readColumn;
-    readColumn.output = 0;
+    readColumn.output = columnOutput;
     std::vector<uint8_t> columnDestinations(size_t(rows) * 64);
     for (uint32_t r = 0; r < rows; ++r)
       readColumn.to.push_back(random() % 3 == 0
                                   ? nullptr
                                   : columnDestinations.data() + size_t(r) * 64);
     task.writes.erase(std::remove_if(task.writes.begin(), task.writes.end(),
-                                     [](const Executor::RowWrite &w) {
-                                       return w.input == 1;
+                                     [&](const Executor::RowWrite &w) {
+                                       return w.input == columnInput;
                                      }),
                       task.writes.end());
     task.reads.erase(std::remove_if(task.reads.begin(), task.reads.end(),
-                                    [](const Executor::RowRead &r) {
-                                      return r.output == 0;
+                                    [&](const Executor::RowRead &r) {
+                                      return r.output == columnOutput;
                                     }),
                      task.reads.end());
     std::vector<Executor::WriteColumn> writeColumns = {writeColumn};

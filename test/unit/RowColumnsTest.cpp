@@ -6,8 +6,9 @@
 // column lands the same bytes in the same places, on the cpu backend's
 // every way of reading results (the steps writing them, copies after the
 // task when it also places rows, copies shared among threads, deliveries at
-// wait) and, on cuda, once the executor has made single writes and reads of
-// them; request data by the column for the token and for the h state (this
+// wait) and, on cuda, through its staging slot (CudaSlotLayout.h, which lays
+// out a column's rows as their single ones); request data by the column for
+// the token and for the h state (this
 // model's steps read both where they lie; a column they could not is copied
 // into the pool as single writes are, CpuBackend's copyInputRow). Columns
 // that do not fit the task are refused.

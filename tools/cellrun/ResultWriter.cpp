@@ -31,7 +31,10 @@ ResultWriter::ResultWriter(std::ostream *out, size_t budgetBytes,
       flushWhenCaughtUp_(flushWhenCaughtUp) {
   thread_ = std::thread([this] {
     // Serving comes first: on a busy machine the engine's and the
-    // submitting threads get the cores, and this one what they leave.
+    // submitting threads get the cores, and this one what they leave. Its
+    // mutex is held only to swap the inbox: a thread that waits for it
+    // sleeps and frees a core for this one. Where the system refuses (it
+    // never refuses a lower priority), the thread stays as it was.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
                 kWriterNice);
     writeAll();

@@ -8,9 +8,10 @@
 // there are is told once the input has ended (expectTotal). The writing
 // thread runs at a lower priority (nice 10): while the machine is busy the
 // serving goes first. Once every result is in (serving is over), the lines
-// are formatted on all cores. Without
-// an output file, failed requests' messages go to stderr in input order. It
-// keeps each successful request's latency for the summary.
+// are formatted on all cores, by threads that inherit that priority (they
+// then have the machine to themselves). Without an output file, failed
+// requests' messages go to stderr in input order. It keeps each successful
+// request's latency for the summary.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_TOOLS_RESULTWRITER_H

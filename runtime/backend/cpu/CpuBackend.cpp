@@ -116,8 +116,6 @@ public:
     return Status::ok();
   }
 
-  bool takesColumns() const override { return true; }
-
   Result<uint64_t> submit(const BackendTask &task) override {
     auto found = runners_.find(task.plan);
     if (found == runners_.end())

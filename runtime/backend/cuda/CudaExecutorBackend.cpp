@@ -24,8 +24,6 @@ public:
 
   std::string describe() const override { return cuda_->device().describe(); }
   bool asynchronous() const override { return true; }
-  /// The slot layout takes columns as they are (CudaSlotLayout.h).
-  bool takesColumns() const override { return true; }
   Executor::Times times() const override { return cuda_->times(); }
 
   Result<std::unique_ptr<SlotPool>> createPool(size_t rowBytes, uint32_t rows,

@@ -1,4 +1,9 @@
 //===- CudaSlotLayout.cpp - A task's bytes in its staging slot ------------===//
+//
+// Counts a task's single and column rows by pool (layOut), then writes them
+// into the slot in the same order (fill): see CudaSlotLayout.h.
+//
+//===----------------------------------------------------------------------===//
 #include "CudaSlotLayout.h"
 
 #include <algorithm>
@@ -25,10 +30,10 @@ uint32_t groupFor(std::vector<PoolGroup> &groups, std::vector<int32_t> &groupOf,
   return static_cast<uint32_t>(groupOf[index]);
 }
 
-template <typename T>
-const std::vector<T> &orNone(const std::vector<T> *moves) {
+/// `*list`, or an empty list when `list` is null.
+template <typename T> const std::vector<T> &orNone(const std::vector<T> *list) {
   static const std::vector<T> kNone;
-  return moves ? *moves : kNone;
+  return list ? *list : kNone;
 }
 } // namespace
 
@@ -46,9 +51,10 @@ void SlotLayout::layOut(const RowMoves &moves,
                             inputs[write.input])]
           .count;
   for (const Executor::WriteColumn &column : orNone(moves.writeColumns))
-    writeGroups_[groupFor(writeGroups_, groupOfInput_, column.input,
-                          inputs[column.input])]
-        .count += static_cast<uint32_t>(column.bytes.size());
+    if (!column.bytes.empty())
+      writeGroups_[groupFor(writeGroups_, groupOfInput_, column.input,
+                            inputs[column.input])]
+          .count += static_cast<uint32_t>(column.bytes.size());
   for (const Executor::RowRead &read : orNone(moves.reads))
     ++readGroups_[groupFor(readGroups_, groupOfOutput_, read.output,
                            outputs[read.output])]
@@ -91,7 +97,7 @@ void SlotLayout::fill(
     std::memcpy(hostRows + t * batch, rowIndices[t]->data(),
                 rows * sizeof(int32_t));
   filled_.assign(writeGroups_.size(), 0);
-  auto write = [&](uint32_t input, uint32_t row, const void *bytes) {
+  auto writeRow = [&](uint32_t input, uint32_t row, const void *bytes) {
     uint32_t g = static_cast<uint32_t>(groupOfInput_[input]);
     const PoolGroup &group = writeGroups_[g];
     uint32_t k = filled_[g]++;
@@ -100,12 +106,12 @@ void SlotLayout::fill(
     std::memcpy(host + group.data + k * group.rowBytes, bytes, group.rowBytes);
   };
   for (const Executor::RowWrite &single : orNone(moves.writes))
-    write(single.input, single.row, single.bytes);
+    writeRow(single.input, single.row, single.bytes);
   for (const Executor::WriteColumn &column : orNone(moves.writeColumns))
     for (uint32_t r = 0; r < column.bytes.size(); ++r)
-      write(column.input, r, column.bytes[r]);
+      writeRow(column.input, r, column.bytes[r]);
   filled_.assign(readGroups_.size(), 0);
-  auto read = [&](uint32_t output, uint32_t row, void *destination) {
+  auto readRow = [&](uint32_t output, uint32_t row, void *destination) {
     uint32_t g = static_cast<uint32_t>(groupOfOutput_[output]);
     const PoolGroup &group = readGroups_[g];
     uint32_t k = filled_[g]++;
@@ -115,9 +121,9 @@ void SlotLayout::fill(
                           destination, group.rowBytes});
   };
   for (const Executor::RowRead &single : orNone(moves.reads))
-    read(single.output, single.row, single.destination);
+    readRow(single.output, single.row, single.destination);
   for (const Executor::ReadColumn &column : orNone(moves.readColumns))
     for (uint32_t r = 0; r < column.to.size(); ++r)
       if (column.to[r])
-        read(column.output, r, column.to[r]);
+        readRow(column.output, r, column.to[r]);
 }
