@@ -295,6 +295,59 @@ TEST(ChainBatchTurnsTest, SessionChunksStartBeyondTheCap) {
   EXPECT_TRUE(plain.get().status.isOk());
 }
 
+TEST(ChainBatchTurnsTest, AWorkerAtItsCapDoesNotHoldTheHeadFromAnother) {
+  // Two workers in strict turns, two running at once each. Worker 0 keeps
+  // four sessions' parked state and runs one request; worker 1 runs two (its
+  // cap) and has more room (here a running request reserves 6 rows of the
+  // pools, a parked session 2: 14 rows against 12; with two sessions worker
+  // 0 would have had more room and this test would not tell). The next
+  // request starts on worker 0 at once: worker 1 cannot take it, so it is
+  // not waited for (without that, it waited: mutation checked).
+  auto artifact = loadExample("lstm");
+  ASSERT_TRUE(artifact);
+  EngineOptions options;
+  options.startWorker = false;
+  options.workers = 2;
+  options.admissionSlack = 0;
+  options.maxRunning = 2;
+  options.maxTasksToSubmit = 1; // a step a round
+  auto created = Engine::create(artifact, options);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  Engine &engine = *created.value();
+  // Each session's first chunk on worker 0, idle and asked first; their
+  // state stays (the sessions go on).
+  std::vector<std::future<RequestResult>> futures;
+  for (uint64_t session = 1; session <= 4; ++session) {
+    Request chunk = shortRequest(engine, "s" + std::to_string(session), 2);
+    chunk.session = {session, true, false};
+    futures.push_back(engine.submit(std::move(chunk)));
+    engine.drain();
+  }
+  ASSERT_EQ(engine.stats().workerTasks.at(1), 0u);
+  futures.push_back(engine.submit(shortRequest(engine, "long0", 30)));
+  engine.runOnce(); // worker 0, holding no request, takes it
+  futures.push_back(engine.submit(shortRequest(engine, "long1", 30)));
+  futures.push_back(engine.submit(shortRequest(engine, "long2", 30)));
+  engine.runOnce(); // worker 1, with more room, takes both: its cap
+  EngineStats stats = engine.stats();
+  ASSERT_EQ(stats.running, 3u);
+  ASSERT_EQ(stats.waiting, 0u);
+  futures.push_back(engine.submit(shortRequest(engine, "next", 3)));
+  engine.runOnce();
+  stats = engine.stats();
+  EXPECT_EQ(stats.waiting, 0u) << "the request waited for the capped worker";
+  EXPECT_EQ(stats.running, 4u);
+  // The sessions end with a last chunk each.
+  for (uint64_t session = 1; session <= 4; ++session) {
+    Request chunk = shortRequest(engine, "e" + std::to_string(session), 1);
+    chunk.session = {session, false, true};
+    futures.push_back(engine.submit(std::move(chunk)));
+  }
+  engine.drain();
+  for (auto &future : futures)
+    EXPECT_TRUE(future.get().status.isOk());
+}
+
 TEST(ChainBatchTurnsTest, EarliestDeadlinesRunFirstWhenTheBatchOverflows) {
   auto artifact = loadExample("lstm");
   ASSERT_TRUE(artifact);
