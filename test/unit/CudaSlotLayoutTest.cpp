@@ -74,6 +74,14 @@ Task randomTask(std::mt19937 &random, uint32_t rows, uint32_t batch,
   return task;
 }
 
+/// The task's row-index blocks as the backend hands them to the layout.
+std::vector<const std::vector<int32_t> *> rowIndexPointers(const Task &task) {
+  std::vector<const std::vector<int32_t> *> pointers;
+  for (const auto &indices : task.rowIndices)
+    pointers.push_back(&indices);
+  return pointers;
+}
+
 TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
   std::mt19937 random(17);
   std::vector<uint8_t> pools(4000);
@@ -82,9 +90,8 @@ TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
     uint32_t batch = 1u << (round % 8);
     uint32_t rows = 1 + random() % batch;
     Task task = randomTask(random, rows, batch, pools);
-    std::vector<const std::vector<int32_t> *> rowIndices;
-    for (const auto &indices : task.rowIndices)
-      rowIndices.push_back(&indices);
+    std::vector<const std::vector<int32_t> *> rowIndices =
+        rowIndexPointers(task);
     RowMoves moves{&task.writes, &task.reads};
     layout.layOut(moves, task.inputs, task.outputs, rowIndices.size(), batch);
     std::vector<uint8_t> host(layout.bytes() + 64, 0xEE);
@@ -224,9 +231,8 @@ TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
     uint32_t batch = 1u << (round % 8);
     uint32_t rows = 1 + random() % batch;
     Task task = randomTask(random, rows, batch, pools);
-    std::vector<const std::vector<int32_t> *> rowIndices;
-    for (const auto &indices : task.rowIndices)
-      rowIndices.push_back(&indices);
+    std::vector<const std::vector<int32_t> *> rowIndices =
+        rowIndexPointers(task);
     // One input and one output by the column (at random: inputs 0 and 2
     // share a pool, as do outputs 0 and 2, so column rows and single ones
     // share groups), their single ones dropped.
