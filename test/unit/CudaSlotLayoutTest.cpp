@@ -75,23 +75,29 @@ Task randomTask(std::mt19937 &random, uint32_t rows, uint32_t batch,
 }
 
 /// The task's row-index blocks as the backend hands them to the layout.
-std::vector<const std::vector<int32_t> *> rowIndexPointers(const Task &task) {
-  std::vector<const std::vector<int32_t> *> pointers;
-  for (const auto &indices : task.rowIndices)
-    pointers.push_back(&indices);
-  return pointers;
-}
+using RowIndices = std::vector<const std::vector<int32_t> *>;
 
-TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
-  std::mt19937 random(17);
+/// Calls check(round, batch, rows, task, rowIndices, random) for 40 random
+/// tasks drawn from `seed`, at batch sizes 1 to 128 in turn.
+template <typename Check> void forRandomTasks(unsigned seed, Check &&check) {
+  std::mt19937 random(seed);
   std::vector<uint8_t> pools(4000);
-  SlotLayout layout; // reused by every task, as the backend does
   for (uint32_t round = 0; round < 40; ++round) {
     uint32_t batch = 1u << (round % 8);
     uint32_t rows = 1 + random() % batch;
     Task task = randomTask(random, rows, batch, pools);
-    std::vector<const std::vector<int32_t> *> rowIndices =
-        rowIndexPointers(task);
+    RowIndices rowIndices;
+    for (const auto &indices : task.rowIndices)
+      rowIndices.push_back(&indices);
+    check(round, batch, rows, task, rowIndices, random);
+  }
+}
+
+TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
+  SlotLayout layout; // reused by every task, as the backend does
+  forRandomTasks(17, [&](uint32_t round, uint32_t batch, uint32_t rows,
+                         Task &task, const RowIndices &rowIndices,
+                         std::mt19937 &random) {
     RowMoves moves{&task.writes, &task.reads};
     layout.layOut(moves, task.inputs, task.outputs, rowIndices.size(), batch);
     std::vector<uint8_t> host(layout.bytes() + 64, 0xEE);
@@ -216,7 +222,7 @@ TEST(CudaSlotLayoutTest, EveryRowWhereTheSlotSaysAndNothingOverlaps) {
       EXPECT_EQ(deliveries[r].bytes, task.outputs[read.output].rowBytes);
       EXPECT_LE(group->data + (k + 1) * group->rowBytes, layout.backBytes());
     }
-  }
+  });
 }
 
 TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
@@ -224,15 +230,10 @@ TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
   // engine's chain batch gives them: a column per input, reads with gaps):
   // the same slot bytes, read-back layout and deliveries as the columns
   // expanded into single ones.
-  std::mt19937 random(29);
-  std::vector<uint8_t> pools(4000);
   SlotLayout byColumns, byRows; // both reused from task to task
-  for (uint32_t round = 0; round < 40; ++round) {
-    uint32_t batch = 1u << (round % 8);
-    uint32_t rows = 1 + random() % batch;
-    Task task = randomTask(random, rows, batch, pools);
-    std::vector<const std::vector<int32_t> *> rowIndices =
-        rowIndexPointers(task);
+  forRandomTasks(29, [&](uint32_t round, uint32_t batch, uint32_t rows,
+                         Task &task, const RowIndices &rowIndices,
+                         std::mt19937 &random) {
     // One input and one output by the column (at random: inputs 0 and 2
     // share a pool, as do outputs 0 and 2, so column rows and single ones
     // share groups), their single ones dropped.
@@ -311,7 +312,7 @@ TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
       EXPECT_EQ(deliveriesColumns[d].to, deliveriesRows[d].to);
       EXPECT_EQ(deliveriesColumns[d].bytes, deliveriesRows[d].bytes);
     }
-  }
+  });
 }
 
 } // namespace
