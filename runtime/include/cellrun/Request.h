@@ -156,6 +156,15 @@ struct Request {
   std::vector<std::string> outputs;
 };
 
+namespace detail {
+/// Storage for request and result values, on a 64-byte line: from the
+/// memory a backend installed to read and write them in place (the cuda
+/// backend's page-locked results, ExecutorOptions::pinnedResults), else the
+/// heap. Throws std::bad_alloc when neither has room.
+void *allocateValues(size_t bytes);
+void freeValues(void *values, size_t bytes) noexcept;
+} // namespace detail
+
 /// std::allocator whose value-initialization leaves elements as they are:
 /// resizing a vector of it does not zero what the engine then overwrites
 /// (a chain's per-step results are sized for every step at admission, and
@@ -163,7 +172,6 @@ struct Request {
 /// Storage starts on a 64-byte line, so rows of whole lines are written
 /// line by line (the CPU backend's streaming stores).
 template <typename T> struct UninitializedAllocator : std::allocator<T> {
-  static constexpr std::align_val_t kAlignment{64};
   template <typename U> struct rebind {
     using other = UninitializedAllocator<U>;
   };
@@ -173,10 +181,10 @@ template <typename T> struct UninitializedAllocator : std::allocator<T> {
   T *allocate(size_t count) {
     if (count > std::numeric_limits<size_t>::max() / sizeof(T))
       throw std::bad_array_new_length();
-    return static_cast<T *>(::operator new(count * sizeof(T), kAlignment));
+    return static_cast<T *>(detail::allocateValues(count * sizeof(T)));
   }
-  void deallocate(T *values, size_t) noexcept {
-    ::operator delete(values, kAlignment);
+  void deallocate(T *values, size_t count) noexcept {
+    detail::freeValues(values, count * sizeof(T));
   }
   template <typename U> void construct(U *place) noexcept { ::new (place) U; }
   template <typename U, typename... Args>
