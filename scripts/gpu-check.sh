@@ -327,7 +327,7 @@ fi
 # through the scheduler instead of the persistent chain batch, and with
 # the delivery copy on one thread (--copy-threads 1) and on eight, and
 # with only the final states asked for.
-if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
+if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
     --lengths "${GPU_CHECK_BUSY_LENGTHS:-$root/bench/workloads/wmt15.csv}" >/dev/null 2>&1 ||
@@ -370,6 +370,31 @@ if wanted busy && [ -f "$lstm1024" ] && enough 60 "busy"; then
     || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
   echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"
   cat "$logs/busy-run-final.txt"
+  # Results in page-locked memory the device writes (--pinned-results): the
+  # emitted rows leave the device by the task's own kernel, no host copy;
+  # with the utilization sampled again, and the outputs compared with the
+  # staged run's (other batches may sum in other orders: compare-results.py's
+  # tolerance).
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    >"$logs/busy-utilization-pinned.csv" 2>/dev/null &
+  sampler=$!
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --pinned-results --output "$work/busy-pinned.jsonl" \
+    >"$logs/busy-run-pinned.txt" 2>&1 || fail "cellrun run --pinned-results (busy) failed"
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+  echo "-- the same with --pinned-results (writing its results):"
+  cat "$logs/busy-run-pinned.txt"
+  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
+    "$logs/busy-utilization-pinned.csv"
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --output "$work/busy-staged.jsonl" \
+    >"$logs/busy-run-staged-output.txt" 2>&1 || fail "cellrun run --output (busy) failed"
+  echo "-- the same staged, writing its results:"
+  cat "$logs/busy-run-staged-output.txt"
+  "$python" "$root/scripts/compare-results.py" "$work/busy-pinned.jsonl" \
+    "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-pinned-compare.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pinned results differ from the staged run's"
 fi
 
 # Engine threads sharing the GPU (--workers-per-device): `cellrun run` of

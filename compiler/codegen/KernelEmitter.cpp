@@ -116,6 +116,7 @@ cellc::codegen::emitCuda(ModuleOp module, StringRef genericCell,
   }
   os << cellpack::kRowCopyKernelSource;
   program.supportKernels.push_back(cellpack::kRowCopyKernelName);
+  program.supportKernels.push_back(cellpack::kRowCopyToAddressesKernelName);
   os << cellpack::kSkinnyGemmKernelSource;
   for (const cellpack::SkinnyGemmVariant &variant :
        cellpack::kSkinnyGemmVariants)

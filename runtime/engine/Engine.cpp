@@ -448,6 +448,8 @@ EngineStats Engine::stats() const {
     total.executorSeconds += stats.executorSeconds;
     total.executorBlockedSeconds += stats.executorBlockedSeconds;
     total.executorDeliverSeconds += stats.executorDeliverSeconds;
+    total.executorDeliveredRows += stats.executorDeliveredRows;
+    total.executorDeviceWrittenRows += stats.executorDeviceWrittenRows;
     total.workerTasks.push_back(tasks);
   }
   return total;

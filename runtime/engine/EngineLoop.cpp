@@ -63,6 +63,8 @@ bool EngineWorker::runOnce() {
     Executor::Times times = executor_->times();
     stats_.executorBlockedSeconds = times.blockedSeconds;
     stats_.executorDeliverSeconds = times.deliverSeconds;
+    stats_.executorDeliveredRows = times.deliveredRows;
+    stats_.executorDeviceWrittenRows = times.deviceWrittenRows;
   }
   return worked;
 }

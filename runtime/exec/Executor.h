@@ -190,8 +190,12 @@ public:
   /// finished the tasks waited for (or freed a staging slot), and copying
   /// finished tasks' rows out to their destinations. The cpu backend counts
   /// its deliveries at wait (ExecutorOptions::readsAtWait) and never blocks.
+  /// The rows read back: copied out by the host (cuda: from the staging
+  /// slot), and written by the device straight into the results (cuda,
+  /// ExecutorOptions::pinnedResults).
   struct Times {
     double blockedSeconds = 0, deliverSeconds = 0;
+    uint64_t deliveredRows = 0, deviceWrittenRows = 0;
   };
   Times times() const;
   /// Ok while the executor can run tasks; once its device is lost (a sticky

@@ -8,6 +8,10 @@
 // pools before the task, and the rows the host reads are gathered from the
 // pools into the staging buffer after it.
 //
+// cellrun_copy_rows_to_addresses copies pool rows, by index, to host
+// addresses the device writes directly (mapped page-locked results): no copy
+// through the staging buffer and none by the host after the task.
+//
 // cellrun_copy_rows copies `count` rows of `rowBytes` bytes: row r of
 // `from` (row fromRows[r], or r when fromRows is null) to row toRows[r] (or
 // r) of `to`, 16, 4 or 1 bytes a thread as the row size allows (16-byte
@@ -22,6 +26,10 @@
 namespace cellpack {
 
 constexpr const char *kRowCopyKernelName = "cellrun_copy_rows";
+/// Appended since 2026-12: code compiled before lacks it, and the runtime
+/// then copies those rows through the host (ExecutorOptions::pinnedResults).
+constexpr const char *kRowCopyToAddressesKernelName =
+    "cellrun_copy_rows_to_addresses";
 
 constexpr const char *kRowCopyKernelSource = R"cuda(
 // Support kernel (cellrun's staging copies): rows between pools and buffers.
@@ -54,7 +62,49 @@ extern "C" __global__ void cellrun_copy_rows(
       to[target] = from[source];
   }
 }
+// Rows from a pool to host addresses the device writes in place (mapped
+// page-locked results): row fromRows[r] of `from` to to[r].
+extern "C" __global__ void cellrun_copy_rows_to_addresses(
+    const unsigned char *__restrict__ from, const int *__restrict__ fromRows,
+    const unsigned long long *__restrict__ to, unsigned rowBytes,
+    unsigned count) {
+  cellrun_grid_dependency();
+  unsigned unit = rowBytes % 16u == 0u ? 16u : (rowBytes % 4u == 0u ? 4u : 1u);
+  unsigned long long units = rowBytes / unit;
+  unsigned long long total = units * count;
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i =
+           (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       i < total; i += stride) {
+    unsigned long long row = i / units, part = i % units;
+    const unsigned char *source =
+        from + (unsigned long long)fromRows[row] * rowBytes + part * unit;
+    unsigned char *target = (unsigned char *)to[row] + part * unit;
+    if (unit == 16u)
+      *(uint4 *)target = *(const uint4 *)source;
+    else if (unit == 4u)
+      *(unsigned *)target = *(const unsigned *)source;
+    else
+      *target = *source;
+  }
+  // Seen by the host before anything this thread writes later, and so
+  // before the task's ticket, which the host polls (written by a copy
+  // after the kernel): writes over the bus are not ordered otherwise.
+  __threadfence_system();
+}
 #ifdef CELL_CUDA_EMULATION
+extern "C" void cellrun_copy_rows_to_addresses__emulate(void **args,
+                                                        unsigned grid,
+                                                        unsigned block) {
+  cellEmulateLaunch(grid, block, false, [&] {
+    cellrun_copy_rows_to_addresses(
+        *static_cast<const unsigned char *const *>(args[0]),
+        *static_cast<const int *const *>(args[1]),
+        *static_cast<const unsigned long long *const *>(args[2]),
+        *static_cast<const unsigned *>(args[3]),
+        *static_cast<const unsigned *>(args[4]));
+  });
+}
 extern "C" void cellrun_copy_rows__emulate(void **args, unsigned grid,
                                            unsigned block) {
   cellEmulateLaunch(grid, block, false, [&] {

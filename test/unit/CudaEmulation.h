@@ -62,6 +62,7 @@ inline double __longlong_as_double(long long bits) {
 /// Blocks run one after another and their threads share the CPU's
 /// coherent memory: fences are no-ops, atomics are the compiler's.
 inline void __threadfence() {}
+inline void __threadfence_system() {}
 inline unsigned atomicAdd(unsigned *address, unsigned value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }

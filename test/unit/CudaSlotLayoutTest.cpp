@@ -9,7 +9,9 @@
 // the read-back area to its destination. Checked against a reference built
 // here from the same task, and with the layout reused from task to task.
 // Writes and reads by the column lay out exactly as their rows given one by
-// one (Executor::WriteColumn::appendTo, ReadColumn::appendTo).
+// one (Executor::WriteColumn::appendTo, ReadColumn::appendTo). Reads into
+// value memory the device writes in place are addressed and leave the rest
+// as they were.
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cuda/CudaSlotLayout.h"
@@ -312,6 +314,156 @@ TEST(CudaSlotLayoutTest, ColumnsLayOutAsTheirRowsOneByOne) {
       EXPECT_EQ(deliveriesColumns[d].to, deliveriesRows[d].to);
       EXPECT_EQ(deliveriesColumns[d].bytes, deliveriesRows[d].bytes);
     }
+  });
+}
+
+/// Value memory the device would write in place: one host range.
+class RangeMemory final : public ValueMemory {
+public:
+  RangeMemory(const uint8_t *begin, size_t bytes)
+      : begin_(begin), end_(begin + bytes) {}
+  void *allocate(size_t) noexcept override { return nullptr; }
+  bool owns(const void *values) const noexcept override {
+    auto *at = static_cast<const uint8_t *>(values);
+    return at >= begin_ && at < end_;
+  }
+  void free(void *, size_t) noexcept override {}
+
+private:
+  const uint8_t *begin_, *end_;
+};
+
+TEST(CudaSlotLayoutTest, AddressedReadsLeaveTheStagedOnesAsTheyWere) {
+  // Reads (single and by the column) whose destinations lie in value memory
+  // the device writes, on their copy unit (16 bytes for rows of 64, 4 for
+  // rows of 12), go into addressed groups: pool index and destination, per
+  // pool in first-seen order, after everything else in the slot. The rest
+  // lay out, fill and deliver exactly as a task that reads only them.
+  SlotLayout withAddresses, staged; // both reused from task to task
+  forRandomTasks(41, [&](uint32_t round, uint32_t batch, uint32_t rows,
+                         Task &task, const RowIndices &rowIndices,
+                         std::mt19937 &random) {
+    alignas(64) static uint8_t pinned[128 * 3 * 128 + 64];
+    RangeMemory memory(pinned, sizeof pinned);
+    // Half the single reads to pinned places, some of them 4 bytes off.
+    auto pinnedPlace = [&](uint32_t row, uint32_t output) {
+      return pinned + (size_t(row) * 3 + output) * 128 +
+             (random() % 3 == 0 ? 4 : 0);
+    };
+    for (Executor::RowRead &read : task.reads)
+      if (random() % 2 == 0)
+        read.destination = pinnedPlace(read.row, read.output);
+    // A column of output 1's reads (its single ones dropped): none, pinned
+    // or not.
+    task.reads.erase(std::remove_if(task.reads.begin(), task.reads.end(),
+                                    [](const Executor::RowRead &read) {
+                                      return read.output == 1;
+                                    }),
+                     task.reads.end());
+    std::vector<uint8_t> elsewhere(size_t(rows) * 16);
+    Executor::ReadColumn column;
+    column.output = 1;
+    for (uint32_t r = 0; r < rows; ++r) {
+      uint32_t pick = random() % 3;
+      column.to.push_back(pick == 0   ? nullptr
+                          : pick == 1 ? pinnedPlace(r, 1)
+                                      : elsewhere.data() + size_t(r) * 16);
+    }
+    std::vector<Executor::ReadColumn> columns = {column};
+
+    auto isAddressed = [&](uint32_t output, const void *to) {
+      size_t unit = task.outputs[output].rowBytes % 16 == 0 ? 16 : 4;
+      return to && memory.owns(to) &&
+             reinterpret_cast<uintptr_t>(to) % unit == 0;
+    };
+    // The staged reads alone, and the addressed ones in their order.
+    std::vector<Executor::RowRead> stagedReads, addressedReads;
+    for (const Executor::RowRead &read : task.reads)
+      (isAddressed(read.output, read.destination) ? addressedReads
+                                                  : stagedReads)
+          .push_back(read);
+    std::vector<Executor::ReadColumn> stagedColumns = columns;
+    for (uint32_t r = 0; r < rows; ++r)
+      if (isAddressed(1, column.to[r])) {
+        stagedColumns[0].to[r] = nullptr;
+        addressedReads.push_back({1, r, column.to[r]});
+      }
+
+    std::vector<uint8_t> host, back, stagedHost, stagedBack;
+    std::vector<cpu::RowCopy> deliveries, stagedDeliveries;
+    RowMoves moves{&task.writes, &task.reads, nullptr, &columns};
+    withAddresses.layOut(moves, task.inputs, task.outputs, rowIndices.size(),
+                         batch, &memory);
+    host.assign(withAddresses.bytes() + 64, 0xEE);
+    back.resize(withAddresses.backBytes() + 16);
+    withAddresses.fill(host.data(), 3 + round, rowIndices, rows, batch, moves,
+                       back.data(), deliveries);
+    RowMoves stagedMoves{&task.writes, &stagedReads, nullptr, &stagedColumns};
+    staged.layOut(stagedMoves, task.inputs, task.outputs, rowIndices.size(),
+                  batch);
+    stagedHost.assign(staged.bytes(), 0xEE);
+    stagedBack.resize(staged.backBytes() + 16);
+    staged.fill(stagedHost.data(), 3 + round, rowIndices, rows, batch,
+                stagedMoves, stagedBack.data(), stagedDeliveries);
+
+    // The staged part: the same bytes, groups and deliveries.
+    ASSERT_EQ(withAddresses.backBytes(), staged.backBytes());
+    ASSERT_GE(withAddresses.bytes(), staged.bytes());
+    EXPECT_TRUE(std::equal(stagedHost.begin(), stagedHost.end(), host.begin()))
+        << "round " << round;
+    ASSERT_EQ(withAddresses.readGroups().size(), staged.readGroups().size());
+    for (size_t g = 0; g < staged.readGroups().size(); ++g) {
+      EXPECT_EQ(withAddresses.readGroups()[g].pool,
+                staged.readGroups()[g].pool);
+      EXPECT_EQ(withAddresses.readGroups()[g].count,
+                staged.readGroups()[g].count);
+      EXPECT_EQ(withAddresses.readGroups()[g].data,
+                staged.readGroups()[g].data);
+    }
+    ASSERT_EQ(deliveries.size(), stagedDeliveries.size());
+    for (size_t d = 0; d < deliveries.size(); ++d) {
+      EXPECT_EQ(static_cast<const uint8_t *>(deliveries[d].from) - back.data(),
+                static_cast<const uint8_t *>(stagedDeliveries[d].from) -
+                    stagedBack.data());
+      EXPECT_EQ(deliveries[d].to, stagedDeliveries[d].to);
+    }
+
+    // The addressed part: per pool in first-seen order, after the rest.
+    std::vector<const void *> order;
+    std::map<const void *, std::vector<size_t>> byPool;
+    for (size_t a = 0; a < addressedReads.size(); ++a) {
+      const void *pool = task.outputs[addressedReads[a].output].pool;
+      if (!byPool.count(pool))
+        order.push_back(pool);
+      byPool[pool].push_back(a);
+    }
+    const std::vector<PoolGroup> &groups = withAddresses.addressedGroups();
+    ASSERT_EQ(groups.size(), order.size()) << "round " << round;
+    size_t end = staged.bytes();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const PoolGroup &group = groups[g];
+      ASSERT_EQ(group.pool, order[g]);
+      const std::vector<size_t> &members = byPool[order[g]];
+      ASSERT_EQ(group.count, members.size());
+      EXPECT_GE(group.indices, end);
+      EXPECT_EQ(group.indices % 16, 0u);
+      EXPECT_EQ(group.data % 16, 0u);
+      EXPECT_GE(group.data, group.indices + group.count * 4);
+      end = group.data + group.count * 8;
+      for (size_t k = 0; k < members.size(); ++k) {
+        const Executor::RowRead &read = addressedReads[members[k]];
+        int32_t index = 0;
+        uint64_t address = 0;
+        std::memcpy(&index, host.data() + group.indices + k * 4, 4);
+        std::memcpy(&address, host.data() + group.data + k * 8, 8);
+        ASSERT_EQ(index, task.rowIndices[3 + read.output][read.row]);
+        ASSERT_EQ(address, reinterpret_cast<uintptr_t>(read.destination));
+      }
+    }
+    EXPECT_LE(end, withAddresses.bytes());
+    EXPECT_TRUE(std::all_of(host.begin() + withAddresses.bytes(), host.end(),
+                            [](uint8_t b) { return b == 0xEE; }))
+        << "written past the laid-out bytes";
   });
 }
 

@@ -14,6 +14,7 @@
 #include "KernelGrid.h"
 
 #include <algorithm>
+#include <cstring>
 #include <dlfcn.h>
 
 using namespace cellrun;
@@ -129,6 +130,49 @@ TEST(EmulatedRowCopyTest, GathersAndScattersRowsOfEverySize) {
         ASSERT_EQ(other[row * rowBytes + b],
                   chosen ? pool[row * rowBytes + b] : 0xEE)
             << rowBytes << "-byte row " << row;
+    }
+  }
+  dlclose(library);
+}
+
+TEST(EmulatedRowCopyTest, CopiesPoolRowsToTheirAddresses) {
+  // cellrun_copy_rows_to_addresses: pool rows by index to one host address
+  // each (page-locked results), rows of 64, 12 and 3 bytes, a grid too
+  // small for one thread a unit; nothing around the targets is touched.
+  std::string path =
+      std::string(CELL_EMULATED_KERNELS_DIR) + "/libemulated-gru.so";
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto copy = reinterpret_cast<Launch>(
+      dlsym(library, "cellrun_copy_rows_to_addresses__emulate"));
+  ASSERT_NE(copy, nullptr);
+  for (unsigned rowBytes : {64u, 12u, 3u}) {
+    constexpr unsigned kRows = 40, kCount = 6;
+    std::vector<unsigned char> pool(kRows * rowBytes);
+    for (size_t b = 0; b < pool.size(); ++b)
+      pool[b] = static_cast<unsigned char>(b * 13 + rowBytes);
+    std::vector<int> rows = {7, 39, 0, 21, 22, 7};
+    // Targets scattered over a buffer, out of order, 16-byte aligned.
+    alignas(16) static unsigned char results[kCount * 2 * 64 + 64];
+    std::memset(results, 0xEE, sizeof results);
+    std::vector<size_t> places = {5, 0, 9, 2, 11, 7}; // in rows of 64
+    std::vector<unsigned long long> addresses;
+    for (size_t place : places)
+      addresses.push_back(reinterpret_cast<uintptr_t>(results + place * 64));
+    const unsigned char *from = pool.data();
+    const int *fromRows = rows.data();
+    const unsigned long long *to = addresses.data();
+    unsigned bytes = rowBytes, count = kCount;
+    void *args[] = {&from, &fromRows, &to, &bytes, &count};
+    copy(args, 1, 32);
+    for (size_t b = 0; b < sizeof results; ++b) {
+      size_t place = b / 64, offset = b % 64;
+      auto k = std::find(places.begin(), places.end(), place) - places.begin();
+      unsigned char expected =
+          k < static_cast<long>(kCount) && offset < rowBytes
+              ? pool[rows[k] * rowBytes + offset]
+              : 0xEE;
+      ASSERT_EQ(results[b], expected) << rowBytes << "-byte rows, byte " << b;
     }
   }
   dlclose(library);

@@ -10,11 +10,13 @@
 // tokens identical for all but a few requests (a near tie between two
 // logits may break the other way on another device, and the rest of that
 // decode follows it); every row back in its pool afterwards. The same with
-// two workers (threads, streams, pools) sharing the device.
+// two workers (threads, streams, pools) sharing the device, and with the
+// results in page-locked memory the device writes (pinnedResults).
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
 #include "RandomRequests.h"
+#include "base/ValueMemory.h"
 #include "cellrun/Engine.h"
 #include "engine/EngineTesting.h"
 
@@ -24,6 +26,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 using namespace cellrun;
 using cellc::testing::exampleArtifactPath;
@@ -32,10 +35,11 @@ using cellc::testing::randomRequest;
 namespace {
 
 std::unique_ptr<Engine> manual(std::shared_ptr<const LoadedArtifact> artifact,
-                               DeviceKind device) {
+                               DeviceKind device, bool pinnedResults = false) {
   EngineOptions options;
   options.startWorker = false;
   options.executor.device = device;
+  options.executor.pinnedResults = pinnedResults;
   auto engine = Engine::create(std::move(artifact), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -71,13 +75,18 @@ protected:
   }
 };
 
-TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
-  std::string model = GetParam();
+/// 200 random requests of `model` at random rounds on the cuda backend
+/// (`pinnedResults`: ExecutorOptions::pinnedResults), each against the cpu
+/// run alone; `afterwards` sees the engine and the results.
+void matchTheCpuRunAlone(
+    const std::string &model, bool pinnedResults,
+    const std::function<void(Engine &, const std::vector<RequestResult> &)>
+        &afterwards = {}) {
   auto loaded = loadArtifact(exampleArtifactPath(model));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto cpu = manual(artifact, DeviceKind::Cpu);
-  auto gpu = manual(artifact, DeviceKind::Cuda);
+  auto gpu = manual(artifact, DeviceKind::Cuda, pinnedResults);
   ASSERT_TRUE(cpu && gpu);
   std::printf("%s on %s\n", model.c_str(), gpu->deviceDescription().c_str());
   uint32_t idle = engineExecutor(*gpu).rowsInUse();
@@ -105,9 +114,11 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   gpu->drain();
 
   int tokenMismatches = 0;
+  std::vector<RequestResult> results;
   for (int i = 0; i < kRequests; ++i) {
-    expectNearTheCpu(futures[i].get(), alone[i], i, tokenMismatches);
-    if (HasFatalFailure())
+    results.push_back(futures[i].get());
+    expectNearTheCpu(results.back(), alone[i], i, tokenMismatches);
+    if (::testing::Test::HasFatalFailure())
       return;
   }
   EXPECT_LE(tokenMismatches, kRequests / 50)
@@ -118,6 +129,35 @@ TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
   EXPECT_EQ(stats.completed, uint64_t(kRequests));
   std::printf("%s: %d of %d decodes differ from the cpu's\n", model.c_str(),
               tokenMismatches, kRequests);
+  if (afterwards)
+    afterwards(*gpu, results);
+}
+
+TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
+  matchTheCpuRunAlone(GetParam(), false);
+}
+
+TEST_P(EngineCudaTest, PinnedResultsWrittenByTheDeviceMatchTheCpu) {
+  // ExecutorOptions::pinnedResults: results in page-locked memory the
+  // device maps, read rows written there by the task's own kernel (rows
+  // whose destination is elsewhere, such as a projection's step rows, go
+  // the staged way): results as the cpu's, all in that memory.
+  std::string model = GetParam();
+  matchTheCpuRunAlone(model, true, [&](Engine &gpu, const auto &results) {
+    const ValueMemory *pinned = installedValueMemory();
+    ASSERT_NE(pinned, nullptr);
+    for (const RequestResult &result : results)
+      for (const OutputTensor &tensor : result.outputs)
+        if (!tensor.floats.empty())
+          EXPECT_TRUE(pinned->owns(tensor.floats.data())) << tensor.name;
+    EngineStats stats = gpu.stats();
+    std::printf("%s: %llu rows written by the device, %llu copied by the "
+                "host\n",
+                model.c_str(),
+                (unsigned long long)stats.executorDeviceWrittenRows,
+                (unsigned long long)stats.executorDeliveredRows);
+    EXPECT_GT(stats.executorDeviceWrittenRows, 0u);
+  });
 }
 
 class EngineCudaWorkersTest : public EngineCudaTest {};

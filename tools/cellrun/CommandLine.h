@@ -80,6 +80,14 @@ constexpr const char *kCopyThreadsHelp =
     "rows into the results when they come to 256 KB or more (0: a quarter "
     "of the cores, at most 4; 1: the engine's thread alone)";
 
+/// The help of --pinned-results (run, bench, serve): ExecutorOptions::
+/// pinnedResults.
+constexpr const char *kPinnedResultsHelp =
+    "cuda: keep request and result values in page-locked memory the GPU "
+    "maps (up to a quarter of the machine's memory, 8 GiB), so that a task "
+    "writes its emitted rows straight into the results instead of the host "
+    "copying them there";
+
 /// The help of --workers-per-device (run, bench, serve):
 /// EngineOptions::workersPerDevice.
 constexpr const char *kWorkersPerDeviceHelp =

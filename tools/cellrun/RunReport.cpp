@@ -134,6 +134,11 @@ void printSummary(const std::string &model, const std::string &policy,
                 nanos(stats.executorDeliverSeconds),
                 nanos(stats.executorSeconds - stats.executorBlockedSeconds -
                       stats.executorDeliverSeconds));
+  if (onDevice)
+    std::printf("rows read back: %llu copied out by the host, %llu written "
+                "into the results by the device (--pinned-results)\n",
+                (unsigned long long)stats.executorDeliveredRows,
+                (unsigned long long)stats.executorDeviceWrittenRows);
   // The engine's threads hardly waited for the device: it could take more.
   if (onDevice && stats.roundSeconds > 0.1 &&
       stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)

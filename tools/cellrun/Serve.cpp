@@ -33,7 +33,7 @@ struct ServeArgs {
            copyThreads = 0, fillRows = EngineOptions().fillRows,
            workersPerDevice = 1, maxRunning = 0;
   uint64_t memoryBudget = 0;
-  bool noMove = false, noChainBatch = false;
+  bool noMove = false, noChainBatch = false, pinnedResults = false;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
   uint32_t httpMaxConnections = 4096;
@@ -105,6 +105,7 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
   app.add_option("--copy-threads", args.copyThreads, kCopyThreadsHelp)
       ->capture_default_str()
       ->check(CLI::Range(0u, 64u));
+  app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
 }
 
 /// The HTTP front end's body size, threads, connections and timeout.
@@ -201,6 +202,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.executor.device = kind;
   options.executor.threads = args.threads;
   options.executor.copyThreads = args.copyThreads;
+  options.executor.pinnedResults = args.pinnedResults;
   options.workers = args.workers;
   options.workersPerDevice = args.workersPerDevice;
   options.maxQueue = args.maxQueue;

@@ -347,6 +347,7 @@ public:
       delivered = true;
       // The task's threads are idle: they share the copies.
       cpu::copyRows(deliveries_.front().rows, threads_.get(), sharedCopyBytes_);
+      times_.deliveredRows += deliveries_.front().rows.size();
       if (spare_.size() < kSpareDeliveries)
         spare_.push_back(std::move(deliveries_.front()));
       deliveries_.pop_front();

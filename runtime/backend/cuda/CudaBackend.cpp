@@ -35,9 +35,17 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
     return workspace.status();
   backend->gemmWorkspace_ = std::move(workspace).value();
 
+  if (options.pinnedResults) {
+    auto pinned = installPinnedValueMemory(options.device);
+    if (!pinned.ok())
+      return pinned.status();
+    backend->pinnedResults_ = pinned.value();
+  }
+
   // A slot holds what the widest task of any cell may move: its row
   // indices, a data row for every input row, and a read-back row (with
-  // its index) and a place (two indices) for every output row.
+  // its index, or its address) and a place (two indices) for every output
+  // row.
   size_t widest = 0, widestReadBack = 0;
   for (const cellpack::CellType *cell : backend->artifact_->cells()) {
     uint32_t batch = 0;
@@ -58,6 +66,10 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
           else {
             readBack += align16(batch * rowBytes);
             bytes += 2 * align16(batch * sizeof(int32_t));
+            // An address for every row; an output's rows may split into
+            // a read group and an addressed one, each padded to 16 bytes.
+            if (options.pinnedResults)
+              bytes += align16(batch * sizeof(uint64_t)) + 16;
           }
         }
     widest = std::max(widest, bytes);
@@ -240,6 +252,7 @@ void CudaBackend::deliverFinished() {
   auto start = std::chrono::steady_clock::now();
   for (; delivered_ < finished; ++delivered_) {
     Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
+    times_.deliveredRows += slot.deliveries.size();
     cpu::copyRows(slot.deliveries, copyPool_.get());
     slot.deliveries.clear();
   }

@@ -43,6 +43,9 @@ struct CudaBackendOptions {
   /// Threads copying a finished task's rows out of its staging slot
   /// (ExecutorOptions::copyThreads, resolved: at least 1).
   unsigned copyThreads = 1;
+  /// ExecutorOptions::pinnedResults: request and result values in
+  /// page-locked host memory the device writes directly.
+  bool pinnedResults = false;
 };
 
 /// Memory of one pool: `device` is what kernels use; `host` is non-null
@@ -173,8 +176,19 @@ private:
   Status copyRows(const cellpack::CellType &cell, const void *from,
                   const int32_t *fromRows, void *to, const int32_t *toRows,
                   size_t rowBytes, uint32_t count);
+  /// Pool rows `fromRows` to the host addresses `to` (both lists in the
+  /// slot's device area).
+  Status copyRowsToAddresses(const cellpack::CellType &cell, const void *from,
+                             const int32_t *fromRows, const uint64_t *to,
+                             size_t rowBytes, uint32_t count);
+  /// A launch of a row-copy kernel of `count` rows of `rowBytes`.
+  Status launchRowCopy(const cellpack::CellType &cell, const char *name,
+                       void **args, size_t rowBytes, uint32_t count);
 
   std::shared_ptr<const LoadedArtifact> artifact_;
+  /// The page-locked value memory the device writes read rows into, when
+  /// CudaBackendOptions::pinnedResults installed it (null otherwise).
+  const ValueMemory *pinnedResults_ = nullptr;
   CudaDeviceInfo device_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;

@@ -1,6 +1,8 @@
 //===- CudaCell.cpp - One cell type's code and weights on a device --------===//
 #include "CudaCell.h"
 
+#include "RowCopyKernel.h"
+
 #include "GridDependency.h"
 
 #include "CudaCheck.h"
@@ -39,6 +41,8 @@ CudaCell::create(const LoadedArtifact &artifact, const cellpack::CellType &cell,
   loaded->waitsForPriorGrids_ =
       loaded->kernels_.count(cellpack::kGridDependencyMarkerName) != 0 &&
       codeArchNumber(choice->arch) >= 90;
+  loaded->writesToAddresses_ =
+      loaded->kernels_.count(cellpack::kRowCopyToAddressesKernelName) != 0;
 
   size_t total = 0;
   if (cell.weights())

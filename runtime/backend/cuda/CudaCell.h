@@ -48,6 +48,9 @@ public:
   bool launchesProgrammatically() const {
     return waitsForPriorGrids_ && programmaticLaunchRequested();
   }
+  /// The code carries cellrun_copy_rows_to_addresses (RowCopyKernel.h):
+  /// compiled since 2026-12.
+  bool writesToAddresses() const { return writesToAddresses_; }
   /// "CUBIN sm_90" or "PTX compute_80 (JIT)".
   const std::string &codeDescription() const { return codeDescription_; }
 
@@ -63,6 +66,7 @@ private:
   /// Every kernel of the code waits for the grids before it in the stream:
   /// it lists GridDependency.h's marker and was compiled for sm_90 on.
   bool waitsForPriorGrids_ = false;
+  bool writesToAddresses_ = false;
 };
 
 } // namespace cellrun::cuda

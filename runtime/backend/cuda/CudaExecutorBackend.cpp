@@ -104,6 +104,7 @@ cellrun::makeCudaBackend(std::shared_ptr<const LoadedArtifact> artifact,
       options.copyThreads
           ? options.copyThreads
           : std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 4));
+  cudaOptions.pinnedResults = options.pinnedResults;
   auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
   if (!backend.ok())
     return backend.status();

@@ -3,7 +3,13 @@
 
 #include "CudaCheck.h"
 
+#include "base/HostArena.h"
+
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 using namespace cellrun;
@@ -74,4 +80,69 @@ Status cellrun::cuda::uploadNow(void *device, const void *host, size_t bytes) {
   CELL_CUDA_TRY(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
   CELL_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
   return Status::ok();
+}
+
+namespace {
+/// The device the arena was made for: chunks are checked against it.
+int arenaDevice = 0;
+
+/// Page-locks and maps a new chunk of the value arena (on whichever thread
+/// allocates: a parser's, the engine's), checked on the arena's device and
+/// the thread's own current device left as it was; false when that device
+/// would see it elsewhere than at the host's address.
+bool registerMappedChunk(void *chunk, size_t bytes) {
+  int current = -1;
+  bool switched = cudaGetDevice(&current) == cudaSuccess &&
+                  current != arenaDevice &&
+                  cudaSetDevice(arenaDevice) == cudaSuccess;
+  bool usable = false;
+  if (cudaHostRegister(chunk, bytes,
+                       cudaHostRegisterPortable | cudaHostRegisterMapped) ==
+      cudaSuccess) {
+    void *device = nullptr;
+    usable = cudaHostGetDevicePointer(&device, chunk, 0) == cudaSuccess &&
+             device == chunk;
+    if (!usable)
+      cudaHostUnregister(chunk);
+  }
+  cudaGetLastError(); // a refusal is not sticky: clear it
+  if (switched)
+    cudaSetDevice(current);
+  return usable;
+}
+} // namespace
+
+Result<const ValueMemory *>
+cellrun::cuda::installPinnedValueMemory(int device) {
+  static std::mutex making;
+  static const ValueMemory *made = nullptr;
+  std::lock_guard<std::mutex> lock(making);
+  int direct = 0;
+  CELL_CUDA_TRY(cudaDeviceGetAttribute(
+      &direct, cudaDevAttrCanUseHostPointerForRegisteredMem, device));
+  if (!direct)
+    return Status(StatusCode::Unsupported,
+                  "pinned results: CUDA device " + std::to_string(device) +
+                      " cannot use registered host memory at its host "
+                      "address");
+  if (made)
+    return made;
+  arenaDevice = device;
+  // At most a quarter of the machine's memory page-locked, and 8 GiB.
+  HostArena::Limits limits;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    limits.maxBytes =
+        std::min(limits.maxBytes,
+                 static_cast<size_t>(pages) * static_cast<size_t>(page) / 4);
+  auto arena = HostArena::create(limits, registerMappedChunk);
+  if (!arena.ok())
+    return arena.status();
+  ValueMemory *mine = arena.value().get();
+  ValueMemory &installed = installValueMemory(std::move(arena).value());
+  if (&installed != mine)
+    return Status(StatusCode::Unsupported,
+                  "pinned results: another value memory was installed first");
+  made = &installed;
+  return made;
 }

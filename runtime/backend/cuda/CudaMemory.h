@@ -9,6 +9,7 @@
 #ifndef CELLRUN_BACKEND_CUDA_CUDAMEMORY_H
 #define CELLRUN_BACKEND_CUDA_CUDAMEMORY_H
 
+#include "base/ValueMemory.h"
 #include "cellrun/Status.h"
 
 #include <cstddef>
@@ -56,6 +57,15 @@ private:
   uint8_t *device_ = nullptr;
   size_t size_ = 0;
 };
+
+/// The process's page-locked value memory (base/HostArena.h, installed as
+/// its ValueMemory): request and result values from then on live in host
+/// chunks registered mapped, which kernels of any device write at the
+/// host's own addresses. Made on the first call, for `device` (which must
+/// use host pointers of registered memory as they are); later calls
+/// return it. Unsupported when another value memory was installed
+/// first or the device cannot.
+Result<const ValueMemory *> installPinnedValueMemory(int device);
 
 /// Copies `bytes` from pageable host memory to the device and waits until
 /// they have landed (cudaMemcpy alone may return before the DMA is done,

@@ -40,12 +40,30 @@ template <typename T> const std::vector<T> &orNone(const std::vector<T> *list) {
 void SlotLayout::layOut(const RowMoves &moves,
                         const std::vector<PoolRef> &inputs,
                         const std::vector<PoolRef> &outputs, size_t indexBlocks,
-                        uint32_t batch) {
+                        uint32_t batch, const ValueMemory *addressable) {
   writeGroups_.clear();
   readGroups_.clear();
+  addressedGroups_.clear();
+  addressable_ = addressable;
   inputCount_ = inputs.size();
   groupOfInput_.assign(inputs.size(), -1);
   groupOfOutput_.assign(outputs.size(), -1);
+  addressedGroupOfOutput_.assign(outputs.size(), -1);
+  outputRowBytes_.resize(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o)
+    outputRowBytes_[o] = outputs[o].rowBytes;
+  // A read row: counted in its pool's addressed group or read group.
+  auto countRead = [&](uint32_t output, const void *destination,
+                       uint32_t rows) {
+    const PoolRef &pool = outputs[output];
+    if (addressed(destination, pool.rowBytes))
+      addressedGroups_[groupFor(addressedGroups_, addressedGroupOfOutput_,
+                                output, pool)]
+          .count += rows;
+    else
+      readGroups_[groupFor(readGroups_, groupOfOutput_, output, pool)].count +=
+          rows;
+  };
   for (const Executor::RowWrite &write : orNone(moves.writes))
     ++writeGroups_[groupFor(writeGroups_, groupOfInput_, write.input,
                             inputs[write.input])]
@@ -56,17 +74,19 @@ void SlotLayout::layOut(const RowMoves &moves,
                             inputs[column.input])]
           .count += static_cast<uint32_t>(column.bytes.size());
   for (const Executor::RowRead &read : orNone(moves.reads))
-    ++readGroups_[groupFor(readGroups_, groupOfOutput_, read.output,
-                           outputs[read.output])]
-          .count;
+    countRead(read.output, read.destination, 1);
   for (const Executor::ReadColumn &column : orNone(moves.readColumns)) {
+    if (addressable_) { // row by row: some may be, others not
+      for (void *to : column.to)
+        if (to)
+          countRead(column.output, to, 1);
+      continue;
+    }
     uint32_t taken = 0;
     for (void *to : column.to)
       taken += to != nullptr;
     if (taken > 0)
-      readGroups_[groupFor(readGroups_, groupOfOutput_, column.output,
-                           outputs[column.output])]
-          .count += taken;
+      countRead(column.output, nullptr, taken);
   }
   size_t at = align16(kTicketBytes + indexBlocks * batch * sizeof(int32_t));
   for (PoolGroup &group : writeGroups_) {
@@ -81,6 +101,12 @@ void SlotLayout::layOut(const RowMoves &moves,
     at = align16(at + group.count * sizeof(int32_t));
     group.data = back;
     back = align16(back + group.count * group.rowBytes);
+  }
+  for (PoolGroup &group : addressedGroups_) {
+    group.indices = at;
+    at = align16(at + group.count * sizeof(int32_t));
+    group.data = at;
+    at = align16(at + group.count * sizeof(uint64_t));
   }
   bytes_ = at;
   backBytes_ = back;
@@ -110,8 +136,20 @@ void SlotLayout::fill(
   for (const Executor::WriteColumn &column : orNone(moves.writeColumns))
     for (uint32_t r = 0; r < column.bytes.size(); ++r)
       writeRow(column.input, r, column.bytes[r]);
-  filled_.assign(readGroups_.size(), 0);
+  filled_.assign(readGroups_.size() + addressedGroups_.size(), 0);
+  size_t addressedFilled = readGroups_.size(); // their counts after the rest
   auto readRow = [&](uint32_t output, uint32_t row, void *destination) {
+    if (addressed(destination, outputRowBytes_[output])) {
+      uint32_t g = static_cast<uint32_t>(addressedGroupOfOutput_[output]);
+      const PoolGroup &group = addressedGroups_[g];
+      uint32_t k = filled_[addressedFilled + g]++;
+      reinterpret_cast<int32_t *>(host + group.indices)[k] =
+          (*rowIndices[inputCount_ + output])[row];
+      uint64_t address = reinterpret_cast<uintptr_t>(destination);
+      std::memcpy(host + group.data + k * sizeof(uint64_t), &address,
+                  sizeof address);
+      return;
+    }
     uint32_t g = static_cast<uint32_t>(groupOfOutput_[output]);
     const PoolGroup &group = readGroups_[g];
     uint32_t k = filled_[g]++;

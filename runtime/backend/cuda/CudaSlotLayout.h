@@ -10,7 +10,11 @@
 // first appear (one row-copy kernel a group), in their order within a group:
 // the single writes (reads) first, then the columns' rows, column after
 // column, which is the order Executor::WriteColumn::appendTo (ReadColumn)
-// would give them as single ones. The layout keeps its vectors from task to
+// would give them as single ones. A read row whose destination the device
+// writes in place (page-locked results, ExecutorOptions::pinnedResults)
+// goes instead into an addressed group of its pool: its pool index, then
+// its destination's address, in the host-to-device area, and neither
+// read-back bytes nor a delivery. The layout keeps its vectors from task to
 // task: nothing is allocated per row, and each row is visited once to count
 // and once to fill.
 //
@@ -19,6 +23,7 @@
 #define CELLRUN_BACKEND_CUDA_CUDASLOTLAYOUT_H
 
 #include "backend/cpu/ThreadPool.h"
+#include "base/ValueMemory.h"
 #include "exec/Executor.h"
 
 #include <cstddef>
@@ -31,6 +36,11 @@ namespace cellrun::cuda {
 /// bytes (the row-copy kernel's widest unit).
 constexpr size_t kTicketBytes = 16;
 inline size_t align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+/// The bytes a thread of the row-copy kernels moves at once for rows of
+/// `rowBytes` (RowCopyKernel.h): addresses must lie on it.
+inline size_t copyUnit(size_t rowBytes) {
+  return rowBytes % 16 == 0 ? 16 : (rowBytes % 4 == 0 ? 4 : 1);
+}
 
 /// A pool as a task's row moves see it: its device address and row size.
 struct PoolRef {
@@ -45,7 +55,9 @@ struct PoolGroup {
   uint32_t count = 0;
   size_t indices = 0; // offset of the pool-row indices in the slot
   size_t data = 0;    // writes: offset of the bytes in the slot;
-                      // reads: offset in the read-back area
+                      // reads: offset in the read-back area;
+                      // addressed reads: offset of the addresses (one
+                      // uint64 a row) in the slot
 };
 
 /// The rows a task writes and reads, as the executor gives them (checked:
@@ -63,23 +75,29 @@ public:
   /// Lays out a task whose rows written and read are `moves` (input i's
   /// pool is inputs[i], output o's outputs[o]; every input and output they
   /// name within those), after `indexBlocks` batch-size blocks of row
-  /// indices.
+  /// indices. Read rows whose destination `addressable` owns, on their copy
+  /// unit, are addressed (none when it is null: no memory installed, or a
+  /// cell whose code lacks the kernel).
   void layOut(const RowMoves &moves, const std::vector<PoolRef> &inputs,
               const std::vector<PoolRef> &outputs, size_t indexBlocks,
-              uint32_t batch);
+              uint32_t batch, const ValueMemory *addressable = nullptr);
   /// Bytes of the host-to-device area laid out so far, and of the
   /// read-back area.
   size_t bytes() const { return bytes_; }
   size_t backBytes() const { return backBytes_; }
   const std::vector<PoolGroup> &writeGroups() const { return writeGroups_; }
   const std::vector<PoolGroup> &readGroups() const { return readGroups_; }
+  const std::vector<PoolGroup> &addressedGroups() const {
+    return addressedGroups_;
+  }
 
   /// Writes into the slot's host area `host` the ticket, the `rows` row
   /// indices of every input and output (rowIndices: inputs first, each in
   /// a `batch`-size block), the written rows (pool indices and bytes) and
-  /// the read rows' pool indices; appends to `deliveries` each read row's
-  /// copy from the read-back area `hostBack` to its destination. The same
-  /// moves as layOut; rowIndices has a block for each of its inputs, then
+  /// the read rows' pool indices (and an addressed row's destination);
+  /// appends to `deliveries` each other read row's copy from the read-back
+  /// area `hostBack` to its destination. The same moves as layOut;
+  /// rowIndices has a block for each of its inputs, then
   /// for each of its outputs, and every row they name is below `rows`.
   void fill(uint8_t *host, uint64_t ticket,
             const std::vector<const std::vector<int32_t> *> &rowIndices,
@@ -87,9 +105,17 @@ public:
             uint8_t *hostBack, std::vector<cpu::RowCopy> &deliveries);
 
 private:
-  std::vector<PoolGroup> writeGroups_, readGroups_;
+  /// Whether a read row to `destination` is addressed.
+  bool addressed(const void *destination, size_t rowBytes) const {
+    return addressable_ && addressable_->owns(destination) &&
+           reinterpret_cast<uintptr_t>(destination) % copyUnit(rowBytes) == 0;
+  }
+
+  std::vector<PoolGroup> writeGroups_, readGroups_, addressedGroups_;
   /// Per cell input (output): its group, -1 before its first row.
-  std::vector<int32_t> groupOfInput_, groupOfOutput_;
+  std::vector<int32_t> groupOfInput_, groupOfOutput_, addressedGroupOfOutput_;
+  const ValueMemory *addressable_ = nullptr;
+  std::vector<size_t> outputRowBytes_; // per cell output
   size_t inputCount_ = 0;        // where the outputs' row-index blocks start
   std::vector<uint32_t> filled_; // per group, rows filled so far
   size_t bytes_ = 0, backBytes_ = 0;

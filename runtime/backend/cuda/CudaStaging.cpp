@@ -3,7 +3,9 @@
 // Submission of a task on the cuda backend: its slot laid out and filled on
 // the host (CudaSlotLayout.h: the ticket, the task's row indices, the
 // written rows, the indices of the read ones), the places' indices after
-// them, one host-to-device copy, the kernels, one copy back. Rows of mapped
+// them, one host-to-device copy, the kernels, one copy back (rows whose
+// destination is page-locked value memory the device writes in place, by
+// the address kernel instead: no copy back). Rows of mapped
 // (host-visible) pools go the same way: the host never writes a pool row
 // itself, since a task still in flight may write that row after the host
 // (a step issued past EOS whose request has ended and given its rows back),
@@ -101,29 +103,45 @@ Status CudaBackend::enqueuePlaces(const cellpack::CellType &cell,
   return Status::ok();
 }
 
-Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
-                             const int32_t *fromRows, void *to,
-                             const int32_t *toRows, size_t rowBytes,
-                             uint32_t count) {
+Status CudaBackend::launchRowCopy(const cellpack::CellType &cell,
+                                  const char *name, void **args,
+                                  size_t rowBytes, uint32_t count) {
   const CudaCell &code = *cells_.at(&cell);
-  auto kernel = code.kernel(cellpack::kRowCopyKernelName);
+  auto kernel = code.kernel(name);
   if (!kernel.ok())
     return Status(StatusCode::DataLoss,
                   "cell '" + cell.name()->str() + "': its CUDA code has no " +
-                      cellpack::kRowCopyKernelName +
-                      " (compile the model again with this cellc)");
-  size_t unit = rowBytes % 16 == 0 ? 16 : (rowBytes % 4 == 0 ? 4 : 1);
-  size_t units = rowBytes / unit * count;
+                      name + " (compile the model again with this cellc)");
+  size_t units = rowBytes / copyUnit(rowBytes) * count;
   size_t blocks =
       (units + cellpack::kRowCopyBlockSize - 1) / cellpack::kRowCopyBlockSize;
   blocks = std::clamp<size_t>(blocks, 1, 4096);
-  unsigned bytes = static_cast<unsigned>(rowBytes);
-  void *args[] = {&from, &fromRows, &to, &toRows, &bytes, &count};
   CELL_CUDA_TRY(launchKernel(kernel.value(),
                              dim3(static_cast<unsigned>(blocks)),
                              dim3(cellpack::kRowCopyBlockSize), args, stream_,
                              code.launchesProgrammatically()));
   return Status::ok();
+}
+
+Status CudaBackend::copyRows(const cellpack::CellType &cell, const void *from,
+                             const int32_t *fromRows, void *to,
+                             const int32_t *toRows, size_t rowBytes,
+                             uint32_t count) {
+  unsigned bytes = static_cast<unsigned>(rowBytes);
+  void *args[] = {&from, &fromRows, &to, &toRows, &bytes, &count};
+  return launchRowCopy(cell, cellpack::kRowCopyKernelName, args, rowBytes,
+                       count);
+}
+
+Status CudaBackend::copyRowsToAddresses(const cellpack::CellType &cell,
+                                        const void *from,
+                                        const int32_t *fromRows,
+                                        const uint64_t *to, size_t rowBytes,
+                                        uint32_t count) {
+  unsigned bytes = static_cast<unsigned>(rowBytes);
+  void *args[] = {&from, &fromRows, &to, &bytes, &count};
+  return launchRowCopy(cell, cellpack::kRowCopyToAddressesKernelName, args,
+                       rowBytes, count);
 }
 
 Result<uint64_t>
@@ -188,8 +206,11 @@ Status CudaBackend::enqueueTask(
 
   // Lay the slot out.
   SlotLayout &layout = layout_;
+  const ValueMemory *addressable =
+      pinnedResults_ && cells_.at(&cell)->writesToAddresses() ? pinnedResults_
+                                                              : nullptr;
   layout.layOut(transfers.moves, transfers.inputs, transfers.outputs,
-                rowIndices.size(), batch);
+                rowIndices.size(), batch, addressable);
   size_t at = layout.bytes(), back = layout.backBytes();
   if (at > slotBytes_ || back > readBackBytes_)
     return Status(StatusCode::InvalidArgument,
@@ -228,6 +249,14 @@ Status CudaBackend::enqueueTask(
                       reinterpret_cast<const int32_t *>(device + group.indices),
                       deviceBack + group.data, nullptr, group.rowBytes,
                       group.count));
+  for (const PoolGroup &group : layout.addressedGroups()) {
+    CELL_TRY(copyRowsToAddresses(
+        cell, group.pool,
+        reinterpret_cast<const int32_t *>(device + group.indices),
+        reinterpret_cast<const uint64_t *>(device + group.data), group.rowBytes,
+        group.count));
+    times_.deviceWrittenRows += group.count;
+  }
   if (back > 0)
     CELL_CUDA_TRY(cudaMemcpyAsync(hostBack, deviceBack, back,
                                   cudaMemcpyDeviceToHost, stream_));

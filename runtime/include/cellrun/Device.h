@@ -71,6 +71,15 @@ struct ExecutorOptions {
   /// at hidden 1024); fewer are copied on the calling thread. Tests lower
   /// it so that small models take the shared way too.
   size_t sharedCopyBytes = 256 * 1024;
+  /// cuda: request and result values live in page-locked host memory that
+  /// the device maps (at most a quarter of the machine's memory, 8 GiB; for
+  /// the rest of the process, since results outlive the engine), and a
+  /// task's kernels write its read rows straight into the results: no copy
+  /// back through the staging slot, none by the host after the task. Rows
+  /// whose destination is elsewhere (memory allocated before, a vector over
+  /// 64 MiB, past the limit, off its copy unit) and cells compiled before
+  /// the kernel existed go the staged way. Unsupported on a device that cannot use host pointers directly.
+  bool pinnedResults = false;
 };
 
 } // namespace cellrun

@@ -198,6 +198,9 @@ struct EngineStats {
   /// blocked until the device had finished what was waited for, and those
   /// copying finished tasks' rows out to the results.
   double executorBlockedSeconds = 0, executorDeliverSeconds = 0;
+  /// The rows read back from the device: copied into the results by the
+  /// host, and written there by the device (ExecutorOptions::pinnedResults).
+  uint64_t executorDeliveredRows = 0, executorDeviceWrittenRows = 0;
   uint64_t rowSteps() const {
     uint64_t nodes = 0;
     for (const CellTypeStats &cell : cells)
