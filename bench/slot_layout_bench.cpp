@@ -3,14 +3,15 @@
 // What the host spends a task row getting a chain task into the cuda
 // backend's staging slot, on any machine (no GPU needed: this is the host's
 // part). An LSTM-like cell: a token column written, the emitted h column
-// read, row indices for three inputs and two outputs. Three ways, per batch
-// size: the task's columns expanded into a record a row first (what the
-// executor did for the cuda backend before it took columns), the columns
-// laid out and filled as they are, and, for scale, the copies that deliver
-// a finished task's emitted rows out of the read-back area (the same for
-// both; cpu::copyRows on the calling thread, as the backend does with one
-// copy thread). Prints ns a row, the median of --repeat runs; writes a CSV with
-// --csv.
+// read, row indices for three inputs and two outputs. Per batch size: the
+// task's columns expanded into a record a row first (what the executor did
+// for the cuda backend before it took columns), the columns laid out and
+// filled as they are, the copies that then deliver a finished task's
+// emitted rows out of the read-back area (cpu::copyRows on the calling
+// thread, as the backend does with one copy thread), and the columns laid
+// out with the results in value memory the device writes (--pinned-results:
+// an address a row, no delivery). Prints ns a row, the median of --repeat
+// runs; writes a CSV with --csv.
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cuda/CudaSlotLayout.h"
@@ -39,7 +40,8 @@ struct ChainTask {
   std::vector<std::vector<int32_t>> rowIndices;
   std::vector<const std::vector<int32_t> *> indexPointers;
   std::vector<int32_t> tokens;
-  std::vector<uint8_t> results; // where the emitted rows go
+  std::vector<uint8_t> results; // where the emitted rows go (from resultsAt)
+  uint8_t *resultsAt = nullptr; // on 64 bytes
   std::vector<Executor::WriteColumn> writeColumns;
   std::vector<Executor::ReadColumn> readColumns;
 };
@@ -59,7 +61,10 @@ ChainTask makeTask(uint32_t rows, uint32_t batch, size_t rowBytes,
   for (const auto &indices : task.rowIndices)
     task.indexPointers.push_back(&indices);
   task.tokens.resize(rows);
-  task.results.resize(size_t(rows) * rowBytes);
+  task.results.resize(size_t(rows) * rowBytes + 64);
+  task.resultsAt =
+      task.results.data() +
+      (64 - reinterpret_cast<uintptr_t>(task.results.data()) % 64) % 64;
   Executor::WriteColumn tokens;
   tokens.input = 0;
   Executor::ReadColumn emitted;
@@ -67,12 +72,28 @@ ChainTask makeTask(uint32_t rows, uint32_t batch, size_t rowBytes,
   for (uint32_t r = 0; r < rows; ++r) {
     task.tokens[r] = static_cast<int32_t>(random() % 30000);
     tokens.bytes.push_back(&task.tokens[r]);
-    emitted.to.push_back(task.results.data() + size_t(r) * rowBytes);
+    emitted.to.push_back(task.resultsAt + size_t(r) * rowBytes);
   }
   task.writeColumns = {tokens};
   task.readColumns = {emitted};
   return task;
 }
+
+/// The task's results as value memory the device writes.
+class ResultsMemory final : public ValueMemory {
+public:
+  explicit ResultsMemory(const std::vector<uint8_t> &results)
+      : begin_(results.data()), end_(results.data() + results.size()) {}
+  void *allocate(size_t) noexcept override { return nullptr; }
+  bool owns(const void *values) const noexcept override {
+    auto *at = static_cast<const uint8_t *>(values);
+    return at >= begin_ && at < end_;
+  }
+  void free(void *, size_t) noexcept override {}
+
+private:
+  const uint8_t *begin_, *end_;
+};
 
 /// Median of `values`.
 double median(std::vector<double> values) {
@@ -114,13 +135,14 @@ int main(int argc, char **argv) {
               "the median of 3 alternating sets, each the median of %u runs "
               "of %u tasks\n",
               rowBytes, repeat, tasks);
-  std::printf("%6s %18s %14s %9s %16s\n", "batch", "expanded ns/row",
-              "columns ns/row", "ratio", "deliver ns/row");
+  std::printf("%6s %16s %15s %15s %17s %16s\n", "batch", "expanded ns/row",
+              "columns ns/row", "deliver ns/row", "addressed ns/row",
+              "staged/addressed");
   std::ofstream out;
   if (!csv.empty()) {
     out.open(csv);
     out << "batch,row_bytes,expanded_ns_per_row,columns_ns_per_row,"
-           "deliver_ns_per_row\n";
+           "deliver_ns_per_row,addressed_ns_per_row\n";
   }
   for (uint32_t batch : batches) {
     ChainTask task = makeTask(batch, batch, rowBytes, pools, random);
@@ -130,7 +152,8 @@ int main(int argc, char **argv) {
     // The executor's expansion keeps its vectors' room from task to task.
     std::vector<Executor::RowWrite> writes;
     std::vector<Executor::RowRead> reads;
-    auto stage = [&](bool expand) {
+    ResultsMemory pinned(task.results);
+    auto stage = [&](bool expand, const ValueMemory *addressable = nullptr) {
       deliveries.clear();
       RowMoves moves;
       if (expand) {
@@ -145,7 +168,7 @@ int main(int argc, char **argv) {
         moves = {nullptr, nullptr, &task.writeColumns, &task.readColumns};
       }
       layout.layOut(moves, task.inputs, task.outputs, task.rowIndices.size(),
-                    batch);
+                    batch, addressable);
       if (host.size() < layout.bytes())
         host.resize(layout.bytes()); // once: the same task every time
       layout.fill(host.data(), 1, task.indexPointers, batch, batch, moves,
@@ -163,20 +186,28 @@ int main(int argc, char **argv) {
       return median(runs);
     };
     // Alternating, so that both see the same machine.
-    std::vector<double> expandedRuns, columnRuns;
+    std::vector<double> expandedRuns, columnRuns, addressedRuns;
     for (uint32_t k = 0; k < 3; ++k) {
       expandedRuns.push_back(timeOf([&] { stage(true); }));
       columnRuns.push_back(timeOf([&] { stage(false); }));
+      addressedRuns.push_back(timeOf([&] { stage(false, &pinned); }));
     }
-    double expanded = median(expandedRuns), columns = median(columnRuns);
+    double expanded = median(expandedRuns), columns = median(columnRuns),
+           addressed = median(addressedRuns);
+    if (!deliveries.empty() || layout.addressedGroups().size() != 1 ||
+        layout.addressedGroups()[0].count != batch) {
+      std::fprintf(stderr, "slot_layout_bench: the emitted rows were not "
+                           "all addressed\n");
+      return 1;
+    }
     stage(false);
     // As the backend delivers them with one copy thread (the calling one).
     double deliver = timeOf([&] { cpu::copyRows(deliveries, nullptr); });
-    std::printf("%6u %18.2f %14.2f %9.2f %16.2f\n", batch, expanded, columns,
-                expanded / columns, deliver);
+    std::printf("%6u %16.2f %15.2f %15.2f %17.2f %16.2f\n", batch, expanded,
+                columns, deliver, addressed, (columns + deliver) / addressed);
     if (out)
       out << batch << ',' << rowBytes << ',' << expanded << ',' << columns
-          << ',' << deliver << '\n';
+          << ',' << deliver << ',' << addressed << '\n';
   }
   return 0;
 }
