@@ -11,7 +11,8 @@
 // Writes and reads by the column lay out exactly as their rows given one by
 // one (Executor::WriteColumn::appendTo, ReadColumn::appendTo). Reads into
 // value memory the device writes in place are addressed and leave the rest
-// as they were.
+// as they were; rows shorter than SlotLayout::minAddressedRowBytes() stay
+// staged.
 //
 //===----------------------------------------------------------------------===//
 #include "backend/cuda/CudaSlotLayout.h"
@@ -339,7 +340,8 @@ TEST(CudaSlotLayoutTest, AddressedReadsLeaveTheStagedOnesAsTheyWere) {
   // rows of 12), go into addressed groups: pool index and destination, per
   // pool in first-seen order, after everything else in the slot. The rest
   // lay out, fill and deliver exactly as a task that reads only them.
-  SlotLayout withAddresses, staged; // both reused from task to task
+  SlotLayout withAddresses, staged;         // both reused from task to task
+  withAddresses.setMinAddressedRowBytes(0); // these rows are all short
   forRandomTasks(41, [&](uint32_t round, uint32_t batch, uint32_t rows,
                          Task &task, const RowIndices &rowIndices,
                          std::mt19937 &random) {
@@ -465,6 +467,51 @@ TEST(CudaSlotLayoutTest, AddressedReadsLeaveTheStagedOnesAsTheyWere) {
                             [](uint8_t b) { return b == 0xEE; }))
         << "written past the laid-out bytes";
   });
+}
+
+TEST(CudaSlotLayoutTest, ShortRowsStayStagedEvenIntoAddressableMemory) {
+  // By default a read row is addressed only from
+  // SlotLayout::kMinAddressedRowBytes on: 64-byte rows into the same
+  // addressable memory go through the read-back area as before.
+  alignas(64) static uint8_t pinned[8 * 1024];
+  RangeMemory memory(pinned, sizeof pinned);
+  std::vector<uint8_t> pools(4096);
+  std::vector<PoolRef> inputs;
+  std::vector<PoolRef> outputs = {{pools.data(), 64},
+                                  {pools.data() + 2048, 256}};
+  constexpr uint32_t kRows = 5, kBatch = 8;
+  std::vector<std::vector<int32_t>> indices = {{3, 1, 4, 1, 5, 9, 2, 6},
+                                               {2, 7, 1, 8, 2, 8, 1, 8}};
+  RowIndices rowIndices = {&indices[0], &indices[1]};
+  std::vector<Executor::ReadColumn> columns(2);
+  for (uint32_t o = 0; o < 2; ++o) {
+    columns[o].output = o;
+    for (uint32_t r = 0; r < kRows; ++r)
+      columns[o].to.push_back(pinned + o * 4096 + r * 256);
+  }
+  RowMoves moves{nullptr, nullptr, nullptr, &columns};
+  SlotLayout layout;
+  ASSERT_EQ(layout.minAddressedRowBytes(), SlotLayout::kMinAddressedRowBytes);
+  layout.layOut(moves, inputs, outputs, rowIndices.size(), kBatch, &memory);
+  ASSERT_EQ(layout.readGroups().size(), 1u);
+  EXPECT_EQ(layout.readGroups()[0].pool, pools.data());
+  EXPECT_EQ(layout.readGroups()[0].count, kRows);
+  ASSERT_EQ(layout.addressedGroups().size(), 1u);
+  EXPECT_EQ(layout.addressedGroups()[0].pool, pools.data() + 2048);
+  EXPECT_EQ(layout.addressedGroups()[0].count, kRows);
+  std::vector<uint8_t> host(layout.bytes()), back(layout.backBytes());
+  std::vector<cpu::RowCopy> deliveries;
+  layout.fill(host.data(), 1, rowIndices, kRows, kBatch, moves, back.data(),
+              deliveries);
+  ASSERT_EQ(deliveries.size(), kRows);
+  for (uint32_t r = 0; r < kRows; ++r)
+    EXPECT_EQ(deliveries[r].to, pinned + r * 256);
+
+  // Lowered to 0, the short rows are addressed too.
+  layout.setMinAddressedRowBytes(0);
+  layout.layOut(moves, inputs, outputs, rowIndices.size(), kBatch, &memory);
+  EXPECT_TRUE(layout.readGroups().empty());
+  EXPECT_EQ(layout.addressedGroups().size(), 2u);
 }
 
 } // namespace

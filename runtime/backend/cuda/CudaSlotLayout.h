@@ -76,8 +76,8 @@ public:
   /// pool is inputs[i], output o's outputs[o]; every input and output they
   /// name within those), after `indexBlocks` batch-size blocks of row
   /// indices. Read rows whose destination `addressable` owns, on their copy
-  /// unit, are addressed (none when it is null: no memory installed, or a
-  /// cell whose code lacks the kernel).
+  /// unit, of at least minAddressedRowBytes(), are addressed (none when it
+  /// is null: no memory installed, or a cell whose code lacks the kernel).
   void layOut(const RowMoves &moves, const std::vector<PoolRef> &inputs,
               const std::vector<PoolRef> &outputs, size_t indexBlocks,
               uint32_t batch, const ValueMemory *addressable = nullptr);
@@ -90,6 +90,15 @@ public:
   const std::vector<PoolGroup> &addressedGroups() const {
     return addressedGroups_;
   }
+
+  /// Read rows shorter than this go the staged way even into addressable
+  /// memory: for the host, an address a row then costs more than the row's
+  /// copy (slot_layout_bench, 2026-12-03: even near 256 bytes; 64-byte
+  /// rows 19 ns a row addressed against 15 staged and delivered, 4 KB rows
+  /// 18 against 140). Benchmarks and tests may lower it.
+  static constexpr size_t kMinAddressedRowBytes = 256;
+  size_t minAddressedRowBytes() const { return minAddressedRowBytes_; }
+  void setMinAddressedRowBytes(size_t bytes) { minAddressedRowBytes_ = bytes; }
 
   /// Writes into the slot's host area `host` the ticket, the `rows` row
   /// indices of every input and output (rowIndices: inputs first, each in
@@ -107,7 +116,8 @@ public:
 private:
   /// Whether a read row to `destination` is addressed.
   bool addressed(const void *destination, size_t rowBytes) const {
-    return addressable_ && addressable_->owns(destination) &&
+    return addressable_ && rowBytes >= minAddressedRowBytes_ &&
+           addressable_->owns(destination) &&
            reinterpret_cast<uintptr_t>(destination) % copyUnit(rowBytes) == 0;
   }
 
@@ -115,6 +125,7 @@ private:
   /// Per cell input (output): its group, -1 before its first row.
   std::vector<int32_t> groupOfInput_, groupOfOutput_, addressedGroupOfOutput_;
   const ValueMemory *addressable_ = nullptr;
+  size_t minAddressedRowBytes_ = kMinAddressedRowBytes;
   std::vector<size_t> outputRowBytes_; // per cell output
   size_t inputCount_ = 0;        // where the outputs' row-index blocks start
   std::vector<uint32_t> filled_; // per group, rows filled so far
