@@ -74,8 +74,9 @@ wanted() { [ -z "${GPU_CHECK_STEPS:-}" ] || [[ " $GPU_CHECK_STEPS " == *" $1 "* 
 step() { echo "== $* ($((deadline - SECONDS)) s left)"; }
 fail() { echo "gpu-check: $*" | tee -a "$logs/failures.txt"; status=1; }
 # Seconds a step may take: its own limit, or what is left of the run.
-limit() {
+limit() { # $1 seconds, or what is left (at least 1: `timeout 0` never stops)
   local left=$((deadline - SECONDS))
+  [ "$left" -lt 1 ] && left=1
   [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
 }
 enough() { # enough time left for a step that needs $1 seconds?
@@ -326,7 +327,8 @@ fi
 # (nvidia-smi's utilization sampled every 100 ms), then the same run
 # through the scheduler instead of the persistent chain batch, and with
 # the delivery copy on one thread (--copy-threads 1) and on eight, and
-# with only the final states asked for.
+# with only the final states asked for, with the results written by the
+# device (--pinned-results), and with plans as CUDA graphs (--cuda-graphs).
 if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
@@ -395,6 +397,24 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   "$python" "$root/scripts/compare-results.py" "$work/busy-pinned.jsonl" \
     "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-pinned-compare.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pinned results differ from the staged run's"
+  # Each task's plan launched as one CUDA graph (--cuda-graphs): the host's
+  # launch calls against the staged run's; its report counts the plans
+  # each way; the outputs compared likewise.
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    >"$logs/busy-utilization-graphs.csv" 2>/dev/null &
+  sampler=$!
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    --input "$work/wmt20k.jsonl" --quiet --cuda-graphs --output "$work/busy-graphs.jsonl" \
+    >"$logs/busy-run-graphs.txt" 2>&1 || fail "cellrun run --cuda-graphs (busy) failed"
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+  echo "-- the same with --cuda-graphs (writing its results):"
+  cat "$logs/busy-run-graphs.txt"
+  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
+    "$logs/busy-utilization-graphs.csv"
+  "$python" "$root/scripts/compare-results.py" "$work/busy-graphs.jsonl" \
+    "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-graphs-compare.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "results with CUDA graphs differ from the staged run's"
 fi
 
 # Engine threads sharing the GPU (--workers-per-device): `cellrun run` of

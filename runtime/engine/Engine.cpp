@@ -450,6 +450,9 @@ EngineStats Engine::stats() const {
     total.executorDeliverSeconds += stats.executorDeliverSeconds;
     total.executorDeliveredRows += stats.executorDeliveredRows;
     total.executorDeviceWrittenRows += stats.executorDeviceWrittenRows;
+    total.executorPlanGraphLaunches += stats.executorPlanGraphLaunches;
+    total.executorPlanGraphCaptures += stats.executorPlanGraphCaptures;
+    total.executorPlansLaunchedDirectly += stats.executorPlansLaunchedDirectly;
     total.workerTasks.push_back(tasks);
   }
   return total;

@@ -65,6 +65,9 @@ bool EngineWorker::runOnce() {
     stats_.executorDeliverSeconds = times.deliverSeconds;
     stats_.executorDeliveredRows = times.deliveredRows;
     stats_.executorDeviceWrittenRows = times.deviceWrittenRows;
+    stats_.executorPlanGraphLaunches = times.planGraphLaunches;
+    stats_.executorPlanGraphCaptures = times.planGraphCaptures;
+    stats_.executorPlansLaunchedDirectly = times.plansLaunchedDirectly;
   }
   return worked;
 }

@@ -196,6 +196,10 @@ public:
   struct Times {
     double blockedSeconds = 0, deliverSeconds = 0;
     uint64_t deliveredRows = 0, deviceWrittenRows = 0;
+    /// cuda (ExecutorOptions::cudaGraphs): task plans launched as a CUDA
+    /// graph, graphs captured, and plans launched kernel by kernel.
+    uint64_t planGraphLaunches = 0, planGraphCaptures = 0,
+             plansLaunchedDirectly = 0;
   };
   Times times() const;
   /// Ok while the executor can run tasks; once its device is lost (a sticky

@@ -252,7 +252,12 @@ protected:
                float tolerance, std::mt19937 &random, bool withTask,
                bool onlyThisTask = false);
 
+  int runEveryCase(const ExampleArtifact &example,
+                   const ExecutorOptions &options, int repeats,
+                   Executor **used);
+
   ExecutorOptions options_;
+  std::unique_ptr<Executor> executor_; // runEveryCase's last
   /// Input rows a task wrote for itself alone that the backend read where
   /// they lay, leaving the pool row as it was (RowWrite::onlyThisTask).
   int rowsReadInPlace_ = 0;
@@ -338,18 +343,30 @@ void BackendExamplesTest::runCase(Executor &executor,
   expectUntouchedRowsPoisoned(executor, scattered, where);
 }
 
-TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
-  ExampleArtifact example = GetParam();
+/// Runs every reference case of every cell at every batch plan it fits (a
+/// full batch of each plan taken from the largest case where none has
+/// one), `repeats` times in a row each, on an executor with `options`;
+/// returns the tasks run.
+int BackendExamplesTest::runEveryCase(const ExampleArtifact &example,
+                                      const ExecutorOptions &options,
+                                      int repeats, Executor **used) {
   std::string dir = examplesDir() + "/" + example.model;
   auto loaded = loadArtifact(artifactPath(example));
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  if (!loaded.ok())
+    return 0;
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto created = [&] {
     ForcedChoices forced(example);
-    return Executor::create(artifact, kPoolRows, options_);
+    return Executor::create(artifact, kPoolRows, options);
   }();
-  ASSERT_TRUE(created.ok()) << created.status().toString();
-  Executor &executor = *created.value();
+  EXPECT_TRUE(created.ok()) << created.status().toString();
+  if (!created.ok())
+    return 0;
+  executor_ = std::move(created).value();
+  Executor &executor = *executor_;
+  if (used)
+    *used = &executor;
   float tolerance = toleranceFor(example, *artifact);
   std::printf("%s (%s) on %s\n", example.model, example.precision,
               executor.describe().c_str());
@@ -358,8 +375,10 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
   for (const cellpack::CellType *cell : artifact->cells()) {
     std::vector<RefCase> cases;
     std::string error;
-    ASSERT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
+    EXPECT_TRUE(referenceCasesFor(*artifact, *cell, dir, cases, error))
         << error;
+    if (cases.empty())
+      return tasks;
     const RefCase *largest = &cases.front();
     for (const RefCase &reference : cases)
       if (reference.batch > largest->batch)
@@ -375,16 +394,19 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
           [&](const RefCase &reference) { return reference.batch == batch; });
       if (!hasFull && largest->batch >= batch)
         planCases.push_back(firstRows(*largest, batch));
-      for (const RefCase &reference : planCases) {
-        // Data written into the pools, moved with the task, or moved with
-        // it for it alone (then the cpu backend reads it where it lies).
-        runCase(executor, *cell, *plan, reference, tolerance, random,
-                /*withTask=*/tasks % 3 != 0, /*onlyThisTask=*/tasks % 3 == 2);
-        ++tasks;
-        fullBatches += reference.batch == batch;
-        if (HasFatalFailure())
-          return;
-      }
+      for (const RefCase &reference : planCases)
+        for (int repeat = 0; repeat < repeats; ++repeat) {
+          // Data written into the pools, moved with the task, or moved
+          // with it for it alone (then the cpu backend reads it where it
+          // lies).
+          runCase(executor, *cell, *plan, reference, tolerance, random,
+                  /*withTask=*/tasks % 3 != 0,
+                  /*onlyThisTask=*/tasks % 3 == 2);
+          ++tasks;
+          fullBatches += reference.batch == batch;
+          if (HasFatalFailure())
+            return tasks;
+        }
     }
     for (const cellpack::BatchPlan *plan : *cell->plans())
       EXPECT_LE(plan->batch_size(), largest->batch)
@@ -394,10 +416,54 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
               "%d input rows read where they lay\n",
               example.model, example.precision, tasks, fullBatches,
               rowsReadInPlace_);
+  return tasks;
+}
+
+TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
+  Executor *executor = nullptr;
+  int tasks = runEveryCase(GetParam(), options_, 1, &executor);
+  if (HasFatalFailure())
+    return;
   EXPECT_GE(tasks, 10);
   // Host memory: every example reads some written input in place.
-  if (executor.describe().rfind("cpu", 0) == 0) {
+  if (executor && executor->describe().rfind("cpu", 0) == 0) {
     EXPECT_GT(rowsReadInPlace_, 0);
+  }
+}
+
+TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorchAsCudaGraphs) {
+  // ExecutorOptions::cudaGraphs: every case twice in a row, the first
+  // capturing its plan's graph for its rows, the second launching it
+  // again; then with room for two graphs only, the rest kernel by kernel.
+  if (std::string(CELL_TEST_DEVICE) != "cuda")
+    GTEST_SKIP() << "CUDA graphs are an option of the cuda backend";
+  for (unsigned limit : {1024u, 2u}) {
+    ExecutorOptions options = options_;
+    options.cudaGraphs = true;
+    options.cudaGraphLimit = limit;
+    Executor *executor = nullptr;
+    int tasks = runEveryCase(GetParam(), options, 2, &executor);
+    if (HasFatalFailure() || !executor)
+      return;
+    Executor::Times times = executor->times();
+    std::printf("graph limit %u: %d tasks, %llu plans as graphs (%llu "
+                "captured), %llu kernel by kernel\n",
+                limit, tasks, (unsigned long long)times.planGraphLaunches,
+                (unsigned long long)times.planGraphCaptures,
+                (unsigned long long)times.plansLaunchedDirectly);
+    EXPECT_GE(tasks, 20);
+    EXPECT_EQ(times.planGraphLaunches + times.plansLaunchedDirectly,
+              uint64_t(tasks));
+    if (limit > 2) {
+      EXPECT_EQ(times.plansLaunchedDirectly, 0u)
+          << "graphs were turned off: see the log";
+      EXPECT_GT(times.planGraphCaptures, 0u);
+      EXPECT_LE(times.planGraphCaptures, uint64_t(tasks / 2));
+    } else {
+      EXPECT_EQ(times.planGraphCaptures, 2u);
+      EXPECT_GE(times.planGraphLaunches, 4u); // each case ran twice
+      EXPECT_GT(times.plansLaunchedDirectly, 0u);
+    }
   }
 }
 

@@ -10,8 +10,9 @@
 // tokens identical for all but a few requests (a near tie between two
 // logits may break the other way on another device, and the rest of that
 // decode follows it); every row back in its pool afterwards. The same with
-// two workers (threads, streams, pools) sharing the device, and with the
-// results in page-locked memory the device writes (pinnedResults).
+// two workers (threads, streams, pools) sharing the device, with the
+// results in page-locked memory the device writes (pinnedResults), and
+// with the tasks' plans launched as CUDA graphs (cudaGraphs).
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -27,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <tuple>
 
 using namespace cellrun;
 using cellc::testing::exampleArtifactPath;
@@ -35,11 +37,12 @@ using cellc::testing::randomRequest;
 namespace {
 
 std::unique_ptr<Engine> manual(std::shared_ptr<const LoadedArtifact> artifact,
-                               DeviceKind device, bool pinnedResults = false) {
+                               DeviceKind device,
+                               ExecutorOptions executor = {}) {
   EngineOptions options;
   options.startWorker = false;
+  options.executor = executor;
   options.executor.device = device;
-  options.executor.pinnedResults = pinnedResults;
   auto engine = Engine::create(std::move(artifact), options);
   EXPECT_TRUE(engine.ok()) << engine.status().toString();
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -76,17 +79,17 @@ protected:
 };
 
 /// 200 random requests of `model` at random rounds on the cuda backend
-/// (`pinnedResults`: ExecutorOptions::pinnedResults), each against the cpu
-/// run alone; `afterwards` sees the engine and the results.
+/// (with `executor`'s options), each against the cpu run alone;
+/// `afterwards` sees the engine and the results.
 void matchTheCpuRunAlone(
-    const std::string &model, bool pinnedResults,
+    const std::string &model, const ExecutorOptions &executor,
     const std::function<void(Engine &, const std::vector<RequestResult> &)>
         &afterwards = {}) {
   auto loaded = loadArtifact(exampleArtifactPath(model));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
   auto cpu = manual(artifact, DeviceKind::Cpu);
-  auto gpu = manual(artifact, DeviceKind::Cuda, pinnedResults);
+  auto gpu = manual(artifact, DeviceKind::Cuda, executor);
   ASSERT_TRUE(cpu && gpu);
   std::printf("%s on %s\n", model.c_str(), gpu->deviceDescription().c_str());
   uint32_t idle = engineExecutor(*gpu).rowsInUse();
@@ -134,7 +137,7 @@ void matchTheCpuRunAlone(
 }
 
 TEST_P(EngineCudaTest, RequestsMatchTheCpuRunAlone) {
-  matchTheCpuRunAlone(GetParam(), false);
+  matchTheCpuRunAlone(GetParam(), {});
 }
 
 TEST_P(EngineCudaTest, PinnedResultsWrittenByTheDeviceMatchTheCpu) {
@@ -143,13 +146,16 @@ TEST_P(EngineCudaTest, PinnedResultsWrittenByTheDeviceMatchTheCpu) {
   // whose destination is elsewhere, such as a projection's step rows, go
   // the staged way): results as the cpu's, all in that memory.
   std::string model = GetParam();
-  matchTheCpuRunAlone(model, true, [&](Engine &gpu, const auto &results) {
+  ExecutorOptions executor;
+  executor.pinnedResults = true;
+  matchTheCpuRunAlone(model, executor, [&](Engine &gpu, const auto &results) {
     const ValueMemory *pinned = installedValueMemory();
     ASSERT_NE(pinned, nullptr);
     for (const RequestResult &result : results)
       for (const OutputTensor &tensor : result.outputs)
-        if (!tensor.floats.empty())
+        if (!tensor.floats.empty()) {
           EXPECT_TRUE(pinned->owns(tensor.floats.data())) << tensor.name;
+        }
     EngineStats stats = gpu.stats();
     std::printf("%s: %llu rows written by the device, %llu copied by the "
                 "host\n",
@@ -160,13 +166,47 @@ TEST_P(EngineCudaTest, PinnedResultsWrittenByTheDeviceMatchTheCpu) {
   });
 }
 
-class EngineCudaWorkersTest : public EngineCudaTest {};
+TEST_P(EngineCudaTest, PlansLaunchedAsCudaGraphsMatchTheCpu) {
+  // ExecutorOptions::cudaGraphs: each task's plan captured once for its
+  // rows and staging slot, then launched as one graph. Results as the
+  // cpu's; every plan went as a graph (none refused, none past the limit),
+  // and some graph served more than one task.
+  std::string model = GetParam();
+  ExecutorOptions executor;
+  executor.cudaGraphs = true;
+  matchTheCpuRunAlone(model, executor, [&](Engine &gpu, const auto &) {
+    EngineStats stats = gpu.stats();
+    std::printf("%s: %llu plans launched as graphs, %llu captured, %llu "
+                "kernel by kernel\n",
+                model.c_str(),
+                (unsigned long long)stats.executorPlanGraphLaunches,
+                (unsigned long long)stats.executorPlanGraphCaptures,
+                (unsigned long long)stats.executorPlansLaunchedDirectly);
+    EXPECT_EQ(stats.executorPlansLaunchedDirectly, 0u)
+        << "graphs were turned off (see the log) or ran past their limit";
+    EXPECT_GT(stats.executorPlanGraphCaptures, 0u);
+    EXPECT_GT(stats.executorPlanGraphLaunches, stats.executorPlanGraphCaptures)
+        << "no graph was launched again";
+  });
+}
+
+/// A model, and whether plans launch as CUDA graphs.
+class EngineCudaWorkersTest
+    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
+protected:
+  void SetUp() override {
+    auto probe = probeCudaDevice();
+    CELL_SKIP_WITHOUT_CUDA(probe, "cuda engine");
+  }
+};
 
 TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   // Two engine threads on one GPU (EngineOptions::workersPerDevice), each
   // with its own stream and pools, requests admitted by the less loaded
-  // and moved between them: the same results as the cpu's.
-  std::string model = GetParam();
+  // and moved between them: the same results as the cpu's; with graphs,
+  // each worker capturing on its own stream while the other launches.
+  std::string model = std::get<0>(GetParam());
+  bool graphs = std::get<1>(GetParam());
   auto loaded = loadArtifact(exampleArtifactPath(model));
   ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
   std::shared_ptr<const LoadedArtifact> artifact = std::move(loaded).value();
@@ -176,6 +216,7 @@ TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   options.executor.device = DeviceKind::Cuda;
   options.workers = 2;
   options.workersPerDevice = 2;
+  options.executor.cudaGraphs = graphs;
   // Strict turns: once one worker holds requests the other, with more
   // room, must take the next, so both run some (asserted).
   options.admissionSlack = 0;
@@ -208,13 +249,26 @@ TEST_P(EngineCudaWorkersTest, TwoWorkersSharingTheDeviceMatchTheCpuRunAlone) {
   ASSERT_EQ(stats.workerTasks.size(), 2u);
   EXPECT_GT(stats.workerTasks[0], 0u);
   EXPECT_GT(stats.workerTasks[1], 0u);
+  if (graphs) {
+    EXPECT_EQ(stats.executorPlansLaunchedDirectly, 0u);
+    EXPECT_GT(stats.executorPlanGraphLaunches, stats.executorPlanGraphCaptures);
+  } else {
+    EXPECT_EQ(stats.executorPlanGraphLaunches, 0u);
+  }
   std::printf("%s on two workers of one device: %llu and %llu tasks\n",
               model.c_str(), (unsigned long long)stats.workerTasks[0],
               (unsigned long long)stats.workerTasks[1]);
 }
 
-INSTANTIATE_TEST_SUITE_P(ChainAndMemories, EngineCudaWorkersTest,
-                         ::testing::Values("lstm", "attention"));
+INSTANTIATE_TEST_SUITE_P(
+    ChainAndMemories, EngineCudaWorkersTest,
+    ::testing::Combine(::testing::Values(std::string("lstm"),
+                                         std::string("attention")),
+                       ::testing::Bool()),
+    [](const auto &info) {
+      return std::get<0>(info.param) +
+             (std::get<1>(info.param) ? "_graphs" : "");
+    });
 
 INSTANTIATE_TEST_SUITE_P(Examples, EngineCudaTest,
                          ::testing::Values("lstm", "gru", "seq2seq",

@@ -76,6 +76,7 @@ void addEngineOptions(CLI::App &app, BenchArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 64u));
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
+  app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
   app.add_option("--workers", args.workers,
                  "our workers, one per device, each with its own pools "
                  "(cuda: devices 0..N-1 unless --workers-per-device says "

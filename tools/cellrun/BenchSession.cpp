@@ -103,6 +103,7 @@ Status BenchSession::load(DeviceKind device) {
   base_.executor.threads = args_.threads;
   base_.executor.copyThreads = args_.copyThreads;
   base_.executor.pinnedResults = args_.pinnedResults;
+  base_.executor.cudaGraphs = args_.cudaGraphs;
   base_.workers = args_.workers;
   base_.workersPerDevice = args_.workersPerDevice;
   base_.poolRows = args_.poolRows;

@@ -39,7 +39,7 @@ struct BenchArgs {
                                chainOrder = "turns";
   std::vector<double> rates;
   bool saturate = false, quiet = false, plot = false, noMove = false,
-       noChainBatch = false, pinnedResults = false;
+       noChainBatch = false, pinnedResults = false, cudaGraphs = false;
   double duration = 10, warmup = -1, cooldown = -1, deadlineMs = 0;
   std::vector<std::string> policies = {"cellular", "padded", "graph"};
   uint64_t seed = 2018;

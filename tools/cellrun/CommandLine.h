@@ -88,6 +88,13 @@ constexpr const char *kPinnedResultsHelp =
     "writes its emitted rows straight into the results instead of the host "
     "copying them there";
 
+/// The help of --cuda-graphs (run, bench, serve): ExecutorOptions::
+/// cudaGraphs.
+constexpr const char *kCudaGraphsHelp =
+    "cuda: launch a task's GEMMs and kernels as one CUDA graph, captured "
+    "the first time a batch plan runs a number of rows (up to 1024 graphs "
+    "a worker, then kernel by kernel)";
+
 /// The help of --workers-per-device (run, bench, serve):
 /// EngineOptions::workersPerDevice.
 constexpr const char *kWorkersPerDeviceHelp =

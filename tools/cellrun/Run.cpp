@@ -45,7 +45,7 @@ struct RunArgs {
   uint64_t memoryBudget = 0;              // bytes; 0: poolRows
   uint64_t readAhead = uint64_t(1) << 30; // bytes of request text
   bool quiet = false, allowNonFinite = false, noMove = false,
-       noChainBatch = false, pinnedResults = false;
+       noChainBatch = false, pinnedResults = false, cudaGraphs = false;
 };
 
 void addOptions(CLI::App &app, RunArgs &args) {
@@ -111,6 +111,7 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 64u));
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
+  app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
   app.add_option("--workers", args.workers,
                  "workers, one per device unless --workers-per-device says "
                  "otherwise (cuda: devices 0..N-1)")
@@ -250,6 +251,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.executor.threads = args.threads;
   engineOptions.executor.copyThreads = args.copyThreads;
   engineOptions.executor.pinnedResults = args.pinnedResults;
+  engineOptions.executor.cudaGraphs = args.cudaGraphs;
   engineOptions.workers = args.workers;
   engineOptions.workersPerDevice = args.workersPerDevice;
   engineOptions.poolRows = args.poolRows;

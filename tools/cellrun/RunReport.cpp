@@ -139,6 +139,13 @@ void printSummary(const std::string &model, const std::string &policy,
                 "into the results by the device (--pinned-results)\n",
                 (unsigned long long)stats.executorDeliveredRows,
                 (unsigned long long)stats.executorDeviceWrittenRows);
+  uint64_t graphed = stats.executorPlanGraphLaunches;
+  if (onDevice && (graphed || stats.executorPlansLaunchedDirectly))
+    std::printf("task plans: %llu launched as CUDA graphs (%llu captured), "
+                "%llu kernel by kernel (--cuda-graphs)\n",
+                (unsigned long long)graphed,
+                (unsigned long long)stats.executorPlanGraphCaptures,
+                (unsigned long long)stats.executorPlansLaunchedDirectly);
   // The engine's threads hardly waited for the device: it could take more.
   if (onDevice && stats.roundSeconds > 0.1 &&
       stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)

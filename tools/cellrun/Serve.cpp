@@ -33,7 +33,8 @@ struct ServeArgs {
            copyThreads = 0, fillRows = EngineOptions().fillRows,
            workersPerDevice = 1, maxRunning = 0;
   uint64_t memoryBudget = 0;
-  bool noMove = false, noChainBatch = false, pinnedResults = false;
+  bool noMove = false, noChainBatch = false, pinnedResults = false,
+       cudaGraphs = false;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
   uint32_t httpMaxConnections = 4096;
@@ -106,6 +107,7 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 64u));
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
+  app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
 }
 
 /// The HTTP front end's body size, threads, connections and timeout.
@@ -203,6 +205,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.executor.threads = args.threads;
   options.executor.copyThreads = args.copyThreads;
   options.executor.pinnedResults = args.pinnedResults;
+  options.executor.cudaGraphs = args.cudaGraphs;
   options.workers = args.workers;
   options.workersPerDevice = args.workersPerDevice;
   options.maxQueue = args.maxQueue;

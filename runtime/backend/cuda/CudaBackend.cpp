@@ -80,6 +80,8 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   };
   backend->slotBytes_ = round(kTicketBytes + widest);
   backend->readBackBytes_ = round(widestReadBack);
+  if (options.graphs)
+    backend->graphs_ = std::make_unique<PlanGraphs>(options.graphLimit);
   if (options.copyThreads > 1)
     backend->copyPool_ = std::make_unique<cpu::ThreadPool>(options.copyThreads);
   backend->slots_.resize(options.tasksInFlight);
@@ -88,7 +90,11 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   if (!host.ok())
     return host.status();
   backend->hostStaging_ = std::move(host).value();
-  auto staging = DeviceBuffer::allocate(backend->slotBytes_ * slots);
+  // One device area for every slot: a task's copy into it comes after the
+  // tasks before it on the one stream (a copy is never a programmatic
+  // launch), so the same addresses hold each task's row indices, and a
+  // plan's CUDA graph serves every slot.
+  auto staging = DeviceBuffer::allocate(backend->slotBytes_);
   if (!staging.ok())
     return staging.status();
   backend->deviceStaging_ = std::move(staging).value();
@@ -124,6 +130,7 @@ Status CudaBackend::prepareAll() {
 CudaBackend::~CudaBackend() {
   if (stream_)
     cudaStreamSynchronize(stream_);
+  graphs_.reset();
   runners_.clear();
   cells_.clear();
   if (blas_)
@@ -191,6 +198,16 @@ CudaBackend::runner(const cellpack::CellType &cell,
   }
   runner = std::move(created).value();
   return runner.get();
+}
+
+Executor::Times CudaBackend::times() const {
+  Executor::Times times = times_;
+  if (graphs_) {
+    times.planGraphLaunches = graphs_->counts().graphLaunches;
+    times.planGraphCaptures = graphs_->counts().captures;
+    times.plansLaunchedDirectly = graphs_->counts().direct;
+  }
+  return times;
 }
 
 uint64_t CudaBackend::completed() const {

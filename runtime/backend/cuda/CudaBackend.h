@@ -1,11 +1,13 @@
 //===- CudaBackend.h - Tasks of an artifact on one CUDA device -*- C++ -*-===//
 //
-// One device, one stream, and a ring of `tasksInFlight` staging slots. A
-// task's small host inputs (its row indices, the rows of request data it
+// One device, one stream, and a ring of `tasksInFlight` staging slots on the
+// host (one area on the device serves them all, in stream order). A task's
+// small host inputs (its row indices, the rows of request data it
 // writes into pools, the indices of the rows the host reads back, and a
 // ticket number) are packed into the slot's pinned buffer and moved in one
 // host-to-device copy; the data rows are scattered into their pools; the
-// plan's GEMMs and kernels run; the rows the host reads are gathered into
+// plan's GEMMs and kernels run (launched one by one, or as one CUDA graph:
+// CudaPlanGraphs.h); the rows the host reads are gathered into
 // the slot and come back in one device-to-host copy; then one more copy
 // writes the ticket into a completion counter in pinned host memory. Tasks
 // complete in stream order, so the counter is the last finished ticket: the
@@ -23,6 +25,7 @@
 #ifndef CELLRUN_BACKEND_CUDA_CUDABACKEND_H
 #define CELLRUN_BACKEND_CUDA_CUDABACKEND_H
 
+#include "CudaPlanGraphs.h"
 #include "CudaSlotLayout.h"
 #include "CudaTaskRunner.h"
 
@@ -46,6 +49,10 @@ struct CudaBackendOptions {
   /// ExecutorOptions::pinnedResults: request and result values in
   /// page-locked host memory the device writes directly.
   bool pinnedResults = false;
+  /// ExecutorOptions::cudaGraphs: a task's plan launched as a CUDA graph
+  /// (CudaPlanGraphs.h), at most `graphLimit` of them kept.
+  bool graphs = false;
+  size_t graphLimit = 1024;
 };
 
 /// Memory of one pool: `device` is what kernels use; `host` is non-null
@@ -115,8 +122,9 @@ public:
   /// The last finished ticket (tickets start at 1).
   uint64_t completed() const;
   /// Seconds blocked in wait (and waitForSlot) until tasks finished, and
-  /// seconds copying finished tasks' rows out of their slots.
-  Executor::Times times() const { return times_; }
+  /// seconds copying finished tasks' rows out of their slots; the rows
+  /// moved each way and how the plans were launched.
+  Executor::Times times() const;
   /// Waits until `ticket` has finished, or the stream reports an error
   /// (which every later call then returns); the reads of every finished
   /// task are then in their destinations.
@@ -197,7 +205,7 @@ private:
   size_t readBackBytes_ = 0; // device-to-host area of a slot
   std::vector<Slot> slots_;
   PinnedBuffer hostStaging_;   // slots * slotBytes_
-  DeviceBuffer deviceStaging_; // the same layout on the device
+  DeviceBuffer deviceStaging_; // one slot's layout on the device, shared
   PinnedBuffer hostReadBack_;  // slots * readBackBytes_
   DeviceBuffer deviceReadBack_;
   PinnedBuffer counter_; // one uint64_t: the last finished ticket
@@ -209,6 +217,9 @@ private:
   /// Splits a finished task's copies out of its staging slot (null: the
   /// caller copies alone; CudaBackendOptions::copyThreads).
   std::unique_ptr<cpu::ThreadPool> copyPool_;
+  /// The plans' CUDA graphs (CudaBackendOptions::graphs; null: none).
+  std::unique_ptr<PlanGraphs> graphs_;
+  bool reportedGraphsOff_ = false;
   /// Set when the stream failed: every later wait and submit returns it.
   Status failure_;
   std::vector<DeviceBuffer> devicePools_;

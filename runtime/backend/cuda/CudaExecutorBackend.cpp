@@ -105,6 +105,8 @@ cellrun::makeCudaBackend(std::shared_ptr<const LoadedArtifact> artifact,
           ? options.copyThreads
           : std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 4));
   cudaOptions.pinnedResults = options.pinnedResults;
+  cudaOptions.graphs = options.cudaGraphs;
+  cudaOptions.graphLimit = options.cudaGraphLimit;
   auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
   if (!backend.ok())
     return backend.status();

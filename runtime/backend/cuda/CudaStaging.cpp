@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 using namespace cellrun;
@@ -200,7 +201,7 @@ Status CudaBackend::enqueueTask(
   Slot &slot = slots_[slotIndex];
   slot.deliveries.clear();
   uint8_t *host = hostStaging_.data() + slotIndex * slotBytes_;
-  uint8_t *device = deviceStaging_.data() + slotIndex * slotBytes_;
+  uint8_t *device = deviceStaging_.data(); // one for all: stream order
   uint8_t *hostBack = hostReadBack_.data() + slotIndex * readBackBytes_;
   uint8_t *deviceBack = deviceReadBack_.data() + slotIndex * readBackBytes_;
 
@@ -242,7 +243,18 @@ Status CudaBackend::enqueueTask(
   auto *deviceRows = reinterpret_cast<const int32_t *>(device + kTicketBytes);
   views.inputRows = deviceRows;
   views.outputRows = deviceRows + inputPools.size() * batch;
-  CELL_TRY(runner.enqueue(rows, views, stream_));
+  if (graphs_) {
+    CELL_TRY(graphs_->enqueue(runner, rows, views, stream_));
+    if (!graphs_->offBecause().empty() && !reportedGraphsOff_) {
+      reportedGraphsOff_ = true;
+      std::fprintf(stderr,
+                   "cellrun: CUDA graphs turned off on device %d (%s); task "
+                   "plans launch kernel by kernel\n",
+                   device_.index, graphs_->offBecause().c_str());
+    }
+  } else {
+    CELL_TRY(runner.enqueue(rows, views, stream_));
+  }
   CELL_TRY(enqueuePlaces(cell, placed, device));
   for (const PoolGroup &group : layout.readGroups())
     CELL_TRY(copyRows(cell, group.pool,

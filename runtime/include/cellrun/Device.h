@@ -77,9 +77,17 @@ struct ExecutorOptions {
   /// task's kernels write its read rows straight into the results: no copy
   /// back through the staging slot, none by the host after the task. Rows
   /// whose destination is elsewhere (memory allocated before, a vector over
-  /// 64 MiB, past the limit, off its copy unit) and cells compiled before
-  /// the kernel existed go the staged way. Unsupported on a device that cannot use host pointers directly.
+  /// 64 MiB, past the limit, off its copy unit), rows under 256 bytes
+  /// (cheaper staged) and cells compiled before the kernel existed go the
+  /// staged way. Unsupported on a device that cannot use host pointers
+  /// directly.
   bool pinnedResults = false;
+  /// cuda: a task's GEMMs and kernels launched as one CUDA graph, captured
+  /// the first time a cell's batch plan runs a number of rows (at most
+  /// cudaGraphLimit graphs a worker; past them, and when the driver refuses
+  /// a capture, kernel by kernel as without).
+  bool cudaGraphs = false;
+  unsigned cudaGraphLimit = 1024;
 };
 
 } // namespace cellrun

@@ -201,6 +201,10 @@ struct EngineStats {
   /// The rows read back from the device: copied into the results by the
   /// host, and written there by the device (ExecutorOptions::pinnedResults).
   uint64_t executorDeliveredRows = 0, executorDeviceWrittenRows = 0;
+  /// Task plans launched as a CUDA graph, graphs captured, and plans
+  /// launched kernel by kernel (ExecutorOptions::cudaGraphs).
+  uint64_t executorPlanGraphLaunches = 0, executorPlanGraphCaptures = 0,
+           executorPlansLaunchedDirectly = 0;
   uint64_t rowSteps() const {
     uint64_t nodes = 0;
     for (const CellTypeStats &cell : cells)

@@ -1,0 +1,136 @@
+//===- CudaPlanGraphs.cpp - A task's plan launched as a CUDA graph --------===//
+#include "CudaPlanGraphs.h"
+
+#include "CudaCheck.h"
+
+#include <functional>
+
+using namespace cellrun;
+using namespace cellrun::cuda;
+
+PlanGraphs::~PlanGraphs() {
+  for (auto &entry : graphs_)
+    if (entry.second.exec)
+      cudaGraphExecDestroy(entry.second.exec);
+}
+
+size_t PlanGraphs::KeyHash::operator()(const Key &key) const {
+  size_t hash = std::hash<const void *>()(key.runner);
+  auto mix = [&hash](size_t value) {
+    hash ^= value + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
+  };
+  mix(std::hash<const void *>()(key.inputRows));
+  mix(std::hash<const void *>()(key.outputRows));
+  mix(std::hash<int64_t>()(key.rows));
+  return hash;
+}
+
+bool PlanGraphs::samePools(const Graph &graph, const DeviceTaskViews &views) {
+  size_t inputs = views.inputs.size();
+  if (graph.pools.size() != inputs + views.outputs.size())
+    return false;
+  for (size_t i = 0; i < inputs; ++i)
+    if (graph.pools[i] != views.inputs[i])
+      return false;
+  for (size_t i = 0; i < views.outputs.size(); ++i)
+    if (graph.pools[inputs + i] != views.outputs[i])
+      return false;
+  return true;
+}
+
+Status PlanGraphs::enqueueDirectly(const CudaTaskRunner &runner, int64_t rows,
+                                   const DeviceTaskViews &views,
+                                   cudaStream_t stream) {
+  ++counts_.direct;
+  return runner.enqueue(rows, views, stream);
+}
+
+Result<cudaGraphExec_t> PlanGraphs::capture(const CudaTaskRunner &runner,
+                                            int64_t rows,
+                                            const DeviceTaskViews &views,
+                                            cudaStream_t stream) {
+  // What the driver refused, when it is no fault of the device: graphs go
+  // off and the plan launches kernel by kernel.
+  auto refused = [this](const std::string &why) -> Result<cudaGraphExec_t> {
+    (void)cudaGetLastError(); // the refusal is not a later call's error
+    offBecause_ = why;
+    return static_cast<cudaGraphExec_t>(nullptr);
+  };
+  cudaError_t began =
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (began != cudaSuccess) {
+    if (isStickyCudaError(began))
+      return cudaFailure(began, "cudaStreamBeginCapture", __FILE__, __LINE__);
+    return refused(std::string("cudaStreamBeginCapture: ") +
+                   cudaGetErrorString(began));
+  }
+  Status enqueued = runner.enqueue(rows, views, stream);
+  cudaGraph_t graph = nullptr;
+  cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!enqueued.isOk() || ended != cudaSuccess) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    if (ended != cudaSuccess && isStickyCudaError(ended))
+      return cudaFailure(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
+    return refused(enqueued.isOk()
+                       ? std::string("cudaStreamEndCapture: ") +
+                             cudaGetErrorString(ended)
+                       : "the plan under capture: " + enqueued.message());
+  }
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (made != cudaSuccess) {
+    if (isStickyCudaError(made))
+      return cudaFailure(made, "cudaGraphInstantiate", __FILE__, __LINE__);
+    return refused(std::string("cudaGraphInstantiate: ") +
+                   cudaGetErrorString(made));
+  }
+  return exec;
+}
+
+Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
+                           const DeviceTaskViews &views, cudaStream_t stream) {
+  if (!offBecause_.empty())
+    return enqueueDirectly(runner, rows, views, stream);
+  Key key{&runner, views.inputRows, views.outputRows, rows};
+  auto found = graphs_.find(key);
+  Graph *graph = nullptr;
+  if (found != graphs_.end() && samePools(found->second, views)) {
+    graph = &found->second;
+  } else {
+    if (found == graphs_.end() && graphs_.size() >= limit_)
+      return enqueueDirectly(runner, rows, views, stream);
+    auto captured = capture(runner, rows, views, stream);
+    if (!captured.ok())
+      return captured.status();
+    if (!captured.value()) {
+      // Refused under capture: the task launches directly. If that fails
+      // too, the plan was at fault, not the capture: its error is the
+      // caller's and graphs stay on; otherwise they go off.
+      std::string why = offBecause_;
+      offBecause_.clear();
+      CELL_TRY(enqueueDirectly(runner, rows, views, stream));
+      offBecause_ = why;
+      return Status::ok();
+    }
+    graph = &graphs_[key]; // replaces one of other pools
+    if (graph->exec)
+      cudaGraphExecDestroy(graph->exec);
+    graph->exec = captured.value();
+    graph->pools = views.inputs;
+    graph->pools.insert(graph->pools.end(), views.outputs.begin(),
+                        views.outputs.end());
+    ++counts_.captures;
+  }
+  cudaError_t launched = cudaGraphLaunch(graph->exec, stream);
+  if (launched == cudaSuccess) {
+    ++counts_.graphLaunches;
+    return Status::ok();
+  }
+  if (isStickyCudaError(launched))
+    return cudaFailure(launched, "cudaGraphLaunch", __FILE__, __LINE__);
+  (void)cudaGetLastError();
+  offBecause_ = std::string("cudaGraphLaunch: ") + cudaGetErrorString(launched);
+  return enqueueDirectly(runner, rows, views, stream);
+}

@@ -1,0 +1,87 @@
+//===- CudaPlanGraphs.h - A task's plan as a CUDA graph ---------*- C++ -*-===//
+//
+// ExecutorOptions::cudaGraphs: the plan of a task (its GEMMs and kernels,
+// CudaTaskRunner::enqueue) is captured once for each runner, pools, row
+// indices on the device and active rows, and afterwards launched as one
+// graph: one call on the host instead of one for every launch. The cuda
+// backend's views of a cell's pools and of the row indices in its device
+// staging area are the same for every task, so a batch-b plan meets at
+// most b keys; graphs are made on first use, up to a limit, after which
+// the plan launches kernel by kernel. A capture the driver refuses
+// turns graphs off for the backend (reason kept) and the task launches
+// kernel by kernel; only a broken device is an error.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CELLRUN_BACKEND_CUDA_CUDAPLANGRAPHS_H
+#define CELLRUN_BACKEND_CUDA_CUDAPLANGRAPHS_H
+
+#include "CudaTaskRunner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cellrun::cuda {
+
+class PlanGraphs {
+public:
+  /// At most `limit` graphs are kept (their device memory is small: the
+  /// launches' parameters).
+  explicit PlanGraphs(size_t limit) : limit_(limit) {}
+  ~PlanGraphs();
+  PlanGraphs(const PlanGraphs &) = delete;
+  PlanGraphs &operator=(const PlanGraphs &) = delete;
+
+  /// Enqueues `runner`'s plan for `rows` rows of `views` on `stream`: the
+  /// graph of that key, captured first when it is new.
+  Status enqueue(const CudaTaskRunner &runner, int64_t rows,
+                 const DeviceTaskViews &views, cudaStream_t stream);
+
+  struct Counts {
+    /// Plans launched as a graph, graphs captured (each also launched),
+    /// and plans launched kernel by kernel (past the limit, or with graphs
+    /// turned off).
+    uint64_t graphLaunches = 0, captures = 0, direct = 0;
+  };
+  const Counts &counts() const { return counts_; }
+  /// Why graphs were turned off; empty while they are on.
+  const std::string &offBecause() const { return offBecause_; }
+
+private:
+  struct Key {
+    const CudaTaskRunner *runner;
+    const int32_t *inputRows, *outputRows;
+    int64_t rows;
+    bool operator==(const Key &other) const {
+      return runner == other.runner && inputRows == other.inputRows &&
+             outputRows == other.outputRows && rows == other.rows;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key &key) const;
+  };
+  struct Graph {
+    /// The pools it was captured with: inputs, then outputs.
+    std::vector<void *> pools;
+    cudaGraphExec_t exec = nullptr;
+  };
+  static bool samePools(const Graph &graph, const DeviceTaskViews &views);
+  /// Captures and instantiates the plan; null with graphs turned off when
+  /// the driver refused (the task then launches kernel by kernel).
+  Result<cudaGraphExec_t> capture(const CudaTaskRunner &runner, int64_t rows,
+                                  const DeviceTaskViews &views,
+                                  cudaStream_t stream);
+  Status enqueueDirectly(const CudaTaskRunner &runner, int64_t rows,
+                         const DeviceTaskViews &views, cudaStream_t stream);
+
+  size_t limit_;
+  std::unordered_map<Key, Graph, KeyHash> graphs_;
+  Counts counts_;
+  std::string offBecause_;
+};
+
+} // namespace cellrun::cuda
+
+#endif // CELLRUN_BACKEND_CUDA_CUDAPLANGRAPHS_H
