@@ -12,7 +12,9 @@
 //  - the host's time: a submitted task's (CudaBackend::submit, less its
 //    waits for a free slot), the plan's launches alone (its GEMMs and
 //    kernels enqueued one by one), and one launch of the plan captured as
-//    a CUDA graph: what a graph per (cell, batch size) would save the host;
+//    a CUDA graph: what a graph per (cell, batch size) would save the host
+//    (with --graphs, the backend launches the plans as graphs itself,
+//    CudaBackendOptions::graphs, and the first column shows what is left);
 // and, in the same run, two floors:
 //  - a bare cuBLAS GEMM of the plan's largest GEMM shape on fp32 data, its
 //    products in the artifact's precision (fp32, or tf32/bf16/fp16 tensor
@@ -24,6 +26,7 @@
 // at most 1.3 at every batch size. Prints a table and writes a CSV.
 //
 //   cuda_task_bench MODEL.cellpack [--cell NAME] [--csv FILE] [--device N]
+//                   [--graphs]
 //
 //===----------------------------------------------------------------------===//
 #include "BenchCommon.h"
@@ -168,6 +171,10 @@ void defineOptions(CLI::App &app, Options &options) {
   app.add_option("--csv", options.csvPath, "write the rows here");
   app.add_option("--device", options.backend.device, "CUDA device index")
       ->capture_default_str();
+  app.add_flag("--graphs", options.backend.graphs,
+               "the backend launches each task's plan as a CUDA graph "
+               "(--cuda-graphs): the host column is then a task's submit "
+               "with its plan launched that way");
 }
 
 /// The cell called `name` (the first when `name` is empty), or null after
@@ -486,6 +493,14 @@ int main(int argc, char **argv) {
   for (const cellpack::BatchPlan *plan : *cell->plans())
     if (!timeBatch(bench, *plan))
       return 1;
+  if (options.backend.graphs) {
+    Executor::Times times = backend.times();
+    std::printf("\n--graphs: %llu plans launched as CUDA graphs (%llu "
+                "captured), %llu kernel by kernel\n",
+                (unsigned long long)times.planGraphLaunches,
+                (unsigned long long)times.planGraphCaptures,
+                (unsigned long long)times.plansLaunchedDirectly);
+  }
   std::printf("\nhost, launch, graph: the host's microseconds a task in "
               "submit (its waits for a slot left out), a plan's launches "
               "enqueued one by one, and one launch of the plan captured as a "

@@ -262,6 +262,15 @@ for precision in fp32 tf32 bf16; do
       fail "cuda_task_bench fp32 with CELL_CUDA_EPILOGUE=separate failed"
     cat "$logs/cuda-lstm1024-fp32-separate.txt"
   fi
+  # The backend launching each plan as a CUDA graph (--cuda-graphs): its
+  # host column against the table above's.
+  if [ "$precision" = fp32 ] && enough 30 "cuda_task_bench fp32 --graphs"; then
+    step "cuda_task_bench (fp32, --graphs)"
+    timeout "$(limit 90)" "$build/bench/cuda_task_bench" "$artifact" --graphs \
+      --csv "$logs/cuda-lstm1024-fp32-graphs.csv" >"$logs/cuda-lstm1024-fp32-graphs.txt" 2>&1 ||
+      fail "cuda_task_bench fp32 --graphs failed"
+    cat "$logs/cuda-lstm1024-fp32-graphs.txt"
+  fi
 done
 
 # Programmatic dependent launch (runtime/schema/GridDependency.h) is on by
