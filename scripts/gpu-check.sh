@@ -381,49 +381,45 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
     || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
   echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"
   cat "$logs/busy-run-final.txt"
+  # `cellrun run` of the same trace with the flags after NAME, writing its
+  # results to busy-NAME.jsonl, the utilization sampled again; then its
+  # outputs compared with the staged run's (other batches may sum in other
+  # orders: compare-results.py's tolerance).
+  busy_sampled() {
+    local name="$1" sampler
+    shift
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+      >"$logs/busy-utilization-$name.csv" 2>/dev/null &
+    sampler=$!
+    timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+      --input "$work/wmt20k.jsonl" --quiet "$@" --output "$work/busy-$name.jsonl" \
+      >"$logs/busy-run-$name.txt" 2>&1 || fail "cellrun run $* (busy) failed"
+    kill "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
+    echo "-- the same with $* (writing its results):"
+    cat "$logs/busy-run-$name.txt"
+    awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
+      "$logs/busy-utilization-$name.csv"
+  }
+  busy_compare() {
+    "$python" "$root/scripts/compare-results.py" "$work/busy-$1.jsonl" \
+      "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-$1-compare.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || fail "results with $2 differ from the staged run's"
+  }
   # Results in page-locked memory the device writes (--pinned-results): the
-  # emitted rows leave the device by the task's own kernel, no host copy;
-  # with the utilization sampled again, and the outputs compared with the
-  # staged run's (other batches may sum in other orders: compare-results.py's
-  # tolerance).
-  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-    >"$logs/busy-utilization-pinned.csv" 2>/dev/null &
-  sampler=$!
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
-    --input "$work/wmt20k.jsonl" --quiet --pinned-results --output "$work/busy-pinned.jsonl" \
-    >"$logs/busy-run-pinned.txt" 2>&1 || fail "cellrun run --pinned-results (busy) failed"
-  kill "$sampler" 2>/dev/null
-  wait "$sampler" 2>/dev/null
-  echo "-- the same with --pinned-results (writing its results):"
-  cat "$logs/busy-run-pinned.txt"
-  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
-    "$logs/busy-utilization-pinned.csv"
+  # emitted rows leave the device by the task's own kernel, no host copy.
+  busy_sampled pinned --pinned-results
   timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --output "$work/busy-staged.jsonl" \
     >"$logs/busy-run-staged-output.txt" 2>&1 || fail "cellrun run --output (busy) failed"
   echo "-- the same staged, writing its results:"
   cat "$logs/busy-run-staged-output.txt"
-  "$python" "$root/scripts/compare-results.py" "$work/busy-pinned.jsonl" \
-    "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-pinned-compare.txt"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pinned results differ from the staged run's"
+  busy_compare pinned --pinned-results
   # Each task's plan launched as one CUDA graph (--cuda-graphs): the host's
   # launch calls against the staged run's; its report counts the plans
-  # each way; the outputs compared likewise.
-  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-    >"$logs/busy-utilization-graphs.csv" 2>/dev/null &
-  sampler=$!
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
-    --input "$work/wmt20k.jsonl" --quiet --cuda-graphs --output "$work/busy-graphs.jsonl" \
-    >"$logs/busy-run-graphs.txt" 2>&1 || fail "cellrun run --cuda-graphs (busy) failed"
-  kill "$sampler" 2>/dev/null
-  wait "$sampler" 2>/dev/null
-  echo "-- the same with --cuda-graphs (writing its results):"
-  cat "$logs/busy-run-graphs.txt"
-  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
-    "$logs/busy-utilization-graphs.csv"
-  "$python" "$root/scripts/compare-results.py" "$work/busy-graphs.jsonl" \
-    "$work/busy-staged.jsonl" 2>&1 | tee "$logs/busy-graphs-compare.txt"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "results with CUDA graphs differ from the staged run's"
+  # each way.
+  busy_sampled graphs --cuda-graphs
+  busy_compare graphs --cuda-graphs
 fi
 
 # Engine threads sharing the GPU (--workers-per-device): `cellrun run` of
