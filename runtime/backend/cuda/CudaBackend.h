@@ -8,7 +8,9 @@
 // host-to-device copy; the data rows are scattered into their pools; the
 // plan's GEMMs and kernels run (launched one by one, or as one CUDA graph:
 // CudaPlanGraphs.h); the rows the host reads are gathered into
-// the slot and come back in one device-to-host copy; then one more copy
+// the slot and come back in one device-to-host copy (rows whose destination
+// is page-locked value memory, CudaBackendOptions::pinnedResults, are
+// written there by a kernel instead); then one more copy
 // writes the ticket into a completion counter in pinned host memory. Tasks
 // complete in stream order, so the counter is the last finished ticket: the
 // host learns completion by reading it (no callbacks, no events), copies a
@@ -19,7 +21,8 @@
 //
 // Pools of integer rows (token ids, flags) are in mapped pinned memory, the
 // kernels read and write them in place; pools of floating-point rows are
-// device memory. Either way a task's data and results go through its slot.
+// device memory. Either way a task's data and results go through its slot
+// (results not, where the device writes them in place).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDABACKEND_H
@@ -52,7 +55,7 @@ struct CudaBackendOptions {
   /// ExecutorOptions::cudaGraphs: a task's plan launched as a CUDA graph
   /// (CudaPlanGraphs.h), at most `graphLimit` of them kept.
   bool graphs = false;
-  size_t graphLimit = 1024;
+  size_t graphLimit = 2048;
 };
 
 /// Memory of one pool: `device` is what kernels use; `host` is non-null

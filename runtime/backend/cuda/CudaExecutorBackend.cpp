@@ -3,7 +3,7 @@
 // The executor's Backend over one CudaBackend (CudaBackend.h): pools of
 // floating-point rows in device memory, integer rows in mapped pinned
 // memory; a task's row writes and reads travel in its one staging copy
-// each way.
+// each way (reads into page-locked results written there by the device).
 //
 //===----------------------------------------------------------------------===//
 #include "../Backend.h"

@@ -2,8 +2,10 @@
 //
 // Move-only owners of a cudaMalloc'ed block (DeviceBuffer) and of a block of
 // page-locked host memory (PinnedBuffer), optionally mapped into the device's
-// address space so kernels read and write it directly. Allocation returns a
-// Status; freeing never fails loudly (the destructor has nowhere to report).
+// address space so kernels read and write it directly; and the page-locked
+// value memory of --pinned-results (installPinnedValueMemory: a HostArena
+// whose chunks are registered mapped). Allocation returns a Status; freeing
+// never fails loudly (the destructor has nowhere to report).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDAMEMORY_H

@@ -7,9 +7,9 @@
 // backend's views of a cell's pools and of the row indices in its device
 // staging area are the same for every task, so a batch-b plan meets at
 // most b keys; graphs are made on first use, up to a limit, after which
-// the plan launches kernel by kernel. A capture the driver refuses
-// turns graphs off for the backend (reason kept) and the task launches
-// kernel by kernel; only a broken device is an error.
+// the plan launches kernel by kernel. A capture, instantiation or launch
+// the driver refuses turns graphs off for the backend (reason kept) and
+// the task launches kernel by kernel; only a broken device is an error.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDAPLANGRAPHS_H

@@ -87,7 +87,7 @@ struct ExecutorOptions {
   /// cudaGraphLimit graphs a worker; past them, and when the driver refuses
   /// a capture, kernel by kernel as without).
   bool cudaGraphs = false;
-  unsigned cudaGraphLimit = 1024;
+  unsigned cudaGraphLimit = 2048;
 };
 
 } // namespace cellrun
