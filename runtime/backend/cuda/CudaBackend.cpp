@@ -81,7 +81,8 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   backend->slotBytes_ = round(kTicketBytes + widest);
   backend->readBackBytes_ = round(widestReadBack);
   if (options.graphs)
-    backend->graphs_ = std::make_unique<PlanGraphs>(options.graphLimit);
+    backend->graphs_ =
+        std::make_unique<PlanGraphs>(options.graphLimit, options.device);
   if (options.copyThreads > 1)
     backend->copyPool_ = std::make_unique<cpu::ThreadPool>(options.copyThreads);
   backend->slots_.resize(options.tasksInFlight);

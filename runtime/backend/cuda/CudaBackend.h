@@ -222,7 +222,6 @@ private:
   std::unique_ptr<cpu::ThreadPool> copyPool_;
   /// The plans' CUDA graphs (CudaBackendOptions::graphs; null: none).
   std::unique_ptr<PlanGraphs> graphs_;
-  bool reportedGraphsOff_ = false;
   /// Set when the stream failed: every later wait and submit returns it.
   Status failure_;
   std::vector<DeviceBuffer> devicePools_;

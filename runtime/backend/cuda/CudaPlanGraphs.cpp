@@ -3,6 +3,7 @@
 
 #include "CudaCheck.h"
 
+#include <cstdio>
 #include <functional>
 
 using namespace cellrun;
@@ -38,6 +39,15 @@ bool PlanGraphs::samePools(const Graph &graph, const DeviceTaskViews &views) {
   return true;
 }
 
+void PlanGraphs::turnOff(const std::string &why) {
+  (void)cudaGetLastError(); // the refusal is not a later call's error
+  off_ = true;
+  std::fprintf(stderr,
+               "cellrun: CUDA graphs turned off on device %d (%s); task "
+               "plans launch kernel by kernel\n",
+               device_, why.c_str());
+}
+
 Status PlanGraphs::enqueueDirectly(const CudaTaskRunner &runner, int64_t rows,
                                    const DeviceTaskViews &views,
                                    cudaStream_t stream) {
@@ -48,12 +58,13 @@ Status PlanGraphs::enqueueDirectly(const CudaTaskRunner &runner, int64_t rows,
 Result<cudaGraphExec_t> PlanGraphs::capture(const CudaTaskRunner &runner,
                                             int64_t rows,
                                             const DeviceTaskViews &views,
-                                            cudaStream_t stream) {
-  // What the driver refused, when it is no fault of the device: graphs go
-  // off and the plan launches kernel by kernel.
-  auto refused = [this](const std::string &why) -> Result<cudaGraphExec_t> {
-    (void)cudaGetLastError(); // the refusal is not a later call's error
-    offBecause_ = why;
+                                            cudaStream_t stream,
+                                            std::string &refusal) {
+  // What the driver refused, when it is no fault of the device (not a
+  // later call's error either).
+  auto refused = [&refusal](const std::string &why) -> Result<cudaGraphExec_t> {
+    (void)cudaGetLastError();
+    refusal = why;
     return static_cast<cudaGraphExec_t>(nullptr);
   };
   cudaError_t began =
@@ -91,7 +102,7 @@ Result<cudaGraphExec_t> PlanGraphs::capture(const CudaTaskRunner &runner,
 
 Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
                            const DeviceTaskViews &views, cudaStream_t stream) {
-  if (!offBecause_.empty())
+  if (off_)
     return enqueueDirectly(runner, rows, views, stream);
   Key key{&runner, views.inputRows, views.outputRows, rows};
   auto found = graphs_.find(key);
@@ -101,17 +112,16 @@ Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
   } else {
     if (found == graphs_.end() && graphs_.size() >= limit_)
       return enqueueDirectly(runner, rows, views, stream);
-    auto captured = capture(runner, rows, views, stream);
+    std::string refusal;
+    auto captured = capture(runner, rows, views, stream, refusal);
     if (!captured.ok())
       return captured.status();
     if (!captured.value()) {
       // Refused under capture: the task launches directly. If that fails
       // too, the plan was at fault, not the capture: its error is the
       // caller's and graphs stay on; otherwise they go off.
-      std::string why = offBecause_;
-      offBecause_.clear();
       CELL_TRY(enqueueDirectly(runner, rows, views, stream));
-      offBecause_ = why;
+      turnOff(refusal);
       return Status::ok();
     }
     graph = &graphs_[key]; // replaces one of other pools
@@ -130,7 +140,6 @@ Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
   }
   if (isStickyCudaError(launched))
     return cudaFailure(launched, "cudaGraphLaunch", __FILE__, __LINE__);
-  (void)cudaGetLastError();
-  offBecause_ = std::string("cudaGraphLaunch: ") + cudaGetErrorString(launched);
+  turnOff(std::string("cudaGraphLaunch: ") + cudaGetErrorString(launched));
   return enqueueDirectly(runner, rows, views, stream);
 }

@@ -8,8 +8,9 @@
 // staging area are the same for every task, so a batch-b plan meets at
 // most b keys; graphs are made on first use, up to a limit, after which
 // the plan launches kernel by kernel. A capture, instantiation or launch
-// the driver refuses turns graphs off for the backend (reason kept) and
-// the task launches kernel by kernel; only a broken device is an error.
+// the driver refuses turns graphs off for the backend (said once on
+// stderr, with why) and the task launches kernel by kernel; only a
+// broken device is an error.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CELLRUN_BACKEND_CUDA_CUDAPLANGRAPHS_H
@@ -28,8 +29,8 @@ namespace cellrun::cuda {
 class PlanGraphs {
 public:
   /// At most `limit` graphs are kept (their device memory is small: the
-  /// launches' parameters).
-  explicit PlanGraphs(size_t limit) : limit_(limit) {}
+  /// launches' parameters); `device` names the device in the message.
+  PlanGraphs(size_t limit, int device) : limit_(limit), device_(device) {}
   ~PlanGraphs();
   PlanGraphs(const PlanGraphs &) = delete;
   PlanGraphs &operator=(const PlanGraphs &) = delete;
@@ -46,8 +47,6 @@ public:
     uint64_t graphLaunches = 0, captures = 0, direct = 0;
   };
   const Counts &counts() const { return counts_; }
-  /// Why graphs were turned off; empty while they are on.
-  const std::string &offBecause() const { return offBecause_; }
 
 private:
   struct Key {
@@ -68,18 +67,21 @@ private:
     cudaGraphExec_t exec = nullptr;
   };
   static bool samePools(const Graph &graph, const DeviceTaskViews &views);
-  /// Captures and instantiates the plan; null with graphs turned off when
-  /// the driver refused (the task then launches kernel by kernel).
+  /// Captures and instantiates the plan; null, with why in `refusal`,
+  /// when the driver refused.
   Result<cudaGraphExec_t> capture(const CudaTaskRunner &runner, int64_t rows,
                                   const DeviceTaskViews &views,
-                                  cudaStream_t stream);
+                                  cudaStream_t stream, std::string &refusal);
+  /// Graphs off from now on, said on stderr.
+  void turnOff(const std::string &why);
   Status enqueueDirectly(const CudaTaskRunner &runner, int64_t rows,
                          const DeviceTaskViews &views, cudaStream_t stream);
 
   size_t limit_;
+  int device_;
   std::unordered_map<Key, Graph, KeyHash> graphs_;
   Counts counts_;
-  std::string offBecause_;
+  bool off_ = false; // turnOff() was called
 };
 
 } // namespace cellrun::cuda

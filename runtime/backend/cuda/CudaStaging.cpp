@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 
 using namespace cellrun;
@@ -243,18 +242,8 @@ Status CudaBackend::enqueueTask(
   auto *deviceRows = reinterpret_cast<const int32_t *>(device + kTicketBytes);
   views.inputRows = deviceRows;
   views.outputRows = deviceRows + inputPools.size() * batch;
-  if (graphs_) {
-    CELL_TRY(graphs_->enqueue(runner, rows, views, stream_));
-    if (!graphs_->offBecause().empty() && !reportedGraphsOff_) {
-      reportedGraphsOff_ = true;
-      std::fprintf(stderr,
-                   "cellrun: CUDA graphs turned off on device %d (%s); task "
-                   "plans launch kernel by kernel\n",
-                   device_.index, graphs_->offBecause().c_str());
-    }
-  } else {
-    CELL_TRY(runner.enqueue(rows, views, stream_));
-  }
+  CELL_TRY(graphs_ ? graphs_->enqueue(runner, rows, views, stream_)
+                   : runner.enqueue(rows, views, stream_));
   CELL_TRY(enqueuePlaces(cell, placed, device));
   for (const PoolGroup &group : layout.readGroups())
     CELL_TRY(copyRows(cell, group.pool,
