@@ -338,6 +338,8 @@ fi
 # the delivery copy on one thread (--copy-threads 1) and on eight, and
 # with only the final states asked for, with the results written by the
 # device (--pinned-results), and with plans as CUDA graphs (--cuda-graphs).
+# Every run times its tasks on the device (--time-device): its "device
+# busy" line is issue 33's measure, the tasks' device time over the wall.
 if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
@@ -346,7 +348,7 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
     >"$logs/busy-utilization.csv" 2>/dev/null &
   sampler=$!
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
   kill "$sampler" 2>/dev/null
   wait "$sampler" 2>/dev/null
@@ -355,28 +357,28 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
     "$logs/busy-utilization.csv"
   # The same through the scheduler (no persistent chain batch): the A/B of
   # the host path on this GPU.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --no-chain-batch >"$logs/busy-run-scheduler.txt" 2>&1 \
     || fail "cellrun run --no-chain-batch (busy) failed"
   echo "-- the same with --no-chain-batch:"
   cat "$logs/busy-run-scheduler.txt"
   # The delivery copy on the engine's thread alone (the default splits it
   # among a quarter of the cores, at most 4): what the copy threads buy.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --copy-threads 1 >"$logs/busy-run-copy1.txt" 2>&1 \
     || fail "cellrun run --copy-threads 1 (busy) failed"
   echo "-- the same with --copy-threads 1:"
   cat "$logs/busy-run-copy1.txt"
   # And with twice the default's cap (on the H200's 16 cores, 4): whether
   # more copy threads would take more of the engine's time off it.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --copy-threads 8 >"$logs/busy-run-copy8.txt" 2>&1 \
     || fail "cellrun run --copy-threads 8 (busy) failed"
   echo "-- the same with --copy-threads 8:"
   cat "$logs/busy-run-copy8.txt"
   # Only the final states asked for: no per-step row leaves the device, so
   # what is left is the engine and the executor without the results' copy.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --outputs final_h_next,final_c_next >"$logs/busy-run-final.txt" 2>&1 \
     || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
   echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"
@@ -391,7 +393,7 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
       >"$logs/busy-utilization-$name.csv" 2>/dev/null &
     sampler=$!
-    timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+    timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
       --input "$work/wmt20k.jsonl" --quiet "$@" --output "$work/busy-$name.jsonl" \
       >"$logs/busy-run-$name.txt" 2>&1 || fail "cellrun run $* (busy) failed"
     kill "$sampler" 2>/dev/null
@@ -409,7 +411,7 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   # Results in page-locked memory the device writes (--pinned-results): the
   # emitted rows leave the device by the task's own kernel, no host copy.
   busy_sampled pinned --pinned-results
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --output "$work/busy-staged.jsonl" \
     >"$logs/busy-run-staged-output.txt" 2>&1 || fail "cellrun run --output (busy) failed"
   echo "-- the same staged, writing its results:"

@@ -453,6 +453,8 @@ EngineStats Engine::stats() const {
     total.executorPlanGraphLaunches += stats.executorPlanGraphLaunches;
     total.executorPlanGraphCaptures += stats.executorPlanGraphCaptures;
     total.executorPlansLaunchedDirectly += stats.executorPlansLaunchedDirectly;
+    total.executorDeviceSeconds += stats.executorDeviceSeconds;
+    total.executorDeviceTimedTasks += stats.executorDeviceTimedTasks;
     total.workerTasks.push_back(tasks);
   }
   return total;

@@ -68,6 +68,8 @@ bool EngineWorker::runOnce() {
     stats_.executorPlanGraphLaunches = times.planGraphLaunches;
     stats_.executorPlanGraphCaptures = times.planGraphCaptures;
     stats_.executorPlansLaunchedDirectly = times.plansLaunchedDirectly;
+    stats_.executorDeviceSeconds = times.deviceSeconds;
+    stats_.executorDeviceTimedTasks = times.deviceTimedTasks;
   }
   return worked;
 }

@@ -200,6 +200,10 @@ public:
     /// graph, graphs captured, and plans launched kernel by kernel.
     uint64_t planGraphLaunches = 0, planGraphCaptures = 0,
              plansLaunchedDirectly = 0;
+    /// cuda (ExecutorOptions::timeDevice): the finished tasks' spans on
+    /// the device, summed, and how many were timed.
+    double deviceSeconds = 0;
+    uint64_t deviceTimedTasks = 0;
   };
   Times times() const;
   /// Ok while the executor can run tasks; once its device is lost (a sticky

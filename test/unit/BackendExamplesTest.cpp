@@ -30,6 +30,7 @@
 #include <optional>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <ostream>
@@ -465,6 +466,32 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorchAsCudaGraphs) {
       EXPECT_GT(times.plansLaunchedDirectly, 0u);
     }
   }
+}
+
+TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorchTimedOnDevice) {
+  // ExecutorOptions::timeDevice: every task's span on the device timed.
+  // The cases run one task at a time, each waited for, so the spans lie
+  // within the cases' wall time; a task (a copy in, kernels, a copy out)
+  // takes a microsecond at least.
+  if (std::string(CELL_TEST_DEVICE) != "cuda")
+    GTEST_SKIP() << "timing tasks on the device is an option of the cuda "
+                    "backend";
+  ExecutorOptions options = options_;
+  options.timeDevice = true;
+  Executor *executor = nullptr;
+  auto start = std::chrono::steady_clock::now();
+  int tasks = runEveryCase(GetParam(), options, 1, &executor);
+  double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (HasFatalFailure() || !executor)
+    return;
+  Executor::Times times = executor->times();
+  std::printf("%d tasks: %.6f s on the device in %.6f s\n", tasks,
+              times.deviceSeconds, wall);
+  EXPECT_EQ(times.deviceTimedTasks, uint64_t(tasks));
+  EXPECT_GT(times.deviceSeconds, tasks * 1e-6);
+  EXPECT_LT(times.deviceSeconds, wall);
 }
 
 TEST_P(BackendExamplesTest, ManyTasksInFlightGetTheirOwnResults) {

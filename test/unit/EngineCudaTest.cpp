@@ -11,8 +11,9 @@
 // logits may break the other way on another device, and the rest of that
 // decode follows it); every row back in its pool afterwards. The same with
 // two workers (threads, streams, pools) sharing the device, with the
-// results in page-locked memory the device writes (pinnedResults), and
-// with the tasks' plans launched as CUDA graphs (cudaGraphs).
+// results in page-locked memory the device writes (pinnedResults), with
+// the tasks' plans launched as CUDA graphs (cudaGraphs), and with every
+// task timed on the device (timeDevice).
 //
 //===----------------------------------------------------------------------===//
 #include "ExampleArtifacts.h"
@@ -25,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -187,6 +189,34 @@ TEST_P(EngineCudaTest, PlansLaunchedAsCudaGraphsMatchTheCpu) {
     EXPECT_GT(stats.executorPlanGraphCaptures, 0u);
     EXPECT_GT(stats.executorPlanGraphLaunches, stats.executorPlanGraphCaptures)
         << "no graph was launched again";
+  });
+}
+
+TEST_P(EngineCudaTest, TasksTimedOnTheDeviceMatchTheCpu) {
+  // ExecutorOptions::timeDevice: results as the cpu's; every task the
+  // engine ran was timed (input projections run as tasks of their own, not
+  // counted in the cells' tasks), each at least a microsecond, and their
+  // spans add up to less than the test's own wall time.
+  std::string model = GetParam();
+  ExecutorOptions executor;
+  executor.timeDevice = true;
+  auto start = std::chrono::steady_clock::now();
+  matchTheCpuRunAlone(model, executor, [&](Engine &gpu, const auto &) {
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    EngineStats stats = gpu.stats();
+    uint64_t tasks = 0;
+    for (const CellTypeStats &cell : stats.cells)
+      tasks += cell.tasks;
+    std::printf("%s: %llu tasks, %.6f s on the device in %.6f s\n",
+                model.c_str(), (unsigned long long)tasks,
+                stats.executorDeviceSeconds, wall);
+    EXPECT_GT(tasks, 0u);
+    EXPECT_GE(stats.executorDeviceTimedTasks, tasks);
+    EXPECT_GT(stats.executorDeviceSeconds,
+              stats.executorDeviceTimedTasks * 1e-6);
+    EXPECT_LT(stats.executorDeviceSeconds, wall);
   });
 }
 

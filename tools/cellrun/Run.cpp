@@ -45,7 +45,8 @@ struct RunArgs {
   uint64_t memoryBudget = 0;              // bytes; 0: poolRows
   uint64_t readAhead = uint64_t(1) << 30; // bytes of request text
   bool quiet = false, allowNonFinite = false, noMove = false,
-       noChainBatch = false, pinnedResults = false, cudaGraphs = false;
+       noChainBatch = false, pinnedResults = false, cudaGraphs = false,
+       timeDevice = false;
 };
 
 void addOptions(CLI::App &app, RunArgs &args) {
@@ -112,6 +113,10 @@ void addOptions(CLI::App &app, RunArgs &args) {
       ->check(CLI::Range(0u, 64u));
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
   app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
+  app.add_flag("--time-device", args.timeDevice,
+               "cuda: time each task on the device (two CUDA events a "
+               "task) and report the device's busy time against the "
+               "serving's wall time");
   app.add_option("--workers", args.workers,
                  "workers, one per device unless --workers-per-device says "
                  "otherwise (cuda: devices 0..N-1)")
@@ -252,6 +257,7 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.executor.copyThreads = args.copyThreads;
   engineOptions.executor.pinnedResults = args.pinnedResults;
   engineOptions.executor.cudaGraphs = args.cudaGraphs;
+  engineOptions.executor.timeDevice = args.timeDevice;
   engineOptions.workers = args.workers;
   engineOptions.workersPerDevice = args.workersPerDevice;
   engineOptions.poolRows = args.poolRows;

@@ -146,6 +146,17 @@ void printSummary(const std::string &model, const std::string &policy,
                 (unsigned long long)graphed,
                 (unsigned long long)stats.executorPlanGraphCaptures,
                 (unsigned long long)stats.executorPlansLaunchedDirectly);
+  // The device's busy time (--time-device): the tasks' spans on it over
+  // the serving's wall time.
+  if (stats.executorDeviceTimedTasks > 0)
+    std::printf("device busy: %.3f s of the %.3f s of serving (%.0f%%), "
+                "%llu tasks timed on the device (--time-device)%s\n",
+                stats.executorDeviceSeconds, seconds,
+                seconds > 0 ? 100 * stats.executorDeviceSeconds / seconds : 0.0,
+                (unsigned long long)stats.executorDeviceTimedTasks,
+                stats.workerTasks.size() > 1
+                    ? "; the workers' streams may overlap"
+                    : "");
   // The engine's threads hardly waited for the device: it could take more.
   if (onDevice && stats.roundSeconds > 0.1 &&
       stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)

@@ -86,6 +86,11 @@ CudaBackend::create(std::shared_ptr<const LoadedArtifact> artifact,
   if (options.copyThreads > 1)
     backend->copyPool_ = std::make_unique<cpu::ThreadPool>(options.copyThreads);
   backend->slots_.resize(options.tasksInFlight);
+  if (options.timeSpans)
+    for (Slot &slot : backend->slots_) {
+      CELL_CUDA_TRY(cudaEventCreate(&slot.spanStart));
+      CELL_CUDA_TRY(cudaEventCreate(&slot.spanEnd));
+    }
   size_t slots = options.tasksInFlight;
   auto host = PinnedBuffer::allocate(backend->slotBytes_ * slots, false);
   if (!host.ok())
@@ -132,6 +137,10 @@ CudaBackend::~CudaBackend() {
   if (stream_)
     cudaStreamSynchronize(stream_);
   graphs_.reset();
+  for (Slot &slot : slots_)
+    for (cudaEvent_t event : {slot.spanStart, slot.spanEnd})
+      if (event)
+        cudaEventDestroy(event);
   runners_.clear();
   cells_.clear();
   if (blas_)
@@ -270,6 +279,8 @@ void CudaBackend::deliverFinished() {
   auto start = std::chrono::steady_clock::now();
   for (; delivered_ < finished; ++delivered_) {
     Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
+    if (slot.spanStart)
+      addSpan(slot);
     times_.deliveredRows += slot.deliveries.size();
     cpu::copyRows(slot.deliveries, copyPool_.get());
     slot.deliveries.clear();
@@ -277,6 +288,20 @@ void CudaBackend::deliverFinished() {
   times_.deliverSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+}
+
+void CudaBackend::addSpan(const Slot &slot) {
+  // Both events are behind the task's ticket on the stream, so done. The
+  // stream's tasks follow one another: their spans do not overlap, and
+  // their sum is the time the stream kept the device busy.
+  float milliseconds = 0;
+  if (cudaEventElapsedTime(&milliseconds, slot.spanStart, slot.spanEnd) ==
+      cudaSuccess) {
+    times_.deviceSeconds += milliseconds * 1e-3;
+    ++times_.deviceTimedTasks;
+  } else {
+    (void)cudaGetLastError(); // a span not timed is not a later call's error
+  }
 }
 
 Status CudaBackend::waitForSlot(uint64_t ticket) {

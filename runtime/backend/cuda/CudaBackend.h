@@ -56,6 +56,9 @@ struct CudaBackendOptions {
   /// (CudaPlanGraphs.h), at most `graphLimit` of them kept.
   bool graphs = false;
   size_t graphLimit = 2048;
+  /// ExecutorOptions::timeDevice: each task's span on the stream timed by
+  /// two events (Executor::Times::deviceSeconds).
+  bool timeSpans = false;
 };
 
 /// Memory of one pool: `device` is what kernels use; `host` is non-null
@@ -143,13 +146,20 @@ private:
   using Delivery = cpu::RowCopy;
   struct Slot {
     std::vector<Delivery> deliveries;
+    /// The task's span on the stream: recorded before its copy in and
+    /// before its ticket's copy out (CudaBackendOptions::timeSpans; null
+    /// otherwise).
+    cudaEvent_t spanStart = nullptr, spanEnd = nullptr;
   };
 
   CudaBackend() = default;
   Status prepareAll();
   Status waitForSlot(uint64_t ticket);
-  /// Copies the reads of every task finished since the last call.
+  /// Copies the reads of every task finished since the last call (and
+  /// adds their spans on the device, when timed).
   void deliverFinished();
+  /// Adds the span of the finished task in `slot` to times_.
+  void addSpan(const Slot &slot);
   Status
   enqueueTask(uint64_t ticket, const cellpack::CellType &cell,
               const CudaTaskRunner &runner, uint32_t rows,

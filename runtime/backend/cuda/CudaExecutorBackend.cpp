@@ -107,6 +107,7 @@ cellrun::makeCudaBackend(std::shared_ptr<const LoadedArtifact> artifact,
   cudaOptions.pinnedResults = options.pinnedResults;
   cudaOptions.graphs = options.cudaGraphs;
   cudaOptions.graphLimit = options.cudaGraphLimit;
+  cudaOptions.timeSpans = options.timeDevice;
   auto backend = cuda::CudaBackend::create(std::move(artifact), cudaOptions);
   if (!backend.ok())
     return backend.status();

@@ -229,7 +229,10 @@ Status CudaBackend::enqueueTask(
               slot.deliveries);
 
   // One copy in; data rows into their pools; the task; the read rows
-  // gathered; one copy back; the ticket.
+  // gathered; one copy back; the ticket (its span timed from before the
+  // first to before the last, when asked for).
+  if (slot.spanStart)
+    CELL_CUDA_TRY(cudaEventRecord(slot.spanStart, stream_));
   CELL_CUDA_TRY(
       cudaMemcpyAsync(device, host, at, cudaMemcpyHostToDevice, stream_));
   for (const PoolGroup &group : layout.writeGroups())
@@ -261,6 +264,8 @@ Status CudaBackend::enqueueTask(
   if (back > 0)
     CELL_CUDA_TRY(cudaMemcpyAsync(hostBack, deviceBack, back,
                                   cudaMemcpyDeviceToHost, stream_));
+  if (slot.spanEnd)
+    CELL_CUDA_TRY(cudaEventRecord(slot.spanEnd, stream_));
   CELL_CUDA_TRY(cudaMemcpyAsync(counter_.data(), device, sizeof(uint64_t),
                                 cudaMemcpyDeviceToHost, stream_));
   return Status::ok();

@@ -88,6 +88,12 @@ struct ExecutorOptions {
   /// a capture, kernel by kernel as without).
   bool cudaGraphs = false;
   unsigned cudaGraphLimit = 2048;
+  /// cuda: each task's span on the device (from its copy in to its ticket's
+  /// copy out, in stream order) timed by two CUDA events, the spans summed
+  /// in Executor::Times::deviceSeconds: the device's busy time, against
+  /// the serving's wall time in `cellrun run --time-device`. Costs two event
+  /// records a task on the host.
+  bool timeDevice = false;
 };
 
 } // namespace cellrun

@@ -205,6 +205,11 @@ struct EngineStats {
   /// launched kernel by kernel (ExecutorOptions::cudaGraphs).
   uint64_t executorPlanGraphLaunches = 0, executorPlanGraphCaptures = 0,
            executorPlansLaunchedDirectly = 0;
+  /// The tasks' spans on the device, summed, and the tasks timed
+  /// (ExecutorOptions::timeDevice; several workers' streams on one device
+  /// may overlap).
+  double executorDeviceSeconds = 0;
+  uint64_t executorDeviceTimedTasks = 0;
   uint64_t rowSteps() const {
     uint64_t nodes = 0;
     for (const CellTypeStats &cell : cells)
