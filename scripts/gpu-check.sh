@@ -338,8 +338,13 @@ fi
 # the delivery copy on one thread (--copy-threads 1) and on eight, and
 # with only the final states asked for, with the results written by the
 # device (--pinned-results), and with plans as CUDA graphs (--cuda-graphs).
-# Every run times its tasks on the device (--time-device): its "device
-# busy" line is issue 33's measure, the tasks' device time over the wall.
+# The first run and those written to results files time their tasks on the
+# device (--time-device: the share of the wall time a task was on the
+# stream, the rest the GPU waited for the engine; the others stay
+# comparable with earlier calls' host times); the first also writes its
+# task log, whose tasks priced at the
+# kernels step's plan times give issue 33's GPU busy share
+# (bench/profile/gpu_busy_estimate.py).
 if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
@@ -349,36 +354,46 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
     >"$logs/busy-utilization.csv" 2>/dev/null &
   sampler=$!
   timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
-    --input "$work/wmt20k.jsonl" --quiet >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
+    --input "$work/wmt20k.jsonl" --quiet --task-log "$logs/busy-tasks.csv" \
+    >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
   kill "$sampler" 2>/dev/null
   wait "$sampler" 2>/dev/null
   cat "$logs/busy-run.txt"
   awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
     "$logs/busy-utilization.csv"
+  # Issue 33's measure: the run's tasks priced at the plan times the
+  # kernels step measured (when it ran in this call), over the wall time.
+  serve="$(awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$logs/busy-run.txt")"
+  if [ -f "$logs/cuda-lstm1024-fp32.csv" ] && [ -n "$serve" ]; then
+    "$python" "$root/bench/profile/gpu_busy_estimate.py" "$logs/busy-tasks.csv" \
+      "$logs/cuda-lstm1024-fp32.csv" "$serve" 2>&1 | tee "$logs/busy-estimate.txt"
+  else
+    echo "(no GPU busy estimate: the kernels step did not run in this call)"
+  fi
   # The same through the scheduler (no persistent chain batch): the A/B of
   # the host path on this GPU.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --no-chain-batch >"$logs/busy-run-scheduler.txt" 2>&1 \
     || fail "cellrun run --no-chain-batch (busy) failed"
   echo "-- the same with --no-chain-batch:"
   cat "$logs/busy-run-scheduler.txt"
   # The delivery copy on the engine's thread alone (the default splits it
   # among a quarter of the cores, at most 4): what the copy threads buy.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --copy-threads 1 >"$logs/busy-run-copy1.txt" 2>&1 \
     || fail "cellrun run --copy-threads 1 (busy) failed"
   echo "-- the same with --copy-threads 1:"
   cat "$logs/busy-run-copy1.txt"
   # And with twice the default's cap (on the H200's 16 cores, 4): whether
   # more copy threads would take more of the engine's time off it.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --copy-threads 8 >"$logs/busy-run-copy8.txt" 2>&1 \
     || fail "cellrun run --copy-threads 8 (busy) failed"
   echo "-- the same with --copy-threads 8:"
   cat "$logs/busy-run-copy8.txt"
   # Only the final states asked for: no per-step row leaves the device, so
   # what is left is the engine and the executor without the results' copy.
-  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
+  timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda \
     --input "$work/wmt20k.jsonl" --quiet --outputs final_h_next,final_c_next >"$logs/busy-run-final.txt" 2>&1 \
     || fail "cellrun run --outputs final_h_next,final_c_next (busy) failed"
   echo "-- the same with only the final states asked for (--outputs final_h_next,final_c_next):"

@@ -159,6 +159,24 @@ std::string ServerMetrics::render(const EngineStats &engine,
   for (const CellTypeStats &cell : engine.cells)
     sample(out, "cellrun_tasks_total", "cell=\"" + labelValue(cell.name) + "\"",
            static_cast<double>(cell.tasks));
+  header(out, "cellrun_worker_round_seconds_total", "counter",
+         "Seconds the workers spent in rounds that did work (admission, "
+         "binding, tasks, completion), summed over the workers.");
+  sample(out, "cellrun_worker_round_seconds_total", "", engine.roundSeconds);
+  header(out, "cellrun_executor_seconds_total", "counter",
+         "Of the rounds' seconds, those in the executor's task calls (cpu: "
+         "the tasks' computation; cuda: submitting and waiting); the rest "
+         "is the host's own work.");
+  sample(out, "cellrun_executor_seconds_total", "", engine.executorSeconds);
+  // Only what was measured: with --time-device on a GPU.
+  if (engine.executorDeviceTimedTasks > 0) {
+    header(out, "cellrun_device_task_seconds_total", "counter",
+           "Seconds a task was on a worker's GPU stream (its span from copy "
+           "in to completion, --time-device), summed over the workers; the "
+           "rest of a stream's time it waited for the engine.");
+    sample(out, "cellrun_device_task_seconds_total", "",
+           engine.executorDeviceSeconds);
+  }
   header(out, "cellrun_inflight_requests", "gauge",
          "Requests accepted and not yet answered.");
   sample(out, "cellrun_inflight_requests", "", static_cast<double>(inFlight));

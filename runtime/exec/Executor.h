@@ -201,7 +201,7 @@ public:
     uint64_t planGraphLaunches = 0, planGraphCaptures = 0,
              plansLaunchedDirectly = 0;
     /// cuda (ExecutorOptions::timeDevice): the finished tasks' spans on
-    /// the device, summed, and how many were timed.
+    /// the stream, summed, and how many were timed.
     double deviceSeconds = 0;
     uint64_t deviceTimedTasks = 0;
   };

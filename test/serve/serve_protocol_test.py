@@ -394,6 +394,16 @@ queue = [s for s in families["cellrun_request_queue_seconds"].samples
 check(queue and queue[0].value == sent["success"], f"queue histogram {queue}")
 tasks = sum(s.value for s in families["cellrun_tasks"].samples)
 check(tasks > 0, "no tasks counted")
+# The workers' round seconds: some, and the executor's a part of them; no
+# device time on the cpu backend (the counter is only there when measured).
+rounds = sum(s.value for s in families["cellrun_worker_round_seconds"].samples
+             if s.name.endswith("_total"))
+executor = sum(s.value for s in families["cellrun_executor_seconds"].samples
+               if s.name.endswith("_total"))
+check(rounds > 0 and 0 < executor <= rounds,
+      f"round seconds {rounds}, executor seconds {executor}")
+check("cellrun_device_task_seconds" not in families,
+      "device task seconds on the cpu backend")
 # One worker: nothing can move (the counter is there, at 0).
 moved = [s.value for s in families["cellrun_requests_moved"].samples
          if s.name == "cellrun_requests_moved_total"]

@@ -95,6 +95,11 @@ constexpr const char *kCudaGraphsHelp =
     "the first time a batch plan runs a number of rows (up to 2048 graphs "
     "a worker, then kernel by kernel)";
 
+/// The help of --time-device (run, serve): ExecutorOptions::timeDevice.
+constexpr const char *kTimeDeviceHelp =
+    "cuda: time each task on the device (two CUDA events a task) and report "
+    "the time a task was on the stream";
+
 /// The help of --workers-per-device (run, bench, serve):
 /// EngineOptions::workersPerDevice.
 constexpr const char *kWorkersPerDeviceHelp =

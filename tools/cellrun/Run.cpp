@@ -114,9 +114,8 @@ void addOptions(CLI::App &app, RunArgs &args) {
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
   app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
   app.add_flag("--time-device", args.timeDevice,
-               "cuda: time each task on the device (two CUDA events a "
-               "task) and report the device's busy time against the "
-               "serving's wall time");
+               std::string(kTimeDeviceHelp) +
+                   " against the serving's wall time");
   app.add_option("--workers", args.workers,
                  "workers, one per device unless --workers-per-device says "
                  "otherwise (cuda: devices 0..N-1)")

@@ -146,17 +146,20 @@ void printSummary(const std::string &model, const std::string &policy,
                 (unsigned long long)graphed,
                 (unsigned long long)stats.executorPlanGraphCaptures,
                 (unsigned long long)stats.executorPlansLaunchedDirectly);
-  // The device's busy time (--time-device): the tasks' spans on it over
-  // the serving's wall time.
-  if (stats.executorDeviceTimedTasks > 0)
-    std::printf("device busy: %.3f s of the %.3f s of serving (%.0f%%), "
-                "%llu tasks timed on the device (--time-device)%s\n",
-                stats.executorDeviceSeconds, seconds,
-                seconds > 0 ? 100 * stats.executorDeviceSeconds / seconds : 0.0,
-                (unsigned long long)stats.executorDeviceTimedTasks,
-                stats.workerTasks.size() > 1
-                    ? "; the workers' streams may overlap"
-                    : "");
+  // The tasks' spans on the device (--time-device) over the serving's wall
+  // time: the share of it a worker's stream held a task, the rest the
+  // device waited for the engine's next task.
+  if (stats.executorDeviceTimedTasks > 0) {
+    size_t streams = std::max<size_t>(1, stats.workerTasks.size());
+    double held =
+        seconds > 0 ? stats.executorDeviceSeconds / streams / seconds : 0.0;
+    std::printf("device: a task on the stream %.0f%% of the serving time "
+                "(the tasks' spans, %.3f s over %.3f s%s; %llu tasks timed, "
+                "--time-device)\n",
+                100 * held, stats.executorDeviceSeconds / streams, seconds,
+                streams > 1 ? ", the mean of the workers' streams" : "",
+                (unsigned long long)stats.executorDeviceTimedTasks);
+  }
   // The engine's threads hardly waited for the device: it could take more.
   if (onDevice && stats.roundSeconds > 0.1 &&
       stats.executorBlockedSeconds < 0.1 * stats.roundSeconds)

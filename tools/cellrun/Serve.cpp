@@ -34,7 +34,7 @@ struct ServeArgs {
            workersPerDevice = 1, maxRunning = 0;
   uint64_t memoryBudget = 0;
   bool noMove = false, noChainBatch = false, pinnedResults = false,
-       cudaGraphs = false;
+       cudaGraphs = false, timeDevice = false;
   uint64_t maxBodyBytes = 64u << 20;
   unsigned httpThreads = 4;
   uint32_t httpMaxConnections = 4096;
@@ -108,6 +108,9 @@ void addEngineOptions(CLI::App &app, ServeArgs &args) {
       ->check(CLI::Range(0u, 64u));
   app.add_flag("--pinned-results", args.pinnedResults, kPinnedResultsHelp);
   app.add_flag("--cuda-graphs", args.cudaGraphs, kCudaGraphsHelp);
+  app.add_flag("--time-device", args.timeDevice,
+               std::string(kTimeDeviceHelp) +
+                   " (cellrun_device_task_seconds_total)");
 }
 
 /// The HTTP front end's body size, threads, connections and timeout.
@@ -206,6 +209,7 @@ engineOptionsOf(const ServeArgs &args, DeviceKind kind, const ModelInfo &info) {
   options.executor.copyThreads = args.copyThreads;
   options.executor.pinnedResults = args.pinnedResults;
   options.executor.cudaGraphs = args.cudaGraphs;
+  options.executor.timeDevice = args.timeDevice;
   options.workers = args.workers;
   options.workersPerDevice = args.workersPerDevice;
   options.maxQueue = args.maxQueue;

@@ -276,11 +276,13 @@ void CudaBackend::deliverFinished() {
   uint64_t finished = completed();
   if (delivered_ >= finished)
     return;
+  // The spans first, apart from the copies' time.
+  for (uint64_t ticket = delivered_ + 1; ticket <= finished; ++ticket)
+    if (const Slot &slot = slots_[ticket % slots_.size()]; slot.spanStart)
+      addSpan(slot);
   auto start = std::chrono::steady_clock::now();
   for (; delivered_ < finished; ++delivered_) {
     Slot &slot = slots_[(delivered_ + 1) % slots_.size()];
-    if (slot.spanStart)
-      addSpan(slot);
     times_.deliveredRows += slot.deliveries.size();
     cpu::copyRows(slot.deliveries, copyPool_.get());
     slot.deliveries.clear();
@@ -291,12 +293,15 @@ void CudaBackend::deliverFinished() {
 }
 
 void CudaBackend::addSpan(const Slot &slot) {
-  // Both events are behind the task's ticket on the stream, so done. The
-  // stream's tasks follow one another: their spans do not overlap, and
-  // their sum is the time the stream kept the device busy.
+  // Both events are before the task's ticket on the stream, so done (the
+  // synchronization returns at once; it guards against the ticket's write
+  // reaching the host before the event is marked complete). The stream's
+  // tasks follow one another: their spans do not overlap, and their sum is
+  // the time the stream held a task.
   float milliseconds = 0;
-  if (cudaEventElapsedTime(&milliseconds, slot.spanStart, slot.spanEnd) ==
-      cudaSuccess) {
+  if (cudaEventSynchronize(slot.spanEnd) == cudaSuccess &&
+      cudaEventElapsedTime(&milliseconds, slot.spanStart, slot.spanEnd) ==
+          cudaSuccess) {
     times_.deviceSeconds += milliseconds * 1e-3;
     ++times_.deviceTimedTasks;
   } else {

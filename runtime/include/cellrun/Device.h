@@ -90,9 +90,11 @@ struct ExecutorOptions {
   unsigned cudaGraphLimit = 2048;
   /// cuda: each task's span on the device (from its copy in to its ticket's
   /// copy out, in stream order) timed by two CUDA events, the spans summed
-  /// in Executor::Times::deviceSeconds: the device's busy time, against
-  /// the serving's wall time in `cellrun run --time-device`. Costs two event
-  /// records a task on the host.
+  /// in Executor::Times::deviceSeconds: the time the stream held a task
+  /// (its wait, within the task, for the host's next launch included), so
+  /// the rest of the wall time is the device waiting for the engine's next
+  /// task (`cellrun run --time-device`). Costs the host two event records
+  /// and one elapsed-time query a task.
   bool timeDevice = false;
 };
 
