@@ -104,6 +104,8 @@ Status BenchSession::load(DeviceKind device) {
   base_.executor.copyThreads = args_.copyThreads;
   base_.executor.pinnedResults = args_.pinnedResults;
   base_.executor.cudaGraphs = args_.cudaGraphs;
+  if (std::string unused = cudaOnlyFlagsNote(base_.executor); !unused.empty())
+    std::cerr << "cellrun: " << unused << "\n";
   base_.workers = args_.workers;
   base_.workersPerDevice = args_.workersPerDevice;
   base_.poolRows = args_.poolRows;

@@ -23,6 +23,25 @@ std::optional<int> parseCommandLine(CLI::App &app,
   return std::nullopt;
 }
 
+std::string cudaOnlyFlagsNote(const ExecutorOptions &executor) {
+  if (executor.device != DeviceKind::Cpu)
+    return "";
+  std::vector<const char *> flags;
+  if (executor.pinnedResults)
+    flags.push_back("--pinned-results");
+  if (executor.cudaGraphs)
+    flags.push_back("--cuda-graphs");
+  if (executor.timeDevice)
+    flags.push_back("--time-device");
+  if (flags.empty())
+    return "";
+  std::string named = flags[0];
+  for (size_t i = 1; i < flags.size(); ++i)
+    named += (i + 1 == flags.size() ? " and " : ", ") + std::string(flags[i]);
+  return named + (flags.size() == 1 ? " has" : " have") +
+         " no effect on the cpu backend";
+}
+
 std::optional<uint32_t> poolRowsOfBudget(uint64_t budgetBytes,
                                          uint64_t bytesPerRow,
                                          std::string &error) {

@@ -121,6 +121,11 @@ std::optional<uint32_t> poolRowsOfBudget(uint64_t budgetBytes,
                                          uint64_t bytesPerRow,
                                          std::string &error);
 
+/// "--cuda-graphs and --time-device have no effect on the cpu backend":
+/// the options of the cuda backend set in `executor` while it runs on the
+/// cpu, by their flags; empty on cuda or when none is set.
+std::string cudaOnlyFlagsNote(const ExecutorOptions &executor);
+
 /// One subcommand of cellrun: `cellrun <name> ARGS...`.
 struct Subcommand {
   const char *name;

@@ -257,6 +257,9 @@ std::optional<int> chooseEngineOptions(const RunArgs &args,
   engineOptions.executor.pinnedResults = args.pinnedResults;
   engineOptions.executor.cudaGraphs = args.cudaGraphs;
   engineOptions.executor.timeDevice = args.timeDevice;
+  if (std::string unused = cudaOnlyFlagsNote(engineOptions.executor);
+      !unused.empty())
+    std::cerr << "cellrun: " << unused << "\n";
   engineOptions.workers = args.workers;
   engineOptions.workersPerDevice = args.workersPerDevice;
   engineOptions.poolRows = args.poolRows;

@@ -334,6 +334,9 @@ int serveModel(const ServeArgs &args) {
       engineOptionsOf(args, kind.value(), info);
   if (!options)
     return kExitFailure;
+  if (std::string unused = cudaOnlyFlagsNote(options->executor);
+      !unused.empty())
+    spdlog::warn("{}", unused);
   auto service = serve::InferenceService::create(artifact.value(), *options);
   if (!service.ok()) {
     spdlog::error("{}", service.status().message());
