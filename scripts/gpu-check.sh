@@ -445,7 +445,8 @@ fi
 # rows a worker (1024 running requests: two full tasks of 512; the default
 # 4096 holds 682, tasks of 512 and 170 rows), each with nvidia-smi's
 # utilization and, when the kernels step ran, its rate against the
-# batch-512 task's.
+# batch-512 task's and its tasks priced at the plan times over the wall
+# (bench/profile/gpu_busy_estimate.py).
 if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
   step "cellrun run --device cuda with 1-4 workers on the device (hidden-1024 LSTM)"
   # The traces by name: fixed24 (every request 24 steps), wmt (WMT-like).
@@ -467,7 +468,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
         sampler=$!
         timeout "$(limit 60)" "$cellrun" run "$lstm1024" --device cuda --input "$work/$trace.jsonl" \
           --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" ${GPU_CHECK_WORKERS_FLAGS:-} \
-          >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
+          --task-log "$logs/$name-tasks.csv" >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
         kill "$sampler" 2>/dev/null
         wait "$sampler" 2>/dev/null
         echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
@@ -480,6 +481,11 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
             /^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") serve = $(i + 1)}
             END {if (rows && serve) printf "%.2fM row-steps/s: %.0f%% of the %.2fM/s of the batch-512 task (%.1f us)\n",
               rows / serve / 1e6, 100 * rows / serve / (512e6 / task), 512 / task, task}' "$logs/$name.txt"
+          # The workers' tasks priced at the plan times, over the wall
+          # (issue 33's GPU busy share; streams that overlap can pass 100%).
+          serve="$(awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$logs/$name.txt")"
+          [ -n "$serve" ] && "$python" "$root/bench/profile/gpu_busy_estimate.py" \
+            "$logs/$name-tasks.csv" "$logs/cuda-lstm1024-fp32.csv" "$serve" 2>&1
         fi
         awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
           "$logs/$name-utilization.csv"
