@@ -84,6 +84,9 @@ enough() { # enough time left for a step that needs $1 seconds?
   fail "out of time: skipped $2"
   return 1
 }
+serve_seconds() { # the serving time `cellrun run` printed in file $1
+  awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$1"
+}
 finish() {
   tar -C "$work" -czf "$out/gpu-check-logs.tgz" --exclude='*.jsonl' gpu-check
   rm -rf "$work"
@@ -363,7 +366,7 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
     "$logs/busy-utilization.csv"
   # Issue 33's measure: the run's tasks priced at the plan times the
   # kernels step measured (when it ran in this call), over the wall time.
-  serve="$(awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$logs/busy-run.txt")"
+  serve="$(serve_seconds "$logs/busy-run.txt")"
   if [ -f "$logs/cuda-lstm1024-fp32.csv" ] && [ -n "$serve" ]; then
     "$python" "$root/bench/profile/gpu_busy_estimate.py" "$logs/busy-tasks.csv" \
       "$logs/cuda-lstm1024-fp32.csv" "$serve" 2>&1 | tee "$logs/busy-estimate.txt"
@@ -483,7 +486,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
               rows / serve / 1e6, 100 * rows / serve / (512e6 / task), 512 / task, task}' "$logs/$name.txt"
           # The workers' tasks priced at the plan times, over the wall
           # (issue 33's GPU busy share; streams that overlap can pass 100%).
-          serve="$(awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$logs/$name.txt")"
+          serve="$(serve_seconds "$logs/$name.txt")"
           [ -n "$serve" ] && "$python" "$root/bench/profile/gpu_busy_estimate.py" \
             "$logs/$name-tasks.csv" "$logs/cuda-lstm1024-fp32.csv" "$serve" 2>&1
         fi
