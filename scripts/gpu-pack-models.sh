@@ -20,6 +20,9 @@
 #   scripts/gpu-pack-models.sh [OUT_DIR] [MODEL ...]   (default gpu-models,
 #                                       lstm seq2seq attention treelstm gru; after
 #                                       ninja -C build bench-artifacts)
+# GPU_PACK_VARIANTS: the artifacts packed beside each model's fp32 one where
+# it has them (default "tf32 bf16 hoisted-fp32"; empty: fp32 alone, e.g. the
+# LSTM in one part instead of two when a call benches fp32 only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -27,6 +30,7 @@ out="${1:-$root/gpu-models}"
 shift || true
 models=("$@")
 [ "${#models[@]}" -gt 0 ] || models=(lstm seq2seq attention treelstm gru)
+variants="${GPU_PACK_VARIANTS-tf32 bf16 hoisted-fp32}"
 # What a call may carry beside the checkout (as gpu-pack.sh counts it).
 tree_bytes=$(git -C "$root" ls-files -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f1)
 part_bytes=$((63 * 1048576 - tree_bytes - 1048576))
@@ -48,7 +52,7 @@ for model in "${models[@]}"; do
   cp "$artifact" "$stage/examples/$model/"
   # The tf32 and bf16 artifacts where the model has them (the LSTM's
   # kernel tables), and the GRU's with its input projection hoisted.
-  for variant in tf32 bf16 hoisted-fp32; do
+  for variant in $variants; do
     other="$build/examples/$model/bench-$variant.cellpack"
     [ ! -f "$other" ] || cp "$other" "$stage/examples/$model/"
   done
@@ -73,7 +77,7 @@ for k in "${!chunks[@]}"; do
   } >"$part/manifest.txt"
   cp "$digests" "$part/weights.sha256"
 done
-echo "gpu-pack-models: ${models[*]} in ${#chunks[@]} parts of at most $((part_bytes / 1048576)) MiB under $out:"
+echo "gpu-pack-models: ${models[*]} (fp32${variants:+, $variants where built}) in ${#chunks[@]} parts of at most $((part_bytes / 1048576)) MiB under $out:"
 du -sh "$out"/part-*
 echo "device calls, one a part while the machine stays held (it goes back after 30 s idle):"
 for k in $(seq 1 "${#chunks[@]}"); do
