@@ -476,6 +476,7 @@ fi
 # (bench/profile/gpu_busy_estimate.py).
 if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
   step "cellrun run --device cuda with 1-4 workers on the device (hidden-1024 LSTM)"
+  workers_flags="${GPU_CHECK_WORKERS_FLAGS:-}"
   # The traces by name: fixed24 (every request 24 steps), wmt (WMT-like).
   for trace in ${GPU_CHECK_WORKERS_TRACES:-fixed24 wmt}; do
     case "$trace" in
@@ -493,9 +494,22 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
         nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
           >"$logs/$name-utilization.csv" 2>/dev/null &
         sampler=$!
-        timeout "$(limit 60)" "$cellrun" run "$lstm1024" --device cuda --input "$work/$trace.jsonl" \
-          --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" ${GPU_CHECK_WORKERS_FLAGS:-} \
-          --task-log "$logs/$name-tasks.csv" >"$logs/$name.txt" 2>&1 || fail "cellrun run ($name) failed"
+        # With GPU_CHECK_WORKERS_FLAGS, and once more without them when that
+        # failed (options not yet run on a GPU: the run still counts); the
+        # later runs then go without them.
+        flags="$workers_flags"
+        while :; do
+          # shellcheck disable=SC2086 # the flags are words
+          timeout "$(limit 60)" "$cellrun" run "$lstm1024" --device cuda --input "$work/$trace.jsonl" \
+            --quiet --pool-rows "$rows" --workers "$workers" --workers-per-device "$workers" $flags \
+            --task-log "$logs/$name-tasks.csv" >"$logs/$name.txt" 2>&1 && break
+          fail "cellrun run ($name${flags:+, $flags}) failed: $(tail -n 1 "$logs/$name.txt")"
+          [ -n "$flags" ] && enough 15 "workers $trace $rows $workers without $flags" || break
+          mv "$logs/$name.txt" "$logs/$name-failed-with-flags.txt"
+          echo "-- again without $flags (and so the later runs of this step):"
+          flags=""
+          workers_flags=""
+        done
         kill "$sampler" 2>/dev/null
         wait "$sampler" 2>/dev/null
         echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
