@@ -496,9 +496,11 @@ int main(int argc, char **argv) {
   if (options.backend.graphs) {
     Executor::Times times = backend.times();
     std::printf("\n--graphs: %llu plans launched as CUDA graphs (%llu "
-                "captured), %llu kernel by kernel\n",
+                "captured), %llu kernel by kernel before their capture, %llu "
+                "kernel by kernel\n",
                 (unsigned long long)times.planGraphLaunches,
                 (unsigned long long)times.planGraphCaptures,
+                (unsigned long long)times.planFirstRuns,
                 (unsigned long long)times.plansLaunchedDirectly);
   }
   std::printf("\nhost, launch, graph: the host's microseconds a task in "

@@ -452,6 +452,7 @@ EngineStats Engine::stats() const {
     total.executorDeviceWrittenRows += stats.executorDeviceWrittenRows;
     total.executorPlanGraphLaunches += stats.executorPlanGraphLaunches;
     total.executorPlanGraphCaptures += stats.executorPlanGraphCaptures;
+    total.executorPlanFirstRuns += stats.executorPlanFirstRuns;
     total.executorPlansLaunchedDirectly += stats.executorPlansLaunchedDirectly;
     total.executorDeviceSeconds += stats.executorDeviceSeconds;
     total.executorDeviceTimedTasks += stats.executorDeviceTimedTasks;

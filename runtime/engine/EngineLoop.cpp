@@ -67,6 +67,7 @@ bool EngineWorker::runOnce() {
     stats_.executorDeviceWrittenRows = times.deviceWrittenRows;
     stats_.executorPlanGraphLaunches = times.planGraphLaunches;
     stats_.executorPlanGraphCaptures = times.planGraphCaptures;
+    stats_.executorPlanFirstRuns = times.planFirstRuns;
     stats_.executorPlansLaunchedDirectly = times.plansLaunchedDirectly;
     stats_.executorDeviceSeconds = times.deviceSeconds;
     stats_.executorDeviceTimedTasks = times.deviceTimedTasks;

@@ -197,8 +197,10 @@ public:
     double blockedSeconds = 0, deliverSeconds = 0;
     uint64_t deliveredRows = 0, deviceWrittenRows = 0;
     /// cuda (ExecutorOptions::cudaGraphs): task plans launched as a CUDA
-    /// graph, graphs captured, and plans launched kernel by kernel.
-    uint64_t planGraphLaunches = 0, planGraphCaptures = 0,
+    /// graph, graphs captured, plans launched kernel by kernel as the first
+    /// task of their rows (before their capture), and the other plans
+    /// launched kernel by kernel (past the limit, or graphs turned off).
+    uint64_t planGraphLaunches = 0, planGraphCaptures = 0, planFirstRuns = 0,
              plansLaunchedDirectly = 0;
     /// cuda (ExecutorOptions::timeDevice): the finished tasks' spans on
     /// the stream, summed, and how many were timed.

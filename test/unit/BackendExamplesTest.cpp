@@ -441,8 +441,9 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorch) {
 }
 
 TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorchAsCudaGraphs) {
-  // ExecutorOptions::cudaGraphs: every case twice in a row, the first
-  // capturing its plan's graph for its rows, the second launching it
+  // ExecutorOptions::cudaGraphs: every case three times in a row, the
+  // first launching its plan kernel by kernel (a key's first task), the
+  // second capturing its graph for its rows, the third launching it
   // again; then with room for two graphs only, the rest kernel by kernel.
   if (std::string(CELL_TEST_DEVICE) != "cuda")
     GTEST_SKIP() << "CUDA graphs are an option of the cuda backend";
@@ -451,26 +452,33 @@ TEST_P(BackendExamplesTest, EveryCellAndBatchSizeMatchesPyTorchAsCudaGraphs) {
     options.cudaGraphs = true;
     options.cudaGraphLimit = limit;
     Executor *executor = nullptr;
-    int tasks = runEveryCase(GetParam(), options, 2, &executor);
+    int tasks = runEveryCase(GetParam(), options, 3, &executor);
     if (HasFatalFailure() || !executor)
       return;
     Executor::Times times = executor->times();
     std::printf("graph limit %u: %d tasks, %llu plans as graphs (%llu "
-                "captured), %llu kernel by kernel\n",
+                "captured), %llu kernel by kernel before their capture, "
+                "%llu kernel by kernel\n",
                 limit, tasks, (unsigned long long)times.planGraphLaunches,
                 (unsigned long long)times.planGraphCaptures,
+                (unsigned long long)times.planFirstRuns,
                 (unsigned long long)times.plansLaunchedDirectly);
-    EXPECT_GE(tasks, 20);
-    EXPECT_EQ(times.planGraphLaunches + times.plansLaunchedDirectly,
+    EXPECT_GE(tasks, 30);
+    EXPECT_EQ(times.planGraphLaunches + times.planFirstRuns +
+                  times.plansLaunchedDirectly,
               uint64_t(tasks));
+    // Every key's first task ran kernel by kernel, its second captured.
+    EXPECT_GE(times.planFirstRuns, times.planGraphCaptures);
     if (limit > 2) {
       EXPECT_EQ(times.plansLaunchedDirectly, 0u)
           << "graphs were turned off: see the log";
       EXPECT_GT(times.planGraphCaptures, 0u);
-      EXPECT_LE(times.planGraphCaptures, uint64_t(tasks / 2));
+      EXPECT_LE(times.planGraphCaptures, uint64_t(tasks / 3));
+      EXPECT_GE(times.planGraphLaunches, 2 * times.planGraphCaptures);
     } else {
+      EXPECT_EQ(times.planFirstRuns, 2u);
       EXPECT_EQ(times.planGraphCaptures, 2u);
-      EXPECT_GE(times.planGraphLaunches, 4u); // each case ran twice
+      EXPECT_GE(times.planGraphLaunches, 4u); // each case ran three times
       EXPECT_GT(times.plansLaunchedDirectly, 0u);
     }
   }

@@ -92,7 +92,7 @@ constexpr const char *kPinnedResultsHelp =
 /// cudaGraphs.
 constexpr const char *kCudaGraphsHelp =
     "cuda: launch a task's GEMMs and kernels as one CUDA graph, captured "
-    "the first time a batch plan runs a number of rows (up to 2048 graphs "
+    "the second time a batch plan runs a number of rows (up to 2048 graphs "
     "a worker, then kernel by kernel)";
 
 /// The help of --time-device (run, serve): ExecutorOptions::timeDevice.

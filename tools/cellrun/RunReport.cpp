@@ -140,11 +140,14 @@ void printSummary(const std::string &model, const std::string &policy,
                 (unsigned long long)stats.executorDeliveredRows,
                 (unsigned long long)stats.executorDeviceWrittenRows);
   uint64_t graphed = stats.executorPlanGraphLaunches;
-  if (onDevice && (graphed || stats.executorPlansLaunchedDirectly))
+  if (onDevice && (graphed || stats.executorPlanFirstRuns ||
+                   stats.executorPlansLaunchedDirectly))
     std::printf("task plans: %llu launched as CUDA graphs (%llu captured), "
-                "%llu kernel by kernel (--cuda-graphs)\n",
+                "%llu kernel by kernel before their capture, %llu kernel by "
+                "kernel (--cuda-graphs)\n",
                 (unsigned long long)graphed,
                 (unsigned long long)stats.executorPlanGraphCaptures,
+                (unsigned long long)stats.executorPlanFirstRuns,
                 (unsigned long long)stats.executorPlansLaunchedDirectly);
   // The tasks' spans on the device (--time-device) over the serving's wall
   // time: the share of it a worker's stream held a task, the rest the

@@ -215,6 +215,7 @@ Executor::Times CudaBackend::times() const {
   if (graphs_) {
     times.planGraphLaunches = graphs_->counts().graphLaunches;
     times.planGraphCaptures = graphs_->counts().captures;
+    times.planFirstRuns = graphs_->counts().firstRuns;
     times.plansLaunchedDirectly = graphs_->counts().direct;
   }
   return times;

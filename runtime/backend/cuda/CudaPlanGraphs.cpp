@@ -106,12 +106,27 @@ Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
     return enqueueDirectly(runner, rows, views, stream);
   Key key{&runner, views.inputRows, views.outputRows, rows};
   auto found = graphs_.find(key);
-  Graph *graph = nullptr;
-  if (found != graphs_.end() && samePools(found->second, views)) {
-    graph = &found->second;
-  } else {
+  bool known = found != graphs_.end() && samePools(found->second, views);
+  if (!known) {
+    // First sight of the key (or of these pools): the plan runs kernel by
+    // kernel, which loads its kernels (lazily loaded modules load at a
+    // kernel's first use, and a load is no part of a capture) and leaves
+    // plans of a row count met once uncaptured; the next task of the key
+    // captures it.
     if (found == graphs_.end() && graphs_.size() >= limit_)
       return enqueueDirectly(runner, rows, views, stream);
+    Graph &graph = graphs_[key];
+    if (graph.exec) // one of other pools
+      cudaGraphExecDestroy(graph.exec);
+    graph.exec = nullptr;
+    graph.pools = views.inputs;
+    graph.pools.insert(graph.pools.end(), views.outputs.begin(),
+                       views.outputs.end());
+    ++counts_.firstRuns;
+    return runner.enqueue(rows, views, stream);
+  }
+  Graph *graph = &found->second;
+  if (!graph->exec) {
     std::string refusal;
     auto captured = capture(runner, rows, views, stream, refusal);
     if (!captured.ok())
@@ -124,13 +139,7 @@ Status PlanGraphs::enqueue(const CudaTaskRunner &runner, int64_t rows,
       turnOff(refusal);
       return Status::ok();
     }
-    graph = &graphs_[key]; // replaces one of other pools
-    if (graph->exec)
-      cudaGraphExecDestroy(graph->exec);
     graph->exec = captured.value();
-    graph->pools = views.inputs;
-    graph->pools.insert(graph->pools.end(), views.outputs.begin(),
-                        views.outputs.end());
     ++counts_.captures;
   }
   cudaError_t launched = cudaGraphLaunch(graph->exec, stream);

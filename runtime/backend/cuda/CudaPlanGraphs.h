@@ -6,8 +6,10 @@
 // graph: one call on the host instead of one for every launch. The cuda
 // backend's views of a cell's pools and of the row indices in its device
 // staging area are the same for every task, so a batch-b plan meets at
-// most b keys; graphs are made on first use, up to a limit, after which
-// the plan launches kernel by kernel. A capture, instantiation or launch
+// most b keys. A key's first task launches kernel by kernel (its kernels
+// load then, not under a capture; a row count met once costs no capture),
+// its second captures the graph, up to a limit of keys, past which the
+// plan launches kernel by kernel. A capture, instantiation or launch
 // the driver refuses turns graphs off for the backend (said once on
 // stderr, with why) and the task launches kernel by kernel; only a
 // broken device is an error.
@@ -42,9 +44,10 @@ public:
 
   struct Counts {
     /// Plans launched as a graph, graphs captured (each also launched),
-    /// and plans launched kernel by kernel (past the limit, or with graphs
-    /// turned off).
-    uint64_t graphLaunches = 0, captures = 0, direct = 0;
+    /// plans launched kernel by kernel as their key's first task (before
+    /// its capture), and the others launched kernel by kernel (past the
+    /// limit, or with graphs turned off).
+    uint64_t graphLaunches = 0, captures = 0, firstRuns = 0, direct = 0;
   };
   const Counts &counts() const { return counts_; }
 
@@ -62,9 +65,9 @@ private:
     size_t operator()(const Key &key) const;
   };
   struct Graph {
-    /// The pools it was captured with: inputs, then outputs.
+    /// The pools it was seen (captured) with: inputs, then outputs.
     std::vector<void *> pools;
-    cudaGraphExec_t exec = nullptr;
+    cudaGraphExec_t exec = nullptr; // null: seen once, not yet captured
   };
   static bool samePools(const Graph &graph, const DeviceTaskViews &views);
   /// Captures and instantiates the plan; null, with why in `refusal`,

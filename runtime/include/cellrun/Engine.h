@@ -201,10 +201,12 @@ struct EngineStats {
   /// The rows read back from the device: copied into the results by the
   /// host, and written there by the device (ExecutorOptions::pinnedResults).
   uint64_t executorDeliveredRows = 0, executorDeviceWrittenRows = 0;
-  /// Task plans launched as a CUDA graph, graphs captured, and plans
-  /// launched kernel by kernel (ExecutorOptions::cudaGraphs).
+  /// Task plans launched as a CUDA graph, graphs captured, plans launched
+  /// kernel by kernel as the first task of their rows (before their
+  /// capture), and the other plans launched kernel by kernel
+  /// (ExecutorOptions::cudaGraphs).
   uint64_t executorPlanGraphLaunches = 0, executorPlanGraphCaptures = 0,
-           executorPlansLaunchedDirectly = 0;
+           executorPlanFirstRuns = 0, executorPlansLaunchedDirectly = 0;
   /// The tasks' spans on the device, summed, and the tasks timed
   /// (ExecutorOptions::timeDevice; several workers' streams on one device
   /// may overlap).
