@@ -90,6 +90,19 @@ enough() { # enough time left for a step that needs $1 seconds?
 serve_seconds() { # the serving time `cellrun run` printed in file $1
   awk '/^time:/ {for (i = 1; i <= NF; ++i) if ($i == "serve") print $(i + 1)}' "$1"
 }
+# nvidia-smi's utilization every 100 ms into file $1 until stop_sampling.
+start_sampling() {
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
+    >"$1" 2>/dev/null &
+  sampler=$!
+}
+stop_sampling() {
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+}
+utilization() { # the samples of file $1 in one line
+  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' "$1"
+}
 finish() {
   tar -C "$work" -czf "$out/gpu-check-logs.tgz" --exclude='*.jsonl' gpu-check
   rm -rf "$work"
@@ -208,8 +221,9 @@ for test in cuda-backend-tests engine-cuda-tests backend-examples-cuda-tests; do
   enough 30 "$test" || continue
   step "$test"
   # Each binary's limit, a few times what it took on the H200 (2026-11-30:
-  # 2, 40 and 3 s, before the graph, pinned and timed cases about doubled
-  # the last two), so that a hung case costs the call a part of its time.
+  # cuda-backend 2 s, engine-cuda 3, backend-examples-cuda 40, before the
+  # graph, pinned and timed cases about doubled the last two), so that a
+  # hung case costs the call a part of its time.
   case "$test" in
   backend-examples-cuda-tests) seconds=200 ;;
   engine-cuda-tests) seconds=120 ;;
@@ -352,29 +366,24 @@ fi
 # the delivery copy on one thread (--copy-threads 1) and on eight, and
 # with only the final states asked for, with the results written by the
 # device (--pinned-results), and with plans as CUDA graphs (--cuda-graphs).
-# The first run and the last two time their tasks on the device
-# (--time-device: the share of the wall time a task was on the stream, the
-# rest the GPU waited for the engine; the others stay comparable with
-# earlier calls' host times); the first also writes its task log, whose
-# tasks priced at the
-# kernels step's plan times give issue 33's GPU busy share
-# (bench/profile/gpu_busy_estimate.py).
+# The first run and the --pinned-results and --cuda-graphs runs time their
+# tasks on the device (--time-device: the share of the wall time a task was
+# on the stream, the rest the GPU waited for the engine; the others stay
+# comparable with earlier calls' host times); the first also writes its
+# task log, whose tasks priced at the kernels step's plan times give issue
+# 33's GPU busy share (bench/profile/gpu_busy_estimate.py).
 if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   step "cellrun run --device cuda: host time and GPU utilization (hidden-1024 LSTM)"
   "$python" "$root/examples/common/make_requests.py" lstm "${GPU_CHECK_BUSY_REQUESTS:-20000}" "$work/wmt20k.jsonl" \
     --lengths "${GPU_CHECK_BUSY_LENGTHS:-$root/bench/workloads/wmt15.csv}" >/dev/null 2>&1 ||
     fail "make_requests.py failed"
-  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-    >"$logs/busy-utilization.csv" 2>/dev/null &
-  sampler=$!
+  start_sampling "$logs/busy-utilization.csv"
   timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
     --input "$work/wmt20k.jsonl" --quiet --task-log "$logs/busy-tasks.csv" \
     >"$logs/busy-run.txt" 2>&1 || fail "cellrun run (busy) failed"
-  kill "$sampler" 2>/dev/null
-  wait "$sampler" 2>/dev/null
+  stop_sampling
   cat "$logs/busy-run.txt"
-  awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
-    "$logs/busy-utilization.csv"
+  utilization "$logs/busy-utilization.csv"
   # Issue 33's measure: the run's tasks priced at the plan times the
   # kernels step measured (when it ran in this call), over the wall time.
   serve="$(serve_seconds "$logs/busy-run.txt")"
@@ -418,20 +427,16 @@ if wanted busy && [ -f "$lstm1024" ] && enough 120 "busy"; then
   # by the device), only not printed; at hidden 1024 the trace's results
   # are 6 GB of JSON, which would take minutes to write and compare.
   busy_sampled() {
-    local name="$1" sampler
+    local name="$1"
     shift
-    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-      >"$logs/busy-utilization-$name.csv" 2>/dev/null &
-    sampler=$!
+    start_sampling "$logs/busy-utilization-$name.csv"
     timeout "$(limit 90)" "$cellrun" run "$lstm1024" --device cuda --time-device \
       --input "$work/wmt20k.jsonl" --quiet "$@" >"$logs/busy-run-$name.txt" 2>&1 ||
       fail "cellrun run $* (busy) failed"
-    kill "$sampler" 2>/dev/null
-    wait "$sampler" 2>/dev/null
+    stop_sampling
     echo "-- the same with $*:"
     cat "$logs/busy-run-$name.txt"
-    awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
-      "$logs/busy-utilization-$name.csv"
+    utilization "$logs/busy-utilization-$name.csv"
   }
   # Results in page-locked memory the device writes (--pinned-results): the
   # emitted rows leave the device by the task's own kernel, no host copy.
@@ -491,9 +496,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
       for workers in ${GPU_CHECK_WORKERS:-1 2 3 4}; do
         enough 15 "workers $trace $rows $workers" || break 3
         name="workers-$trace-rows$rows-w$workers"
-        nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-          >"$logs/$name-utilization.csv" 2>/dev/null &
-        sampler=$!
+        start_sampling "$logs/$name-utilization.csv"
         # With GPU_CHECK_WORKERS_FLAGS, and once more without them when that
         # failed (options not yet run on a GPU: the run still counts); the
         # later runs then go without them.
@@ -510,8 +513,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
           flags=""
           workers_flags=""
         done
-        kill "$sampler" 2>/dev/null
-        wait "$sampler" 2>/dev/null
+        stop_sampling
         echo "-- $trace, --pool-rows $rows, $workers worker(s) on the device:"
         grep -E "^requests:|^cell |^engine:|^tasks a row-step|^workers:" "$logs/$name.txt"
         # Against the ideal of the batch-512 task when the kernels step
@@ -528,8 +530,7 @@ if wanted workers && [ -f "$lstm1024" ] && enough 60 "workers"; then
           [ -n "$serve" ] && "$python" "$root/bench/profile/gpu_busy_estimate.py" \
             "$logs/$name-tasks.csv" "$logs/cuda-lstm1024-fp32.csv" "$serve" 2>&1
         fi
-        awk '$1 + 0 > 0 {busy += $1; n++} {all++} END {printf "GPU utilization: %d samples, %d nonzero, mean of nonzero %.0f%%\n", all, n, n ? busy / n : 0}' \
-          "$logs/$name-utilization.csv"
+        utilization "$logs/$name-utilization.csv"
       done
     done
   done
