@@ -229,6 +229,7 @@ Status Engine::submit(Request request, Callback done) {
     return need.status();
   }
   entry->need = std::move(need).value();
+  entry->productsMayStayInPools = entry->productsInPools;
   entry->deadline = entry->graph->deadline();
   // A small result is made here, on the submitting thread, rather than by
   // the engine's thread when the request starts.
@@ -430,6 +431,8 @@ EngineStats Engine::stats() const {
     total.cancelled += stats.cancelled;
     total.deadlineMisses += stats.deadlineMisses;
     total.chainBatchTasks += stats.chainBatchTasks;
+    total.productsInPoolRows += stats.productsInPoolRows;
+    total.productsThroughStepRows += stats.productsThroughStepRows;
     total.running += stats.running;
     uint64_t tasks = 0;
     if (total.cells.empty())

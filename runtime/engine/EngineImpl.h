@@ -88,6 +88,9 @@ public:
     /// (reserved in `need`: productsInPools_), and those rows: per such
     /// input in order, one a step (-1 until taken).
     bool productsInPools = false;
+    /// Its products fit the pools at all (Engine::submit): each worker that
+    /// may admit it decides where they go then (placeProducts).
+    bool productsMayStayInPools = false;
     std::vector<int32_t> productRows;
   };
 
@@ -114,6 +117,13 @@ public:
   /// fit; those rows are then in the need).
   Result<std::vector<uint32_t>> needOf(const CellGraph &graph,
                                        bool *productsInPools = nullptr) const;
+  /// A chain request's need with its products in pool rows (a row a step).
+  std::vector<uint32_t> needWithProducts(uint32_t steps) const;
+  /// Where an entry whose products may stay in pools (needOf) puts them if
+  /// this worker admits it now: in pool rows while what is left of those
+  /// pools still holds a full batch of requests without products in them,
+  /// else through its own step rows. Sets its need to match.
+  void placeProducts(Entry &entry) const;
   /// needOf for chains and seq2seq: the same for every request (found at
   /// initialisation; empty for other structures).
   std::vector<uint32_t> fixedNeed_;

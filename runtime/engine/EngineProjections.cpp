@@ -105,6 +105,11 @@ Status EngineWorker::projectInputs(const std::vector<Entry *> &entries) {
   std::vector<Entry *> inPools, inSteps;
   for (Entry *entry : entries)
     (entry->productsInPools ? inPools : inSteps).push_back(entry);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.productsInPoolRows += inPools.size();
+    stats_.productsThroughStepRows += inSteps.size();
+  }
   if (!inPools.empty())
     if (Status projected = projectIntoPools(inPools); !projected.isOk())
       return projected;

@@ -31,9 +31,8 @@ EngineWorker::needOf(const CellGraph &graph, bool *productsInPools) const {
     // results are all placed: every chain request runs in it.)
     if (productNeed_.empty() || !graph.isChain())
       return fixedNeed_;
-    std::vector<uint32_t> need = productNeed_;
-    for (uint32_t pool : productPools_)
-      need[pool] += static_cast<uint32_t>(graph.request().steps.size());
+    std::vector<uint32_t> need =
+        needWithProducts(static_cast<uint32_t>(graph.request().steps.size()));
     for (uint32_t pool = 0; pool < pools_.size(); ++pool)
       if (need[pool] > pools_[pool].budget)
         return fixedNeed_;
@@ -57,6 +56,34 @@ EngineWorker::needOf(const CellGraph &graph, bool *productsInPools) const {
                         std::to_string(pools_[pool].budget) +
                         " (raise the pool size)");
   return need;
+}
+
+std::vector<uint32_t> EngineWorker::needWithProducts(uint32_t steps) const {
+  std::vector<uint32_t> need = productNeed_;
+  for (uint32_t pool : productPools_)
+    need[pool] += steps;
+  return need;
+}
+
+void EngineWorker::placeProducts(Entry &entry) const {
+  if (!entry.productsMayStayInPools)
+    return;
+  // Products held in pool rows never keep the batch from filling: the
+  // rows left after them must hold the largest batch's worth of requests
+  // that read their products through their own step rows. (Those copy a
+  // product row a step; the products in pools cost nothing a step.)
+  std::vector<uint32_t> withProducts = needWithProducts(
+      static_cast<uint32_t>(entry.graph->request().steps.size()));
+  bool inPools = true;
+  for (uint32_t pool : productPools_) {
+    uint64_t kept = uint64_t(fixedNeed_[pool]) * chainLargest_;
+    inPools &= uint64_t(pools_[pool].reserved) + withProducts[pool] + kept <=
+               pools_[pool].budget;
+  }
+  if (inPools == entry.productsInPools)
+    return;
+  entry.productsInPools = inPools;
+  entry.need = inPools ? std::move(withProducts) : fixedNeed_;
 }
 
 bool EngineWorker::fits(const Entry &entry) const {
@@ -179,6 +206,7 @@ bool EngineWorker::admit() {
           more = false;
           break;
         }
+        placeProducts(**head);
         if (takesHead(**head, holds)) {
           std::unique_ptr<Entry> entry = std::move(*head);
           admission_->waiting.erase(head);

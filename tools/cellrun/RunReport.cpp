@@ -109,6 +109,11 @@ void printSummary(const std::string &model, const std::string &policy,
     std::printf("workers: %s tasks, %llu requests moved between them\n",
                 perWorker.c_str(), (unsigned long long)stats.requestsMoved);
   }
+  if (stats.productsInPoolRows + stats.productsThroughStepRows > 0)
+    std::printf("projected inputs: %llu requests' products kept in pool "
+                "rows, %llu through their own step rows\n",
+                (unsigned long long)stats.productsInPoolRows,
+                (unsigned long long)stats.productsThroughStepRows);
   std::printf("time: parse %.3f s, serve %.3f s, write %.3f s after serving",
               times.parse, times.serve, times.write);
   if (times.parseWhileServing > 0)

@@ -188,6 +188,11 @@ struct EngineStats {
   uint64_t requestsMoved = 0;
   /// Tasks bound from the persistent chain batch (EngineOptions::chainBatch).
   uint64_t chainBatchTasks = 0;
+  /// Requests whose projected inputs (cellc --hoist-input-projections) were
+  /// computed at admission: their products kept in the pool rows the steps
+  /// read, and read back into their own step rows (the other policies, or
+  /// pools too full to keep them: EngineWorker::placeProducts).
+  uint64_t productsInPoolRows = 0, productsThroughStepRows = 0;
   /// Where the workers' time went, summed over them: seconds in rounds
   /// that did something (admission, planning, binding, tasks, completion),
   /// and the part of it in the executor's task calls (on the cpu backend
