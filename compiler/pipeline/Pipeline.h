@@ -35,10 +35,10 @@ struct PipelineOptions {
   /// (cell-fold-token-projections).
   bool foldTokenProjections = true;
   /// Whether a chain's feature-input projection becomes a cell run once per
-  /// request at admission (cell-hoist-input-projections). Off by default:
-  /// on the CPU the products' trip through host memory costs more than the
-  /// larger GEMMs save (docs/compiler.md).
-  bool hoistInputProjections = false;
+  /// request at admission (cell-hoist-input-projections): the step then
+  /// reads only its recurrent weights, and a request's projection is one
+  /// GEMM over all of its steps (docs/compiler.md).
+  bool hoistInputProjections = true;
 };
 
 /// Stage names as `cellc --until` takes them, in order.

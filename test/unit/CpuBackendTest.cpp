@@ -192,7 +192,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
                                            "bahdanau", "mingru", "mamba",
-                                           "rwkv", "slstm", "gru_hoisted"));
+                                           "rwkv", "slstm", "gru_step"));
 
 } // namespace
 

@@ -182,6 +182,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, EmulatedKernelTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
                                            "bahdanau", "mingru", "mamba",
-                                           "rwkv", "slstm"));
+                                           "rwkv", "slstm", "gru_step"));
 
 } // namespace

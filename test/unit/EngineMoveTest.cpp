@@ -50,7 +50,7 @@ std::string longRequest(const std::string &model, int id,
                std::to_string(k) + "]}";
     return json + "\"nodes\": " + nodes + "]}";
   }
-  if (model == "gru" || model == "gru_hoisted") {
+  if (model == "gru" || model == "gru_step") {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);
     return json + "\"steps\": " +
            list(60 + 5 * id,
@@ -288,7 +288,7 @@ TEST(EngineMoveThreadsTest, WorkerThreadsMoveRequestsAndAnswerEveryOne) {
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, EngineMoveTest,
-    ::testing::Values("lstm", "gru", "gru_hoisted", "seq2seq", "attention",
+    ::testing::Values("lstm", "gru", "gru_step", "seq2seq", "attention",
                       "treelstm"),
     [](const ::testing::TestParamInfo<const char *> &info) {
       return std::string(info.param);

@@ -1,8 +1,8 @@
 //===- EngineProjectionTest.cpp - Inputs projected at admission -----------===//
 //
-// The GRU example is compiled with its input projection left in the step
-// (cellc's default) and, for these tests, hoisted into a cell of its own
-// (examples/CMakeLists.txt: model-hoisted.cellpack). Served by
+// The GRU example is compiled with its input projection hoisted into a
+// cell of its own (cellc's default) and, for these tests, left in the step
+// (examples/CMakeLists.txt: model-step.cellpack). Served by
 // the engine, the two give the same bits for every request: the projection
 // is the same GEMM, run at admission. Also with pools so small that a
 // request's projection runs in several tasks, with every policy, with the
@@ -38,18 +38,19 @@ std::shared_ptr<const LoadedArtifact> load(const std::string &path) {
 }
 
 std::shared_ptr<const LoadedArtifact> hoisted() {
-  return load(std::string(CELL_EXAMPLES_BUILD_DIR) +
-              "/gru/model-hoisted.cellpack");
+  return load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack");
 }
 
 std::shared_ptr<const LoadedArtifact> inStep() {
-  return load(std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack");
+  return load(std::string(CELL_EXAMPLES_BUILD_DIR) +
+              "/gru/model-step.cellpack");
 }
 
 /// Every request's result, served together by an engine over `artifact`.
 std::vector<RequestResult> serve(std::shared_ptr<const LoadedArtifact> artifact,
                                  const std::vector<std::string> &texts,
-                                 Policy policy, uint32_t poolRows = 4096) {
+                                 Policy policy, uint32_t poolRows = 4096,
+                                 EngineStats *stats = nullptr) {
   EngineOptions options;
   options.policy = policy;
   options.poolRows = poolRows;
@@ -73,6 +74,8 @@ std::vector<RequestResult> serve(std::shared_ptr<const LoadedArtifact> artifact,
     results.push_back(future.get());
   // The projection's rows went back with everything else.
   EXPECT_EQ(engineExecutor(*engine.value()).rowsInUse(), idleRows);
+  if (stats)
+    *stats = engine.value()->stats();
   return results;
 }
 
@@ -192,13 +195,43 @@ TEST(EngineProjection, ProductsWaitInThePoolRowsTheStepsRead) {
   expectSameBits(results, serve(inStep(), texts, Policy::Cellular));
 }
 
+TEST(EngineProjection, ProductsLeaveRoomForAFullBatch) {
+  // 60 requests of up to 30 steps, all waiting at once: their products
+  // would take about 900 rows. In pools of 600 rows, products stay in pool
+  // rows only while the rest still holds a full batch (64) of requests
+  // without them; the others read theirs through their own step rows, and
+  // every result is the same bits.
+  auto texts = requests(60, 30, 7);
+  EngineStats tight, roomy;
+  auto inTight = serve(hoisted(), texts, Policy::Cellular, 600, &tight);
+  auto inRoomy = serve(hoisted(), texts, Policy::Cellular, 8192, &roomy);
+  EXPECT_GT(tight.productsInPoolRows, 0u);
+  EXPECT_GT(tight.productsThroughStepRows, 0u);
+  EXPECT_EQ(tight.productsInPoolRows + tight.productsThroughStepRows, 60u);
+  EXPECT_EQ(roomy.productsInPoolRows, 60u);
+  EXPECT_EQ(roomy.productsThroughStepRows, 0u);
+  // All 60 started together in both (one batch, as many tasks as the
+  // longest request has steps): none waited for products to leave.
+  ASSERT_EQ(tight.cells.size(), 1u);
+  EXPECT_EQ(tight.cells[0].tasks, roomy.cells[0].tasks);
+  std::vector<RequestResult> reference =
+      serve(inStep(), texts, Policy::Cellular);
+  expectSameBits(inTight, reference);
+  expectSameBits(inRoomy, reference);
+  // The other policies take no pool rows for products.
+  EngineStats graph;
+  serve(hoisted(), texts, Policy::Graph, 4096, &graph);
+  EXPECT_EQ(graph.productsInPoolRows, 0u);
+  EXPECT_EQ(graph.productsThroughStepRows, 60u);
+}
+
 /// The hoisted GRU's model with `damage` applied to its bytes (same
 /// length), in a new envelope with the right checksum.
 Result<std::shared_ptr<const LoadedArtifact>> damagedHoisted(
     const std::function<void(std::vector<uint8_t> &, const cellpack::Model &)>
         &damage) {
   std::string path =
-      std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model-hoisted.cellpack";
+      std::string(CELL_EXAMPLES_BUILD_DIR) + "/gru/model.cellpack";
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> file{std::istreambuf_iterator<char>(in),
                             std::istreambuf_iterator<char>()};

@@ -27,10 +27,11 @@ inline std::string examplesBuildDir() {
 
 /// The artifact of example `model`; "seq2seq_eos" is test/data/seq2seq-eos.yaml
 /// (a seq2seq whose decodes mostly reach EOS), built beside the examples;
-/// "gru_hoisted" the GRU with its input projection hoisted.
+/// "gru_step" the GRU with its input projection left in the step (cellc
+/// --hoist-input-projections=false; its model.cellpack has it hoisted).
 inline std::string exampleArtifactPath(const std::string &model) {
-  if (model == "gru_hoisted")
-    return examplesBuildDir() + "/gru/model-hoisted.cellpack";
+  if (model == "gru_step")
+    return examplesBuildDir() + "/gru/model-step.cellpack";
   if (model == "seq2seq_eos")
     return examplesBuildDir() + "/../test/seq2seq-eos.cellpack";
   if (model == "attention_eos")

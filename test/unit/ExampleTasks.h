@@ -173,20 +173,20 @@ inline void runCase(const cellpack::CellType &cell,
 }
 
 /// Where example `model` was built (CELL_EXAMPLES_BUILD_DIR/<model>) and
-/// its artifact there; "<model>_hoisted": its model-hoisted.cellpack, the
-/// input projection in a cell of its own.
+/// its artifact there; "<model>_step": its model-step.cellpack, the input
+/// projection left in the step (model.cellpack has it hoisted).
 struct ExampleFiles {
   std::string dir, artifact;
 };
 inline ExampleFiles exampleFiles(const std::string &model) {
-  const std::string suffix = "_hoisted";
-  bool hoisted =
+  const std::string suffix = "_step";
+  bool inStep =
       model.size() > suffix.size() &&
       model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
   std::string dir =
       std::string(CELL_EXAMPLES_BUILD_DIR) + "/" +
-      (hoisted ? model.substr(0, model.size() - suffix.size()) : model);
-  return {dir, dir + (hoisted ? "/model-hoisted.cellpack" : "/model.cellpack")};
+      (inStep ? model.substr(0, model.size() - suffix.size()) : model);
+  return {dir, dir + (inStep ? "/model-step.cellpack" : "/model.cellpack")};
 }
 
 /// Checks every cell of example `model` (exampleFiles) and returns how many

@@ -160,9 +160,9 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"treelstm", FaultPoint::Allocate, false},
                       // Products in pool rows: a failed projection task or
                       // product row fails the requests admitted with it.
-                      FaultCase{"gru_hoisted", FaultPoint::Kernel, false},
-                      FaultCase{"gru_hoisted", FaultPoint::Kernel, true},
-                      FaultCase{"gru_hoisted", FaultPoint::Allocate, false}),
+                      FaultCase{"gru", FaultPoint::Kernel, false},
+                      FaultCase{"gru", FaultPoint::Kernel, true},
+                      FaultCase{"gru", FaultPoint::Allocate, false}),
     [](const auto &info) { return caseName(info.param); });
 
 } // namespace

@@ -82,12 +82,14 @@ TEST(GatherFoldsTest, AStepFusedIntoOneKernelHasNoGatherToLeaveOut) {
 }
 
 TEST(GatherFoldsTest, AGatheredCopyWhoseBytesALaterStepReadsStays) {
-  // The GRU gathers x (step 0) and h (step 2) for its two GEMMs; the h
-  // GEMM's result reuses x's copy's workspace bytes and the gates read it,
-  // so only the h gather may go (a byte another step reads is never left
-  // unwritten, whatever value it holds then).
+  // The GRU in its step form (its input projection not hoisted) gathers x
+  // (step 0) and h (step 2) for its two GEMMs; the h GEMM's result reuses
+  // x's copy's workspace bytes and the gates read it, so only the h gather
+  // may go (a byte another step reads is never left unwritten, whatever
+  // value it holds then).
   std::shared_ptr<const LoadedArtifact> artifact;
-  const cellpack::CellType *cell = firstCell("gru/model.cellpack", artifact);
+  const cellpack::CellType *cell =
+      firstCell("gru/model-step.cellpack", artifact);
   ASSERT_NE(cell, nullptr);
   int h = inputIndex(*cell, "h");
   ASSERT_GE(h, 0);

@@ -48,7 +48,7 @@ inline std::string randomRequest(const std::string &model, int id,
   }
   int length = std::uniform_int_distribution<int>(1, maxLength)(random);
   // 64 features a step (lnlstm: and its update flag, mostly 1).
-  if (model == "gru" || model == "gru_hoisted" || model == "mingru" ||
+  if (model == "gru" || model == "gru_step" || model == "mingru" ||
       model == "mamba" || model == "rwkv" || model == "slstm" ||
       model == "stacked" || model == "lnlstm") {
     std::uniform_real_distribution<float> value(-1.0f, 1.0f);

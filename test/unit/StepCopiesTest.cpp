@@ -134,6 +134,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, StepCopiesTest,
                          ::testing::Values("lstm", "gru", "seq2seq", "treelstm",
                                            "stacked", "lnlstm", "attention",
                                            "bahdanau", "mingru", "mamba",
-                                           "rwkv", "slstm", "gru_hoisted"));
+                                           "rwkv", "slstm", "gru_step"));
 
 } // namespace

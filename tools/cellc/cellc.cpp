@@ -118,8 +118,9 @@ cl::opt<bool> hoistInputProjections(
     cl::desc("In a chain, move the projection of a feature input into a "
              "cell of its own that the runtime runs over all of a request's "
              "steps at admission, so the step multiplies only the state by "
-             "the recurrent weights (off by default: a request then holds "
-             "a pool row a step for the products, see docs/compiler.md)"),
+             "the recurrent weights (on by default; "
+             "--hoist-input-projections=false keeps the projection in the "
+             "step, see docs/compiler.md)"),
     cl::init(cellc::PipelineOptions().hoistInputProjections),
     cl::cat(cellcCategory));
 cl::opt<std::string> depfilePath(
