@@ -68,9 +68,10 @@ __attribute__((target("avx2,fma"))) void avx2Tile(int64_t depth, const float *a,
 #define CELL_PAIRS(X)                                                          \
   X(0, 0)                                                                      \
   X(0, 1)                                                                      \
-  X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2)      \
-      X(2, 3)
+  X(0, 2)                                                                      \
+  X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2) X(2, 3)
 #define CELL_PANELS(X) X(0) X(1) X(2) X(3)
+#define CELL_ROWS3(X) X(0) X(1) X(2)
 
 template <int Rows, int Panels>
 __attribute__((target("avx2,fma"))) void
@@ -87,26 +88,39 @@ avx2Wide(int64_t depth, const float *a, const float *b, int64_t panelStride,
 #undef CELL_DECLARE
 #pragma GCC unroll 2
   for (int64_t k = 0; k < depth; ++k) {
-#define CELL_LOAD(q)                                                           \
-  __m256 bLow##q = _mm256_setzero_ps(), bHigh##q = _mm256_setzero_ps();        \
+    // The rows' scales first, then each weight vector loaded right before
+    // the multiply-adds that read it: one weight register live at a time
+    // (12 accumulators, the scales and it fit AVX2's 16 registers; with
+    // every panel's vectors loaded first, 3 rows x 2 panels and 2 x 3
+    // spilled an accumulator to the stack inside this loop).
+#define CELL_SCALE(i)                                                          \
+  __m256 scale##i = _mm256_setzero_ps();                                       \
+  if constexpr (i < Rows)                                                      \
+    scale##i = _mm256_broadcast_ss(a + k * Rows + i);
+    CELL_ROWS3(CELL_SCALE)
+#undef CELL_SCALE
+#define CELL_HALF(q, half, offset)                                             \
   if constexpr (q < Panels) {                                                  \
-    const float *panel##q = b + q * panelStride + k * kPanelColumns;           \
-    _mm_prefetch(                                                              \
-        reinterpret_cast<const char *>(panel##q + PREFETCH_K * kPanelColumns), \
-        _MM_HINT_T0);                                                          \
-    bLow##q = _mm256_load_ps(panel##q);                                        \
-    bHigh##q = _mm256_load_ps(panel##q + 8);                                   \
+    __m256 weight =                                                            \
+        _mm256_load_ps(b + q * panelStride + k * kPanelColumns + offset);      \
+    if constexpr (Rows > 0)                                                    \
+      half##0##q = _mm256_fmadd_ps(scale0, weight, half##0##q);                \
+    if constexpr (Rows > 1)                                                    \
+      half##1##q = _mm256_fmadd_ps(scale1, weight, half##1##q);                \
+    if constexpr (Rows > 2)                                                    \
+      half##2##q = _mm256_fmadd_ps(scale2, weight, half##2##q);                \
   }
-    CELL_PANELS(CELL_LOAD)
-#undef CELL_LOAD
-#define CELL_STEP(i, q)                                                        \
-  if constexpr (i < Rows && q < Panels) {                                      \
-    __m256 scale = _mm256_broadcast_ss(a + k * Rows + i);                      \
-    low##i##q = _mm256_fmadd_ps(scale, bLow##q, low##i##q);                    \
-    high##i##q = _mm256_fmadd_ps(scale, bHigh##q, high##i##q);                 \
+#define CELL_PANEL(q)                                                          \
+  if constexpr (q < Panels) {                                                  \
+    _mm_prefetch(reinterpret_cast<const char *>(                               \
+                     b + q * panelStride + (k + PREFETCH_K) * kPanelColumns),  \
+                 _MM_HINT_T0);                                                 \
+    CELL_HALF(q, low, 0)                                                       \
+    CELL_HALF(q, high, 8)                                                      \
   }
-    CELL_PAIRS(CELL_STEP)
-#undef CELL_STEP
+    CELL_PANELS(CELL_PANEL)
+#undef CELL_PANEL
+#undef CELL_HALF
   }
 #define CELL_STORE(i, q)                                                       \
   if constexpr (i < Rows && q < Panels) {                                      \
@@ -118,6 +132,7 @@ avx2Wide(int64_t depth, const float *a, const float *b, int64_t panelStride,
 }
 #undef CELL_PAIRS
 #undef CELL_PANELS
+#undef CELL_ROWS3
 
 void avx2Kernel(int rows, int64_t depth, const float *a, const float *b,
                 float *c, int64_t ldc, bool first);
