@@ -31,6 +31,7 @@ extern "C" void openblas_set_num_threads(int threads);
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -112,16 +113,23 @@ double peakFlops(cpu::ThreadPool &pool, cpu::CpuIsa isa, double minSeconds) {
 #if defined(__x86_64__)
   if (isa == cpu::CpuIsa::Generic)
     return 0;
-  double flopsPerWorker = 0;
+  std::vector<double> flopsOf(pool.size(), 0.0);
   Timing timing = timeCalls(
       [&] {
-        pool.parallelFor(pool.size(), [&](unsigned, int64_t, int64_t) {
-          flopsPerWorker = isa == cpu::CpuIsa::Avx512 ? fmaLoopAvx512(1.0f)
-                                                      : fmaLoopAvx2(1.0f);
-        });
+        pool.parallelFor(
+            pool.size(), [&](unsigned worker, int64_t begin, int64_t end) {
+              double done = 0;
+              for (int64_t loop = begin; loop < end; ++loop)
+                done += isa == cpu::CpuIsa::Avx512 ? fmaLoopAvx512(1.0f)
+                                                   : fmaLoopAvx2(1.0f);
+              flopsOf[worker] = done;
+            });
       },
       minSeconds);
-  return flopsPerWorker * pool.size() / timing.best;
+  double flops = 0;
+  for (double done : flopsOf)
+    flops += done;
+  return flops / timing.best;
 #else
   (void)pool, (void)isa, (void)minSeconds;
   return 0;
