@@ -8,6 +8,7 @@
 #ifndef CELL_BENCH_BENCHCOMMON_H
 #define CELL_BENCH_BENCHCOMMON_H
 
+#include "BenchTiming.h"
 #include "artifact/Artifact.h"
 
 #include <algorithm>
@@ -21,21 +22,7 @@ using Clock = std::chrono::steady_clock;
 /// Median seconds of `run` over repetitions lasting at least `minSeconds`.
 template <typename Run>
 inline double medianSeconds(Run run, double minSeconds) {
-  std::vector<double> samples;
-  auto start = Clock::now();
-  run(); // warm-up
-  while (samples.size() < 5 ||
-         std::chrono::duration<double>(Clock::now() - start).count() <
-             minSeconds) {
-    auto begin = Clock::now();
-    run();
-    samples.push_back(
-        std::chrono::duration<double>(Clock::now() - begin).count());
-    if (samples.size() >= 1000)
-      break;
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return timeCalls(run, minSeconds).median;
 }
 
 inline size_t rowBytes(const cellpack::TensorSpec &spec) {

@@ -14,6 +14,7 @@
 // (CELLRUN_CPU_ISA=avx2 or generic picks lesser kernels, as for cellrun.)
 //
 //===----------------------------------------------------------------------===//
+#include "BenchTiming.h"
 #include "WordFold.h"
 #include "backend/cpu/CpuIsa.h"
 #include "backend/cpu/PackedGemm.h"
@@ -40,32 +41,11 @@ extern "C" void openblas_set_num_threads(int threads);
 #include <vector>
 
 using namespace cellrun;
-using Clock = std::chrono::steady_clock;
+using cellbench::timeCalls;
+using cellbench::Timing;
+constexpr size_t kMinCalls = 7, kMaxCalls = 20000;
 
 namespace {
-
-/// The best and the median seconds of `run` over calls lasting together at
-/// least `minSeconds` (at least 7 calls, after one to warm up).
-struct Timing {
-  double best = 0, median = 0;
-};
-template <typename Run> Timing timeCalls(Run run, double minSeconds) {
-  std::vector<double> samples;
-  run();
-  auto start = Clock::now();
-  while (samples.size() < 7 ||
-         std::chrono::duration<double>(Clock::now() - start).count() <
-             minSeconds) {
-    auto begin = Clock::now();
-    run();
-    samples.push_back(
-        std::chrono::duration<double>(Clock::now() - begin).count());
-    if (samples.size() >= 20000)
-      break;
-  }
-  std::sort(samples.begin(), samples.end());
-  return {samples.front(), samples[samples.size() / 2]};
-}
 
 constexpr int64_t kPeakIterations = 1 << 20;
 
@@ -125,7 +105,7 @@ double peakFlops(cpu::ThreadPool &pool, cpu::CpuIsa isa, double minSeconds) {
               flopsOf[worker] = done;
             });
       },
-      minSeconds);
+      minSeconds, kMinCalls, kMaxCalls);
   double flops = 0;
   for (double done : flopsOf)
     flops += done;
@@ -154,7 +134,7 @@ Timing readSeconds(const std::vector<float> &data, cpu::ThreadPool &pool,
         else
           pool.parallelFor(count, fold);
       },
-      minSeconds);
+      minSeconds, kMinCalls, kMaxCalls);
   volatile uint64_t keep = sinks[0];
   (void)keep;
   return timing;
@@ -245,14 +225,14 @@ int main(int argc, char **argv) {
         [&] {
           cpu::packedGemm(a.data(), k, m, packed, {}, d.data(), n, &pool, isa);
         },
-        minSeconds);
+        minSeconds, kMinCalls, kMaxCalls);
     Timing sgemm = timeCalls(
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(n),
                       int(k), 1.0f, a.data(), int(k), weights.data(), int(k),
                       0.0f, reference.data(), int(n));
         },
-        minSeconds);
+        minSeconds, kMinCalls, kMaxCalls);
     // A check that the two computed the same product (not a timing).
     double worst = 0;
     for (size_t i = 0; i < size_t(m * n); ++i)
