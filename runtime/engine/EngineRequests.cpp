@@ -71,19 +71,21 @@ void EngineWorker::placeProducts(Entry &entry) const {
   // Products held in pool rows never keep the batch from filling: the
   // rows left after them must hold the largest batch's worth of requests
   // that read their products through their own step rows. (Those copy a
-  // product row a step; the products in pools cost nothing a step.)
-  std::vector<uint32_t> withProducts = needWithProducts(
-      static_cast<uint32_t>(entry.graph->request().steps.size()));
+  // product row a step; the products in pools cost nothing a step.) The
+  // check allocates nothing: the need is made again only when it changes.
+  auto steps = static_cast<uint32_t>(entry.graph->request().steps.size());
   bool inPools = true;
   for (uint32_t pool : productPools_) {
+    uint64_t products = productNeed_[pool] +
+                        uint64_t(steps) * std::count(productPools_.begin(),
+                                                     productPools_.end(), pool);
     uint64_t kept = uint64_t(fixedNeed_[pool]) * chainLargest_;
-    inPools &= uint64_t(pools_[pool].reserved) + withProducts[pool] + kept <=
-               pools_[pool].budget;
+    inPools &= pools_[pool].reserved + products + kept <= pools_[pool].budget;
   }
   if (inPools == entry.productsInPools)
     return;
   entry.productsInPools = inPools;
-  entry.need = inPools ? std::move(withProducts) : fixedNeed_;
+  entry.need = inPools ? needWithProducts(steps) : fixedNeed_;
 }
 
 bool EngineWorker::fits(const Entry &entry) const {
