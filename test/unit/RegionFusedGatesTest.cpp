@@ -80,7 +80,8 @@ float *alignedFloats(std::vector<float> &floats, float fill) {
 /// The fused loop against the scalar functions, op by op, on every
 /// instruction set this machine has: widths with and without a partial
 /// vector, gates in a shuffled order within a wider row, with and without
-/// the sum, inputs spanning sigmoid's and tanh's ranges (and a NaN).
+/// the sum, inputs spanning sigmoid's and tanh's ranges (and NaNs and
+/// infinities).
 TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
   std::mt19937 random(5);
   std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
@@ -103,6 +104,15 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
       std::memcpy(&nanB, &bitsB, 4);
       a[offsets[1]] = nanA;
       c[0] = nanB;
+      // Infinities, which make no NaN (row 1), and a NaN in a row's last
+      // element only (row 2): vectors checked for NaNs as a whole take the
+      // activations without their NaN blends, the others the blends.
+      a[width + offsets[0]] = INFINITY;
+      a[width + offsets[2] + hidden / 2] = -INFINITY;
+      a[width + offsets[3] + hidden - 1] = -INFINITY;
+      c[hidden + hidden / 2] = INFINITY;
+      c[hidden + hidden - 1] = -INFINITY;
+      c[2 * hidden + hidden - 1] = nanA;
       std::vector<const float *> aRows, bRows, cRows;
       for (int64_t r = rows; r-- > 0;) { // rows in another order
         aRows.push_back(&a[r * width]);

@@ -45,37 +45,50 @@ constexpr float kTanhQ[] = {1.0f, 4.701322913e-01f, 2.724575438e-02f,
                             3.938588197e-04f, 1.287329042e-06f};
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) inline __m256 expAvx2(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(kExpLow));
-  x = _mm256_min_ps(x, _mm256_set1_ps(kExpHigh));
-  __m256 n = _mm256_floor_ps(
-      _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
-  x = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), x);
-  __m256 z = _mm256_mul_ps(x, x);
-  __m256 y = _mm256_set1_ps(kExpP0);
-  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(c));
-  y = _mm256_fmadd_ps(y, z, x);
-  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
-  __m256i bits = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
-}
-
 /// NaN lanes of `x` pass through, as in the scalar versions.
 __attribute__((target("avx2,fma"))) inline __m256 keepNan(__m256 x,
                                                           __m256 result) {
   return _mm256_blendv_ps(result, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
-__attribute__((target("avx2,fma"))) inline __m256 sigmoidVector(__m256 x) {
-  __m256 one = _mm256_set1_ps(1.0f);
-  __m256 e = expAvx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
-  return keepNan(x, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+/// exp(-x) as the scalar expScalar(-x) computes it (VectorMath.cpp), for
+/// lanes that are not NaN, without negating x first: each of its steps on
+/// -x is the negation of a step on x with operands' signs turned
+/// (max(-x, lo) = -min(x, -lo); fma(-a, b, c) is fnmadd(a, b, c); rounding
+/// to nearest is the same either side of zero), so the reduced argument
+/// comes out as s = -r and the polynomial in r is taken in s. The same
+/// bits, one instruction less on sigmoid's chain.
+__attribute__((target("avx2,fma"))) inline __m256 expOfNegatedAvx2(__m256 x) {
+  __m256 m = _mm256_min_ps(x, _mm256_set1_ps(-kExpLow));
+  m = _mm256_max_ps(m, _mm256_set1_ps(-kExpHigh));
+  __m256 n = _mm256_floor_ps(
+      _mm256_fnmadd_ps(m, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  __m256 s = _mm256_fmadd_ps(n, _mm256_set1_ps(kLn2High), m);
+  s = _mm256_fmadd_ps(n, _mm256_set1_ps(kLn2Low), s);
+  __m256 z = _mm256_mul_ps(s, s);
+  __m256 y = _mm256_set1_ps(kExpP0);
+  for (float c : {kExpP1, kExpP2, kExpP3, kExpP4, kExpP5})
+    y = _mm256_fnmadd_ps(y, s, _mm256_set1_ps(c));
+  y = _mm256_fmsub_ps(y, z, s);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
 }
 
-__attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
+/// sigmoidVector's bits in lanes that are not NaN (a NaN lane's result is
+/// not promised): for loops that check their inputs for NaNs once.
+__attribute__((target("avx2,fma"))) inline __m256 sigmoidOfFinite(__m256 x) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, expOfNegatedAvx2(x)));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 sigmoidVector(__m256 x) {
+  return keepNan(x, sigmoidOfFinite(x));
+}
+
+/// tanhVector's bits in lanes that are not NaN (as sigmoidOfFinite).
+__attribute__((target("avx2,fma"))) inline __m256 tanhOfFinite(__m256 x) {
   __m256 signMask = _mm256_set1_ps(-0.0f);
   __m256 magnitude =
       _mm256_min_ps(_mm256_andnot_ps(signMask, x), _mm256_set1_ps(kTanhClamp));
@@ -88,8 +101,11 @@ __attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
     q = _mm256_fmadd_ps(q, z, _mm256_set1_ps(kTanhQ[k]));
   __m256 result = _mm256_min_ps(_mm256_div_ps(_mm256_mul_ps(magnitude, p), q),
                                 _mm256_set1_ps(1.0f));
-  result = _mm256_or_ps(result, _mm256_and_ps(signMask, x));
-  return keepNan(x, result);
+  return _mm256_or_ps(result, _mm256_and_ps(signMask, x));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 tanhVector(__m256 x) {
+  return keepNan(x, tanhOfFinite(x));
 }
 
 // The same operations sixteen lanes at a time (the same multiply-adds
