@@ -1,3 +1,15 @@
+// One-off harness (not built by CMake): the base's LSTM gates against a new
+// version in one process, alternating calls on the same 512-row block (rows
+// scattered over a 16384-row pool, results streamed into an arena as
+// cellrun's are), and a check that both wrote the same bits. Built as:
+//   F="-Iruntime -Iruntime/include -Iruntime/backend/cpu -O3 -DNDEBUG -ffp-contract=off"
+//   g++ $F -c BASE/LstmGates.cpp -o base.o; g++ $F -c BASE/VectorMath.cpp -o vm.o
+//   g++ $F -c runtime/backend/cpu/CpuIsa.cpp -o isa.o
+//   g++ $F -Dcellrun=cellrunv1 -c runtime/backend/cpu/LstmGates.cpp -o new.o
+//   g++ $F -Dcellrun=cellrunv1 -c runtime/backend/cpu/VectorMath.cpp -o vmnew.o
+//   (and a stub of detail::lstmGateRowsWithGemm for each namespace)
+//   g++ $F gates_ab.cpp base.o vm.o isa.o new.o vmnew.o stubs.o -o gates_ab
+//   ./gates_ab HIDDEN
 #include "backend/cpu/LstmGates.h"
 #include <chrono>
 #include <cstdio>
