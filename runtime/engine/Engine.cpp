@@ -219,6 +219,9 @@ Status Engine::submit(Request request, Callback done) {
   EngineWorker &worker = *impl_->workers[0];
   entry->graph.emplace(parser.structure(), std::move(request),
                        worker.nodesInFlight_, worker.placesResults());
+  // A synchronous executor's pools are host memory, the last step's rows
+  // in cache when the request finishes.
+  entry->graph->readFinalStatesFromPools(worker.directReads_);
   entry->graph->arrival = Clock::now();
   // The rows it may hold at once (every worker's pools are alike); a
   // request that can never fit is refused now.

@@ -265,6 +265,14 @@ public:
   uint8_t *finalRowOf(uint32_t output) const {
     return directTargets_ ? chainOutputs_[output].finalRow : nullptr;
   }
+  /// A chain's final state that is emitted too is read from the last
+  /// step's pool row (nodeDone's reader) instead of copied from its
+  /// emitted row: for pools in host memory, where that row is in cache,
+  /// while an emitted row may have gone past the cache (streamed stores)
+  /// and would be read back from memory.
+  void readFinalStatesFromPools(bool fromPools) {
+    finalStatesFromPools_ = fromPools;
+  }
   /// True when a chain's result has no place for output `output` of
   /// `node` (its request's `outputs` leave it out): nothing is read.
   bool skipsRead(uint32_t node, uint32_t output) const {
@@ -430,6 +438,7 @@ private:
   bool directTargets_ = false; // some chainOutputs_ rows are set
   bool allDirect_ = false;     // and every output's
   bool uniformSteps_ = false;  // stepBytes_ and stepOffsets_ are set
+  bool finalStatesFromPools_ = false;
   const uint8_t *stepBytes_ = nullptr;
   uint32_t stepStride_ = 0;
   uint32_t stepOffsets_[kInlineData] = {};

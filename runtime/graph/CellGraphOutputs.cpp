@@ -196,9 +196,15 @@ Status CellGraph::chainDone(uint32_t node, const RowReader &read) {
       // last step's row went straight to the final state: readTarget).
       // Through the rows' addresses kept beside the graph's hot fields: the
       // result's tensor records are not in the cache by now.
-      std::memcpy(chain.finalRow,
-                  chain.emittedRows + size_t(node) * chain.rowBytes,
-                  chain.rowBytes);
+      if (finalStatesFromPools_) {
+        if (Status status = read(node, output, chain.finalRow);
+            !status.isOk())
+          return status;
+      } else {
+        std::memcpy(chain.finalRow,
+                    chain.emittedRows + size_t(node) * chain.rowBytes,
+                    chain.rowBytes);
+      }
     }
   }
   finished_ = true;
