@@ -269,7 +269,9 @@ public:
   /// step's pool row (nodeDone's reader) instead of copied from its
   /// emitted row: for pools in host memory, where that row is in cache,
   /// while an emitted row may have gone past the cache (streamed stores)
-  /// and would be read back from memory.
+  /// and would be read back from memory. The reader given to the last
+  /// node's nodeDone must then read that output's pool row too, though the
+  /// task placed it in the result itself.
   void readFinalStatesFromPools(bool fromPools) {
     finalStatesFromPools_ = fromPools;
   }

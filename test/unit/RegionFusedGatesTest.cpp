@@ -16,7 +16,11 @@
 #include "backend/cpu/RegionInterpreter.h"
 #include "backend/cpu/VectorMath.h"
 
+#include <cmath>
 #include <cstdlib>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace {
 using namespace cellc::testing;
@@ -112,6 +116,7 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
       a[width + offsets[3] + hidden - 1] = -INFINITY;
       c[hidden + hidden / 2] = INFINITY;
       c[hidden + hidden - 1] = -INFINITY;
+      a[width + offsets[1] + hidden / 2] = -INFINITY; // f tiny, c infinite
       c[2 * hidden + hidden - 1] = nanA;
       std::vector<const float *> aRows, bRows, cRows;
       for (int64_t r = rows; r-- > 0;) { // rows in another order
@@ -196,5 +201,52 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
     }
   }
 }
+
+#if defined(__x86_64__)
+/// With subnormal results flushed to zero and subnormal inputs read as
+/// zero (a caller's MXCSR, e.g. a program built with -ffast-math), a forget
+/// gate far below zero is 0, not tiny, and 0 * inf is NaN: c' and h' of an
+/// infinite cell state are NaN on every instruction set, as the ops give
+/// them (no way around a NaN check skips that).
+TEST(LstmGatesTest, FlushedToZeroAnInfiniteCellGivesNaN) {
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040); // flush to zero, denormals are zero
+  for (int64_t hidden : {8, 16, 24, 64}) {
+    const int64_t rows = 3;
+    std::vector<float> a(rows * 4 * hidden, 0.5f), c(rows * hidden, 0.25f);
+    const int64_t offsets[4] = {0, hidden, 2 * hidden, 3 * hidden};
+    for (int64_t r = 0; r < rows; ++r) {
+      a[r * 4 * hidden + offsets[1] + 1] = -100.0f; // f flushed to 0
+      c[r * hidden + 1] = INFINITY;
+    }
+    std::vector<const float *> aRows, cRows;
+    for (int64_t r = 0; r < rows; ++r) {
+      aRows.push_back(&a[r * 4 * hidden]);
+      cRows.push_back(&c[r * hidden]);
+    }
+    for (CpuIsa isa : isasUpToTheOneInUse()) {
+      std::vector<float> cell(rows * hidden), out(rows * hidden);
+      LstmGateRows block;
+      block.a = aRows.data();
+      block.c = cRows.data();
+      block.cOut = cell.data();
+      block.hOut = out.data();
+      block.rows = rows;
+      block.hidden = hidden;
+      std::copy(offsets, offsets + 4, block.offsets);
+      lstmGateRows(block, isa);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::string where = std::string(cpuIsaName(isa)) + ", hidden " +
+                            std::to_string(hidden) + ", row " +
+                            std::to_string(r);
+        EXPECT_TRUE(std::isnan(cell[r * hidden + 1])) << where;
+        EXPECT_TRUE(std::isnan(out[r * hidden + 1])) << where;
+        EXPECT_FALSE(std::isnan(out[r * hidden])) << where;
+      }
+    }
+  }
+  _mm_setcsr(saved);
+}
+#endif
 
 } // namespace

@@ -10,9 +10,10 @@
 // side in program order, which it overlaps better (the hidden-16 LSTM's
 // 512-row task 23.2 -> 21.4 us in task_bench; no change measured in a
 // whole `cellrun run`, where the rows' memory sets the pace). On AVX2, a
-// row's whole vectors go two at a time the same way, and a pair whose
-// inputs hold no NaN (one check for all its activations) goes through the
-// activations without their per-lane NaN blends: the same bits, the gates
+// row's whole vectors go two at a time the same way (where it has no
+// partial vector or more than two whole ones), and those whose inputs hold
+// no NaN (one check) go through the gates' activations without their
+// per-lane NaN blends: the same bits, the gates
 // of a 512-row block 11-13% faster at hidden 16 on a Zen 3 EPYC, 7-9% at
 // hidden 64, 2-4% at hidden 256.
 //
@@ -135,11 +136,13 @@ gateInputAvx2(const RowPlaces &row, int64_t at) {
   return row.b ? _mm256_add_ps(x, _mm256_loadu_ps(row.b + at)) : x;
 }
 
-/// Loads the chunk at k and says whether none of its lanes is NaN. Then no
-/// activation's keepNan changes a lane: sigmoid and tanh of a number are
-/// numbers, and c' = f c + i g is one too (f > 0 and |i g| <= 1, so an
-/// infinite c gives an infinite c'), so sigmoidOfFinite and tanhOfFinite
-/// give the loop's bits with a check a chunk instead of one an activation.
+/// Loads the chunk at k and says whether none of its lanes is NaN. Then the
+/// four gates' keepNan changes no lane (sigmoid and tanh of a number are
+/// numbers), so sigmoidOfFinite and tanhOfFinite give the loop's bits with
+/// a check a chunk instead of a blend an activation. c' = f c + i g is a
+/// number too while f > 0 (an infinite c gives an infinite c'), but with
+/// subnormal results flushed to zero (a caller's MXCSR) f can be 0 and
+/// 0 * inf NaN: c' is checked too before tanh(c') goes without its blend.
 __attribute__((target("avx2,fma"))) inline bool
 loadFiniteGatesAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
                     GateInputsAvx2 &in) {
@@ -185,6 +188,9 @@ finiteChunkAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
   __m256 cell = _mm256_add_ps(
       _mm256_mul_ps(sigmoidOfFinite(in.forget), in.cell),
       _mm256_mul_ps(sigmoidOfFinite(in.input), tanhOfFinite(in.candidate)));
+  __m256 nan = _mm256_cmp_ps(cell, cell, _CMP_UNORD_Q);
+  if (!_mm256_testz_ps(nan, nan))
+    return false;
   __m256 h = _mm256_mul_ps(sigmoidOfFinite(in.output), tanhOfFinite(cell));
   storeChunkAvx2(row, k, cell, h, streamCopies);
   return true;
@@ -214,6 +220,9 @@ finiteChunkPairAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
                                _mm256_mul_ps(input0, candidate0));
   __m256 cell1 = _mm256_add_ps(_mm256_mul_ps(forget1, high.cell),
                                _mm256_mul_ps(input1, candidate1));
+  __m256 nan = _mm256_cmp_ps(cell0, cell1, _CMP_UNORD_Q);
+  if (!_mm256_testz_ps(nan, nan))
+    return false;
   __m256 h0 = _mm256_mul_ps(output0, tanhOfFinite(cell0));
   __m256 h1 = _mm256_mul_ps(output1, tanhOfFinite(cell1));
   storeChunkAvx2(row, k, cell0, h0, streamCopies);

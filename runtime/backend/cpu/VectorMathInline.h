@@ -57,7 +57,8 @@ __attribute__((target("avx2,fma"))) inline __m256 keepNan(__m256 x,
 /// (max(-x, lo) = -min(x, -lo); fma(-a, b, c) is fnmadd(a, b, c); rounding
 /// to nearest is the same either side of zero), so the reduced argument
 /// comes out as s = -r and the polynomial in r is taken in s. The same
-/// bits, one instruction less on sigmoid's chain.
+/// bits (a zero's sign aside, which does not reach the result), one
+/// instruction less on sigmoid's chain.
 __attribute__((target("avx2,fma"))) inline __m256 expOfNegatedAvx2(__m256 x) {
   __m256 m = _mm256_min_ps(x, _mm256_set1_ps(-kExpLow));
   m = _mm256_max_ps(m, _mm256_set1_ps(-kExpHigh));
