@@ -81,6 +81,23 @@ float *alignedFloats(std::vector<float> &floats, float fill) {
   return floats.data() + ((64 - at % 64) % 64) / sizeof(float);
 }
 
+/// A block of `rows` rows whose pre-activations and cell states lie at
+/// aRows and cRows, its results into `cell` and `out`.
+LstmGateRows gateBlock(const std::vector<const float *> &aRows,
+                       const std::vector<const float *> &cRows,
+                       std::vector<float> &cell, std::vector<float> &out,
+                       int64_t rows, int64_t hidden, const int64_t *offsets) {
+  LstmGateRows block;
+  block.a = aRows.data();
+  block.c = cRows.data();
+  block.cOut = cell.data();
+  block.hOut = out.data();
+  block.rows = rows;
+  block.hidden = hidden;
+  std::copy(offsets, offsets + 4, block.offsets);
+  return block;
+}
+
 /// The fused loop against the scalar functions, op by op, on every
 /// instruction set this machine has: widths with and without a partial
 /// vector, gates in a shuffled order within a wider row, with and without
@@ -163,17 +180,11 @@ TEST(LstmGatesTest, EveryInstructionSetGivesTheOpsBits) {
           cellCopyRows.push_back(r % 2 ? cellCopy + at(r) : nullptr);
           outCopyRows.push_back(r % 3 ? outCopy + at(r) : nullptr);
         }
-        LstmGateRows block;
-        block.a = aRows.data();
+        LstmGateRows block =
+            gateBlock(aRows, cRows, cell, out, rows, hidden, offsets);
         block.b = summed ? bRows.data() : nullptr;
-        block.c = cRows.data();
-        block.cOut = cell.data();
-        block.hOut = out.data();
         block.cCopyRows = cellCopyRows.data();
         block.hCopyRows = outCopyRows.data();
-        block.rows = rows;
-        block.hidden = hidden;
-        std::copy(offsets, offsets + 4, block.offsets);
         lstmGateRows(block, isa);
         std::string where = std::string(cpuIsaName(isa)) + ", hidden " +
                             std::to_string(hidden) + (summed ? ", summed" : "");
@@ -226,15 +237,8 @@ TEST(LstmGatesTest, FlushedToZeroAnInfiniteCellGivesNaN) {
     }
     for (CpuIsa isa : isasUpToTheOneInUse()) {
       std::vector<float> cell(rows * hidden), out(rows * hidden);
-      LstmGateRows block;
-      block.a = aRows.data();
-      block.c = cRows.data();
-      block.cOut = cell.data();
-      block.hOut = out.data();
-      block.rows = rows;
-      block.hidden = hidden;
-      std::copy(offsets, offsets + 4, block.offsets);
-      lstmGateRows(block, isa);
+      lstmGateRows(gateBlock(aRows, cRows, cell, out, rows, hidden, offsets),
+                   isa);
       for (int64_t r = 0; r < rows; ++r) {
         std::string where = std::string(cpuIsaName(isa)) + ", hidden " +
                             std::to_string(hidden) + ", row " +
