@@ -136,6 +136,12 @@ gateInputAvx2(const RowPlaces &row, int64_t at) {
   return row.b ? _mm256_add_ps(x, _mm256_loadu_ps(row.b + at)) : x;
 }
 
+/// Whether no lane of x or y is NaN.
+__attribute__((target("avx2,fma"))) inline bool noNanIn(__m256 x, __m256 y) {
+  __m256 nan = _mm256_cmp_ps(x, y, _CMP_UNORD_Q);
+  return _mm256_testz_ps(nan, nan);
+}
+
 /// Loads the chunk at k and says whether none of its lanes is NaN. Then the
 /// four gates' keepNan changes no lane (sigmoid and tanh of a number are
 /// numbers), so sigmoidOfFinite and tanhOfFinite give the loop's bits with
@@ -151,6 +157,7 @@ loadFiniteGatesAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
   in.candidate = gateInputAvx2(row, offsets[2] + k);
   in.output = gateInputAvx2(row, offsets[3] + k);
   in.cell = _mm256_loadu_ps(row.c + k);
+  // One test of the three compares' lanes together.
   __m256 nan =
       _mm256_or_ps(_mm256_cmp_ps(in.input, in.forget, _CMP_UNORD_Q),
                    _mm256_cmp_ps(in.candidate, in.output, _CMP_UNORD_Q));
@@ -188,8 +195,7 @@ finiteChunkAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
   __m256 cell = _mm256_add_ps(
       _mm256_mul_ps(sigmoidOfFinite(in.forget), in.cell),
       _mm256_mul_ps(sigmoidOfFinite(in.input), tanhOfFinite(in.candidate)));
-  __m256 nan = _mm256_cmp_ps(cell, cell, _CMP_UNORD_Q);
-  if (!_mm256_testz_ps(nan, nan))
+  if (!noNanIn(cell, cell))
     return false;
   __m256 h = _mm256_mul_ps(sigmoidOfFinite(in.output), tanhOfFinite(cell));
   storeChunkAvx2(row, k, cell, h, streamCopies);
@@ -220,8 +226,7 @@ finiteChunkPairAvx2(const RowPlaces &row, const int64_t *offsets, int64_t k,
                                _mm256_mul_ps(input0, candidate0));
   __m256 cell1 = _mm256_add_ps(_mm256_mul_ps(forget1, high.cell),
                                _mm256_mul_ps(input1, candidate1));
-  __m256 nan = _mm256_cmp_ps(cell0, cell1, _CMP_UNORD_Q);
-  if (!_mm256_testz_ps(nan, nan))
+  if (!noNanIn(cell0, cell1))
     return false;
   __m256 h0 = _mm256_mul_ps(output0, tanhOfFinite(cell0));
   __m256 h1 = _mm256_mul_ps(output1, tanhOfFinite(cell1));
@@ -357,6 +362,9 @@ inline bool noFiniteChunkPair(const RowPlaces &, const int64_t *, int64_t,
       RowPlaces row = placesOf(block, r);                                      \
       bool streamCopies =                                                      \
           streams && streamsCopies(wholeLines, row.cCopy, row.hCopy);          \
+      /* A row of exactly two vectors (hidden 16 on AVX2) as one call at       \
+         k = 0: measured 0.83-0.88 of the old loop's time against 0.89-1.08    \
+         with it in the general loop below (the compiler's registers). */      \
       if (full == 2 * width && tail == 0 &&                                    \
           finiteChunkPair(row, block.offsets, 0, streamCopies))                \
         continue;                                                              \
