@@ -19,6 +19,7 @@
 #define CELLRUN_SCHED_ENGINEIMPL_H
 
 #include "ChainSlots.h"
+#include "EngineRecords.h"
 #include "PoolCounts.h"
 #include "SlotTable.h"
 #include "sched/BatchingPolicy.h"
@@ -49,50 +50,10 @@ Status cancelledStatus(const std::string &id, const std::string &reason);
 class EngineWorker {
 public:
   using Callback = Engine::Callback;
-  struct Entry {
-    uint64_t key = 0; // in the worker's table, from admission on
-    // What every step reads first, side by side with the graph's own
-    // hot fields (CellGraph::chainRows).
-    bool complete = false;
-    /// Set when a task could not bind one of its nodes: the request fails
-    /// once the tasks holding its other nodes have finished.
-    Status failure;
-    std::optional<CellGraph> graph; // in the entry: one allocation
-    Callback done;
-    /// Per pool id: the rows it may hold at once (found at submission and
-    /// reserved at admission), and those held now (never more than
-    /// reserved: a request cannot take rows reserved for others).
-    PoolCounts need, held;
-    /// A chunk of a session runs on the worker that holds its state.
-    int32_t pinnedWorker = -1;
-    /// graph->deadline(), found at submission (the queue's order).
-    uint64_t deadline = UINT64_MAX;
-    /// Per held slot of the graph (CellGraph::heldRowCount): the pool and
-    /// row its first reader took (a memory's: its first encoder step), or
-    /// row -1 before that.
-    std::vector<std::pair<uint32_t, int32_t>> heldRows;
-    /// Engine::cancelAll reached it while it waited (under the admission
-    /// mutex): it ends as soon as it is admitted, with `cancelReason`.
-    bool cancelled = false;
-    std::string cancelReason;
-    /// Its number in the order of admission (AdmissionQueue::admissions).
-    uint64_t admission = 0;
-    /// Moved from another worker (EngineMoves.cpp), until it is taken
-    /// there: the bytes of every row it held, one after another in the
-    /// order of forEachHeldRow, and its subgraphs' nodes not yet run.
-    std::vector<uint8_t> movedState;
-    std::vector<ReadySubgraph> movedSubgraphs;
-    /// Its slot in the worker's chain batch (chainSlots_), or -1.
-    int32_t chainSlot = -1;
-    /// Its projected inputs' products stay in the pool rows the steps read
-    /// (reserved in `need`: productsInPools_), and those rows: per such
-    /// input in order, one a step (-1 until taken).
-    bool productsInPools = false;
-    /// Its products fit the pools at all (Engine::submit): each worker that
-    /// may admit it decides where they go then (placeProducts).
-    bool productsMayStayInPools = false;
-    std::vector<int32_t> productRows;
-  };
+  using Entry = EngineEntry;
+  using PoolState = EnginePoolState;
+  using PartPools = EnginePartPools;
+  using ChainInput = EngineChainInput;
 
   /// `index` picks the CUDA device (options.executor.cudaDevice +
   /// index / options.workersPerDevice);
@@ -159,21 +120,9 @@ public:
   /// Time in the executor's submit and wait calls during this round
   /// (EngineStats::executorSeconds).
   Clock::duration executorTime_{};
-  /// The executor's pools, by id.
-  struct PoolState {
-    SlotPool *pool = nullptr;
-    int32_t zeroRow = -1;             // all zeros, read by nodes, never written
-    std::vector<int32_t> scratchRows; // written by padding rows
-    uint32_t budget = 0;              // rows requests may reserve
-    /// Rows reserved by admitted requests, and rows of ended requests that
-    /// tasks in flight still hold.
-    uint32_t reserved = 0;
-  };
+  /// The executor's pools, by id; per part, the pool ids of its cell's
+  /// inputs and outputs.
   std::vector<PoolState> pools_;
-  /// Per part, the pool id of each cell input and output.
-  struct PartPools {
-    std::vector<uint32_t> inputs, outputs;
-  };
   std::vector<PartPools> partPools_;
   /// Nodes of one chain that may be bound before the first completes.
   uint32_t nodesInFlight_ = 1;
@@ -229,59 +178,16 @@ public:
   std::atomic<bool> idle_{true};
 
 private:
-  /// A row the host reads back with a task: output `output` of task row
-  /// `row`, at `offset` of the task's read buffer.
-  struct ReadSlot {
-    uint32_t row;
-    uint32_t output;
-    size_t offset;
-  };
-  /// A task bound to rows and submitted to the executor.
-  /// A row of request data a task holds until it has finished.
-  struct DataRow {
-    uint64_t request;
-    uint32_t pool;
-    int32_t row;
-  };
-  struct InFlight {
-    PlannedTask task;
-    std::vector<PlannedNode> nodes; // bound, in task-row order
-    uint64_t ticket = 0;
-    uint32_t batchSize = 0;
-    std::vector<DataRow> dataRows;
-    /// Per cell input (output): the pool row of each task row, and where
-    /// those rows are (set once the vectors have their size).
-    std::vector<std::vector<int32_t>> inputRows, outputRows;
-    std::vector<int32_t *> inputRowData, outputRowData;
-    Executor::TaskIO io; // request data in, results out
-    /// Reads into readBuffer (those not copied straight into a result), in
-    /// row order; per task row, its first entry of reads.
-    std::vector<ReadSlot> reads;
-    std::vector<uint32_t> firstRead;
-    /// Not zeroed when resized: every byte a task reads back is written by
-    /// the executor before anything reads it (at 512 rows of 4 KB a task
-    /// reads 2 MB: zeroing it each task cost a tenth of the GPU path's host
-    /// time).
-    std::vector<uint8_t, UninitializedAllocator<uint8_t>> readBuffer;
-    Clock::time_point submitted;
-    Status status;
-    /// A task of the chain batch (EngineChainBatch.cpp), and its rows
-    /// that need the graph when it completes (a session's first step, a
-    /// last step).
-    bool chainBatch = false;
-    std::vector<uint32_t> chainEvents;
-    uint64_t round = 0; // the worker's round it was submitted in
-  };
+  using ReadSlot = EngineReadSlot;
+  using DataRow = EngineDataRow;
+  using InFlight = EngineFlight;
+  using BindUndo = EngineBindUndo;
+  using DeferredRow = EngineDataRow; // a row given back after a submit
   /// Rows whose last reader was bound in the task being launched: they go
   /// back to their pools once it is submitted, for later tasks to write
   /// (tasks run in order on a worker, so the readers have read them by
   /// then). Not for custom unfolders, which may read any finished node.
   bool releaseAtBind_ = false;
-  struct DeferredRow {
-    uint64_t request;
-    uint32_t pool;
-    int32_t row;
-  };
   std::vector<DeferredRow> deferredRows_;
   /// Marks the producers of `node` that have no reader left to bind, and
   /// defers their rows (bindNode, once the node is bound).
@@ -326,14 +232,7 @@ private:
   /// the end of the requests it finishes (one clock read a task, not one a
   /// request); the epoch otherwise.
   Clock::time_point taskFinishedAt_{};
-  struct HeldEnds {
-    PoolCounts unreserve;
-    EngineStats stats;
-    std::vector<std::pair<Callback, RequestResult>> answers;
-    /// The answered requests' entries, for the submitting threads to free
-    /// (AdmissionQueue::retired).
-    std::vector<std::unique_ptr<Entry>> retired;
-  } heldEnds_;
+  EngineHeldEnds heldEnds_;
   void releaseHeldEnds();
 
   /// Admits waiting requests while they fit here and this worker is the
@@ -407,12 +306,6 @@ private:
   /// completeChainRows).
   void completeNodes(InFlight &flight);
   Status bindNode(Entry &entry, uint32_t node, uint32_t row, InFlight &flight);
-  /// The rows binding one node has taken so far, given back if it fails.
-  struct BindUndo {
-    size_t dataBefore = 0, writesBefore = 0, placesBefore = 0;
-    uint32_t heldTaken[8], heldTakenCount = 0; // held slots this node took
-    std::vector<uint32_t> moreHeldTaken;       // past eight (rare)
-  };
   /// Sets `bound` to the pool row input `input` of `node` reads as task
   /// row `row` (taking a row for request data or a held input); false with
   /// `error` set when it cannot.
@@ -456,13 +349,7 @@ private:
   enum class MoveResult { Moved, Kept, TargetFull };
   MoveResult moveTo(Entry &entry, EngineWorker &target);
   void resumeMoved(Entry &entry);
-  /// The inputs of a chain's cell by where they come from: data inputs
-  /// (index: which of the request's rows), states (index: the output that
-  /// updates them) and the rest (index: the pool's zero row).
-  struct ChainInput {
-    uint32_t input = 0;
-    uint32_t index = 0;
-  };
+  /// A chain cell's inputs: request data, states and zeros.
   std::vector<ChainInput> chainData_, chainStates_, chainZeros_;
   // The persistent chain batch (EngineChainBatch.cpp): under cellular
   // batching, chain requests whose results are placed for every step run
